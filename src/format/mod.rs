@@ -1,0 +1,1 @@
+//! The roverd trace format: plain Rust over files and bytes.
