@@ -1,0 +1,52 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The project root (where Cargo.toml is).
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The Python interpreter of the project's venv (numpy, zarr<3, numcodecs, gulpio2), created by
+/// `scripts/py-env.sh` on first use. Panics, never skips, when it cannot be set up.
+pub fn python() -> &'static Path {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(root().join("scripts/py-env.sh"))
+            .output()
+            .expect("running scripts/py-env.sh");
+        assert!(
+            out.status.success(),
+            "scripts/py-env.sh failed (the interop tests need it):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    })
+}
+
+/// Runs a Python script (given as source) with the venv interpreter and the given arguments;
+/// panics with its stderr when it fails. Returns stdout.
+pub fn run_python(script: &str, args: &[&std::ffi::OsStr]) -> String {
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("running python");
+    assert!(
+        out.status.success(),
+        "python failed:\n{}\n--- stderr ---\n{}",
+        script,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The `roverlog` binary built for this test run.
+pub fn roverlog_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_roverlog"))
+}
