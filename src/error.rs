@@ -32,11 +32,7 @@ pub enum Error {
 
     /// An input larger than the limit we accept for it.
     #[error("{what} is {got} bytes, over the limit of {limit}")]
-    TooLarge {
-        what: String,
-        got: u64,
-        limit: u64,
-    },
+    TooLarge { what: String, got: u64, limit: u64 },
 
     // ----- roverd format ---------------------------------------------------------------
     /// A sensor or channel name that cannot be used.
@@ -63,11 +59,7 @@ pub enum Error {
 
     /// A sample index past the end of a channel.
     #[error("{}: sample {index} out of range (channel holds {len})", path.display())]
-    OutOfRange {
-        path: PathBuf,
-        index: u64,
-        len: u64,
-    },
+    OutOfRange { path: PathBuf, index: u64, len: u64 },
 
     /// A sample whose byte length does not match the channel's type and shape.
     #[error("channel {channel:?}: sample is {got} bytes, expected {expected}")]

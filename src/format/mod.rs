@@ -1,1 +1,28 @@
-//! The roverd trace format: plain Rust over files and bytes.
+//! The roverd trace format: plain Rust over files and bytes (no tokio, no sockets).
+//!
+//! - [`meta`]: `meta.json`, names, atomic writes.
+//! - [`dtype`]: type codes and typed views of sample bytes.
+//! - one module per channel format: [`raw`], [`lzma`] (also the `.xz` codec), [`lzmaf`],
+//!   [`blob`] (`jpg`/`npz` directories); [`append`] is the buffered append-only file under
+//!   the writers; [`channel`] puts the formats behind one reader and one writer type.
+//! - [`sensor`] ([`Sensor`], [`SensorWriter`]) and [`trace`] ([`Trace`]).
+//! - [`check`]: consistency checking and crash recovery.
+
+pub mod append;
+pub mod blob;
+pub mod channel;
+pub mod check;
+pub mod dtype;
+pub mod lzma;
+pub mod lzmaf;
+pub mod meta;
+pub mod raw;
+pub mod sensor;
+pub mod trace;
+
+pub use channel::{ChannelReader, ChannelWriter, WriterOptions};
+pub use check::{check_sensor, recover_sensor, Depth, Recovery, SensorCheck};
+pub use dtype::DType;
+pub use meta::{validate_name, ChannelFormat, ChannelMeta, SensorMeta, TS_CHANNEL};
+pub use sensor::{Sensor, SensorWriter};
+pub use trace::{find_traces, is_trace, Trace};

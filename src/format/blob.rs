@@ -1,0 +1,262 @@
+//! Blob channels (`jpg`, `npz`): a directory named after the channel with one file per sample,
+//! `000000.jpg`, `000001.jpg`, ... Samples are variable-size (encoded frames).
+//!
+//! Each sample is written to `<sensor>/.<channel>.partial` and renamed into place once
+//! complete, so a crash never leaves a truncated file under a sample's name. The partial file
+//! lives outside the channel directory because upstream counts every file in it.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::meta::sync_dir;
+use crate::error::{Error, IoContext, Result};
+
+/// The file name of sample `index`.
+pub fn sample_name(index: u64, ext: &str) -> String {
+    format!("{index:06}.{ext}")
+}
+
+/// The partial file used while writing channel directory `dir`.
+pub fn partial_path(dir: &Path) -> PathBuf {
+    let mut name = std::ffi::OsString::from(".");
+    name.push(dir.file_name().unwrap_or_default());
+    name.push(".partial");
+    dir.with_file_name(name)
+}
+
+/// Parses a sample file name `NNNNNN.<ext>` (at least 6 digits) into its index.
+pub fn parse_sample_name(name: &str, ext: &str) -> Option<u64> {
+    let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
+    if stem.len() < 6 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok()
+}
+
+/// Appends samples to a blob channel directory.
+pub struct BlobWriter {
+    dir: PathBuf,
+    ext: String,
+    len: u64,
+    /// Files renamed into place but not yet fsynced.
+    unsynced: Vec<File>,
+    failed: Option<String>,
+}
+
+impl BlobWriter {
+    /// Creates the channel directory (which must not exist).
+    pub fn create(dir: &Path, ext: &str) -> Result<BlobWriter> {
+        fs::create_dir(dir).at(dir)?;
+        Ok(BlobWriter::new(dir, ext, 0))
+    }
+
+    /// Opens an existing channel directory to append after its last sample; samples must be
+    /// numbered without gaps (run recovery first after a crash).
+    pub fn open_append(dir: &Path, ext: &str) -> Result<BlobWriter> {
+        if !dir.exists() {
+            return BlobWriter::create(dir, ext);
+        }
+        let scan = scan(dir, ext)?;
+        if !scan.problems.is_empty() {
+            return Err(Error::corrupt(
+                dir,
+                format!("{} (run `roverlog recover`)", scan.problems.join("; ")),
+            ));
+        }
+        Ok(BlobWriter::new(dir, ext, scan.contiguous))
+    }
+
+    fn new(dir: &Path, ext: &str, len: u64) -> BlobWriter {
+        BlobWriter {
+            dir: dir.to_path_buf(),
+            ext: ext.to_string(),
+            len,
+            unsynced: Vec::new(),
+            failed: None,
+        }
+    }
+
+    /// Writes one sample as the next file.
+    pub fn append(&mut self, bytes: &[u8]) -> Result<()> {
+        if let Some(msg) = &self.failed {
+            return Err(Error::io(
+                &self.dir,
+                std::io::Error::other(format!("earlier failure, not retried: {msg}")),
+            ));
+        }
+        let r = self.write_one(bytes);
+        if let Err(e) = &r {
+            self.failed = Some(e.to_string());
+        }
+        r
+    }
+
+    fn write_one(&mut self, bytes: &[u8]) -> Result<()> {
+        let partial = partial_path(&self.dir);
+        let mut f = File::create(&partial).at(&partial)?;
+        f.write_all(bytes).at(&partial)?;
+        let dest = self.dir.join(sample_name(self.len, &self.ext));
+        fs::rename(&partial, &dest).at(&dest)?;
+        self.unsynced.push(f);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Samples written.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether no sample was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Nothing is buffered in user space: every sample is in the kernel once appended.
+    pub fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// fsyncs every sample file written since the last sync, then the directory.
+    pub fn sync(&mut self) -> Result<()> {
+        let r = self.sync_inner();
+        if let Err(e) = &r {
+            self.failed = Some(e.to_string());
+        }
+        r
+    }
+
+    fn sync_inner(&mut self) -> Result<()> {
+        for f in self.unsynced.drain(..) {
+            f.sync_data().at(&self.dir)?;
+        }
+        sync_dir(&self.dir)
+    }
+
+    /// Syncs and closes.
+    pub fn finish(mut self) -> Result<()> {
+        self.sync()
+    }
+}
+
+/// What is in a blob channel directory.
+#[derive(Debug, Default)]
+pub struct BlobScan {
+    /// Samples `0..contiguous` exist and are non-empty.
+    pub contiguous: u64,
+    /// Bytes of those samples.
+    pub bytes: u64,
+    /// What breaks the sequence: gaps, empty files, duplicates, stray files.
+    pub problems: Vec<String>,
+    /// Sample files that do not belong to `0..contiguous` (recovery deletes them).
+    pub extra_samples: Vec<PathBuf>,
+    /// Files that are not samples at all (recovery leaves them and reports them).
+    pub strays: Vec<PathBuf>,
+}
+
+/// Scans a blob channel directory. A missing directory scans as empty.
+pub fn scan(dir: &Path, ext: &str) -> Result<BlobScan> {
+    let mut out = BlobScan::default();
+    if !dir.exists() {
+        return Ok(out);
+    }
+    let mut indexed = Vec::new();
+    for entry in fs::read_dir(dir).at(dir)? {
+        let entry = entry.at(dir)?;
+        let name = entry.file_name();
+        match parse_sample_name(&name.to_string_lossy(), ext) {
+            Some(i) => {
+                let len = entry.metadata().at(&entry.path())?.len();
+                indexed.push((i, len, entry.path()));
+            }
+            None => {
+                out.problems.push(format!("unexpected file {name:?}"));
+                out.strays.push(entry.path());
+            }
+        }
+    }
+    indexed.sort();
+    let mut broken = false;
+    for (i, len, path) in indexed {
+        if !broken && i == out.contiguous && len > 0 {
+            out.contiguous += 1;
+            out.bytes += len;
+            continue;
+        }
+        let what = if i < out.contiguous {
+            format!("sample {i} appears twice ({})", path.display())
+        } else if i == out.contiguous {
+            format!("sample {i} is an empty file")
+        } else {
+            format!("sample {} is missing but sample {i} exists", out.contiguous)
+        };
+        if !broken || i < out.contiguous {
+            out.problems.push(what);
+        }
+        broken = true;
+        out.extra_samples.push(path);
+    }
+    let partial = partial_path(dir);
+    if partial.exists() {
+        out.problems.push(format!(
+            "partial sample {} left by a crash",
+            partial.display()
+        ));
+        out.extra_samples.push(partial);
+    }
+    Ok(out)
+}
+
+/// Reads a blob channel by index.
+pub struct BlobReader {
+    dir: PathBuf,
+    ext: String,
+    len: u64,
+}
+
+impl BlobReader {
+    /// Opens a blob channel directory; its length is the number of contiguous samples.
+    pub fn open(dir: &Path, ext: &str) -> Result<BlobReader> {
+        if !dir.is_dir() {
+            return Err(Error::NotA {
+                path: dir.to_path_buf(),
+                expected: "blob channel directory",
+            });
+        }
+        let len = scan(dir, ext)?.contiguous;
+        Ok(BlobReader {
+            dir: dir.to_path_buf(),
+            ext: ext.to_string(),
+            len,
+        })
+    }
+
+    /// Number of samples.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether there is no sample.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The path of sample `index`.
+    pub fn path_of(&self, index: u64) -> PathBuf {
+        self.dir.join(sample_name(index, &self.ext))
+    }
+
+    /// Sample `index`'s bytes.
+    pub fn get(&self, index: u64) -> Result<Vec<u8>> {
+        if index >= self.len {
+            return Err(Error::OutOfRange {
+                path: self.dir.clone(),
+                index,
+                len: self.len,
+            });
+        }
+        let p = self.path_of(index);
+        fs::read(&p).at(&p)
+    }
+}

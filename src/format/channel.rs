@@ -1,0 +1,213 @@
+//! One type over every channel format, for readers and for writers.
+
+use std::borrow::Cow;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use super::blob::{BlobReader, BlobWriter};
+use super::lzma::LzmaReader;
+use super::lzmaf::{self, LzmafReader, LzmafWriter};
+use super::meta::{ChannelFormat, ChannelMeta};
+use super::raw::{RawReader, RawWriter};
+use crate::error::{Error, Result};
+
+/// The path of a channel's file (or directory, for blob formats) inside a sensor directory.
+pub fn channel_path(sensor_dir: &Path, name: &str) -> PathBuf {
+    sensor_dir.join(name)
+}
+
+/// Every file a channel occupies (data, `lzmaf` index), for sizes and recovery.
+pub fn channel_files(sensor_dir: &Path, name: &str, meta: &ChannelMeta) -> Vec<PathBuf> {
+    let data = channel_path(sensor_dir, name);
+    match meta.format {
+        ChannelFormat::Lzmaf => vec![lzmaf::index_path(&data), data],
+        _ => vec![data],
+    }
+}
+
+/// A readable channel of any supported format.
+pub enum ChannelReader {
+    Raw(RawReader),
+    Lzma(LzmaReader),
+    Lzmaf(LzmafReader),
+    Blob(BlobReader),
+}
+
+impl ChannelReader {
+    /// Opens channel `name` of the sensor in `sensor_dir`.
+    pub fn open(sensor_dir: &Path, name: &str, meta: &ChannelMeta) -> Result<ChannelReader> {
+        let path = channel_path(sensor_dir, name);
+        let s = meta.sample_bytes();
+        Ok(match &meta.format {
+            ChannelFormat::Raw => ChannelReader::Raw(RawReader::open(&path, s)?),
+            ChannelFormat::Lzma => ChannelReader::Lzma(LzmaReader::open(&path, s)?),
+            ChannelFormat::Lzmaf => ChannelReader::Lzmaf(LzmafReader::open(&path, s)?),
+            ChannelFormat::Blob(ext) => ChannelReader::Blob(BlobReader::open(&path, ext)?),
+            ChannelFormat::Other(f) => {
+                return Err(Error::UnsupportedFormat {
+                    channel: name.to_string(),
+                    format: f.clone(),
+                })
+            }
+        })
+    }
+
+    /// Number of samples. (`lzma` channels are decompressed to count them.)
+    pub fn len(&mut self) -> Result<u64> {
+        Ok(match self {
+            ChannelReader::Raw(r) => r.len(),
+            ChannelReader::Lzma(r) => r.len()?,
+            ChannelReader::Lzmaf(r) => r.len(),
+            ChannelReader::Blob(r) => r.len(),
+        })
+    }
+
+    /// Sample `index`: borrowed for `raw`, decoded otherwise.
+    pub fn get(&mut self, index: u64) -> Result<Cow<'_, [u8]>> {
+        Ok(match self {
+            ChannelReader::Raw(r) => Cow::Borrowed(r.get(index)?),
+            ChannelReader::Lzmaf(r) => Cow::Owned(r.get(index)?),
+            ChannelReader::Blob(r) => Cow::Owned(r.get(index)?),
+            ChannelReader::Lzma(r) => {
+                let s = r.sample_bytes();
+                let bytes = r.bytes()?;
+                let len = (bytes.len() / s) as u64;
+                if index >= len {
+                    return Err(Error::OutOfRange {
+                        path: PathBuf::new(),
+                        index,
+                        len,
+                    });
+                }
+                let a = index as usize * s;
+                Cow::Borrowed(&bytes[a..a + s])
+            }
+        })
+    }
+
+    /// Samples `range` as separate sample buffers (works for every format).
+    pub fn get_range(&mut self, range: Range<u64>) -> Result<Vec<Vec<u8>>> {
+        range.map(|i| self.get(i).map(Cow::into_owned)).collect()
+    }
+}
+
+/// An appendable channel.
+pub enum ChannelWriter {
+    Raw(RawWriter),
+    Lzmaf(LzmafWriter),
+    Blob(BlobWriter),
+}
+
+/// Options for channel writers.
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    /// User-space buffer per channel file.
+    pub buffer_bytes: usize,
+    /// `.xz` preset for `lzmaf` channels (upstream uses 0).
+    pub lzmaf_preset: u32,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            buffer_bytes: super::append::DEFAULT_BUFFER_BYTES,
+            lzmaf_preset: super::lzma::DEFAULT_PRESET,
+        }
+    }
+}
+
+impl ChannelWriter {
+    /// Creates a new channel, or opens an existing one to append when `append` is set.
+    pub fn open(
+        sensor_dir: &Path,
+        name: &str,
+        meta: &ChannelMeta,
+        opts: &WriterOptions,
+        append: bool,
+    ) -> Result<ChannelWriter> {
+        let path = channel_path(sensor_dir, name);
+        let s = meta.sample_bytes();
+        let (b, p) = (opts.buffer_bytes, opts.lzmaf_preset);
+        Ok(match (&meta.format, append) {
+            (ChannelFormat::Raw, false) => ChannelWriter::Raw(RawWriter::create(&path, s, b)?),
+            (ChannelFormat::Raw, true) => ChannelWriter::Raw(RawWriter::open_append(&path, s, b)?),
+            (ChannelFormat::Lzmaf, false) => {
+                ChannelWriter::Lzmaf(LzmafWriter::create(&path, s, p, b)?)
+            }
+            (ChannelFormat::Lzmaf, true) => {
+                ChannelWriter::Lzmaf(LzmafWriter::open_append(&path, s, p, b)?)
+            }
+            (ChannelFormat::Blob(ext), false) => {
+                ChannelWriter::Blob(BlobWriter::create(&path, ext)?)
+            }
+            (ChannelFormat::Blob(ext), true) => {
+                ChannelWriter::Blob(BlobWriter::open_append(&path, ext)?)
+            }
+            (f, _) => {
+                return Err(Error::UnsupportedFormat {
+                    channel: name.to_string(),
+                    format: format!("{} (not writable)", f.as_str()),
+                })
+            }
+        })
+    }
+
+    /// Appends one sample (decoded bytes; `lzmaf` compresses it here).
+    pub fn append(&mut self, sample: &[u8]) -> Result<()> {
+        match self {
+            ChannelWriter::Raw(w) => w.append(sample),
+            ChannelWriter::Lzmaf(w) => w.append(sample),
+            ChannelWriter::Blob(w) => w.append(sample),
+        }
+    }
+
+    /// Appends one sample in its stored encoding: for `lzmaf` an `.xz` frame from
+    /// [`super::lzma::compress`], for the others the same as [`ChannelWriter::append`].
+    pub fn append_encoded(&mut self, encoded: &[u8]) -> Result<()> {
+        match self {
+            ChannelWriter::Lzmaf(w) => w.append_compressed(encoded),
+            other => other.append(encoded),
+        }
+    }
+
+    /// Samples written.
+    pub fn len(&self) -> u64 {
+        match self {
+            ChannelWriter::Raw(w) => w.len(),
+            ChannelWriter::Lzmaf(w) => w.len(),
+            ChannelWriter::Blob(w) => w.len(),
+        }
+    }
+
+    /// Whether no sample was written.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Hands buffered bytes to the kernel.
+    pub fn flush(&mut self) -> Result<()> {
+        match self {
+            ChannelWriter::Raw(w) => w.flush(),
+            ChannelWriter::Lzmaf(w) => w.flush(),
+            ChannelWriter::Blob(w) => w.flush(),
+        }
+    }
+
+    /// fsyncs what was written.
+    pub fn sync(&mut self) -> Result<()> {
+        match self {
+            ChannelWriter::Raw(w) => w.sync(),
+            ChannelWriter::Lzmaf(w) => w.sync(),
+            ChannelWriter::Blob(w) => w.sync(),
+        }
+    }
+
+    /// Syncs and closes.
+    pub fn finish(self) -> Result<()> {
+        match self {
+            ChannelWriter::Raw(w) => w.finish(),
+            ChannelWriter::Lzmaf(w) => w.finish(),
+            ChannelWriter::Blob(w) => w.finish(),
+        }
+    }
+}

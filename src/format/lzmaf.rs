@@ -1,0 +1,258 @@
+//! `lzmaf` channels: every sample its own `.xz` container, concatenated in the channel file,
+//! plus `<name>_i`, little-endian `u64` offsets (first 0, then each frame's end).
+//!
+//! Write order is data before index, both when buffering and when syncing, so after a crash the
+//! index never points past data that reached the disk (unless the disk reorders a power cut;
+//! validation checks that too).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use super::append::AppendFile;
+use super::lzma;
+use crate::error::{Error, IoContext, Result};
+
+/// The index file's path for the channel file `data`.
+pub fn index_path(data: &Path) -> PathBuf {
+    let mut name = data.file_name().unwrap_or_default().to_os_string();
+    name.push("_i");
+    data.with_file_name(name)
+}
+
+/// Appends compressed frames to an `lzmaf` channel.
+pub struct LzmafWriter {
+    data: AppendFile,
+    index: AppendFile,
+    sample_bytes: usize,
+    preset: u32,
+    len: u64,
+}
+
+impl LzmafWriter {
+    /// Creates the channel file and its index (holding the leading 0).
+    pub fn create(
+        path: &Path,
+        sample_bytes: usize,
+        preset: u32,
+        buffer_bytes: usize,
+    ) -> Result<LzmafWriter> {
+        let data = AppendFile::create_new(path, buffer_bytes)?;
+        let mut index = AppendFile::create_new(&index_path(path), 4096)?;
+        index.append(&0u64.to_le_bytes())?;
+        Ok(LzmafWriter {
+            data,
+            index,
+            sample_bytes,
+            preset,
+            len: 0,
+        })
+    }
+
+    /// Opens an existing channel to append. Data and index must agree exactly (run recovery
+    /// first after a crash).
+    pub fn open_append(
+        path: &Path,
+        sample_bytes: usize,
+        preset: u32,
+        buffer_bytes: usize,
+    ) -> Result<LzmafWriter> {
+        let offsets = read_index(&index_path(path))?;
+        let data = AppendFile::open_append(path, buffer_bytes)?;
+        let mut index = AppendFile::open_append(&index_path(path), 4096)?;
+        if offsets.is_empty() {
+            if !data.is_empty() {
+                return Err(Error::corrupt(
+                    path,
+                    "data without an index (run `roverlog recover`)",
+                ));
+            }
+            index.append(&0u64.to_le_bytes())?;
+        } else if offsets.last() != Some(&data.len()) {
+            return Err(Error::corrupt(
+                path,
+                format!(
+                    "index ends at {} but the data file is {} bytes (run `roverlog recover`)",
+                    offsets.last().unwrap_or(&0),
+                    data.len()
+                ),
+            ));
+        }
+        Ok(LzmafWriter {
+            data,
+            index,
+            sample_bytes,
+            preset,
+            len: offsets.len().saturating_sub(1) as u64,
+        })
+    }
+
+    /// Compresses and appends one sample.
+    pub fn append(&mut self, sample: &[u8]) -> Result<()> {
+        if sample.len() != self.sample_bytes {
+            return Err(Error::SampleSize {
+                channel: self.data.path().display().to_string(),
+                expected: self.sample_bytes,
+                got: sample.len(),
+            });
+        }
+        let frame = lzma::compress(sample, self.preset);
+        self.append_compressed(&frame)
+    }
+
+    /// Appends a frame already compressed with [`lzma::compress`] (the daemon compresses on
+    /// worker threads, off the ingest path).
+    pub fn append_compressed(&mut self, frame: &[u8]) -> Result<()> {
+        self.data.append(frame)?;
+        self.index.append(&self.data.len().to_le_bytes())?;
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Samples written, buffered ones included.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether no sample was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Data to the kernel first, then the index.
+    pub fn flush(&mut self) -> Result<()> {
+        self.data.flush()?;
+        self.index.flush()
+    }
+
+    /// Data synced first, then the index.
+    pub fn sync(&mut self) -> Result<()> {
+        self.data.sync()?;
+        self.index.sync()
+    }
+
+    /// Syncs and closes both files.
+    pub fn finish(self) -> Result<()> {
+        self.data.finish()?;
+        self.index.finish()
+    }
+}
+
+/// Reads an index file as offsets; a missing file reads as empty. A torn trailing partial
+/// entry is ignored here (validation reports it).
+pub fn read_index(path: &Path) -> Result<Vec<u64>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect())
+}
+
+/// A random-access `lzmaf` channel (data mapped, index in memory).
+pub struct LzmafReader {
+    path: PathBuf,
+    map: Option<Mmap>,
+    offsets: Vec<u64>,
+    sample_bytes: usize,
+}
+
+impl LzmafReader {
+    /// Opens the channel; checks the index (starts at 0, never decreases, within the data).
+    pub fn open(path: &Path, sample_bytes: usize) -> Result<LzmafReader> {
+        let mut offsets = read_index(&index_path(path))?;
+        let file = File::open(path).at(path)?;
+        let size = file.metadata().at(path)?.len();
+        // SAFETY: as for raw channels, lzmaf files are append-only while readable.
+        let map = if size == 0 {
+            None
+        } else {
+            Some(unsafe { Mmap::map(&file) }.at(path)?)
+        };
+        if offsets.is_empty() {
+            offsets.push(0);
+        }
+        check_offsets(&index_path(path), &offsets, size)?;
+        Ok(LzmafReader {
+            path: path.to_path_buf(),
+            map,
+            offsets,
+            sample_bytes,
+        })
+    }
+
+    /// Number of frames.
+    pub fn len(&self) -> u64 {
+        self.offsets.len() as u64 - 1
+    }
+
+    /// Whether there is no frame.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Frame `index`'s compressed bytes, borrowed from the map.
+    pub fn compressed(&self, index: u64) -> Result<&[u8]> {
+        if index >= self.len() {
+            return Err(Error::OutOfRange {
+                path: self.path.clone(),
+                index,
+                len: self.len(),
+            });
+        }
+        let (a, b) = (
+            self.offsets[index as usize] as usize,
+            self.offsets[index as usize + 1] as usize,
+        );
+        Ok(self.map.as_deref().map(|m| &m[a..b]).unwrap_or_default())
+    }
+
+    /// Sample `index`, decompressed.
+    pub fn get(&self, index: u64) -> Result<Vec<u8>> {
+        let frame = self.compressed(index)?;
+        let out = lzma::decompress(frame, self.sample_bytes, &self.path)?;
+        if out.len() != self.sample_bytes {
+            return Err(Error::corrupt(
+                &self.path,
+                format!(
+                    "frame {index} decompresses to {} bytes, expected {}",
+                    out.len(),
+                    self.sample_bytes
+                ),
+            ));
+        }
+        Ok(out)
+    }
+}
+
+/// Checks offsets start at 0, never decrease and stay within `data_len`.
+fn check_offsets(index: &Path, offsets: &[u64], data_len: u64) -> Result<()> {
+    if offsets.first() != Some(&0) {
+        return Err(Error::corrupt(index, "first offset is not 0"));
+    }
+    for (k, w) in offsets.windows(2).enumerate() {
+        if w[1] < w[0] {
+            return Err(Error::corrupt(
+                index,
+                format!(
+                    "offset {} ({}) is before offset {k} ({})",
+                    k + 1,
+                    w[1],
+                    w[0]
+                ),
+            ));
+        }
+    }
+    let last = *offsets.last().unwrap_or(&0);
+    if last > data_len {
+        return Err(Error::corrupt(
+            index,
+            format!("last offset {last} is past the data file's {data_len} bytes"),
+        ));
+    }
+    Ok(())
+}

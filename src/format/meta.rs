@@ -1,0 +1,502 @@
+//! `meta.json`: a sensor's channels (name -> format, type, shape, description), name rules,
+//! and the atomic write.
+//!
+//! `meta.json` is untrusted input (it may come from any tool or a damaged disk), so it is read
+//! with a size limit and every field is checked before anything is opened.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::dtype::DType;
+use crate::error::{Error, IoContext, Result};
+
+/// The file holding a sensor's channel descriptions.
+pub const META_FILE: &str = "meta.json";
+/// The timestamp channel every sensor has: `raw`, `f8`, `[]`, epoch seconds.
+pub const TS_CHANNEL: &str = "ts";
+/// Largest `meta.json` we read.
+pub const MAX_META_BYTES: u64 = 1 << 20;
+/// Most channels one sensor may declare.
+pub const MAX_CHANNELS: usize = 1024;
+/// Most dimensions of a channel's per-sample shape.
+pub const MAX_NDIM: usize = 32;
+/// Largest single sample of a fixed-size channel (1 GiB).
+pub const MAX_SAMPLE_BYTES: usize = 1 << 30;
+
+/// How a channel's samples are stored on disk.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ChannelFormat {
+    /// Samples back to back, uncompressed.
+    Raw,
+    /// The whole file is one `.xz` container (read-only here: not appendable).
+    Lzma,
+    /// Each sample its own `.xz` container, with a `<name>_i` offset index.
+    Lzmaf,
+    /// A directory with one file per sample, `000000.<ext>`; the string is the extension
+    /// (`jpg`, `npz`). Samples are variable-size.
+    Blob(String),
+    /// A format upstream knows but we do not read (e.g. `mjpg`); kept so such a `meta.json`
+    /// still parses and is written back unchanged.
+    Other(String),
+}
+
+impl ChannelFormat {
+    /// Parses the `format` field.
+    pub fn parse(s: &str) -> ChannelFormat {
+        match s {
+            "raw" => ChannelFormat::Raw,
+            "lzma" => ChannelFormat::Lzma,
+            "lzmaf" => ChannelFormat::Lzmaf,
+            "jpg" | "npz" => ChannelFormat::Blob(s.to_string()),
+            other => ChannelFormat::Other(other.to_string()),
+        }
+    }
+
+    /// The name as written in `meta.json`.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ChannelFormat::Raw => "raw",
+            ChannelFormat::Lzma => "lzma",
+            ChannelFormat::Lzmaf => "lzmaf",
+            ChannelFormat::Blob(s) | ChannelFormat::Other(s) => s,
+        }
+    }
+
+    /// Whether every sample has exactly `prod(shape) * itemsize` bytes.
+    pub fn is_fixed_size(&self) -> bool {
+        matches!(
+            self,
+            ChannelFormat::Raw | ChannelFormat::Lzma | ChannelFormat::Lzmaf
+        )
+    }
+}
+
+/// One channel's description.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChannelMeta {
+    pub format: ChannelFormat,
+    pub dtype: DType,
+    /// Per-sample shape; `[]` for a scalar.
+    pub shape: Vec<usize>,
+    pub desc: String,
+    /// Upstream's optional `args` object, kept verbatim.
+    pub args: Option<Map<String, Value>>,
+}
+
+impl ChannelMeta {
+    /// A channel description with no `args`.
+    pub fn new(format: ChannelFormat, dtype: DType, shape: Vec<usize>, desc: &str) -> Self {
+        ChannelMeta {
+            format,
+            dtype,
+            shape,
+            desc: desc.to_string(),
+            args: None,
+        }
+    }
+
+    /// The `ts` channel's description.
+    pub fn timestamps() -> Self {
+        ChannelMeta::new(
+            ChannelFormat::Raw,
+            DType::F8,
+            vec![],
+            "epoch time in seconds",
+        )
+    }
+
+    /// Bytes of one decoded sample: `prod(shape) * itemsize` (checked against
+    /// [`MAX_SAMPLE_BYTES`] when the meta was parsed or validated).
+    pub fn sample_bytes(&self) -> usize {
+        self.shape.iter().product::<usize>() * self.dtype.itemsize()
+    }
+
+    fn checked_sample_bytes(&self) -> Option<usize> {
+        self.shape
+            .iter()
+            .try_fold(self.dtype.itemsize(), |acc, &d| acc.checked_mul(d))
+            .filter(|&n| n > 0 && n <= MAX_SAMPLE_BYTES)
+    }
+
+    fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("format".into(), self.format.as_str().into());
+        m.insert("type".into(), self.dtype.code().into());
+        m.insert("shape".into(), self.shape.clone().into());
+        m.insert("desc".into(), self.desc.clone().into());
+        if let Some(args) = &self.args {
+            m.insert("args".into(), Value::Object(args.clone()));
+        }
+        Value::Object(m)
+    }
+}
+
+/// A sensor's `meta.json`: its channels in declared order (`ts` included when present).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SensorMeta {
+    pub channels: Vec<(String, ChannelMeta)>,
+}
+
+impl SensorMeta {
+    /// The channel named `name`.
+    pub fn get(&self, name: &str) -> Option<&ChannelMeta> {
+        self.channels
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c)
+    }
+
+    /// The data channels (all but `ts`), in declared order.
+    pub fn data_channels(&self) -> impl Iterator<Item = (&str, &ChannelMeta)> {
+        self.channels
+            .iter()
+            .filter(|(n, _)| n != TS_CHANNEL)
+            .map(|(n, c)| (n.as_str(), c))
+    }
+
+    /// Reads and validates `<dir>/meta.json`.
+    pub fn read(dir: &Path) -> Result<SensorMeta> {
+        let path = dir.join(META_FILE);
+        let bytes = read_limited(&path, MAX_META_BYTES)?;
+        SensorMeta::parse(&bytes, &path)
+    }
+
+    /// Parses `meta.json` bytes; `path` is only used in error messages.
+    pub fn parse(bytes: &[u8], path: &Path) -> Result<SensorMeta> {
+        let invalid = |msg: String| Error::InvalidMeta {
+            path: path.to_path_buf(),
+            msg,
+        };
+        let value: Value = serde_json::from_slice(bytes).map_err(|source| Error::Json {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let Value::Object(obj) = value else {
+            return Err(invalid("expected a JSON object of channels".into()));
+        };
+        if obj.len() > MAX_CHANNELS {
+            return Err(invalid(format!(
+                "{} channels, over the limit of {MAX_CHANNELS}",
+                obj.len()
+            )));
+        }
+        let mut channels = Vec::with_capacity(obj.len());
+        for (name, spec) in obj {
+            let ch = parse_channel(&name, &spec).map_err(|msg| invalid(msg))?;
+            channels.push((name, ch));
+        }
+        let meta = SensorMeta { channels };
+        meta.validate().map_err(|e| match e {
+            Error::InvalidMeta { msg, .. } => invalid(msg),
+            other => invalid(other.to_string()),
+        })?;
+        Ok(meta)
+    }
+
+    /// Checks names, shapes, sizes and the `ts` channel, and that no two channels would use
+    /// the same file (`x_i` next to an `lzmaf` channel `x`).
+    pub fn validate(&self) -> Result<()> {
+        let invalid = |msg: String| Error::InvalidMeta {
+            path: PathBuf::from(META_FILE),
+            msg,
+        };
+        if self.channels.len() > MAX_CHANNELS {
+            return Err(invalid(format!(
+                "{} channels, over the limit of {MAX_CHANNELS}",
+                self.channels.len()
+            )));
+        }
+        for (i, (name, ch)) in self.channels.iter().enumerate() {
+            validate_name("channel", name)?;
+            if self.channels[..i].iter().any(|(n, _)| n == name) {
+                return Err(invalid(format!("channel {name:?} declared twice")));
+            }
+            if ch.shape.len() > MAX_NDIM {
+                return Err(invalid(format!(
+                    "channel {name:?}: shape has {} dimensions, over the limit of {MAX_NDIM}",
+                    ch.shape.len()
+                )));
+            }
+            if ch.format.is_fixed_size() && ch.checked_sample_bytes().is_none() {
+                return Err(invalid(format!(
+                    "channel {name:?}: shape {:?} of {} gives an empty sample or one over {MAX_SAMPLE_BYTES} bytes",
+                    ch.shape, ch.dtype
+                )));
+            }
+            if name == TS_CHANNEL && *ch != ChannelMeta::timestamps() {
+                let ok =
+                    ch.format == ChannelFormat::Raw && ch.dtype == DType::F8 && ch.shape.is_empty();
+                if !ok {
+                    return Err(invalid(format!(
+                        "channel \"ts\" must be raw f8 with shape [], found {} {} {:?}",
+                        ch.format.as_str(),
+                        ch.dtype,
+                        ch.shape
+                    )));
+                }
+            }
+            if ch.format == ChannelFormat::Lzmaf {
+                let index = format!("{name}_i");
+                if self.get(&index).is_some() {
+                    return Err(invalid(format!(
+                        "channel {index:?} collides with the offset index of lzmaf channel {name:?}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Serialises as upstream writes it: one object, channels in declared order.
+    pub fn to_json_bytes(&self) -> Vec<u8> {
+        let obj: Map<String, Value> = self
+            .channels
+            .iter()
+            .map(|(n, c)| (n.clone(), c.to_json()))
+            .collect();
+        let mut out = serde_json::to_vec_pretty(&Value::Object(obj)).expect("JSON of a map");
+        out.push(b'\n');
+        out
+    }
+
+    /// Writes `<dir>/meta.json` atomically: a temporary file, fsync, rename, fsync of `dir`.
+    /// A crash leaves either the old or the new file, never a torn one.
+    pub fn write_atomic(&self, dir: &Path) -> Result<()> {
+        self.validate()?;
+        write_file_atomic(&dir.join(META_FILE), &self.to_json_bytes())
+    }
+}
+
+fn parse_channel(name: &str, spec: &Value) -> std::result::Result<ChannelMeta, String> {
+    let Value::Object(o) = spec else {
+        return Err(format!("channel {name:?}: expected an object"));
+    };
+    let field = |k: &str| o.get(k);
+    let format = match field("format") {
+        Some(Value::String(s)) => ChannelFormat::parse(s),
+        _ => {
+            return Err(format!(
+                "channel {name:?}: \"format\" missing or not a string"
+            ))
+        }
+    };
+    let dtype = match field("type") {
+        Some(Value::String(s)) => DType::parse(s).map_err(|e| format!("channel {name:?}: {e}"))?,
+        _ => {
+            return Err(format!(
+                "channel {name:?}: \"type\" missing or not a string"
+            ))
+        }
+    };
+    let shape = match field("shape") {
+        Some(Value::Array(dims)) => dims
+            .iter()
+            .map(|d| {
+                d.as_u64()
+                    .and_then(|d| usize::try_from(d).ok())
+                    .ok_or_else(|| {
+                        format!("channel {name:?}: shape entry {d} is not a non-negative integer")
+                    })
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?,
+        _ => return Err(format!("channel {name:?}: \"shape\" missing or not a list")),
+    };
+    let desc = match field("desc").or_else(|| field("description")) {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err(format!("channel {name:?}: \"desc\" is not a string")),
+    };
+    let args = match field("args") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(a)) => Some(a.clone()),
+        Some(_) => return Err(format!("channel {name:?}: \"args\" is not an object")),
+    };
+    Ok(ChannelMeta {
+        format,
+        dtype,
+        shape,
+        desc,
+        args,
+    })
+}
+
+/// Checks a sensor or channel name: non-empty, at most 255 bytes, no `/`, no NUL, no control
+/// characters, not `.`/`..` nor containing `..`, not `meta.json`. Sensor names must also not
+/// start with `_` (upstream reserves that for virtual sensors); use `kind = "virtual sensor"`
+/// to allow it.
+pub fn validate_name(kind: &'static str, name: &str) -> Result<()> {
+    let bad = |reason| {
+        Err(Error::InvalidName {
+            kind,
+            name: name.to_string(),
+            reason,
+        })
+    };
+    if name.is_empty() {
+        return bad("empty");
+    }
+    if name.len() > 255 {
+        return bad("longer than 255 bytes");
+    }
+    if name.contains('/') || name.contains('\\') {
+        return bad("contains a path separator");
+    }
+    if name.contains("..") || name == "." {
+        return bad("contains '..' or is '.'");
+    }
+    if name.chars().any(char::is_control) {
+        return bad("contains a control character");
+    }
+    if name == META_FILE {
+        return bad("is reserved (meta.json)");
+    }
+    if kind == "sensor" && name.starts_with('_') {
+        return bad("starts with '_' (reserved for virtual sensors)");
+    }
+    Ok(())
+}
+
+/// Reads a whole file, refusing one larger than `limit` bytes.
+pub(crate) fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let file = fs::File::open(path).at(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes).at(path)?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::TooLarge {
+            what: path.display().to_string(),
+            got: fs::metadata(path).map(|m| m.len()).unwrap_or(limit + 1),
+            limit,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Writes `path` atomically: `<path>.tmp`, fsync, rename over `path`, fsync the directory.
+pub fn write_file_atomic(path: &Path, contents: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(".tmp");
+    let tmp = dir.join(tmp_name);
+    {
+        let mut f = fs::File::create(&tmp).at(&tmp)?;
+        f.write_all(contents).at(&tmp)?;
+        f.sync_all().at(&tmp)?;
+    }
+    fs::rename(&tmp, path).at(path)?;
+    sync_dir(dir)
+}
+
+/// fsyncs a directory so that entries created or renamed in it survive a power cut.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    fs::File::open(dir).and_then(|d| d.sync_all()).at(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<SensorMeta> {
+        SensorMeta::parse(s.as_bytes(), Path::new("x/meta.json"))
+    }
+
+    #[test]
+    fn parses_upstream_meta_in_order() {
+        let m = parse(
+            r#"{"ts": {"format": "raw", "type": "f8", "shape": [], "description": "t"},
+                "rng": {"format": "lzmaf", "type": "u2", "shape": [64, 2048], "desc": "range"},
+                "video.avi": {"format": "mjpg", "type": "u1", "shape": [480, 640, 3], "desc": "",
+                              "args": {"fps": 30}}}"#,
+        )
+        .unwrap();
+        let names: Vec<_> = m.channels.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["ts", "rng", "video.avi"]);
+        assert_eq!(m.get("ts").unwrap().desc, "t");
+        assert_eq!(m.get("rng").unwrap().sample_bytes(), 64 * 2048 * 2);
+        assert_eq!(
+            m.get("video.avi").unwrap().format,
+            ChannelFormat::Other("mjpg".into())
+        );
+        let again = parse(std::str::from_utf8(&m.to_json_bytes()).unwrap()).unwrap();
+        assert_eq!(again, m);
+    }
+
+    #[test]
+    fn rejects_bad_meta_with_the_reason() {
+        let cases = [
+            (r#"[]"#, "expected a JSON object"),
+            (
+                r#"{"a": {"format": "raw", "type": "f5", "shape": []}}"#,
+                "\"f5\"",
+            ),
+            (
+                r#"{"a": {"format": "raw", "type": "f4", "shape": [-1]}}"#,
+                "shape entry -1",
+            ),
+            (
+                r#"{"a": {"format": "raw", "type": "f4", "shape": [3, 0]}}"#,
+                "empty sample",
+            ),
+            (
+                r#"{"a": {"format": "raw", "type": "f4"}}"#,
+                "\"shape\" missing",
+            ),
+            (
+                r#"{"ts": {"format": "raw", "type": "f4", "shape": []}}"#,
+                "must be raw f8",
+            ),
+            (
+                r#"{"a/b": {"format": "raw", "type": "f4", "shape": []}}"#,
+                "path separator",
+            ),
+            (
+                r#"{"..": {"format": "raw", "type": "f4", "shape": []}}"#,
+                "'..'",
+            ),
+            (
+                r#"{"meta.json": {"format": "raw", "type": "f4", "shape": []}}"#,
+                "reserved",
+            ),
+            (
+                r#"{"a": {"format": "raw", "type": "f8", "shape": [1048576, 1048576]}}"#,
+                "over 1073741824 bytes",
+            ),
+            (
+                r#"{"x": {"format": "lzmaf", "type": "u1", "shape": [4]},
+                    "x_i": {"format": "raw", "type": "u1", "shape": [4]}}"#,
+                "collides",
+            ),
+        ];
+        for (json, want) in cases {
+            let err = parse(json).unwrap_err().to_string();
+            assert!(err.contains(want), "{json}: {err}");
+            assert!(err.contains("meta.json"), "{err}");
+        }
+    }
+
+    #[test]
+    fn sensor_names() {
+        assert!(validate_name("sensor", "imu").is_ok());
+        assert!(validate_name("sensor", "_radar").is_err());
+        assert!(validate_name("virtual sensor", "_radar").is_ok());
+        assert!(validate_name("sensor", "a\nb").is_err());
+    }
+
+    #[test]
+    fn atomic_write_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = SensorMeta {
+            channels: vec![("ts".into(), ChannelMeta::timestamps())],
+        };
+        m.write_atomic(dir.path()).unwrap();
+        assert_eq!(SensorMeta::read(dir.path()).unwrap(), m);
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["meta.json"]);
+    }
+}

@@ -1,0 +1,175 @@
+//! `raw` channels: fixed-size samples back to back. Written by appending, read through
+//! `memmap2` without copying.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use super::append::AppendFile;
+use super::dtype::{self, Element};
+use crate::error::{Error, IoContext, Result};
+
+/// Appends fixed-size samples to a `raw` channel file.
+pub struct RawWriter {
+    file: AppendFile,
+    sample_bytes: usize,
+}
+
+impl RawWriter {
+    /// Creates a new, empty channel file.
+    pub fn create(path: &Path, sample_bytes: usize, buffer_bytes: usize) -> Result<RawWriter> {
+        Ok(RawWriter {
+            file: AppendFile::create_new(path, buffer_bytes)?,
+            sample_bytes,
+        })
+    }
+
+    /// Opens an existing channel file to append. It must hold whole samples only (run
+    /// recovery first after a crash).
+    pub fn open_append(path: &Path, sample_bytes: usize, buffer_bytes: usize) -> Result<RawWriter> {
+        let file = AppendFile::open_append(path, buffer_bytes)?;
+        if file.len() % sample_bytes as u64 != 0 {
+            return Err(Error::corrupt(
+                path,
+                format!(
+                    "{} bytes is not a whole number of {sample_bytes}-byte samples (torn tail: run `roverlog recover`)",
+                    file.len()
+                ),
+            ));
+        }
+        Ok(RawWriter { file, sample_bytes })
+    }
+
+    /// Appends one sample, which must be exactly the channel's sample size.
+    pub fn append(&mut self, sample: &[u8]) -> Result<()> {
+        if sample.len() != self.sample_bytes {
+            return Err(Error::SampleSize {
+                channel: self.file.path().display().to_string(),
+                expected: self.sample_bytes,
+                got: sample.len(),
+            });
+        }
+        self.file.append(sample)
+    }
+
+    /// Samples written, buffered ones included.
+    pub fn len(&self) -> u64 {
+        self.file.len() / self.sample_bytes as u64
+    }
+
+    /// Whether no sample was written.
+    pub fn is_empty(&self) -> bool {
+        self.file.is_empty()
+    }
+
+    /// See [`AppendFile::flush`].
+    pub fn flush(&mut self) -> Result<()> {
+        self.file.flush()
+    }
+
+    /// See [`AppendFile::sync`].
+    pub fn sync(&mut self) -> Result<()> {
+        self.file.sync()
+    }
+
+    /// Flushes, syncs and closes.
+    pub fn finish(self) -> Result<()> {
+        self.file.finish()
+    }
+}
+
+/// A memory-mapped `raw` channel.
+///
+/// The map covers the file as it was when opened; a torn partial sample at the end is not
+/// counted (validation reports it).
+pub struct RawReader {
+    path: PathBuf,
+    map: Option<Mmap>,
+    sample_bytes: usize,
+    len: u64,
+}
+
+impl RawReader {
+    /// Maps `path`, whose samples are `sample_bytes` long.
+    pub fn open(path: &Path, sample_bytes: usize) -> Result<RawReader> {
+        assert!(
+            sample_bytes > 0,
+            "sample size is checked by meta validation"
+        );
+        let file = File::open(path).at(path)?;
+        let size = file.metadata().at(path)?.len();
+        // SAFETY: roverd channel files are append-only; writers never shrink or rewrite a
+        // file that readers may have mapped (only `recover` truncates, on a trace that is not
+        // being written). mmap of an empty file is an error on Linux, hence the `None`.
+        let map = if size == 0 {
+            None
+        } else {
+            Some(unsafe { Mmap::map(&file) }.at(path)?)
+        };
+        Ok(RawReader {
+            path: path.to_path_buf(),
+            map,
+            sample_bytes,
+            len: size / sample_bytes as u64,
+        })
+    }
+
+    /// Number of whole samples.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the channel holds no sample.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes per sample.
+    pub fn sample_bytes(&self) -> usize {
+        self.sample_bytes
+    }
+
+    /// All whole samples' bytes, borrowed from the map.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.map {
+            Some(m) => &m[..self.len as usize * self.sample_bytes],
+            None => &[],
+        }
+    }
+
+    /// Sample `index`, borrowed.
+    pub fn get(&self, index: u64) -> Result<&[u8]> {
+        self.range(index..index + 1)
+    }
+
+    /// Samples `range`, back to back, borrowed.
+    pub fn range(&self, range: Range<u64>) -> Result<&[u8]> {
+        if range.start > range.end || range.end > self.len {
+            return Err(Error::OutOfRange {
+                path: self.path.clone(),
+                index: range.end.saturating_sub(1).max(range.start),
+                len: self.len,
+            });
+        }
+        let s = self.sample_bytes;
+        Ok(&self.bytes()[range.start as usize * s..range.end as usize * s])
+    }
+
+    /// The whole channel as `T`s: borrowed when aligned, copied otherwise. Fails when `T`
+    /// does not match the channel's type.
+    pub fn typed<T: Element>(&self, dtype: dtype::DType) -> Result<Cow<'_, [T]>> {
+        if !T::compatible(dtype) {
+            return Err(Error::InvalidType {
+                code: format!("{dtype} cannot be viewed as {}", std::any::type_name::<T>()),
+            });
+        }
+        let bytes = self.bytes();
+        Ok(match dtype::view::<T>(bytes) {
+            Some(v) => Cow::Borrowed(v),
+            None => Cow::Owned(dtype::decode_vec(bytes)),
+        })
+    }
+}

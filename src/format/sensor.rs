@@ -1,0 +1,337 @@
+//! A sensor: a directory with `meta.json`, a `ts` channel and data channels. [`Sensor`] reads
+//! one; [`SensorWriter`] creates or resumes one and appends whole samples.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::channel::{channel_files, channel_path, ChannelReader, ChannelWriter, WriterOptions};
+use super::check::{recover_sensor, Recovery};
+use super::dtype;
+use super::meta::{sync_dir, ChannelFormat, ChannelMeta, SensorMeta, TS_CHANNEL};
+use super::raw::RawReader;
+use crate::error::{Error, IoContext, Result};
+
+/// A sensor directory opened for reading.
+pub struct Sensor {
+    dir: PathBuf,
+    name: String,
+    meta: SensorMeta,
+}
+
+/// Size and rate figures of one channel.
+#[derive(Debug, Clone)]
+pub struct ChannelStats {
+    pub name: String,
+    pub format: String,
+    /// Bytes on disk (all the channel's files).
+    pub disk_bytes: u64,
+    /// Decoded bytes (`samples * sample size`), for fixed-size formats.
+    pub decoded_bytes: Option<u64>,
+}
+
+impl ChannelStats {
+    /// Decoded / on-disk bytes (1.0 for `raw`).
+    pub fn compression_ratio(&self) -> Option<f64> {
+        let d = self.decoded_bytes?;
+        (self.disk_bytes > 0).then(|| d as f64 / self.disk_bytes as f64)
+    }
+}
+
+impl Sensor {
+    /// Opens the sensor in `dir` (reads and validates `meta.json`).
+    pub fn open(dir: &Path) -> Result<Sensor> {
+        let meta = SensorMeta::read(dir)?;
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(Sensor {
+            dir: dir.to_path_buf(),
+            name,
+            meta,
+        })
+    }
+
+    /// The sensor's name (its directory's name).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The sensor's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether this is a virtual sensor (name starting with `_`).
+    pub fn is_virtual(&self) -> bool {
+        self.name.starts_with('_')
+    }
+
+    /// The parsed `meta.json`.
+    pub fn meta(&self) -> &SensorMeta {
+        &self.meta
+    }
+
+    /// Number of samples, as upstream counts them: whole `f8` values in `ts`.
+    pub fn len(&self) -> Result<u64> {
+        let p = channel_path(&self.dir, TS_CHANNEL);
+        Ok(fs::metadata(&p).at(&p)?.len() / 8)
+    }
+
+    /// Whether the sensor holds no sample.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// The timestamps channel, mapped.
+    pub fn ts_reader(&self) -> Result<RawReader> {
+        RawReader::open(&channel_path(&self.dir, TS_CHANNEL), 8)
+    }
+
+    /// All timestamps (epoch seconds), copied out.
+    pub fn timestamps(&self) -> Result<Vec<f64>> {
+        let r = self.ts_reader()?;
+        Ok(dtype::decode_vec(r.bytes()))
+    }
+
+    /// The first sample at or after `time` (epoch seconds), by binary search over `ts`;
+    /// `len()` when every sample is earlier. Assumes `ts` ascends (a clock step backwards makes
+    /// the answer one of the valid positions, not necessarily the first).
+    pub fn index_at(&self, time: f64) -> Result<u64> {
+        let r = self.ts_reader()?;
+        let ts = r.typed::<f64>(super::DType::F8)?;
+        Ok(ts.partition_point(|&t| t < time) as u64)
+    }
+
+    /// Opens channel `name` for reading.
+    pub fn channel(&self, name: &str) -> Result<ChannelReader> {
+        let ch = self.meta.get(name).ok_or_else(|| Error::NotA {
+            path: channel_path(&self.dir, name),
+            expected: "channel declared in meta.json",
+        })?;
+        ChannelReader::open(&self.dir, name, ch)
+    }
+
+    /// Size figures of every channel (`ts` included).
+    pub fn channel_stats(&self) -> Result<Vec<ChannelStats>> {
+        let n = self.len()?;
+        self.meta
+            .channels
+            .iter()
+            .map(|(name, ch)| {
+                let disk_bytes = match &ch.format {
+                    ChannelFormat::Blob(_) => dir_bytes(&channel_path(&self.dir, name))?,
+                    _ => channel_files(&self.dir, name, ch)
+                        .iter()
+                        .map(|p| fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+                        .sum(),
+                };
+                Ok(ChannelStats {
+                    name: name.clone(),
+                    format: ch.format.as_str().to_string(),
+                    disk_bytes,
+                    decoded_bytes: ch
+                        .format
+                        .is_fixed_size()
+                        .then(|| n * ch.sample_bytes() as u64),
+                })
+            })
+            .collect()
+    }
+}
+
+fn dir_bytes(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    if let Ok(rd) = fs::read_dir(dir) {
+        for e in rd {
+            let e = e.at(dir)?;
+            total += e.metadata().at(&e.path())?.len();
+        }
+    }
+    Ok(total)
+}
+
+/// Appends whole samples to a sensor directory.
+///
+/// Within one sample, data channels are written before `ts`, and flushes and syncs follow the
+/// same order, so a crash can only leave `ts` shorter than the data channels or a channel with
+/// a torn tail: never a timestamp for data that is not there. [`recover_sensor`] repairs both.
+pub struct SensorWriter {
+    dir: PathBuf,
+    meta: SensorMeta,
+    /// Data channels in declared order (all but `ts`).
+    channels: Vec<ChannelWriter>,
+    ts: ChannelWriter,
+    len: u64,
+    durable: u64,
+}
+
+impl SensorWriter {
+    /// Creates a new sensor directory with `meta` (a `ts` channel is added when absent).
+    pub fn create(dir: &Path, mut meta: SensorMeta, opts: &WriterOptions) -> Result<SensorWriter> {
+        if meta.get(TS_CHANNEL).is_none() {
+            meta.channels
+                .insert(0, (TS_CHANNEL.to_string(), ChannelMeta::timestamps()));
+        }
+        meta.validate()?;
+        fs::create_dir(dir).at(dir)?;
+        let w = SensorWriter::open_channels(dir, meta, opts, false, 0)?;
+        w.meta.write_atomic(dir)?;
+        if let Some(parent) = dir.parent() {
+            sync_dir(parent)?;
+        }
+        Ok(w)
+    }
+
+    /// Reopens an existing sensor to append: its `meta.json` must equal `meta` (with `ts`
+    /// added when absent). Torn tails are recovered first; the report says what was cut.
+    pub fn resume(
+        dir: &Path,
+        mut meta: SensorMeta,
+        opts: &WriterOptions,
+    ) -> Result<(SensorWriter, Recovery)> {
+        if meta.get(TS_CHANNEL).is_none() {
+            meta.channels
+                .insert(0, (TS_CHANNEL.to_string(), ChannelMeta::timestamps()));
+        }
+        let on_disk = SensorMeta::read(dir)?;
+        if on_disk != meta {
+            return Err(Error::InvalidMeta {
+                path: dir.join(super::meta::META_FILE),
+                msg: "the channels on disk differ from the ones requested".into(),
+            });
+        }
+        let recovery = recover_sensor(dir)?;
+        let w = SensorWriter::open_channels(dir, meta, opts, true, recovery.len)?;
+        Ok((w, recovery))
+    }
+
+    fn open_channels(
+        dir: &Path,
+        meta: SensorMeta,
+        opts: &WriterOptions,
+        append: bool,
+        len: u64,
+    ) -> Result<SensorWriter> {
+        let ts_meta = meta.get(TS_CHANNEL).expect("ts added by caller").clone();
+        let ts = ChannelWriter::open(dir, TS_CHANNEL, &ts_meta, opts, append)?;
+        let channels = meta
+            .data_channels()
+            .map(|(name, ch)| ChannelWriter::open(dir, name, ch, opts, append))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(SensorWriter {
+            dir: dir.to_path_buf(),
+            meta,
+            channels,
+            ts,
+            len,
+            durable: len,
+        })
+    }
+
+    /// The sensor's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The sensor's channels (`ts` included).
+    pub fn meta(&self) -> &SensorMeta {
+        &self.meta
+    }
+
+    /// Samples appended (buffered ones included).
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether no sample was appended.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Samples known to be on disk (as of the last successful [`SensorWriter::sync`]).
+    pub fn durable_len(&self) -> u64 {
+        self.durable
+    }
+
+    /// Appends one sample: `samples` holds one buffer per data channel in declared order
+    /// (decoded bytes; `lzmaf` channels are compressed here).
+    pub fn append(&mut self, ts: f64, samples: &[&[u8]]) -> Result<()> {
+        self.append_with(ts, samples, ChannelWriter::append)
+    }
+
+    /// Like [`SensorWriter::append`], but `lzmaf` samples arrive already compressed (see
+    /// [`super::lzma::compress`]).
+    pub fn append_encoded(&mut self, ts: f64, samples: &[&[u8]]) -> Result<()> {
+        self.append_with(ts, samples, ChannelWriter::append_encoded)
+    }
+
+    fn append_with(
+        &mut self,
+        ts: f64,
+        samples: &[&[u8]],
+        put: fn(&mut ChannelWriter, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        if samples.len() != self.channels.len() {
+            return Err(Error::SampleSize {
+                channel: format!("{} (channel count)", self.dir.display()),
+                expected: self.channels.len(),
+                got: samples.len(),
+            });
+        }
+        if !ts.is_finite() {
+            return Err(Error::InvalidMeta {
+                path: channel_path(&self.dir, TS_CHANNEL),
+                msg: format!("timestamp {ts} is not finite"),
+            });
+        }
+        for ((name, ch), sample) in self.meta.data_channels().zip(samples) {
+            if ch.format.is_fixed_size()
+                && ch.format != ChannelFormat::Lzmaf
+                && sample.len() != ch.sample_bytes()
+            {
+                return Err(Error::SampleSize {
+                    channel: name.to_string(),
+                    expected: ch.sample_bytes(),
+                    got: sample.len(),
+                });
+            }
+        }
+        for (w, sample) in self.channels.iter_mut().zip(samples) {
+            put(w, sample)?;
+        }
+        self.ts.append(&ts.to_le_bytes())?;
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Hands buffered bytes to the kernel (data channels first, then `ts`): they then survive
+    /// a crash of this process.
+    pub fn flush(&mut self) -> Result<()> {
+        for w in &mut self.channels {
+            w.flush()?;
+        }
+        self.ts.flush()
+    }
+
+    /// fsyncs data channels, then `ts`, then the directory; returns the new durable count.
+    pub fn sync(&mut self) -> Result<u64> {
+        for w in &mut self.channels {
+            w.sync()?;
+        }
+        self.ts.sync()?;
+        sync_dir(&self.dir)?;
+        self.durable = self.len;
+        Ok(self.durable)
+    }
+
+    /// Syncs and closes every channel; the first error is returned.
+    pub fn finish(mut self) -> Result<u64> {
+        let n = self.sync()?;
+        for w in self.channels {
+            w.finish()?;
+        }
+        self.ts.finish()?;
+        Ok(n)
+    }
+}
