@@ -1,7 +1,60 @@
-//! Command-line front end.
+//! Command-line front end: argument parsing, human output, and the one place errors become
+//! exit codes.
+//!
+//! Exit codes (all subcommands):
+//! - 0: success (for `validate`: everything checked is sound);
+//! - 1: `validate` found problems (each printed);
+//! - 2: the command could not do its work (bad arguments, unreadable input, I/O error);
+//!   the error is printed to stderr.
 
 use std::process::ExitCode;
 
+use clap::{Parser, Subcommand};
+
+mod trace_cmds;
+
+/// roverlog: a sensor-data logger writing roverd traces, and a reader for roverd, GulpIO2 and
+/// L5Kit zarr datasets.
+#[derive(Parser)]
+#[command(name = "roverlog", version, about, long_about = None)]
+#[command(after_help = "Exit codes: 0 success; 1 validate found problems; 2 error (printed).")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Describe a dataset: per sensor samples, duration, rate, size; per channel size,
+    /// compression ratio and data rate.
+    Info(trace_cmds::InfoArgs),
+    /// Check traces for torn tails, channels that disagree, bad indexes. Directories are
+    /// searched recursively for traces.
+    Validate(trace_cmds::ValidateArgs),
+    /// Cut every channel of every sensor of a trace to the count all its channels hold
+    /// completely, and print exactly what was cut. Idempotent.
+    Recover(trace_cmds::RecoverArgs),
+}
+
+/// What a command reports besides success: `Problems` maps to exit code 1.
+pub enum Outcome {
+    Ok,
+    Problems,
+}
+
 pub fn main() -> ExitCode {
-    ExitCode::SUCCESS
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info(a) => trace_cmds::info(a),
+        Command::Validate(a) => trace_cmds::validate(a),
+        Command::Recover(a) => trace_cmds::recover(a),
+    };
+    match result {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::Problems) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("roverlog: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
 }

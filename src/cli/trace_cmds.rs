@@ -1,0 +1,225 @@
+//! `info`, `validate` and `recover` for roverd traces.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde_json::json;
+
+use super::Outcome;
+use roverlog::format::{self, check_sensor, recover_sensor, trace, Depth, Trace};
+
+#[derive(Args)]
+pub struct InfoArgs {
+    /// The dataset: a roverd trace (or a single sensor directory).
+    pub path: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Include virtual sensors (names starting with `_`).
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Args)]
+pub struct ValidateArgs {
+    /// Traces, or directories to search for traces.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Also decompress every lzmaf frame and check every timestamp.
+    #[arg(long)]
+    pub deep: bool,
+}
+
+#[derive(Args)]
+pub struct RecoverArgs {
+    /// The trace to repair (or a single sensor directory).
+    pub path: PathBuf,
+}
+
+/// Sensor directories of `path`: the trace's sensors (virtual ones too when `all`), or `path`
+/// itself when it is a sensor directory.
+fn sensor_dirs(path: &std::path::Path, all: bool) -> Result<Vec<PathBuf>> {
+    if path.join(format::meta::META_FILE).is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let t = Trace::open(path)?;
+    let names = if all {
+        t.all_sensor_names()
+    } else {
+        t.sensor_names()
+    };
+    Ok(names.into_iter().map(|n| path.join(n)).collect())
+}
+
+fn human_bytes(n: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{v:.0} {}", UNITS[u])
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+pub fn info(args: InfoArgs) -> Result<Outcome> {
+    let mut sensors_json = Vec::new();
+    for dir in sensor_dirs(&args.path, args.all)? {
+        let s = format::Sensor::open(&dir)?;
+        let n = s.len()?;
+        let ts = s.timestamps()?;
+        let duration = match (ts.first(), ts.last()) {
+            (Some(a), Some(b)) if n > 1 => b - a,
+            _ => 0.0,
+        };
+        let rate = if duration > 0.0 {
+            (n - 1) as f64 / duration
+        } else {
+            0.0
+        };
+        let stats = s.channel_stats()?;
+        let total: u64 = stats.iter().map(|c| c.disk_bytes).sum();
+        let channels: Vec<_> = stats
+            .iter()
+            .map(|c| {
+                json!({
+                    "name": c.name,
+                    "format": c.format,
+                    "bytes": c.disk_bytes,
+                    "compression_ratio": c.compression_ratio(),
+                    "bytes_per_second": (duration > 0.0).then(|| c.disk_bytes as f64 / duration),
+                })
+            })
+            .collect();
+        sensors_json.push(json!({
+            "sensor": s.name(),
+            "samples": n,
+            "start": ts.first(),
+            "duration_s": duration,
+            "rate_hz": rate,
+            "bytes": total,
+            "channels": channels,
+        }));
+    }
+    if args.json {
+        let out = json!({"trace": args.path, "sensors": sensors_json});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(Outcome::Ok);
+    }
+    println!("{}", args.path.display());
+    for s in &sensors_json {
+        println!(
+            "  {:<16} {:>10} samples {:>10.2} s {:>10.2} Hz {:>12}",
+            s["sensor"].as_str().unwrap_or_default(),
+            s["samples"],
+            s["duration_s"].as_f64().unwrap_or_default(),
+            s["rate_hz"].as_f64().unwrap_or_default(),
+            human_bytes(s["bytes"].as_f64().unwrap_or_default()),
+        );
+        for c in s["channels"].as_array().into_iter().flatten() {
+            let ratio = c["compression_ratio"]
+                .as_f64()
+                .map(|r| format!("x{r:.2}"))
+                .unwrap_or_else(|| "-".into());
+            let rate = c["bytes_per_second"]
+                .as_f64()
+                .map(|r| format!("{}/s", human_bytes(r)))
+                .unwrap_or_else(|| "-".into());
+            println!(
+                "    {:<14} {:<6} {:>12} {:>8} {:>14}",
+                c["name"].as_str().unwrap_or_default(),
+                c["format"].as_str().unwrap_or_default(),
+                human_bytes(c["bytes"].as_f64().unwrap_or_default()),
+                ratio,
+                rate
+            );
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+pub fn validate(args: ValidateArgs) -> Result<Outcome> {
+    let depth = if args.deep {
+        Depth::Deep
+    } else {
+        Depth::Structure
+    };
+    let mut bad = 0usize;
+    let mut checked = 0usize;
+    for root in &args.paths {
+        let dirs = if root.join(format::meta::META_FILE).is_file() {
+            vec![root.clone()]
+        } else {
+            let traces = trace::find_traces(root)
+                .with_context(|| format!("searching {} for traces", root.display()))?;
+            if traces.is_empty() {
+                anyhow::bail!("{}: no roverd trace found", root.display());
+            }
+            let mut dirs = Vec::new();
+            for t in traces {
+                let names = trace::sensor_dirs(&t)?;
+                if names.is_empty() {
+                    println!("{}: ok (no sensors)", t.display());
+                }
+                dirs.extend(names.into_iter().map(|n| t.join(n)));
+            }
+            dirs
+        };
+        for dir in dirs {
+            checked += 1;
+            match check_sensor(&dir, depth) {
+                Ok(c) => {
+                    for w in &c.warnings {
+                        println!("{}: warning: {w}", dir.display());
+                    }
+                    if c.is_ok() {
+                        println!("{}: ok ({} samples)", dir.display(), c.consistent_len());
+                    } else {
+                        bad += 1;
+                        for p in c.all_problems() {
+                            println!("{}: {p}", dir.display());
+                        }
+                    }
+                }
+                Err(e) => {
+                    bad += 1;
+                    println!("{}: {e}", dir.display());
+                }
+            }
+        }
+    }
+    if bad > 0 {
+        println!("{bad} of {checked} sensor(s) have problems (`roverlog recover <trace>` repairs torn tails)");
+        Ok(Outcome::Problems)
+    } else {
+        Ok(Outcome::Ok)
+    }
+}
+
+pub fn recover(args: RecoverArgs) -> Result<Outcome> {
+    let mut any = false;
+    let mut left = false;
+    for dir in sensor_dirs(&args.path, true)? {
+        let r = recover_sensor(&dir).with_context(|| format!("recovering {}", dir.display()))?;
+        for cut in &r.cuts {
+            any = true;
+            println!("{cut}");
+        }
+        for l in &r.left_alone {
+            left = true;
+            println!("{}: left alone: {l}", dir.display());
+        }
+        if !r.cuts.is_empty() {
+            println!("{}: now {} samples in every channel", dir.display(), r.len);
+        }
+    }
+    if !any {
+        println!("{}: nothing to recover", args.path.display());
+    }
+    Ok(if left { Outcome::Problems } else { Outcome::Ok })
+}

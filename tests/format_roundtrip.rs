@@ -1,0 +1,321 @@
+//! Round trips through the format library: every type code, odd shapes, every writable
+//! format, empty channels, resume, and reading an upstream-style `lzma` channel.
+
+use std::path::Path;
+
+use roverlog::format::{
+    self, lzma, ChannelFormat, ChannelMeta, DType, SensorMeta, SensorWriter, Trace, WriterOptions,
+};
+
+/// Deterministic sample bytes for (channel k, sample i).
+fn pattern(k: usize, i: usize, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|j| ((i * 31 + j * 7 + k * 13) % 251) as u8)
+        .collect()
+}
+
+fn meta(channels: Vec<(&str, ChannelMeta)>) -> SensorMeta {
+    SensorMeta {
+        channels: channels
+            .into_iter()
+            .map(|(n, c)| (n.to_string(), c))
+            .collect(),
+    }
+}
+
+/// Writes `n` samples to a new sensor and returns, per data channel, every sample written.
+fn write_sensor(dir: &Path, m: &SensorMeta, n: usize) -> Vec<Vec<Vec<u8>>> {
+    let mut w = SensorWriter::create(dir, m.clone(), &WriterOptions::default()).unwrap();
+    let chans: Vec<_> = m.data_channels().map(|(_, c)| c.clone()).collect();
+    let mut written = vec![Vec::new(); chans.len()];
+    for i in 0..n {
+        let samples: Vec<Vec<u8>> = chans
+            .iter()
+            .enumerate()
+            .map(|(k, c)| match c.format {
+                ChannelFormat::Blob(_) => pattern(k, i, 10 + (i * 37) % 300),
+                _ => pattern(k, i, c.sample_bytes()),
+            })
+            .collect();
+        let refs: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
+        w.append(1000.0 + i as f64 * 0.1, &refs).unwrap();
+        for (k, s) in samples.into_iter().enumerate() {
+            written[k].push(s);
+        }
+    }
+    assert_eq!(w.finish().unwrap(), n as u64);
+    written
+}
+
+fn read_back(dir: &Path, m: &SensorMeta, written: &[Vec<Vec<u8>>]) {
+    let s = format::Sensor::open(dir).unwrap();
+    let n = written.first().map_or(0, Vec::len);
+    assert_eq!(s.len().unwrap(), n as u64);
+    let ts = s.timestamps().unwrap();
+    assert_eq!(
+        ts,
+        (0..n).map(|i| 1000.0 + i as f64 * 0.1).collect::<Vec<_>>()
+    );
+    for (k, (name, _)) in m.data_channels().enumerate() {
+        let mut r = s.channel(name).unwrap();
+        assert_eq!(r.len().unwrap(), n as u64, "{name}");
+        for (i, want) in written[k].iter().enumerate() {
+            assert_eq!(&*r.get(i as u64).unwrap(), want.as_slice(), "{name}[{i}]");
+        }
+        assert!(
+            r.get(n as u64).is_err(),
+            "{name}: reading past the end must fail"
+        );
+        assert_eq!(r.get_range(0..n as u64).unwrap(), written[k]);
+    }
+    let check = format::check_sensor(dir, format::Depth::Deep).unwrap();
+    assert!(check.is_ok(), "{:?}", check.all_problems());
+}
+
+#[test]
+fn every_type_code_and_odd_shapes_in_raw_and_lzmaf() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (f, fmt) in [ChannelFormat::Raw, ChannelFormat::Lzmaf]
+        .into_iter()
+        .enumerate()
+    {
+        let mut chans = Vec::new();
+        for dt in DType::ALL {
+            for (s, shape) in [vec![], vec![3, 3], vec![1], vec![2, 1, 3]]
+                .into_iter()
+                .enumerate()
+            {
+                let name: &'static str = Box::leak(format!("c_{dt}_{s}").into_boxed_str());
+                chans.push((name, ChannelMeta::new(fmt.clone(), dt, shape, "test")));
+            }
+        }
+        let m = meta(chans);
+        let dir = tmp.path().join(format!("sensor{f}"));
+        let written = write_sensor(&dir, &m, 7);
+        read_back(&dir, &m, &written);
+        // meta.json is what we declared, with ts added first.
+        let on_disk = SensorMeta::read(&dir).unwrap();
+        assert_eq!(on_disk.channels[0].0, "ts");
+        assert_eq!(&on_disk.channels[1..], &m.channels[..]);
+    }
+}
+
+#[test]
+fn blob_channels_hold_variable_sizes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = meta(vec![
+        (
+            "img",
+            ChannelMeta::new(
+                ChannelFormat::Blob("jpg".into()),
+                DType::U1,
+                vec![4, 4, 3],
+                "",
+            ),
+        ),
+        (
+            "acc",
+            ChannelMeta::new(ChannelFormat::Raw, DType::F4, vec![3], "m/s^2"),
+        ),
+    ]);
+    let dir = tmp.path().join("cam");
+    let written = write_sensor(&dir, &m, 12);
+    read_back(&dir, &m, &written);
+    let names: Vec<String> = {
+        let mut v: Vec<_> = std::fs::read_dir(dir.join("img"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names[0], "000000.jpg");
+    assert_eq!(names[11], "000011.jpg");
+    assert_eq!(names.len(), 12);
+}
+
+#[test]
+fn empty_sensor_reads_as_empty_and_validates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = meta(vec![
+        (
+            "a",
+            ChannelMeta::new(ChannelFormat::Raw, DType::U2, vec![2], ""),
+        ),
+        (
+            "b",
+            ChannelMeta::new(ChannelFormat::Lzmaf, DType::F8, vec![], ""),
+        ),
+        (
+            "c",
+            ChannelMeta::new(ChannelFormat::Blob("jpg".into()), DType::U1, vec![], ""),
+        ),
+    ]);
+    let dir = tmp.path().join("s");
+    let written = write_sensor(&dir, &m, 0);
+    assert!(written.iter().all(Vec::is_empty));
+    read_back(&dir, &m, &written);
+    let s = format::Sensor::open(&dir).unwrap();
+    assert!(s.is_empty().unwrap());
+    assert_eq!(s.index_at(5.0).unwrap(), 0);
+    // lzmaf's index holds exactly the leading 0.
+    assert_eq!(std::fs::read(dir.join("b_i")).unwrap(), 0u64.to_le_bytes());
+}
+
+#[test]
+fn resume_appends_after_existing_samples_and_refuses_other_channels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = meta(vec![
+        (
+            "a",
+            ChannelMeta::new(ChannelFormat::Raw, DType::I4, vec![2], ""),
+        ),
+        (
+            "z",
+            ChannelMeta::new(ChannelFormat::Lzmaf, DType::U1, vec![64], ""),
+        ),
+        (
+            "j",
+            ChannelMeta::new(ChannelFormat::Blob("jpg".into()), DType::U1, vec![], ""),
+        ),
+    ]);
+    let dir = tmp.path().join("s");
+    let first = write_sensor(&dir, &m, 3);
+    let (mut w, rec) = SensorWriter::resume(&dir, m.clone(), &WriterOptions::default()).unwrap();
+    assert!(rec.cuts.is_empty());
+    assert_eq!(w.len(), 3);
+    let more: Vec<Vec<u8>> = vec![pattern(0, 3, 8), pattern(1, 3, 64), pattern(2, 3, 5)];
+    let refs: Vec<&[u8]> = more.iter().map(Vec::as_slice).collect();
+    w.append(1000.3, &refs).unwrap();
+    w.finish().unwrap();
+    let mut all = first;
+    for (k, s) in more.into_iter().enumerate() {
+        all[k].push(s);
+    }
+    read_back(&dir, &m, &all);
+
+    let other = meta(vec![(
+        "a",
+        ChannelMeta::new(ChannelFormat::Raw, DType::I4, vec![3], ""),
+    )]);
+    let err = SensorWriter::resume(&dir, other, &WriterOptions::default())
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("differ"), "{err}");
+}
+
+#[test]
+fn wrong_sample_sizes_are_refused_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = meta(vec![
+        (
+            "a",
+            ChannelMeta::new(ChannelFormat::Raw, DType::F4, vec![3], ""),
+        ),
+        (
+            "b",
+            ChannelMeta::new(ChannelFormat::Raw, DType::U1, vec![2], ""),
+        ),
+    ]);
+    let dir = tmp.path().join("s");
+    let mut w = SensorWriter::create(&dir, m, &WriterOptions::default()).unwrap();
+    let err = w.append(1.0, &[&[0u8; 12], &[0u8; 3]]).unwrap_err();
+    assert!(err.to_string().contains("expected 2"), "{err}");
+    assert!(w.append(f64::NAN, &[&[0u8; 12], &[0u8; 2]]).is_err());
+    assert!(w.append(1.0, &[&[0u8; 12]]).is_err());
+    w.finish().unwrap();
+    assert_eq!(std::fs::metadata(dir.join("a")).unwrap().len(), 0);
+    assert_eq!(std::fs::metadata(dir.join("ts")).unwrap().len(), 0);
+}
+
+#[test]
+fn typed_views_of_raw_channels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = meta(vec![(
+        "acc",
+        ChannelMeta::new(ChannelFormat::Raw, DType::F4, vec![3], ""),
+    )]);
+    let dir = tmp.path().join("imu");
+    let mut w = SensorWriter::create(&dir, m, &WriterOptions::default()).unwrap();
+    let values: Vec<f32> = (0..30).map(|i| i as f32 * 0.5 - 3.0).collect();
+    for (i, v) in values.chunks(3).enumerate() {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        w.append(i as f64, &[&bytes]).unwrap();
+    }
+    w.finish().unwrap();
+    let s = format::Sensor::open(&dir).unwrap();
+    let format::ChannelReader::Raw(r) = s.channel("acc").unwrap() else {
+        panic!("raw")
+    };
+    let typed = r.typed::<f32>(DType::F4).unwrap();
+    assert!(
+        matches!(typed, std::borrow::Cow::Borrowed(_)),
+        "a page-aligned map is viewed in place"
+    );
+    assert_eq!(&*typed, values.as_slice());
+    assert!(r.typed::<f64>(DType::F4).is_err());
+    assert_eq!(r.range(2..4).unwrap().len(), 2 * 12);
+    // index_at: first sample at or after a time.
+    assert_eq!(s.index_at(-1.0).unwrap(), 0);
+    assert_eq!(s.index_at(3.0).unwrap(), 3);
+    assert_eq!(s.index_at(3.5).unwrap(), 4);
+    assert_eq!(s.index_at(100.0).unwrap(), 10);
+}
+
+#[test]
+fn lzma_channel_with_several_streams_reads_whole_and_streamed() {
+    // Upstream `lzma` channels are one .xz file; appending sessions can leave several streams.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    std::fs::create_dir(&dir).unwrap();
+    let m = meta(vec![
+        ("ts", ChannelMeta::timestamps()),
+        (
+            "v",
+            ChannelMeta::new(ChannelFormat::Lzma, DType::U2, vec![5], ""),
+        ),
+    ]);
+    m.write_atomic(&dir).unwrap();
+    let samples: Vec<Vec<u8>> = (0..9).map(|i| pattern(0, i, 10)).collect();
+    let mut file = lzma::compress(&samples[..4].concat(), 6);
+    file.extend(lzma::compress(&samples[4..].concat(), 0));
+    std::fs::write(dir.join("v"), file).unwrap();
+    let ts: Vec<u8> = (0..9).flat_map(|i| (i as f64).to_le_bytes()).collect();
+    std::fs::write(dir.join("ts"), ts).unwrap();
+
+    let s = format::Sensor::open(&dir).unwrap();
+    let mut r = s.channel("v").unwrap();
+    assert_eq!(r.len().unwrap(), 9);
+    assert_eq!(&*r.get(7).unwrap(), samples[7].as_slice());
+    let format::ChannelReader::Lzma(lz) = r else {
+        panic!("lzma")
+    };
+    let streamed: Vec<Vec<u8>> = lz.stream().unwrap().map(Result::unwrap).collect();
+    assert_eq!(streamed, samples);
+    assert!(format::check_sensor(&dir, format::Depth::Deep)
+        .unwrap()
+        .is_ok());
+}
+
+#[test]
+fn trace_lists_real_and_virtual_sensors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = meta(vec![(
+        "a",
+        ChannelMeta::new(ChannelFormat::Raw, DType::U1, vec![], ""),
+    )]);
+    write_sensor(&tmp.path().join("lidar"), &m, 2);
+    write_sensor(&tmp.path().join("_processed"), &m, 1);
+    write_sensor(&tmp.path().join("imu"), &m, 3);
+    std::fs::create_dir(tmp.path().join("_roverlog")).unwrap();
+    let t = Trace::open(tmp.path()).unwrap();
+    assert_eq!(t.sensor_names(), ["imu", "lidar"]);
+    assert_eq!(t.all_sensor_names(), ["_processed", "imu", "lidar"]);
+    assert_eq!(t.sensor("imu").unwrap().len().unwrap(), 3);
+    assert!(Trace::open(&tmp.path().join("imu/ts")).is_err());
+    let nested = tempfile::tempdir().unwrap();
+    assert!(
+        Trace::open(nested.path()).is_err(),
+        "an empty directory is not a trace"
+    );
+}
