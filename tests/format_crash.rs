@@ -88,7 +88,9 @@ fn roverlog(args: &[&std::ffi::OsStr]) -> (i32, String) {
 
 /// Checks a damaged copy: validate flags it, recover repairs it to a consistent prefix of the
 /// reference, a second recover does nothing, validate then passes.
-fn check_case(trace: &Path, written: &[Vec<Vec<u8>>], what: &str) {
+/// `lossless`: the damage hit only redundant bytes (the lzmaf index), so recovery must keep
+/// every sample; otherwise it must cost at least the damaged sample.
+fn check_case(trace: &Path, written: &[Vec<Vec<u8>>], what: &str, lossless: bool) {
     let sensor = trace.join("s");
     let (code, out) = roverlog(&["validate".as_ref(), trace.as_os_str()]);
     assert_eq!(code, 1, "{what}: validate must flag the damage:\n{out}");
@@ -115,10 +117,17 @@ fn check_case(trace: &Path, written: &[Vec<Vec<u8>>], what: &str) {
 
     let s = format::Sensor::open(&sensor).unwrap();
     let n = s.len().unwrap() as usize;
-    assert!(
-        n < N,
-        "{what}: damage must cost at least the damaged sample"
-    );
+    if lossless {
+        assert_eq!(
+            n, N,
+            "{what}: index damage must lose no sample (frames are re-indexed)"
+        );
+    } else {
+        assert!(
+            n < N,
+            "{what}: damage must cost at least the damaged sample"
+        );
+    }
     assert_eq!(
         s.timestamps().unwrap(),
         (0..n).map(|i| 10.0 + i as f64).collect::<Vec<_>>()
@@ -182,10 +191,12 @@ fn every_torn_tail_is_flagged_and_recovered() {
         let trace = tmp.path().join(format!("case{n}"));
         copy_dir(&reference, &trace);
         truncate(&trace.join("s").join(file), *cut);
+        let lossless = file.as_os_str() == "rng_i";
         check_case(
             &trace,
             &written,
             &format!("{} cut to {cut}", file.display()),
+            lossless,
         );
         fs::remove_dir_all(&trace).unwrap();
     }
@@ -197,13 +208,17 @@ fn crash_leftovers_of_blob_and_index_are_flagged_and_recovered() {
     let reference = tmp.path().join("reference");
     fs::create_dir(&reference).unwrap();
     let written = write_reference(&reference.join("s"));
-    let damage: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+    // (what, lossless, damage)
+    #[allow(clippy::type_complexity)]
+    let damage: Vec<(&str, bool, Box<dyn Fn(&Path)>)> = vec![
         (
             "last blob file missing",
+            false,
             Box::new(|s: &Path| fs::remove_file(s.join("img/000005.jpg")).unwrap()),
         ),
         (
             "partial blob left behind",
+            false,
             Box::new(|s: &Path| {
                 fs::remove_file(s.join("img/000005.jpg")).unwrap();
                 fs::write(s.join(".img.partial"), b"half a frame").unwrap();
@@ -211,10 +226,12 @@ fn crash_leftovers_of_blob_and_index_are_flagged_and_recovered() {
         ),
         (
             "a gap in blob numbering",
+            false,
             Box::new(|s: &Path| fs::remove_file(s.join("img/000003.jpg")).unwrap()),
         ),
         (
             "data frame without index entry",
+            true,
             Box::new(|s: &Path| {
                 let idx = format::lzmaf::read_index(&s.join("rng_i")).unwrap();
                 truncate(&s.join("rng_i"), 8 * (idx.len() as u64 - 1));
@@ -222,25 +239,28 @@ fn crash_leftovers_of_blob_and_index_are_flagged_and_recovered() {
         ),
         (
             "index lost entirely",
+            true,
             Box::new(|s: &Path| fs::remove_file(s.join("rng_i")).unwrap()),
         ),
         (
             "ts one sample short",
+            false,
             Box::new(|s: &Path| truncate(&s.join("ts"), 8 * (N as u64 - 1))),
         ),
         (
             "index entry pointing past data",
+            false,
             Box::new(|s: &Path| {
                 let idx = format::lzmaf::read_index(&s.join("rng_i")).unwrap();
                 truncate(&s.join("rng"), idx[N] - 1);
             }),
         ),
     ];
-    for (n, (what, hurt)) in damage.iter().enumerate() {
+    for (n, (what, lossless, hurt)) in damage.iter().enumerate() {
         let trace = tmp.path().join(format!("case{n}"));
         copy_dir(&reference, &trace);
         hurt(&trace.join("s"));
-        check_case(&trace, &written, what);
+        check_case(&trace, &written, what, *lossless);
     }
 }
 
@@ -277,4 +297,38 @@ fn validate_exit_codes_and_recursive_search() {
     let (code, out) = roverlog(&["validate".as_ref(), bad.as_os_str()]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("meta.json: invalid JSON"), "{out}");
+}
+
+#[test]
+fn whole_file_lzma_channel_is_counted_and_cut_by_re_encoding() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    fs::create_dir(&dir).unwrap();
+    let m = SensorMeta {
+        channels: vec![
+            ("ts".into(), ChannelMeta::timestamps()),
+            (
+                "h".into(),
+                ChannelMeta::new(ChannelFormat::Lzma, DType::U4, vec![2], ""),
+            ),
+        ],
+    };
+    m.write_atomic(&dir).unwrap();
+    let samples: Vec<Vec<u8>> = (0..5).map(|i| sample(0, i, 8)).collect();
+    fs::write(dir.join("h"), format::lzma::compress(&samples.concat(), 0)).unwrap();
+    let ts: Vec<u8> = (0..4).flat_map(|i| (i as f64).to_le_bytes()).collect();
+    fs::write(dir.join("ts"), ts).unwrap();
+
+    let (code, out) = roverlog(&["validate".as_ref(), dir.as_os_str()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("ts 4, h 5"), "{out}");
+    let (code, out) = roverlog(&["recover".as_ref(), dir.as_os_str()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("re-encoded with its first 4 of 5"), "{out}");
+    let s = format::Sensor::open(&dir).unwrap();
+    let mut r = s.channel("h").unwrap();
+    assert_eq!(r.get_range(0..4).unwrap(), samples[..4]);
+    assert_eq!(r.len().unwrap(), 4);
+    let (code, out) = roverlog(&["validate".as_ref(), "--deep".as_ref(), dir.as_os_str()]);
+    assert_eq!(code, 0, "{out}");
 }

@@ -62,6 +62,11 @@ impl ChannelReader {
         })
     }
 
+    /// Whether the channel holds no sample.
+    pub fn is_empty(&mut self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
     /// Sample `index`: borrowed for `raw`, decoded otherwise.
     pub fn get(&mut self, index: u64) -> Result<Cow<'_, [u8]>> {
         Ok(match self {

@@ -50,7 +50,10 @@ enum Plan {
         exists: bool,
     },
     Lzmaf {
-        offsets: Vec<u64>,
+        /// Offsets of the channel's whole frames (index prefix plus re-found frames).
+        good: Vec<u64>,
+        /// How many of those frames the index listed.
+        indexed: u64,
         data_len: u64,
         index_len: u64,
         exists: bool,
@@ -60,7 +63,9 @@ enum Plan {
         extra: Vec<PathBuf>,
         exists: bool,
     },
-    /// Formats recovery cannot cut (`lzma`, unknown ones).
+    /// A whole-file `.xz` channel: cut by re-encoding its first samples.
+    Lzma { exists: bool, sample_bytes: usize },
+    /// Formats we cannot read (e.g. `mjpg`): neither counted nor cut.
     Untouchable,
 }
 
@@ -213,21 +218,34 @@ fn check_channel(dir: &Path, name: &str, ch: &ChannelMeta, depth: Depth) -> Resu
             (scan.contiguous, scan.bytes, plan)
         }
         ChannelFormat::Lzma => {
-            let size = file_len(&path)?.unwrap_or(0);
+            // Counting means decompressing (streamed, constant memory): a whole-file channel
+            // has no other way to tell its length.
+            let size = file_len(&path)?;
             let mut n = 0;
-            if depth == Depth::Deep {
-                let r = lzma::LzmaReader::open(&path, ch.sample_bytes())?;
-                for sample in r.stream()? {
-                    match sample {
-                        Ok(_) => n += 1,
-                        Err(e) => {
-                            problems.push(e.to_string());
-                            break;
+            match size {
+                None => problems.push("channel file is missing".into()),
+                Some(_) => {
+                    let r = lzma::LzmaReader::open(&path, ch.sample_bytes())?;
+                    for sample in r.stream()? {
+                        match sample {
+                            Ok(_) => n += 1,
+                            Err(e) => {
+                                problems.push(e.to_string());
+                                break;
+                            }
                         }
                     }
                 }
             }
-            (n, size, Plan::Untouchable)
+            let exists = size.is_some();
+            (
+                n,
+                size.unwrap_or(0),
+                Plan::Lzma {
+                    exists,
+                    sample_bytes: ch.sample_bytes(),
+                },
+            )
         }
         ChannelFormat::Other(_) => (0, file_len(&path)?.unwrap_or(0), Plan::Untouchable),
     };
@@ -256,6 +274,7 @@ fn check_lzmaf(
     if index_len.is_none() {
         problems.push("offset index file is missing".into());
     }
+    let exists = data_len.is_some();
     let (data_len, index_len) = (data_len.unwrap_or(0), index_len.unwrap_or(0));
     if index_len % 8 != 0 {
         problems.push(format!(
@@ -263,63 +282,80 @@ fn check_lzmaf(
             index_len % 8
         ));
     }
-    let offsets = lzmaf::read_index(&index)?;
-    let mut complete = 0u64;
-    if offsets.is_empty() {
-        if index_len < 8 && data_len > 0 {
-            problems.push(format!("{data_len} bytes of data but no offsets"));
-        } else if index_len == 0 && path.exists() {
-            problems.push("index lacks its leading 0".into());
-        }
-    } else if offsets[0] != 0 {
-        problems.push(format!("first offset is {}, not 0", offsets[0]));
-    } else {
-        // Frames count while offsets keep increasing and stay inside the data.
-        for w in offsets.windows(2) {
-            if w[1] < w[0] || w[1] > data_len {
-                break;
-            }
-            complete += 1;
-        }
-        let listed = offsets.len() as u64 - 1;
-        if complete < listed {
-            problems.push(format!(
-                "index lists {listed} frames but only {complete} lie within the {data_len}-byte data file in order"
-            ));
-        }
-        let end = offsets[complete as usize];
-        if end < data_len {
-            problems.push(format!(
-                "{} bytes of data past the last indexed frame (a torn frame)",
-                data_len - end
-            ));
-        }
-        if depth == Depth::Deep && complete > 0 {
-            let data = fs::read(path).at(path)?;
-            for k in 0..complete as usize {
-                let frame = &data[offsets[k] as usize..offsets[k + 1] as usize];
-                match lzma::decompress(frame, sample_bytes, path) {
-                    Ok(v) if v.len() == sample_bytes => {}
-                    Ok(v) => {
-                        problems.push(format!(
-                            "frame {k} decompresses to {} bytes, expected {sample_bytes}",
-                            v.len()
-                        ));
-                        complete = k as u64;
-                        break;
-                    }
-                    Err(e) => {
-                        problems.push(format!("frame {k} does not decompress: {e}"));
-                        complete = k as u64;
-                        break;
-                    }
+    let listed = lzmaf::read_index(&index)?;
+    // The offsets we trust: the index's prefix that starts at 0, never decreases and stays
+    // within the data.
+    let mut good = vec![0u64];
+    match listed.first() {
+        None if index_len < 8 && exists => problems.push("index lacks its leading 0".into()),
+        Some(&first) if first != 0 => problems.push(format!("first offset is {first}, not 0")),
+        _ => {
+            for &o in listed.iter().skip(1) {
+                if o < *good.last().unwrap_or(&0) || o > data_len {
+                    break;
                 }
+                good.push(o);
+            }
+            let n = listed.len().saturating_sub(1);
+            if good.len() - 1 < n {
+                problems.push(format!(
+                    "index lists {n} frames but only {} lie within the {data_len}-byte data file in order",
+                    good.len() - 1
+                ));
             }
         }
     }
-    let exists = path.exists();
+    let mut data = None;
+    if depth == Depth::Deep && good.len() > 1 {
+        let bytes = fs::read(path).at(path)?;
+        for k in 0..good.len() - 1 {
+            let frame = &bytes[good[k] as usize..good[k + 1] as usize];
+            let bad = match lzma::decompress(frame, sample_bytes, path) {
+                Ok(v) if v.len() == sample_bytes => None,
+                Ok(v) => Some(format!(
+                    "decompresses to {} bytes, expected {sample_bytes}",
+                    v.len()
+                )),
+                Err(e) => Some(format!("does not decompress: {e}")),
+            };
+            if let Some(why) = bad {
+                problems.push(format!("frame {k} {why}"));
+                good.truncate(k + 1);
+                break;
+            }
+        }
+        data = Some(bytes);
+    }
+    let indexed = good.len() as u64 - 1;
+    let end = *good.last().unwrap_or(&0);
+    let mut reindexed = 0;
+    if end < data_len {
+        // Frames past the index: whole ones (a crash between data and index, or a lost
+        // index) are found by their xz framing and kept; the rest is a torn frame.
+        let bytes = match data {
+            Some(b) => b,
+            None => fs::read(path).at(path)?,
+        };
+        for e in lzmaf::scan_frames(&bytes[end as usize..], sample_bytes) {
+            good.push(end + e as u64);
+            reindexed += 1;
+        }
+        if reindexed > 0 {
+            problems.push(format!(
+                "{reindexed} whole frame(s) past the index (their offsets were lost; recover re-indexes them)"
+            ));
+        }
+        let torn = data_len - *good.last().unwrap_or(&0);
+        if torn > 0 {
+            problems.push(format!(
+                "{torn} bytes of data past the last whole frame (a torn frame)"
+            ));
+        }
+    }
+    let complete = good.len() as u64 - 1;
     let plan = Plan::Lzmaf {
-        offsets,
+        good,
+        indexed,
         data_len,
         index_len,
         exists,
@@ -387,18 +423,15 @@ pub fn recover_sensor(dir: &Path) -> Result<Recovery> {
                 }
             }
             Plan::Lzmaf {
-                offsets,
+                good,
+                indexed,
                 data_len,
                 index_len,
                 exists,
             } => {
                 let index = lzmaf::index_path(&path);
-                let keep_data = if offsets.first() == Some(&0) {
-                    offsets[target as usize]
-                } else {
-                    0
-                };
-                let keep_index = (target + 1) * 8;
+                let keep = &good[..=target as usize];
+                let keep_data = keep[keep.len() - 1];
                 if !exists {
                     fs::File::create(&path).at(&path)?;
                     cuts.push(Cut {
@@ -407,36 +440,38 @@ pub fn recover_sensor(dir: &Path) -> Result<Recovery> {
                     });
                 } else if *data_len > keep_data {
                     truncate(&path, keep_data)?;
-                    let end_of_complete = if offsets.first() == Some(&0) {
-                        offsets[ch.complete as usize]
-                    } else {
-                        0
-                    };
                     cuts.push(Cut {
                         path: path.clone(),
                         what: format!(
                             "cut {} bytes ({} whole frame(s) and {} bytes of a torn frame): {data_len} -> {keep_data} bytes",
                             data_len - keep_data,
                             ch.complete - target,
-                            data_len - end_of_complete
+                            data_len - good[good.len() - 1]
                         ),
                     });
                 }
-                if offsets.first() != Some(&0) || *index_len < 8 {
-                    crate::format::meta::write_file_atomic(&index, &0u64.to_le_bytes())?;
-                    cuts.push(Cut {
-                        path: index.clone(),
-                        what: format!("rewritten as [0] (was {index_len} bytes)"),
-                    });
-                } else if *index_len > keep_index {
-                    truncate(&index, keep_index)?;
+                let want: Vec<u8> = keep.iter().flat_map(|o| o.to_le_bytes()).collect();
+                let have = fs::read(&index).unwrap_or_default();
+                if have.len() as u64 > want.len() as u64 && have.starts_with(&want) {
+                    truncate(&index, want.len() as u64)?;
                     cuts.push(Cut {
                         path: index.clone(),
                         what: format!(
-                            "cut {} bytes ({} offset(s), {} torn bytes): {index_len} -> {keep_index} bytes",
-                            index_len - keep_index,
-                            (index_len - keep_index) / 8,
-                            index_len % 8
+                            "cut {} bytes ({} offset(s), {} torn bytes): {index_len} -> {} bytes",
+                            have.len() - want.len(),
+                            (have.len() - want.len()) / 8,
+                            have.len() % 8,
+                            want.len()
+                        ),
+                    });
+                } else if have != want {
+                    crate::format::meta::write_file_atomic(&index, &want)?;
+                    cuts.push(Cut {
+                        path: index.clone(),
+                        what: format!(
+                            "rewritten with {} offset(s) ({} frame(s) re-indexed from the data; was {index_len} bytes)",
+                            keep.len(),
+                            target.saturating_sub(*indexed)
                         ),
                     });
                 }
@@ -470,6 +505,35 @@ pub fn recover_sensor(dir: &Path) -> Result<Recovery> {
                     if p.starts_with("unexpected file") {
                         left_alone.push(format!("{}: {p}", ch.name));
                     }
+                }
+            }
+            Plan::Lzma {
+                exists,
+                sample_bytes,
+            } => {
+                if !exists {
+                    fs::write(&path, lzma::compress(&[], lzma::DEFAULT_PRESET)).at(&path)?;
+                    cuts.push(Cut {
+                        path: path.clone(),
+                        what: "created empty (was missing)".into(),
+                    });
+                } else if ch.complete > target || !ch.problems.is_empty() {
+                    let r = lzma::LzmaReader::open(&path, *sample_bytes)?;
+                    let mut keep = Vec::new();
+                    for sample in r.stream()?.take(target as usize) {
+                        keep.extend_from_slice(&sample?);
+                    }
+                    let old = ch.disk_bytes;
+                    let bytes = lzma::compress(&keep, 6);
+                    crate::format::meta::write_file_atomic(&path, &bytes)?;
+                    cuts.push(Cut {
+                        path: path.clone(),
+                        what: format!(
+                            "re-encoded with its first {target} of {} sample(s): {old} -> {} bytes",
+                            ch.complete,
+                            bytes.len()
+                        ),
+                    });
                 }
             }
             Plan::Untouchable => {

@@ -84,6 +84,11 @@ impl LzmaReader {
         Ok(self.bytes()?.len() as u64 / s)
     }
 
+    /// Whether the channel holds no whole sample (decompresses the channel).
+    pub fn is_empty(&mut self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
     /// A streaming iterator over samples, decompressing as it goes (constant memory).
     pub fn stream(&self) -> Result<LzmaStream> {
         let file = File::open(&self.path).at(&self.path)?;

@@ -256,3 +256,36 @@ fn check_offsets(index: &Path, offsets: &[u64], data_len: u64) -> Result<()> {
     }
     Ok(())
 }
+
+/// The `.xz` stream header magic.
+const XZ_MAGIC: [u8; 6] = [0xFD, b'7', b'z', b'X', b'Z', 0x00];
+/// The `.xz` stream footer magic (the last two bytes of a stream).
+const XZ_FOOTER_MAGIC: [u8; 2] = [b'Y', b'Z'];
+
+/// Finds whole frames at the start of `data` by their `.xz` framing, for re-indexing frames
+/// whose index entries were lost: a frame starts with the stream magic and ends with the footer
+/// magic right before the next stream's magic (or the end); each candidate is only accepted if
+/// it decompresses (checksum included) to exactly `sample_bytes`. Returns the frames' end
+/// offsets; stops at the first byte that is not the start of a whole frame.
+pub fn scan_frames(data: &[u8], sample_bytes: usize) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut pos = 0;
+    // Smallest possible .xz stream: 12-byte header, 12-byte footer, an index.
+    const MIN_STREAM: usize = 32;
+    while data[pos..].starts_with(&XZ_MAGIC) {
+        let found = (pos + MIN_STREAM..=data.len()).find(|&q| {
+            data[q - 2..q] == XZ_FOOTER_MAGIC
+                && (q == data.len() || data[q..].starts_with(&XZ_MAGIC))
+                && lzma::decompress(&data[pos..q], sample_bytes, Path::new(""))
+                    .is_ok_and(|v| v.len() == sample_bytes)
+        });
+        match found {
+            Some(q) => {
+                ends.push(q);
+                pos = q;
+            }
+            None => break,
+        }
+    }
+    ends
+}
