@@ -284,6 +284,15 @@ fn lzma_channel_with_several_streams_reads_whole_and_streamed() {
     std::fs::write(dir.join("ts"), ts).unwrap();
 
     let s = format::Sensor::open(&dir).unwrap();
+    let mut streamed = Vec::new();
+    s.channel("v")
+        .unwrap()
+        .visit(2..9, |_, b| {
+            streamed.push(b.to_vec());
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(streamed, samples[2..], "visit decodes lzma as a stream");
     let mut r = s.channel("v").unwrap();
     assert_eq!(r.len().unwrap(), 9);
     assert_eq!(&*r.get(7).unwrap(), samples[7].as_slice());
@@ -318,4 +327,41 @@ fn trace_lists_real_and_virtual_sensors() {
         Trace::open(nested.path()).is_err(),
         "an empty directory is not a trace"
     );
+}
+
+#[test]
+fn visit_streams_every_format_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = meta(vec![
+        (
+            "r",
+            ChannelMeta::new(ChannelFormat::Raw, DType::U2, vec![3], ""),
+        ),
+        (
+            "z",
+            ChannelMeta::new(ChannelFormat::Lzmaf, DType::U1, vec![9], ""),
+        ),
+        (
+            "j",
+            ChannelMeta::new(ChannelFormat::Blob("jpg".into()), DType::U1, vec![], ""),
+        ),
+    ]);
+    let dir = tmp.path().join("s");
+    let written = write_sensor(&dir, &m, 5);
+    let s = format::Sensor::open(&dir).unwrap();
+    for (k, (name, _)) in m.data_channels().enumerate() {
+        let mut r = s.channel(name).unwrap();
+        let mut seen = Vec::new();
+        r.visit(1..4, |i, bytes| {
+            seen.push((i, bytes.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+        let want: Vec<_> = (1..4).map(|i| (i as u64, written[k][i].clone())).collect();
+        assert_eq!(seen, want, "{name}");
+        assert!(
+            r.visit(4..6, |_, _| Ok(())).is_err(),
+            "{name}: past the end"
+        );
+    }
 }

@@ -75,19 +75,47 @@ impl ChannelReader {
             ChannelReader::Blob(r) => Cow::Owned(r.get(index)?),
             ChannelReader::Lzma(r) => {
                 let s = r.sample_bytes();
+                let path = r.path.clone();
                 let bytes = r.bytes()?;
                 let len = (bytes.len() / s) as u64;
                 if index >= len {
-                    return Err(Error::OutOfRange {
-                        path: PathBuf::new(),
-                        index,
-                        len,
-                    });
+                    return Err(Error::OutOfRange { path, index, len });
                 }
                 let a = index as usize * s;
                 Cow::Borrowed(&bytes[a..a + s])
             }
         })
+    }
+
+    /// Streams samples `range` through `f` in order, one at a time (constant memory: `lzma`
+    /// channels are decoded as a stream instead of whole).
+    pub fn visit(
+        &mut self,
+        range: Range<u64>,
+        mut f: impl FnMut(u64, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        if let ChannelReader::Lzma(r) = self {
+            if r.whole.is_none() {
+                let mut stream = r.stream()?.skip(range.start as usize);
+                for i in range.clone() {
+                    match stream.next() {
+                        Some(sample) => f(i, &sample?)?,
+                        None => {
+                            return Err(Error::OutOfRange {
+                                path: r.path.clone(),
+                                index: i,
+                                len: i,
+                            })
+                        }
+                    }
+                }
+                return Ok(());
+            }
+        }
+        for i in range {
+            f(i, &self.get(i)?)?;
+        }
+        Ok(())
     }
 
     /// Samples `range` as separate sample buffers (works for every format).

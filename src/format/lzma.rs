@@ -43,10 +43,10 @@ pub fn decompress(data: &[u8], limit: usize, what: &Path) -> Result<Vec<u8>> {
 
 /// An `lzma` channel: decompressed on demand, streamed or whole.
 pub struct LzmaReader {
-    path: PathBuf,
+    pub(crate) path: PathBuf,
     sample_bytes: usize,
     /// Decompressed contents, filled on first random access.
-    whole: Option<Vec<u8>>,
+    pub(crate) whole: Option<Vec<u8>>,
 }
 
 impl LzmaReader {
