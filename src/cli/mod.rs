@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod cat;
 mod trace_cmds;
 
 /// roverlog: a sensor-data logger writing roverd traces, and a reader for roverd, GulpIO2 and
@@ -34,6 +35,9 @@ enum Command {
     /// Cut every channel of every sensor of a trace to the count all its channels hold
     /// completely, and print exactly what was cut. Idempotent.
     Recover(trace_cmds::RecoverArgs),
+    /// Write raw bytes of one item to stdout: a roverd channel's decoded samples, a gulp
+    /// video's JPEG frames, or a zarr array's rows (as zarr-python's `tobytes()`).
+    Cat(cat::CatArgs),
 }
 
 /// What a command reports besides success: `Problems` maps to exit code 1.
@@ -48,6 +52,7 @@ pub fn main() -> ExitCode {
         Command::Info(a) => trace_cmds::info(a),
         Command::Validate(a) => trace_cmds::validate(a),
         Command::Recover(a) => trace_cmds::recover(a),
+        Command::Cat(a) => cat::cat(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

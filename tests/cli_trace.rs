@@ -1,4 +1,5 @@
-//! `roverlog info` on a roverd trace: the figures match what was written.
+//! `roverlog info` and `roverlog cat` on a roverd trace: figures and bytes match what was
+//! written.
 
 mod common;
 
@@ -88,4 +89,70 @@ fn info_reports_samples_duration_rate_and_sizes() {
     for word in ["lidar", "101 samples", "acc", "rng", "lzmaf", "20.00 Hz"] {
         assert!(text.contains(word), "{word} missing from:\n{text}");
     }
+}
+
+#[test]
+fn cat_writes_decoded_samples_of_any_format() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = SensorMeta {
+        channels: vec![
+            (
+                "a".into(),
+                ChannelMeta::new(ChannelFormat::Raw, DType::U2, vec![2], ""),
+            ),
+            (
+                "z".into(),
+                ChannelMeta::new(ChannelFormat::Lzmaf, DType::U1, vec![5], ""),
+            ),
+            (
+                "j".into(),
+                ChannelMeta::new(ChannelFormat::Blob("jpg".into()), DType::U1, vec![], ""),
+            ),
+        ],
+    };
+    let mut w = SensorWriter::create(&tmp.path().join("s"), m, &WriterOptions::default()).unwrap();
+    let sample =
+        |k: u8, i: u8, n: usize| -> Vec<u8> { (0..n as u8).map(|j| k * 50 + i * 7 + j).collect() };
+    for i in 0..6u8 {
+        w.append(
+            i as f64,
+            &[
+                &sample(0, i, 4),
+                &sample(1, i, 5),
+                &sample(2, i, 1 + i as usize),
+            ],
+        )
+        .unwrap();
+    }
+    w.finish().unwrap();
+    let cat = |item: &str, rows: Option<&str>| {
+        let mut c = Command::new(common::roverlog_bin());
+        c.arg("cat").arg(tmp.path()).arg(item);
+        if let Some(r) = rows {
+            c.args(["--rows", r]);
+        }
+        let out = c.output().unwrap();
+        (
+            out.status.code(),
+            out.stdout,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let concat = |k: u8, n: fn(u8) -> usize, idx: &[u8]| -> Vec<u8> {
+        idx.iter().flat_map(|&i| sample(k, i, n(i))).collect()
+    };
+    assert_eq!(cat("s/a", None).1, concat(0, |_| 4, &[0, 1, 2, 3, 4, 5]));
+    assert_eq!(cat("s/z", Some("2:4")).1, concat(1, |_| 5, &[2, 3]));
+    assert_eq!(
+        cat("s/j", Some("1:6:2")).1,
+        concat(2, |i| 1 + i as usize, &[1, 3, 5])
+    );
+    let ts: Vec<u8> = (0..6).flat_map(|i| (i as f64).to_le_bytes()).collect();
+    assert_eq!(cat("s/ts", None).1, ts);
+    let (code, _, err) = cat("s/nope", None);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("nope"), "{err}");
+    let (code, _, err) = cat("s/a", Some("9"));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("past the end"), "{err}");
 }

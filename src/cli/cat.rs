@@ -1,0 +1,166 @@
+//! `roverlog cat <dataset> <item> [--rows A:B] [--field NAME]`: raw bytes to stdout, for piping
+//! into other tools and for checking against other readers.
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use super::Outcome;
+use roverlog::format::{self, Sensor};
+
+#[derive(Args)]
+pub struct CatArgs {
+    /// The dataset: a roverd trace, a gulp directory or a zarr group.
+    pub dataset: PathBuf,
+    /// What to write: `sensor/channel` for a roverd trace, a video id for a gulp directory, an
+    /// array path for a zarr group.
+    pub item: String,
+    /// Which rows (samples, frames): `A:B`, `A:`, `:B`, `A:B:STEP` or a single index `A`
+    /// (Python slice rules without negative numbers); all when absent.
+    #[arg(long)]
+    pub rows: Option<String>,
+    /// For zarr structured arrays: write only this field's values.
+    #[arg(long)]
+    pub field: Option<String>,
+}
+
+/// A row selection `start:stop:step` resolved against a length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rows {
+    pub start: u64,
+    pub stop: u64,
+    pub step: u64,
+}
+
+impl Rows {
+    /// Parses `spec` (see `--rows`) for a dataset of `len` rows; bounds past `len` are clamped
+    /// like Python slices, a single index past the end is an error.
+    pub fn parse(spec: Option<&str>, len: u64) -> Result<Rows> {
+        let Some(spec) = spec else {
+            return Ok(Rows {
+                start: 0,
+                stop: len,
+                step: 1,
+            });
+        };
+        let num = |s: &str, default: u64| -> Result<u64> {
+            if s.is_empty() {
+                Ok(default)
+            } else {
+                s.parse::<u64>().with_context(|| {
+                    format!("--rows {spec:?}: {s:?} is not a non-negative integer")
+                })
+            }
+        };
+        let parts: Vec<&str> = spec.split(':').collect();
+        let rows = match parts.as_slice() {
+            [one] => {
+                let i = num(one, 0)?;
+                if i >= len {
+                    bail!("--rows {spec}: index {i} is past the end ({len} rows)");
+                }
+                Rows {
+                    start: i,
+                    stop: i + 1,
+                    step: 1,
+                }
+            }
+            [a, b] => Rows {
+                start: num(a, 0)?,
+                stop: num(b, len)?,
+                step: 1,
+            },
+            [a, b, s] => Rows {
+                start: num(a, 0)?,
+                stop: num(b, len)?,
+                step: num(s, 1)?,
+            },
+            _ => bail!("--rows {spec:?}: expected A:B, A:B:STEP or A"),
+        };
+        if rows.step == 0 {
+            bail!("--rows {spec:?}: step must not be 0");
+        }
+        Ok(Rows {
+            start: rows.start.min(len),
+            stop: rows.stop.min(len).max(rows.start.min(len)),
+            step: rows.step,
+        })
+    }
+
+    /// The selected indices.
+    pub fn iter(self) -> impl Iterator<Item = u64> {
+        (self.start..self.stop).step_by(self.step as usize)
+    }
+}
+
+pub fn cat(args: CatArgs) -> Result<Outcome> {
+    let stdout = io::stdout().lock();
+    let mut out = BufWriter::with_capacity(1 << 20, stdout);
+    cat_roverd(&args, &mut out)?;
+    match out.flush() {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        r => r.context("writing to stdout")?,
+    }
+    Ok(Outcome::Ok)
+}
+
+fn cat_roverd(args: &CatArgs, out: &mut impl Write) -> Result<()> {
+    if args.field.is_some() {
+        bail!("--field applies to zarr arrays only");
+    }
+    let Some((sensor, channel)) = args.item.split_once('/') else {
+        bail!(
+            "{:?}: for a roverd trace the item is sensor/channel (e.g. imu/acc)",
+            args.item
+        );
+    };
+    if !format::trace::is_trace(&args.dataset) {
+        bail!(
+            "{}: not a roverd trace, gulp directory or zarr group",
+            args.dataset.display()
+        );
+    }
+    let s = Sensor::open(&args.dataset.join(sensor))?;
+    let mut r = s.channel(channel)?;
+    let rows = Rows::parse(args.rows.as_deref(), r.len()?)?;
+    if rows.step == 1 {
+        r.visit(rows.start..rows.stop, |_, b| write_all(out, b))?;
+    } else {
+        for i in rows.iter() {
+            write_all(out, &r.get(i)?)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes to stdout; a closed pipe (`| head`) ends the output quietly.
+fn write_all(out: &mut impl Write, bytes: &[u8]) -> roverlog::Result<()> {
+    match out.write_all(bytes) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => std::process::exit(0),
+        r => r.map_err(|e| roverlog::Error::io("<stdout>", e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rows;
+
+    #[test]
+    fn rows_follow_python_slices() {
+        let r = |s: &str| Rows::parse(Some(s), 10).map(|r| r.iter().collect::<Vec<_>>());
+        assert_eq!(r("2:5").unwrap(), [2, 3, 4]);
+        assert_eq!(r("8:").unwrap(), [8, 9]);
+        assert_eq!(r(":2").unwrap(), [0, 1]);
+        assert_eq!(r("1:4:2").unwrap(), [1, 3]);
+        assert_eq!(r("3").unwrap(), [3]);
+        assert_eq!(r("5:100").unwrap(), [5, 6, 7, 8, 9]);
+        assert_eq!(r("7:3").unwrap(), Vec::<u64>::new());
+        assert!(r("10").is_err());
+        assert!(r("1:2:0").is_err());
+        assert!(r("a:b").is_err());
+        assert!(r("-1:").is_err());
+        assert_eq!(Rows::parse(None, 3).unwrap().iter().count(), 3);
+    }
+}
