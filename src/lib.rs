@@ -10,9 +10,12 @@
 //!   (`raw`, `lzma`, `lzmaf`, blob directories), [`format::Sensor`], [`format::Trace`],
 //!   and the consistency check / crash recovery.
 //!
+//! - [`replay`]: time-merged reading and nearest synchronisation over traces.
+//!
 //! See `ARCHITECTURE.md` for the data flow from socket to disk.
 
 pub mod error;
 pub mod format;
+pub mod replay;
 
 pub use error::{Error, Result};
