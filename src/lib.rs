@@ -12,6 +12,7 @@
 //!
 //! See `ARCHITECTURE.md` for the data flow from socket to disk.
 
+pub mod bench;
 pub mod daemon;
 pub mod error;
 pub mod format;
