@@ -9,11 +9,16 @@
 //! - [`format`]: the roverd on-disk format: `meta.json`, channel writers and readers
 //!   (`raw`, `lzma`, `lzmaf`, blob directories), [`format::Sensor`], [`format::Trace`],
 //!   and the consistency check / crash recovery.
-//!
 //! - [`replay`]: time-merged reading and nearest synchronisation over traces.
+//! - [`daemon`]: the logging daemon (tokio): socket ingest, per-sensor writers, control,
+//!   systemd notification. Uses `format`; nothing else uses it.
+//! - [`bench`]: load generator and same-run baselines (`dd`, a plain socket sink) for
+//!   `roverlog bench` and `cargo bench`.
 //!
 //! See `ARCHITECTURE.md` for the data flow from socket to disk.
 
+pub mod bench;
+pub mod daemon;
 pub mod error;
 pub mod format;
 pub mod replay;

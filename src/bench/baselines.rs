@@ -1,0 +1,178 @@
+//! Reference figures the daemon is judged against, measured on the same directory.
+//!
+//! - [`dd_fdatasync`]: `dd bs=1M conv=fdatasync`, the disk's sequential write speed through
+//!   the page cache with one flush at the end. No logger writing the same bytes durably can
+//!   beat it.
+//! - [`dd_direct`]: `dd bs=1M oflag=direct`, bypassing the page cache (fails on file systems
+//!   without `O_DIRECT`, such as tmpfs).
+//! - [`socket_sink`]: a length-prefixed Unix-socket server appending each message to a file
+//!   with one `write()`, fed one record per `write()`: the cost of the socket and the
+//!   syscalls alone, with no format, checks or fsync policy. The daemon's per-sample
+//!   overhead is measured against this.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use super::Throughput;
+use crate::error::{Error, IoContext, Result};
+
+/// `dd if=/dev/zero of=<dir>/dd.bench bs=1M count=<mib> conv=fdatasync`, timed from spawn
+/// to exit; the file is removed afterwards.
+pub fn dd_fdatasync(dir: &Path, mib: u64) -> Result<Throughput> {
+    dd(dir, mib, "conv=fdatasync", "dd bs=1M conv=fdatasync")
+}
+
+/// `dd if=/dev/zero of=<dir>/dd.bench bs=1M count=<mib> oflag=direct conv=fdatasync`.
+pub fn dd_direct(dir: &Path, mib: u64) -> Result<Throughput> {
+    dd(
+        dir,
+        mib,
+        "oflag=direct conv=fdatasync",
+        "dd bs=1M oflag=direct",
+    )
+}
+
+fn dd(dir: &Path, mib: u64, flags: &str, name: &str) -> Result<Throughput> {
+    let target = dir.join("dd.bench");
+    let mut cmd = Command::new("dd");
+    cmd.arg("if=/dev/zero")
+        .arg(format!("of={}", target.display()))
+        .arg("bs=1M")
+        .arg(format!("count={mib}"))
+        .args(flags.split_whitespace())
+        // dd's own summary is locale-dependent; we time it ourselves.
+        .env("LC_ALL", "C");
+    let start = Instant::now();
+    let out = cmd.output().at(Path::new("dd"))?;
+    let elapsed = start.elapsed();
+    let _ = std::fs::remove_file(&target);
+    if !out.status.success() {
+        return Err(Error::io(
+            &target,
+            std::io::Error::other(format!(
+                "{name} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+        ));
+    }
+    Ok(Throughput {
+        name: name.to_string(),
+        bytes: mib << 20,
+        samples: 0,
+        elapsed,
+    })
+}
+
+/// Sends `records` records of `record_bytes` each through a Unix socket in `dir` to a
+/// server thread that appends every message to a file in `dir` with one `write()` and
+/// fdatasyncs at the end. Each record goes out as one `write()` of `u32 len` + payload.
+/// Timed from the first send until the server's fdatasync returns.
+pub fn socket_sink(dir: &Path, records: u64, record_bytes: usize) -> Result<Throughput> {
+    let sock_path = dir.join("sink.bench.sock");
+    let file_path = dir.join("sink.bench");
+    let _ = std::fs::remove_file(&sock_path);
+    let listener = UnixListener::bind(&sock_path).at(&sock_path)?;
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&file_path)
+        .at(&file_path)?;
+
+    let server = std::thread::spawn(move || -> std::io::Result<(u64, u64)> {
+        let (stream, _) = listener.accept()?;
+        sink(stream, file)
+    });
+
+    let run = || -> std::io::Result<Instant> {
+        let mut client = UnixStream::connect(&sock_path)?;
+        let mut record = Vec::with_capacity(4 + record_bytes);
+        record.extend_from_slice(&(record_bytes as u32).to_le_bytes());
+        record.extend((0..record_bytes).map(|i| (i * 31) as u8));
+        let start = Instant::now();
+        for _ in 0..records {
+            client.write_all(&record)?;
+        }
+        Ok(start)
+    };
+    let started = run();
+    if started.is_err() {
+        // The server may still be waiting in accept(): give it a connection that closes.
+        let _ = UnixStream::connect(&sock_path);
+    }
+    // The client is dropped: the server sees EOF, syncs and returns.
+    let served = server.join().expect("sink thread panicked");
+    let elapsed = started.at(&sock_path)?.elapsed();
+    let _ = std::fs::remove_file(&sock_path);
+    let _ = std::fs::remove_file(&file_path);
+    let (got, bytes) = served.at(&file_path)?;
+    if got != records {
+        return Err(Error::Protocol(format!(
+            "socket sink received {got} of {records} records"
+        )));
+    }
+    Ok(Throughput {
+        name: format!("socket sink {record_bytes} B records"),
+        bytes,
+        samples: got,
+        elapsed,
+    })
+}
+
+/// The sink server: `u32 len` + payload per message, one `write()` per message; returns
+/// (messages, payload bytes) once the peer closes and the file is synced.
+fn sink(stream: UnixStream, mut file: File) -> std::io::Result<(u64, u64)> {
+    // Reading is buffered (as any sane server does); writing is not: one write() each.
+    let mut r = BufReader::with_capacity(1 << 16, stream);
+    let mut buf = Vec::new();
+    let (mut n, mut bytes) = (0u64, 0u64);
+    loop {
+        let mut len = [0u8; 4];
+        match r.read_exact(&mut len) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(e) => return Err(e),
+        }
+        let len = u32::from_le_bytes(len) as usize;
+        buf.resize(len, 0);
+        r.read_exact(&mut buf)?;
+        file.write_all(&buf)?;
+        n += 1;
+        bytes += len as u64;
+    }
+    file.sync_data()?;
+    Ok((n, bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn socket_sink_counts_every_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = socket_sink(dir.path(), 1000, 44).unwrap();
+        assert_eq!((t.samples, t.bytes), (1000, 44_000));
+        // Nothing left behind in the target directory.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn dd_writes_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dd_fdatasync(dir.path(), 2).unwrap();
+        assert_eq!(t.bytes, 2 << 20);
+        assert!(t.mb_per_sec() > 0.0);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn dd_failure_is_an_error_naming_the_target() {
+        let err = dd_fdatasync(Path::new("/nonexistent-dir"), 1).unwrap_err();
+        assert!(err.to_string().contains("/nonexistent-dir"), "{err}");
+    }
+}
