@@ -9,10 +9,13 @@
 //! - [`format`]: the roverd on-disk format: `meta.json`, channel writers and readers
 //!   (`raw`, `lzma`, `lzmaf`, blob directories), [`format::Sensor`], [`format::Trace`],
 //!   and the consistency check / crash recovery.
+//! - [`gulp`]: reader for GulpIO2 video datasets (`data_<n>.gulp` + `meta_<n>.gmeta`): zero-copy
+//!   JPEG frames from mapped files, sanity check, summary, optional JPEG decode (`jpeg`).
 //!
 //! See `ARCHITECTURE.md` for the data flow from socket to disk.
 
 pub mod error;
 pub mod format;
+pub mod gulp;
 
 pub use error::{Error, Result};
