@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 /// simplejpeg with `fastdct=False` (checked by hand with the venv). A tolerance of 1.0
 /// levels covers the IDCT difference and still catches a wrong channel order, colour
 /// conversion or frame. The largest difference seen is printed.
+#[cfg(feature = "jpeg")]
 const MEAN_TOLERANCE: f64 = 1.0;
 
 fn fixture() -> (GulpDirectory, Value) {

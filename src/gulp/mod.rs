@@ -96,7 +96,7 @@ pub struct GulpDirectory {
 }
 
 /// A borrowed view of one video (one id).
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct VideoRef<'a> {
     dir: &'a GulpDirectory,
     video: &'a Video,
@@ -339,6 +339,16 @@ impl GulpDirectory {
     /// Summary for `roverlog info`.
     pub fn describe(&self) -> GulpSummary {
         check::describe(self)
+    }
+}
+
+impl std::fmt::Debug for VideoRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VideoRef")
+            .field("id", &self.id())
+            .field("chunk", &self.chunk())
+            .field("frames", &self.frame_count())
+            .finish()
     }
 }
 
