@@ -90,6 +90,11 @@ fn decoded_frames_match_simplejpeg() {
         }
     }
     println!("largest |mean - simplejpeg mean| = {worst:.4}");
+    // The pixel limit is checked from the header, before decoding.
+    let frame = dir.video("video001").unwrap().frame(0).unwrap();
+    let err = roverlog::gulp::decode_jpeg_limited(frame, 48 * 32 - 1).unwrap_err();
+    assert!(err.to_string().contains("48x32"), "{err}");
+    assert!(roverlog::gulp::decode_jpeg_limited(frame, 48 * 32).is_ok());
 }
 
 #[test]

@@ -30,8 +30,18 @@ impl DecodedFrame {
     }
 }
 
-/// Decodes one JPEG. Errors are [`Error::Codec`] with codec `"jpeg"`.
+/// Largest image [`decode_jpeg`] decodes, in pixels (about 8192 x 8192): a frame's header is
+/// untrusted and would otherwise make us allocate up to 16384 x 16384 x 3 bytes.
+pub const DEFAULT_MAX_PIXELS: usize = 1 << 26;
+
+/// Decodes one JPEG of at most [`DEFAULT_MAX_PIXELS`] pixels. Errors are [`Error::Codec`]
+/// with codec `"jpeg"`.
 pub fn decode_jpeg(bytes: &[u8]) -> Result<DecodedFrame> {
+    decode_jpeg_limited(bytes, DEFAULT_MAX_PIXELS)
+}
+
+/// Decodes one JPEG, refusing (before allocating) one of more than `max_pixels` pixels.
+pub fn decode_jpeg_limited(bytes: &[u8], max_pixels: usize) -> Result<DecodedFrame> {
     let err = |e: zune_jpeg::errors::DecodeErrors| Error::Codec {
         codec: "jpeg".into(),
         msg: e.to_string(),
@@ -39,6 +49,15 @@ pub fn decode_jpeg(bytes: &[u8]) -> Result<DecodedFrame> {
     let opts = DecoderOptions::default().jpeg_set_out_colorspace(ColorSpace::RGB);
     let mut dec = JpegDecoder::new_with_options(ZCursor::new(bytes), opts);
     dec.decode_headers().map_err(err)?;
+    if let Some((w, h)) = dec.dimensions() {
+        let pixels = w.saturating_mul(h);
+        if pixels > max_pixels {
+            return Err(Error::Codec {
+                codec: "jpeg".into(),
+                msg: format!("{w}x{h} image is over the limit of {max_pixels} pixels"),
+            });
+        }
+    }
     if dec.input_colorspace() == Some(ColorSpace::Luma) {
         let gray = dec.options().jpeg_set_out_colorspace(ColorSpace::Luma);
         dec.set_options(gray);
@@ -56,4 +75,18 @@ pub fn decode_jpeg(bytes: &[u8]) -> Result<DecodedFrame> {
         channels,
         pixels,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_and_oversized_images_are_errors() {
+        assert!(matches!(
+            decode_jpeg(b"not a jpeg"),
+            Err(Error::Codec { .. })
+        ));
+        assert!(decode_jpeg(&[]).is_err());
+    }
 }

@@ -31,7 +31,7 @@ use serde_json::Value;
 
 pub use check::{sanity_check, GulpSummary, SanityProblem, SanityReport};
 #[cfg(feature = "jpeg")]
-pub use decode::{decode_jpeg, DecodedFrame};
+pub use decode::{decode_jpeg, decode_jpeg_limited, DecodedFrame};
 pub use meta::{parse_gmeta, FrameInfo, GmetaEntry};
 pub use select::FrameSelection;
 
@@ -429,5 +429,58 @@ mod tests {
         assert_eq!(chunk_name("meta_1.gulp"), None);
         assert_eq!(chunk_name("label2idx.json"), None);
         assert_eq!(chunk_name("data_99999999999999999999999.gulp"), None);
+    }
+
+    #[test]
+    fn empty_chunks_unknown_ids_and_empty_meta_data() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path();
+        assert!(!is_gulp_dir(p));
+        assert!(GulpDirectory::open(p)
+            .unwrap_err()
+            .to_string()
+            .contains("not a gulp"));
+        std::fs::write(p.join("data_0.gulp"), b"").unwrap();
+        std::fs::write(p.join("meta_0.gmeta"), b"{}").unwrap();
+        std::fs::write(p.join("data_1.gulp"), b"abcd").unwrap();
+        std::fs::write(
+            p.join("meta_1.gmeta"),
+            br#"{"x": {"frame_info": [[0, 1, 4], [0, 0, 0]], "meta_data": []}}"#,
+        )
+        .unwrap();
+        assert!(is_gulp_dir(p));
+        let dir = GulpDirectory::open(p).unwrap();
+        assert_eq!(dir.ids().collect::<Vec<_>>(), ["x"]);
+        assert_eq!(
+            dir.frames("x", &FrameSelection::All).unwrap(),
+            [&b"abc"[..], b""]
+        );
+        let e = dir.meta("x").unwrap_err().to_string();
+        assert!(
+            e.contains("meta_1.gmeta") && e.contains("meta_data is empty"),
+            "{e}"
+        );
+        assert!(dir
+            .meta("y")
+            .unwrap_err()
+            .to_string()
+            .contains("no id \"y\""));
+        assert_eq!(dir.describe().frames, 2);
+        // As gulpio2 checks: data_0 is empty (its meta is {}, so its size matches), and
+        // data_1's size is compared with the end of the *last* frame, [0, 0, 0].
+        let report = sanity_check(p, &GulpOptions::default()).unwrap();
+        assert_eq!(
+            report.problems,
+            [
+                SanityProblem::EmptyData {
+                    path: p.join("data_0.gulp")
+                },
+                SanityProblem::DataSize {
+                    path: p.join("data_1.gulp"),
+                    expected: 0,
+                    actual: 4
+                }
+            ]
+        );
     }
 }
