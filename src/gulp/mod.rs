@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use memmap2::Mmap;
 use serde_json::Value;
 
-pub use check::{sanity_check, GulpSummary, SanityProblem, SanityReport};
+pub use check::{sanity_check, ChunkSummary, GulpSummary, SanityProblem, SanityReport};
 #[cfg(feature = "jpeg")]
 pub use decode::{decode_jpeg, decode_jpeg_limited, DecodedFrame};
 pub use meta::{parse_gmeta, FrameInfo, GmetaEntry};
