@@ -14,6 +14,8 @@
 //!   systemd notification. Uses `format`; nothing else uses it.
 //! - [`bench`]: load generator and same-run baselines (`dd`, a plain socket sink) for
 //!   `roverlog bench` and `cargo bench`.
+//! - [`gulp`]: reader for GulpIO2 video datasets (`data_<n>.gulp` + `meta_<n>.gmeta`): zero-copy
+//!   JPEG frames from mapped files, sanity check, summary, optional JPEG decode (`jpeg`).
 //!
 //! See `ARCHITECTURE.md` for the data flow from socket to disk.
 
@@ -21,6 +23,7 @@ pub mod bench;
 pub mod daemon;
 pub mod error;
 pub mod format;
+pub mod gulp;
 pub mod replay;
 
 pub use error::{Error, Result};

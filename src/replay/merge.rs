@@ -285,7 +285,11 @@ mod tests {
         m.seek(10.0);
         assert_eq!(m.next(), None);
         m.seek(0.0);
-        assert_eq!(order(m), [(1, 0), (0, 0), (0, 1)], "seeking back works after seeking ahead");
+        assert_eq!(
+            order(m),
+            [(1, 0), (0, 0), (0, 1)],
+            "seeking back works after seeking ahead"
+        );
         assert_eq!(
             merge(&[("a", &[1.0, 7.0]), ("b", &[0.5])]).time_span(),
             Some((0.5, 7.0))

@@ -1,0 +1,160 @@
+//! Raw-frame read throughput of our GulpIO2 reader against gulpio2 itself.
+//!
+//! `cargo bench --bench gulp_read` creates a gulp directory with gulpio2 (default 200 videos
+//! x 30 frames of 640x480 JPEG in 4 chunks; `GULP_BENCH_VIDEOS` / `GULP_BENCH_FRAMES`
+//! override, and `GULP_BENCH_WIDTH` / `GULP_BENCH_HEIGHT` the frame size), then reads every frame's raw JPEG bytes with both readers, page cache warm,
+//! best of `REPEATS` runs each. gulpio2 is given an identity `jpeg_decoder`, so neither side
+//! decodes. Ours copies each frame into a reused buffer (touching every byte, as gulpio2's
+//! `read` does); the zero-copy figure (slices only) is printed too.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use roverlog::gulp::GulpDirectory;
+use serde_json::Value;
+
+const REPEATS: usize = 5;
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn py(args: &[&str]) -> Value {
+    let script = std::fs::read_to_string(common::root().join("tests/py/gulp_bench.py")).unwrap();
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    serde_json::from_str(&common::run_python(&script, &args)).unwrap()
+}
+
+fn best<T>(mut f: impl FnMut() -> T) -> (Duration, T) {
+    let mut best = Duration::MAX;
+    let mut out = None;
+    for _ in 0..REPEATS {
+        let t = Instant::now();
+        let r = f();
+        best = best.min(t.elapsed());
+        out = Some(r);
+    }
+    (best, out.unwrap())
+}
+
+fn main() {
+    let videos = env_or("GULP_BENCH_VIDEOS", 200);
+    let frames = env_or("GULP_BENCH_FRAMES", 30);
+    let (width, height) = (
+        env_or("GULP_BENCH_WIDTH", 640),
+        env_or("GULP_BENCH_HEIGHT", 480),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("gulp");
+    std::fs::create_dir(&dir).unwrap();
+    let dir_s = dir.to_str().unwrap();
+
+    let created = py(&[
+        "create",
+        dir_s,
+        &videos.to_string(),
+        &frames.to_string(),
+        "4",
+        &width.to_string(),
+        &height.to_string(),
+    ]);
+    println!(
+        "created {videos} videos x {frames} frames ({width}x{height} JPEG), {:.0} MB, with gulpio2 in {:.1} s",
+        created["bytes"].as_f64().unwrap() / 1e6,
+        created["seconds"].as_f64().unwrap()
+    );
+
+    let (open, gd) = best(|| GulpDirectory::open(&dir).unwrap());
+    // A fresh open per run, so the map's page faults are paid every time (gulpio2 pays
+    // read syscalls every time).
+    let (copy, (n, bytes)) = best(|| {
+        let gd = GulpDirectory::open(&dir).unwrap();
+        let mut buf = Vec::new();
+        let (mut n, mut bytes) = (0usize, 0usize);
+        for v in gd.videos() {
+            for f in v.frames() {
+                buf.clear();
+                buf.extend_from_slice(f);
+                black_box(&buf);
+                n += 1;
+                bytes += buf.len();
+            }
+        }
+        (n, bytes)
+    });
+    let (copy_mapped, _) = best(|| {
+        let mut buf = Vec::new();
+        for v in gd.videos() {
+            for f in v.frames() {
+                buf.clear();
+                buf.extend_from_slice(f);
+                black_box(&buf);
+            }
+        }
+    });
+    let (zero_copy, _) = best(|| {
+        let mut bytes = 0usize;
+        for v in gd.videos() {
+            for f in v.frames() {
+                bytes += black_box(f).len();
+            }
+        }
+        bytes
+    });
+
+    let theirs = py(&["read", dir_s, &REPEATS.to_string()]);
+    assert_eq!(theirs["frames"].as_u64().unwrap() as usize, n);
+    assert_eq!(theirs["bytes"].as_u64().unwrap() as usize, bytes);
+    let secs = |k: &str| theirs[k].as_f64().unwrap();
+    let py_read = secs("iter_all").min(secs("getitem"));
+
+    let mb = bytes as f64 / 1e6;
+    let rate = |s: f64| {
+        format!(
+            "{:>10.3} ms {:>8.0} MB/s {:>12.0} frames/s",
+            s * 1e3,
+            mb / s,
+            n as f64 / s
+        )
+    };
+    println!("{n} frames, {mb:.0} MB of JPEG, best of {REPEATS}, page cache warm");
+    println!(
+        "open (parse .gmeta)        ours    {}",
+        rate(open.as_secs_f64())
+    );
+    println!("open (parse .gmeta)        gulpio2 {}", rate(secs("open")));
+    println!(
+        "open + read, copy          ours    {}",
+        rate(copy.as_secs_f64())
+    );
+    println!(
+        "read, copy, map faulted in ours    {}",
+        rate(copy_mapped.as_secs_f64())
+    );
+    println!(
+        "read, zero-copy slices     ours    {}",
+        rate(zero_copy.as_secs_f64())
+    );
+    println!(
+        "read via gd[id]            gulpio2 {}",
+        rate(secs("getitem"))
+    );
+    println!(
+        "read via iter_all          gulpio2 {}",
+        rate(secs("iter_all"))
+    );
+    println!(
+        "ratio, open + read all frames (gulpio2 open + best read path) / (ours, copy): {:.1}x",
+        (py_read + secs("open")) / copy.as_secs_f64()
+    );
+    println!(
+        "ratio, steady state (directory kept open): gulpio2 best read / ours copy: {:.1}x",
+        py_read / copy_mapped.as_secs_f64()
+    );
+}

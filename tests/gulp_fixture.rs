@@ -1,0 +1,159 @@
+//! The GulpIO2 reader against `tests/data/gulp_small/`, written by gulpio2 0.0.4; every
+//! expected value comes from `tests/data/gulp_small.expected.json` (written by gulpio2 too).
+
+mod common;
+
+use roverlog::gulp::{sanity_check, FrameSelection, GulpDirectory, GulpOptions};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// The expected means come from gulpio2's decoder: simplejpeg with `fastdct=True`, i.e.
+/// libjpeg-turbo's fast, less accurate integer IDCT (JDCT_IFAST). zune-jpeg uses an accurate
+/// IDCT; on these frames its means are 0.8 levels above gulpio2's and within 0.01 of
+/// simplejpeg with `fastdct=False` (checked by hand with the venv). A tolerance of 1.0
+/// levels covers the IDCT difference and still catches a wrong channel order, colour
+/// conversion or frame. The largest difference seen is printed.
+#[cfg(feature = "jpeg")]
+const MEAN_TOLERANCE: f64 = 1.0;
+
+fn fixture() -> (GulpDirectory, Value) {
+    let root = common::root().join("tests/data");
+    let dir = GulpDirectory::open(root.join("gulp_small")).unwrap();
+    let text = std::fs::read_to_string(root.join("gulp_small.expected.json")).unwrap();
+    (dir, serde_json::from_str(&text).unwrap())
+}
+
+fn sha_prefix(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn ids_chunks_meta_and_frame_bytes_match_gulpio2() {
+    let (dir, expected) = fixture();
+    let videos = expected["videos"].as_object().unwrap();
+    // The expected file lists ids as gulpio2 iterates them: chunk by chunk, file order.
+    let want_ids: Vec<&str> = videos.keys().map(String::as_str).collect();
+    assert_eq!(dir.ids().collect::<Vec<_>>(), want_ids);
+    for (id, want) in videos {
+        let v = dir.video(id).unwrap();
+        assert_eq!(v.chunk(), want["chunk"].as_u64().unwrap(), "{id}");
+        assert_eq!(dir.meta(id).unwrap(), &want["meta"], "{id}");
+        assert_eq!(
+            v.frame_count() as u64,
+            want["frames"].as_u64().unwrap(),
+            "{id}"
+        );
+        let shas: Vec<String> = dir
+            .frames(id, &FrameSelection::All)
+            .unwrap()
+            .iter()
+            .map(|f| sha_prefix(f))
+            .collect();
+        let want_shas: Vec<&str> = want["jpeg_sha256_prefix"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap())
+            .collect();
+        assert_eq!(shas, want_shas, "{id}");
+        // The iterator and the selection agree.
+        assert!(v.frames().eq(dir.frames(id, &FrameSelection::All).unwrap()));
+    }
+}
+
+#[cfg(feature = "jpeg")]
+#[test]
+fn decoded_frames_match_simplejpeg() {
+    let (dir, expected) = fixture();
+    let mut worst = 0.0f64;
+    for (id, want) in expected["videos"].as_object().unwrap() {
+        let means = want["decoded_mean_per_frame"].as_array().unwrap();
+        let v = dir.video(id).unwrap();
+        assert_eq!(means.len(), v.frame_count());
+        for (i, (frame, mean)) in v.frames().zip(means).enumerate() {
+            let img = roverlog::gulp::decode_jpeg(frame).unwrap();
+            assert_eq!(img.height as u64, want["height"].as_u64().unwrap(), "{id}");
+            assert_eq!(img.width as u64, want["width"].as_u64().unwrap(), "{id}");
+            assert_eq!(img.channels, 3, "{id}");
+            assert_eq!(img.pixels.len(), img.width * img.height * 3);
+            let diff = (img.mean() - mean.as_f64().unwrap()).abs();
+            worst = worst.max(diff);
+            assert!(
+                diff <= MEAN_TOLERANCE,
+                "{id} frame {i}: mean {} vs {mean}",
+                img.mean()
+            );
+        }
+    }
+    println!("largest |mean - simplejpeg mean| = {worst:.4}");
+    // The pixel limit is checked from the header, before decoding.
+    let frame = dir.video("video001").unwrap().frame(0).unwrap();
+    let err = roverlog::gulp::decode_jpeg_limited(frame, 48 * 32 - 1).unwrap_err();
+    assert!(err.to_string().contains("48x32"), "{err}");
+    assert!(roverlog::gulp::decode_jpeg_limited(frame, 48 * 32).is_ok());
+}
+
+#[test]
+fn slice_example() {
+    let (dir, expected) = fixture();
+    let ex = &expected["slice_example"];
+    let id = ex["id"].as_str().unwrap();
+    let sel: FrameSelection = ex["slice"].as_str().unwrap().parse().unwrap();
+    let want: Vec<usize> = ex["frames_selected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(
+        sel.resolve(dir.video(id).unwrap().frame_count()).unwrap(),
+        want
+    );
+    let got = dir.frames(id, &sel).unwrap();
+    let v = dir.video(id).unwrap();
+    let by_index: Vec<&[u8]> = want.iter().map(|&i| v.frame(i).unwrap()).collect();
+    assert_eq!(got, by_index);
+    let idx = FrameSelection::Indices(want.iter().map(|&i| i as i64).collect());
+    assert_eq!(dir.frames(id, &idx).unwrap(), by_index);
+}
+
+#[test]
+fn cat_writes_frames_back_to_back() {
+    let (dir, _) = fixture();
+    let sel = FrameSelection::range(1, 3);
+    let mut out = Vec::new();
+    let n = dir.write_frames("1002", &sel, &mut out).unwrap();
+    assert_eq!(n as usize, out.len());
+    assert_eq!(out, dir.frames("1002", &sel).unwrap().concat());
+    // JPEG start and end markers at the seams: the padding is gone.
+    let first = dir.video("1002").unwrap().frame(1).unwrap();
+    assert_eq!(&out[..2], &[0xff, 0xd8]);
+    assert_eq!(
+        &out[first.len() - 2..first.len() + 2],
+        &[0xff, 0xd9, 0xff, 0xd8]
+    );
+}
+
+#[test]
+fn sanity_check_and_describe() {
+    let (dir, expected) = fixture();
+    let report = sanity_check(dir.path(), &GulpOptions::default()).unwrap();
+    assert!(report.is_ok(), "{report}");
+    let videos = expected["videos"].as_object().unwrap();
+    assert_eq!(report.ids, videos.len());
+    let s = dir.describe();
+    let frames: u64 = videos.values().map(|v| v["frames"].as_u64().unwrap()).sum();
+    assert_eq!(s.frames as u64, frames);
+    assert_eq!(s.ids, videos.len());
+    assert_eq!(s.chunks.len(), 2);
+    assert_eq!(s.data_bytes, 23480 + 14368);
+    assert_eq!((s.frames_per_id_min, s.frames_per_id_max), (5, 7));
+    let text = s.to_string();
+    assert!(text.contains("2 chunks, 5 ids, 31 frames"), "{text}");
+    assert!(roverlog::gulp::is_gulp_dir(dir.path()));
+    assert!(!roverlog::gulp::is_gulp_dir(common::root().join("src")));
+}
