@@ -5,7 +5,6 @@ mod common;
 
 use roverlog::gulp::{sanity_check, FrameSelection, GulpDirectory, GulpOptions};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 /// The expected means come from gulpio2's decoder: simplejpeg with `fastdct=True`, i.e.
 /// libjpeg-turbo's fast, less accurate integer IDCT (JDCT_IFAST). zune-jpeg uses an accurate
@@ -24,11 +23,7 @@ fn fixture() -> (GulpDirectory, Value) {
 }
 
 fn sha_prefix(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    common::sha256_hex(bytes)[..16].to_string()
 }
 
 #[test]

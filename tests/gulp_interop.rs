@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use roverlog::gulp::{sanity_check, FrameSelection, GulpDirectory, GulpOptions, SanityProblem};
 use roverlog::Error;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 /// A fresh gulpio2-written directory in a temp dir, and what gulpio2 reads from it.
 fn written_by_gulpio2() -> (tempfile::TempDir, PathBuf, Value) {
@@ -24,10 +23,7 @@ fn written_by_gulpio2() -> (tempfile::TempDir, PathBuf, Value) {
 }
 
 fn sha(b: &[u8]) -> String {
-    Sha256::digest(b)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    common::sha256_hex(b)
 }
 
 fn strs(v: &Value) -> Vec<&str> {

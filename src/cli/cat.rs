@@ -98,12 +98,39 @@ impl Rows {
 pub fn cat(args: CatArgs) -> Result<Outcome> {
     let stdout = io::stdout().lock();
     let mut out = BufWriter::with_capacity(1 << 20, stdout);
-    cat_roverd(&args, &mut out)?;
+    if roverlog::gulp::is_gulp_dir(&args.dataset) {
+        cat_gulp(&args, &mut out)?;
+    } else {
+        cat_roverd(&args, &mut out)?;
+    }
     match out.flush() {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
         r => r.context("writing to stdout")?,
     }
     Ok(Outcome::Ok)
+}
+
+/// A gulp video's frames, JPEG bytes without padding, back to back.
+fn cat_gulp(args: &CatArgs, out: &mut impl Write) -> Result<()> {
+    if args.field.is_some() {
+        bail!("--field applies to zarr arrays only");
+    }
+    let g = roverlog::gulp::GulpDirectory::open(&args.dataset)?;
+    let sel = match &args.rows {
+        None => roverlog::gulp::FrameSelection::All,
+        Some(r) => r.parse().map_err(|e| anyhow::anyhow!("--rows: {e}"))?,
+    };
+    if g.video(&args.item).is_none() {
+        bail!(
+            "{}: no video with id {:?}",
+            args.dataset.display(),
+            args.item
+        );
+    }
+    for frame in g.frames(&args.item, &sel)? {
+        write_all(out, frame)?;
+    }
+    Ok(())
 }
 
 fn cat_roverd(args: &CatArgs, out: &mut impl Write) -> Result<()> {

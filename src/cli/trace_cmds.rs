@@ -11,7 +11,7 @@ use roverlog::format::{self, check_sensor, recover_sensor, trace, Depth, Trace};
 
 #[derive(Args)]
 pub struct InfoArgs {
-    /// The dataset: a roverd trace (or a single sensor directory).
+    /// The dataset: a roverd trace (or a single sensor directory), or a gulp directory.
     pub path: PathBuf,
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -23,7 +23,7 @@ pub struct InfoArgs {
 
 #[derive(Args)]
 pub struct ValidateArgs {
-    /// Traces, or directories to search for traces.
+    /// Traces, gulp directories, or directories to search for traces.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Also decompress every lzmaf frame and check every timestamp.
@@ -68,6 +68,11 @@ fn human_bytes(n: f64) -> String {
 }
 
 pub fn info(args: InfoArgs) -> Result<Outcome> {
+    if roverlog::gulp::is_gulp_dir(&args.path) {
+        let g = roverlog::gulp::GulpDirectory::open(&args.path)?;
+        print!("{}", g.describe());
+        return Ok(Outcome::Ok);
+    }
     let mut sensors_json = Vec::new();
     for dir in sensor_dirs(&args.path, args.all)? {
         let s = format::Sensor::open(&dir)?;
@@ -152,6 +157,20 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
     let mut bad = 0usize;
     let mut checked = 0usize;
     for root in &args.paths {
+        if roverlog::gulp::is_gulp_dir(root) {
+            checked += 1;
+            let opts = roverlog::gulp::GulpOptions::default();
+            let report = roverlog::gulp::sanity_check(root, &opts)?;
+            if report.is_ok() {
+                println!("{}: {report}", root.display());
+            } else {
+                bad += 1;
+                for p in &report.problems {
+                    println!("{}: {p}", root.display());
+                }
+            }
+            continue;
+        }
         let dirs = if root.join(format::meta::META_FILE).is_file() {
             vec![root.clone()]
         } else {
@@ -194,7 +213,7 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
         }
     }
     if bad > 0 {
-        println!("{bad} of {checked} sensor(s) have problems (`roverlog recover <trace>` repairs torn tails)");
+        println!("{bad} of {checked} sensor(s) or dataset(s) have problems (`roverlog recover <trace>` repairs torn tails of roverd traces)");
         Ok(Outcome::Problems)
     } else {
         Ok(Outcome::Ok)

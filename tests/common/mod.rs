@@ -50,3 +50,12 @@ pub fn run_python(script: &str, args: &[&std::ffi::OsStr]) -> String {
 pub fn roverlog_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_roverlog"))
 }
+
+/// Lower-case hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
