@@ -185,7 +185,7 @@ impl SensorMeta {
         }
         let mut channels = Vec::with_capacity(obj.len());
         for (name, spec) in obj {
-            let ch = parse_channel(&name, &spec).map_err(|msg| invalid(msg))?;
+            let ch = parse_channel(&name, &spec).map_err(invalid)?;
             channels.push((name, ch));
         }
         let meta = SensorMeta { channels };
