@@ -9,9 +9,12 @@
 //! - [`format`]: the roverd on-disk format: `meta.json`, channel writers and readers
 //!   (`raw`, `lzma`, `lzmaf`, blob directories), [`format::Sensor`], [`format::Trace`],
 //!   and the consistency check / crash recovery.
+//! - [`daemon`]: the logging daemon (tokio): ingest and control sockets, per-sensor writer
+//!   threads on top of [`format`], durability, events, status.
 //!
 //! See `ARCHITECTURE.md` for the data flow from socket to disk.
 
+pub mod daemon;
 pub mod error;
 pub mod format;
 
