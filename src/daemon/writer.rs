@@ -253,7 +253,18 @@ impl Writer {
             }
             written += 1;
             bytes += 8 + slices.iter().map(|s| s.len() as u64).sum::<u64>();
+            // A long batch (slow disk, compression) must not hold samples in user space
+            // past the flush interval: that bounds what a kill -9 loses.
+            if written % 16 == 0 && Instant::now() >= o.last_flush + self.settings.flush_interval {
+                if let Err(e) = o.files.flush() {
+                    error = Some(e);
+                    break;
+                }
+                o.last_flush = Instant::now();
+                o.unflushed = false;
+            }
         }
+        // (A flush with nothing buffered costs no syscall.)
         o.unflushed |= written > 0;
         o.unsynced_bytes += bytes;
         self.stats.samples.store(o.files.len(), Relaxed);
@@ -283,7 +294,10 @@ impl Writer {
         let Some(o) = self.open.as_mut() else {
             return Ok(0);
         };
-        match o.files.sync() {
+        // Everything to the kernel first: `SensorWriter::sync` flushes each channel just
+        // before fsyncing it, so a slow fsync (a blob directory of many files) would
+        // otherwise leave later channels in user space for its whole duration.
+        match o.files.flush().and_then(|()| o.files.sync()) {
             Ok(n) => {
                 let now = Instant::now();
                 o.unflushed = false;
