@@ -159,13 +159,13 @@ fn print_status(r: &Value) {
             "{:<16} {:>4} {:>12} {:>10.1} {:>8.1}% {:>8.1}% {:>8} {:>8} {:>12} {:>9}",
             name,
             if s["connected"] == true { "yes" } else { "no" },
-            s["samples"],
+            s["samples"].to_string(),
             s["rate_hz"].as_f64().unwrap_or(0.0),
             pct("queue_bytes"),
             pct("queue_high_water"),
-            s["drops"],
-            s["gaps"],
-            s["durable"],
+            s["drops"].to_string(),
+            s["gaps"].to_string(),
+            s["durable"].to_string(),
             s["last_fsync_age_ms"]
                 .as_u64()
                 .map_or("-".to_string(), |ms| format!("{:.1}s", ms as f64 / 1000.0)),

@@ -211,6 +211,10 @@ impl Connection {
                     Ok(Check::SyncRequest) => {
                         self.send(slot, &mut pend_bytes, &mut pend_frames, &mut pend_cost)?;
                         self.buf.advance(4);
+                        // The reply must find every drop so far in the event log.
+                        if let Some(d) = drops.take() {
+                            self.drop_event(sensor, &d, slot);
+                        }
                         match slot.ask(WriterMsg::Sync).await {
                             Ok(n) => self.write(json!({"ok": true, "durable": n})).await?,
                             Err(e) => break 'conn Err(format!("sensor {sensor:?} failed: {e}")),
