@@ -281,6 +281,20 @@ mod tests {
     }
 
     #[test]
+    fn example_and_readme_document_every_key() {
+        let example = include_str!("../../config/roverlog.example.json");
+        let readme = include_str!("../../config/README.md");
+        let parsed: Config = serde_json::from_str(example).unwrap();
+        parsed.validate().unwrap();
+        let example: serde_json::Value = serde_json::from_str(example).unwrap();
+        let defaults = serde_json::to_value(Config::default()).unwrap();
+        for key in defaults.as_object().unwrap().keys() {
+            assert!(example.get(key).is_some(), "{key} missing from the example");
+            assert!(readme.contains(&format!("| `{key}` |")), "{key} missing from README");
+        }
+    }
+
+    #[test]
     fn labels_cannot_escape() {
         for bad in ["../x", "a/b", "..", ".hidden", "-rf", "", "a b", "x\0"] {
             assert!(validate_label(bad).is_err(), "{bad:?}");
