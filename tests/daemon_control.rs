@@ -193,3 +193,51 @@ fn rotation_by_size() {
         .iter()
         .any(|e| e["event"] == "rotate" && e["reason"] == "rotate_bytes"));
 }
+
+#[test]
+fn sighup_rotates() {
+    let d = TestDaemon::start(json!({}));
+    let first = d.trace_dir();
+    // Trace names have one-second resolution; a same-second rotation gets a ".2" suffix.
+    d.signal(libc::SIGHUP);
+    let t0 = std::time::Instant::now();
+    while d.trace_dir() == first {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "SIGHUP did not rotate"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ev = events(&first);
+    assert!(ev
+        .iter()
+        .any(|e| e["event"] == "rotate" && e["reason"] == "SIGHUP"));
+}
+
+#[test]
+fn no_arguments_runs_on_defaults_in_the_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_roverlog"))
+        .arg("daemon")
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !dir.path().join("run/control.sock").exists() {
+        assert!(t0.elapsed() < Duration::from_secs(20));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_roverlog"))
+        .args(["ctl", "--json", "status"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let st: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(st["recording"], true, "{st}");
+    assert!(dir.path().join("data").read_dir().unwrap().count() == 1);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert!(child.wait().unwrap().success());
+}
