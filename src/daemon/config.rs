@@ -73,6 +73,8 @@ pub struct Config {
     pub fsync_bytes: u64,
     pub buffer_bytes: usize,
     pub lzmaf_preset: u32,
+    /// Threads compressing one sensor's `lzmaf` samples; 0: one per CPU (at most 8).
+    pub compress_threads: usize,
     /// `{"sensor": {"channel": "lzmaf"}}`: store a channel in another format than declared.
     pub formats: BTreeMap<String, BTreeMap<String, String>>,
     pub rotate_bytes: u64,
@@ -111,6 +113,7 @@ impl Default for Config {
             fsync_bytes: 64 << 20,
             buffer_bytes: 256 << 10,
             lzmaf_preset: 0,
+            compress_threads: 0,
             formats: BTreeMap::new(),
             rotate_bytes: 0,
             rotate_seconds: 0,
@@ -235,6 +238,16 @@ impl Config {
         }
     }
 
+    /// `compress_threads`, with 0 resolved to the CPU count (at most 8).
+    pub fn compress_threads_or_auto(&self) -> usize {
+        match self.compress_threads {
+            0 => std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(8),
+            n => n,
+        }
+    }
+
     /// The format override for one channel, if any.
     pub fn format_override(&self, sensor: &str, channel: &str) -> Option<ChannelFormat> {
         self.formats
@@ -290,7 +303,10 @@ mod tests {
         let defaults = serde_json::to_value(Config::default()).unwrap();
         for key in defaults.as_object().unwrap().keys() {
             assert!(example.get(key).is_some(), "{key} missing from the example");
-            assert!(readme.contains(&format!("| `{key}` |")), "{key} missing from README");
+            assert!(
+                readme.contains(&format!("| `{key}` |")),
+                "{key} missing from README"
+            );
         }
     }
 

@@ -101,6 +101,7 @@ impl Recorder {
             flush_interval: std::time::Duration::from_millis(cfg.flush_interval_ms),
             fsync: cfg.fsync_policy()?,
             debug_delay: std::time::Duration::from_millis(cfg.debug_write_delay_ms),
+            compress_threads: cfg.compress_threads_or_auto(),
             epoch,
         };
         Ok(Recorder {
@@ -417,8 +418,9 @@ impl Recorder {
             Err(e) => return json_err(e),
         };
         let new = t.name.clone();
-        let r = self.open_all(t, reason, json!({"from": old})).await;
+        // Written before the switch, so whoever sees the new trace finds this line.
         old_events.write("rotate", json!({"to": new, "reason": reason}));
+        let r = self.open_all(t, reason, json!({"from": old})).await;
         old_events.write("stop", json!({"trace": old, "reason": "rotate"}));
         old_events.sync();
         r

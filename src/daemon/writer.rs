@@ -6,8 +6,9 @@
 //! them), plus control messages in the same order as the frames: a trace switch (`Open`) or a
 //! durability request is therefore an exact cut in the sensor's sample stream.
 //!
-//! File I/O is blocking, so this is a plain thread, not a tokio task; `lzmaf` compression
-//! happens here too (the format library compresses inside `append`), off the ingest path.
+//! File I/O is blocking, so this is a plain thread, not a tokio task. `lzmaf` samples are
+//! compressed by scoped worker threads of the writer (`compress_threads` per sensor), off the
+//! ingest path, and appended pre-compressed with `SensorWriter::append_encoded`.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -23,7 +24,7 @@ use super::config::FsyncPolicy;
 use super::events::EventLog;
 use super::protocol::FrameLayout;
 use super::stats::SensorStats;
-use crate::format::{SensorMeta, SensorWriter as FileWriter, WriterOptions};
+use crate::format::{lzma, ChannelFormat, SensorMeta, SensorWriter as FileWriter, WriterOptions};
 
 /// A reply carrying a sample count, or why there is none.
 pub type CountReply = oneshot::Sender<Result<u64, String>>;
@@ -67,6 +68,8 @@ pub struct WriterSettings {
     pub flush_interval: Duration,
     pub fsync: FsyncPolicy,
     pub debug_delay: Duration,
+    /// Threads compressing one sensor's `lzmaf` samples in parallel.
+    pub compress_threads: usize,
     /// The daemon's start, for `last_fsync_ms`.
     pub epoch: Instant,
 }
@@ -92,6 +95,8 @@ pub struct Writer {
     stats: Arc<SensorStats>,
     notices: mpsc::UnboundedSender<WriterNotice>,
     open: Option<Open>,
+    /// Positions (among the data channels) of the channels stored as `lzmaf`.
+    lzmaf: Vec<usize>,
 }
 
 impl Writer {
@@ -108,7 +113,14 @@ impl Writer {
         stats: Arc<SensorStats>,
         notices: mpsc::UnboundedSender<WriterNotice>,
     ) -> Writer {
+        let lzmaf = meta
+            .data_channels()
+            .enumerate()
+            .filter(|(_, (_, c))| c.format == ChannelFormat::Lzmaf)
+            .map(|(i, _)| i)
+            .collect();
         Writer {
+            lzmaf,
             sensor,
             meta,
             layout,
@@ -230,40 +242,68 @@ impl Writer {
     }
 
     fn write_batch(&mut self, data: &[u8], frames: u32) {
-        let Some(o) = self.open.as_mut() else {
+        if self.open.is_none() {
             self.stats.discarded.fetch_add(u64::from(frames), Relaxed);
             return;
+        }
+        // Frames are written in chunks: `lzmaf` samples of a chunk are compressed in
+        // parallel first, and the flush timer is checked between chunks.
+        let chunk = if self.lzmaf.is_empty() {
+            16
+        } else {
+            4 * self.settings.compress_threads
         };
-        let mut slices: Vec<&[u8]> = Vec::with_capacity(self.layout.channel_count());
+        let mut frames_of_chunk: Vec<(f64, Vec<&[u8]>)> = Vec::with_capacity(chunk);
         let mut pos = 0;
         let mut written = 0u64;
         let mut bytes = 0u64;
         let mut error = None;
-        while pos + 4 <= data.len() {
-            let len = u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes")) as usize;
-            let body = &data[pos + 4..pos + 4 + len];
-            pos += 4 + len;
-            if !self.settings.debug_delay.is_zero() {
-                std::thread::sleep(self.settings.debug_delay);
+        while pos + 4 <= data.len() && error.is_none() {
+            frames_of_chunk.clear();
+            while pos + 4 <= data.len() && frames_of_chunk.len() < chunk {
+                let len =
+                    u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes")) as usize;
+                let body = &data[pos + 4..pos + 4 + len];
+                pos += 4 + len;
+                let mut slices = Vec::with_capacity(self.layout.channel_count());
+                let ts = self.layout.split(body, &mut slices);
+                frames_of_chunk.push((ts, slices));
             }
-            let ts = self.layout.split(body, &mut slices);
-            if let Err(e) = o.files.append(ts, &slices) {
-                error = Some(e);
-                break;
-            }
-            written += 1;
-            bytes += 8 + slices.iter().map(|s| s.len() as u64).sum::<u64>();
-            // A long batch (slow disk, compression) must not hold samples in user space
-            // past the flush interval: that bounds what a kill -9 loses.
-            if written % 16 == 0 && Instant::now() >= o.last_flush + self.settings.flush_interval {
-                if let Err(e) = o.files.flush() {
+            let compressed = self.compress(&frames_of_chunk);
+            let o = self.open.as_mut().expect("checked above");
+            for (k, (ts, slices)) in frames_of_chunk.iter().enumerate() {
+                if !self.settings.debug_delay.is_zero() {
+                    std::thread::sleep(self.settings.debug_delay);
+                }
+                let r = if self.lzmaf.is_empty() {
+                    o.files.append(*ts, slices)
+                } else {
+                    let mut enc = slices.clone();
+                    for (c, &ch) in self.lzmaf.iter().enumerate() {
+                        enc[ch] = &compressed[k * self.lzmaf.len() + c];
+                    }
+                    o.files.append_encoded(*ts, &enc)
+                };
+                if let Err(e) = r {
                     error = Some(e);
                     break;
                 }
-                o.last_flush = Instant::now();
-                o.unflushed = false;
+                written += 1;
+                bytes += 8 + slices.iter().map(|s| s.len() as u64).sum::<u64>();
+            }
+            // A long batch (slow disk, compression) must not hold samples in user space
+            // past the flush interval: that bounds what a kill -9 loses.
+            if error.is_none() && Instant::now() >= o.last_flush + self.settings.flush_interval {
+                match o.files.flush() {
+                    Ok(()) => {
+                        o.last_flush = Instant::now();
+                        o.unflushed = false;
+                    }
+                    Err(e) => error = Some(e),
+                }
             }
         }
+        let o = self.open.as_mut().expect("checked above");
         // (A flush with nothing buffered costs no syscall.)
         o.unflushed |= written > 0;
         o.unsynced_bytes += bytes;
@@ -274,6 +314,40 @@ impl Writer {
             self.stats.discarded.fetch_add(lost, Relaxed);
             self.fail("append", e);
         }
+    }
+
+    /// Compresses the `lzmaf` channels of `frames` on up to `compress_threads` threads;
+    /// result `k * lzmaf.len() + c` is frame k's c-th `lzmaf` channel.
+    fn compress(&self, frames: &[(f64, Vec<&[u8]>)]) -> Vec<Vec<u8>> {
+        if self.lzmaf.is_empty() {
+            return Vec::new();
+        }
+        let jobs: Vec<&[u8]> = frames
+            .iter()
+            .flat_map(|(_, s)| self.lzmaf.iter().map(move |&ch| s[ch]))
+            .collect();
+        let preset = self.settings.opts.lzmaf_preset;
+        let threads = self.settings.compress_threads.max(1).min(jobs.len());
+        if threads <= 1 {
+            return jobs.iter().map(|j| lzma::compress(j, preset)).collect();
+        }
+        let per = jobs.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = jobs
+                .chunks(per)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|j| lzma::compress(j, preset))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("compression thread"))
+                .collect()
+        })
     }
 
     fn flush(&mut self) {
