@@ -143,3 +143,45 @@ fn a_live_daemon_socket_is_an_error_and_a_stale_one_is_replaced() {
     );
     assert_eq!(mode & 0o777, 0o660);
 }
+
+#[test]
+fn a_failed_sensor_is_reported_and_the_others_keep_writing() {
+    let d = TestDaemon::start(json!({}));
+    let cam_hello = json!({"roverlog": 1, "sensor": "cam", "channels": [
+        {"name": "img", "format": "jpg", "type": "u1", "shape": [8]}]});
+    let (mut cam, _) = d.connect(&cam_hello);
+    let (mut imu, _) = d.connect(&raw_hello("imu", 4));
+    cam.send(&frame(0.0, None, &[(b"jpeg", true)]));
+    assert_eq!(cam.sync(), 1);
+    // Pull the directory from under the blob writer: its next sample cannot be written.
+    let trace = d.trace_dir();
+    std::fs::remove_dir_all(trace.join("cam/img")).unwrap();
+    cam.send(&frame(1.0, None, &[(b"jpeg", true)]));
+    cam.send(&0u32.to_le_bytes());
+    let r = cam.read_reply();
+    assert_eq!(r["ok"], false, "{r}");
+    assert!(r["error"].as_str().unwrap().contains("failed"), "{r}");
+    let st = d.status();
+    assert!(st["sensors"]["cam"]["failed"].is_string(), "{st}");
+    // The other sensor does not notice.
+    for i in 0..20 {
+        imu.send(&frame(i as f64, None, &[(&[1; 4], false)]));
+    }
+    assert_eq!(imu.sync(), 20);
+    assert!(events(&trace)
+        .iter()
+        .any(|e| e["event"] == "error" && e["sensor"] == "cam"));
+}
+
+#[test]
+fn a_shutdown_past_its_deadline_exits_1() {
+    let mut d =
+        TestDaemon::start(json!({"debug_write_delay_ms": 200, "shutdown_deadline_ms": 300}));
+    let (mut c, _) = d.connect(&raw_hello("slow", 4));
+    for i in 0..20 {
+        c.send(&frame(i as f64, None, &[(&[1; 4], false)]));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let status = d.stop();
+    assert_eq!(status.code(), Some(1), "{}", d.log());
+}

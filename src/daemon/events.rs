@@ -40,11 +40,17 @@ impl EventLog {
         let dir = trace.join(EVENTS_DIR);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let path = dir.join(EVENTS_FILE);
+        let created = !path.exists();
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
             .map_err(|e| Error::io(&path, e))?;
+        if created {
+            // New directory entries survive a power cut only once their directory is synced.
+            crate::format::meta::sync_dir(&dir)?;
+            crate::format::meta::sync_dir(trace)?;
+        }
         Ok(EventLog {
             path,
             file: Mutex::new(file),
