@@ -241,3 +241,32 @@ fn no_arguments_runs_on_defaults_in_the_working_directory() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn block_policy_loses_nothing_and_max_sensors_is_enforced() {
+    let d = TestDaemon::start(json!({
+        "queue_policy": "block", "queue_bytes": 2048, "max_frame_bytes": 1024,
+        "debug_write_delay_ms": 1, "max_sensors": 2,
+    }));
+    let (mut c, _) = d.connect(&raw_hello("slow", 200));
+    let n = 300u64;
+    let mut all = Vec::new();
+    for i in 0..n {
+        all.extend(frame(i as f64, None, &[(&sample(5, i, 200), false)]));
+    }
+    c.send(&all);
+    assert_eq!(c.sync(), n);
+    let st = &d.status()["sensors"]["slow"];
+    assert_eq!(st["drops"], 0);
+    let hw = st["queue_high_water"].as_u64().unwrap();
+    assert!(hw > 0 && hw <= 2048, "{st}");
+    let (ts, x) = read_sensor(&d.trace_dir(), "slow", "x");
+    assert_eq!(ts.len() as u64, n);
+    assert_eq!(x[299], sample(5, 299, 200));
+
+    let (_b, r) = d.connect(&raw_hello("second", 1));
+    assert_eq!(r["ok"], true);
+    let (_c, r) = d.connect(&raw_hello("third", 1));
+    assert_eq!(r["ok"], false);
+    assert!(r["error"].as_str().unwrap().contains("max_sensors"), "{r}");
+}
