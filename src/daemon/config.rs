@@ -152,6 +152,9 @@ impl Config {
         if self.max_frame_bytes < 8 {
             return Err(bad("max_frame_bytes must be at least 8 (a timestamp)"));
         }
+        if self.max_frame_bytes > 1 << 30 {
+            return Err(bad("max_frame_bytes must be at most 1 GiB"));
+        }
         if u64::from(self.max_frame_bytes) + 4 > self.queue_bytes {
             return Err(bad(format!(
                 "max_frame_bytes ({}) must fit in queue_bytes ({}) or a frame could never be queued",
