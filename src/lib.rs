@@ -10,8 +10,9 @@
 //!   (`raw`, `lzma`, `lzmaf`, blob directories), [`format::Sensor`], [`format::Trace`],
 //!   and the consistency check / crash recovery.
 //! - [`replay`]: time-merged reading and nearest synchronisation over traces.
-//! - [`daemon`]: the logging daemon (tokio): socket ingest, per-sensor writers, control,
-//!   systemd notification. Uses `format`; nothing else uses it.
+//! - [`daemon`]: the logging daemon (tokio): ingest and control sockets, per-sensor writer
+//!   threads on top of [`format`], durability, events, status, systemd notification.
+//!   Nothing else in the library uses it.
 //! - [`bench`]: load generator and same-run baselines (`dd`, a plain socket sink) for
 //!   `roverlog bench` and `cargo bench`.
 //! - [`gulp`]: reader for GulpIO2 video datasets (`data_<n>.gulp` + `meta_<n>.gmeta`): zero-copy

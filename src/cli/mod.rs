@@ -1,24 +1,32 @@
 //! Command-line front end: argument parsing, human output, and the one place errors become
 //! exit codes.
 //!
-//! Exit codes (all subcommands):
+//! Exit codes (dataset subcommands: info, validate, recover, cat):
 //! - 0: success (for `validate`: everything checked is sound);
-//! - 1: `validate` found problems (each printed);
+//! - 1: `validate` found problems, or `recover` left something for a person (each printed);
 //! - 2: the command could not do its work (bad arguments, unreadable input, I/O error);
 //!   the error is printed to stderr.
+//!
+//! `daemon` and `ctl` add 3 (sockets in use by another daemon / daemon unreachable); see
+//! their `--help`.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod cat;
+mod ctl;
+mod daemon;
 mod trace_cmds;
 
 /// roverlog: a sensor-data logger writing roverd traces, and a reader for roverd, GulpIO2 and
 /// L5Kit zarr datasets.
 #[derive(Parser)]
 #[command(name = "roverlog", version, about, long_about = None)]
-#[command(after_help = "Exit codes: 0 success; 1 validate found problems; 2 error (printed).")]
+#[command(
+    after_help = "Exit codes: 0 success; 1 validate found problems; 2 error (printed). \
+daemon and ctl document their own (see `roverlog daemon --help`, `roverlog ctl --help`)."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -26,6 +34,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the logging daemon (the main job): data in ./data, sockets in ./run by default.
+    Daemon(daemon::Args),
+    /// Send a command to a running daemon (status, start, stop, rotate, mark).
+    Ctl(ctl::Args),
     /// Describe a dataset: per sensor samples, duration, rate, size; per channel size,
     /// compression ratio and data rate.
     Info(trace_cmds::InfoArgs),
@@ -49,6 +61,8 @@ pub enum Outcome {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Daemon(a) => return daemon::main(a),
+        Command::Ctl(a) => return ctl::main(a),
         Command::Info(a) => trace_cmds::info(a),
         Command::Validate(a) => trace_cmds::validate(a),
         Command::Recover(a) => trace_cmds::recover(a),

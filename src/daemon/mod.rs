@@ -1,4 +1,272 @@
-//! The daemon. (Placeholder module list from the daemon-aux branch: the lead merges it with
-//! the core engineer's `src/daemon/mod.rs`.)
+//! `roverlog daemon`: the logging daemon. Drivers connect to the ingest socket (one
+//! connection = one sensor, see [`protocol`]), the daemon writes roverd traces with the
+//! [`crate::format`] library, and `roverlog ctl` talks to the control socket.
+//!
+//! - [`config`]: the JSON configuration, [`config::QueuePolicy`], [`config::FsyncPolicy`].
+//! - [`protocol`]: sans-io hello and frame parsing.
+//! - [`ingest`]: accept loop and per-connection tasks (tokio).
+//! - [`writer`]: per-sensor writer threads (blocking file I/O, durability, failure).
+//! - [`recording`]: traces and sensors: attach, start, stop, rotate, mark, status, crash
+//!   recovery.
+//! - [`control`]: the control socket. [`events`]: `events.jsonl`. [`stats`]: counters.
+//! - [`notify`]: systemd `sd_notify` (READY, STATUS, WATCHDOG, STOPPING) without libsystemd.
+//! - [`shutdown`]: the shutdown signal. [`sockets`]: atomic socket creation. [`disk`]: free
+//!   space.
+//!
+//! A sample's path: socket → connection task (`BytesMut`, check in place, byte budget) →
+//! crossbeam queue (`Bytes` runs of frames) → writer thread → `SensorWriter::append` (data
+//! channels, then `ts`) → flush to the kernel every `flush_interval_ms` → fsync per
+//! [`config::FsyncPolicy`] → durable watermark.
 
+pub mod config;
+pub mod control;
+pub mod disk;
+pub mod events;
+pub mod ingest;
 pub mod notify;
+pub mod protocol;
+pub mod recording;
+pub mod shutdown;
+pub mod sockets;
+pub mod stats;
+pub mod writer;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+pub use config::{Config, FsyncPolicy, QueuePolicy};
+
+use crate::error::{Error, Result};
+use recording::Recorder;
+use writer::WriterNotice;
+
+/// Something asked of a running daemon from outside its sockets (e.g. SIGHUP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// Rotate to a new trace (SIGHUP).
+    Rotate,
+}
+
+/// Service-manager notifications (`READY=1`, `STATUS=...`, `WATCHDOG=1`, `STOPPING=1`); the
+/// binary plugs in sd_notify, the default does nothing.
+pub type Notifier = fn(&str);
+
+fn no_notify(_: &str) {}
+
+/// A daemon whose sockets are bound: drivers may connect as soon as this exists.
+pub struct Daemon {
+    cfg: Arc<Config>,
+    ingest: std::os::unix::net::UnixListener,
+    control: std::os::unix::net::UnixListener,
+    sockets: Vec<(PathBuf, u64)>,
+    requests_tx: mpsc::UnboundedSender<Request>,
+    requests: mpsc::UnboundedReceiver<Request>,
+    notify: Notifier,
+}
+
+/// Runs a daemon with `config` until `shutdown` completes (see [`Daemon::run`]).
+pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<()> {
+    Daemon::bind(config)?.run(shutdown).await
+}
+
+impl Daemon {
+    /// Validates `config`, creates `data_root`, binds both sockets (mode, group, stale-socket
+    /// rules in [`sockets`]).
+    pub fn bind(config: Config) -> Result<Daemon> {
+        config.validate()?;
+        std::fs::create_dir_all(&config.data_root).map_err(|e| Error::io(&config.data_root, e))?;
+        let mode = config.socket_mode_bits()?;
+        let gid = config
+            .socket_group
+            .as_deref()
+            .map(sockets::resolve_group)
+            .transpose()?;
+        let ingest = sockets::bind(&config.ingest_socket, mode, gid)?;
+        let control = sockets::bind(&config.control_socket, mode, gid)?;
+        let socks = vec![
+            (
+                config.ingest_socket.clone(),
+                sockets::inode(&config.ingest_socket),
+            ),
+            (
+                config.control_socket.clone(),
+                sockets::inode(&config.control_socket),
+            ),
+        ];
+        let (requests_tx, requests) = mpsc::unbounded_channel();
+        Ok(Daemon {
+            cfg: Arc::new(config),
+            ingest,
+            control,
+            sockets: socks,
+            requests_tx,
+            requests,
+            notify: no_notify,
+        })
+    }
+
+    /// A sender of [`Request`]s, usable from any thread (a signal handler thread).
+    pub fn requests(&self) -> mpsc::UnboundedSender<Request> {
+        self.requests_tx.clone()
+    }
+
+    /// Sets the service-manager notifier.
+    pub fn set_notifier(&mut self, notify: Notifier) {
+        self.notify = notify;
+    }
+
+    /// Records until `shutdown` completes, then drains: connections stop reading (after what
+    /// the drivers already sent), every queue is written, every writer finishes (fsync).
+    /// Returns an error when that does not finish within `shutdown_deadline_ms`.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<()> {
+        let Daemon {
+            cfg,
+            ingest,
+            control,
+            sockets: socks,
+            requests_tx,
+            mut requests,
+            notify,
+        } = self;
+        drop(requests_tx);
+        let (notice_tx, mut notices) = mpsc::unbounded_channel();
+        let rec = Arc::new(Recorder::new(cfg.clone(), notice_tx)?);
+        rec.set_disk_free(disk::free_bytes(&cfg.data_root).ok());
+
+        let unfinished = recording::recover_unfinished(&cfg.data_root)?;
+        if cfg.autostart {
+            let r = match (&unfinished, rec.disk_low()) {
+                (_, Some(why)) => {
+                    tracing::error!("not recording: {why}");
+                    serde_json::json!({"ok": false, "error": why})
+                }
+                (Some(dir), None) if cfg.resume_unfinished => rec.resume(dir).await,
+                _ => rec.start(cfg.label.as_deref(), "autostart").await,
+            };
+            if r["ok"] != true {
+                tracing::error!("autostart failed: {}", r["error"]);
+            }
+        }
+
+        let (trigger, shut) = shutdown::channel();
+        let max_conns = cfg.max_sensors + 16;
+        let conns = Arc::new(tokio::sync::Semaphore::new(max_conns));
+        let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
+        let ingest = tokio::net::UnixListener::from_std(ingest)
+            .map_err(|e| Error::io(&cfg.ingest_socket, e))?;
+        let control = tokio::net::UnixListener::from_std(control)
+            .map_err(|e| Error::io(&cfg.control_socket, e))?;
+        tokio::spawn(ingest::accept_loop(
+            ingest,
+            rec.clone(),
+            shut.clone(),
+            conns,
+            done_tx,
+        ));
+        tokio::spawn(control::accept_loop(control, rec.clone(), shut.clone()));
+        tracing::info!(
+            ingest = %cfg.ingest_socket.display(),
+            control = %cfg.control_socket.display(),
+            data = %cfg.data_root.display(),
+            "roverlog daemon ready"
+        );
+        notify("READY=1");
+
+        let mut stats_tick = tokio::time::interval(Duration::from_millis(cfg.stats_interval_ms));
+        let mut disk_tick =
+            tokio::time::interval(Duration::from_millis(cfg.disk_check_interval_ms));
+        let mut rotate_tick = tokio::time::interval(Duration::from_secs(1));
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                Some(req) = requests.recv() => match req {
+                    Request::Rotate => {
+                        let r = rec.rotate("SIGHUP", cfg.label.as_deref()).await;
+                        tracing::info!("rotate: {r}");
+                    }
+                },
+                Some(n) = notices.recv() => match n {
+                    WriterNotice::DiskFull { sensor, error } => {
+                        rec.stop_for(format!("disk full (sensor {sensor}: {error})")).await;
+                    }
+                },
+                _ = stats_tick.tick() => {
+                    log_stats(&rec);
+                    notify("WATCHDOG=1");
+                }
+                _ = disk_tick.tick() => {
+                    let free = disk::free_bytes(&cfg.data_root).ok();
+                    rec.set_disk_free(free);
+                    if let Some(why) = rec.disk_low() {
+                        if rec.current().is_some() {
+                            rec.stop_for(why).await;
+                        }
+                    }
+                }
+                _ = rotate_tick.tick(), if cfg.rotate_bytes > 0 || cfg.rotate_seconds > 0 => {
+                    if let Some((age, bytes)) = rec.trace_size() {
+                        let by_size = cfg.rotate_bytes > 0 && bytes >= cfg.rotate_bytes;
+                        let by_age = cfg.rotate_seconds > 0 && age.as_secs() >= cfg.rotate_seconds;
+                        if by_size || by_age {
+                            let why = if by_size { "rotate_bytes" } else { "rotate_seconds" };
+                            rec.rotate(why, cfg.label.as_deref()).await;
+                        }
+                    }
+                }
+            }
+        }
+
+        notify("STOPPING=1");
+        tracing::info!("shutting down: draining connections and queues");
+        trigger.trigger();
+        let deadline = Duration::from_millis(cfg.shutdown_deadline_ms);
+        let drained = tokio::time::timeout(deadline, async {
+            // Every connection task holds a clone of `done_tx`: recv() returns None when the
+            // last one ended.
+            let _ = done_rx.recv().await;
+            rec.stop("shutdown").await;
+            let r = rec.clone();
+            let _ = tokio::task::spawn_blocking(move || r.join_writers()).await;
+        })
+        .await;
+        for (path, ino) in &socks {
+            sockets::remove_if_ours(path, *ino);
+        }
+        match drained {
+            Ok(()) => {
+                tracing::info!("stopped cleanly");
+                Ok(())
+            }
+            Err(_) => Err(Error::Config(format!(
+                "shutdown did not finish within shutdown_deadline_ms ({} ms); queued samples may be lost",
+                cfg.shutdown_deadline_ms
+            ))),
+        }
+    }
+}
+
+/// One log line per sensor.
+fn log_stats(rec: &Recorder) {
+    for s in rec.slots() {
+        let rate = s.stats.update_rate();
+        let st = &s.stats;
+        tracing::info!(
+            sensor = %s.name,
+            samples = st.samples.load(Relaxed),
+            rate_hz = format!("{rate:.1}"),
+            queue = s.queue_fill(),
+            queue_high_water = st.queue_high_water.load(Relaxed),
+            drops = st.drops.load(Relaxed),
+            gaps = st.gaps.load(Relaxed),
+            durable = st.durable.load(Relaxed),
+            failed = st.failure().as_deref().unwrap_or(""),
+            "stats"
+        );
+    }
+}

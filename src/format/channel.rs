@@ -53,6 +53,7 @@ impl ChannelReader {
     }
 
     /// Number of samples. (`lzma` channels are decompressed to count them.)
+    #[allow(clippy::len_without_is_empty)] // reading the length may need I/O; no cheap is_empty
     pub fn len(&mut self) -> Result<u64> {
         Ok(match self {
             ChannelReader::Raw(r) => r.len(),

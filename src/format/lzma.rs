@@ -79,6 +79,7 @@ impl LzmaReader {
     }
 
     /// Number of whole samples (decompresses the channel).
+    #[allow(clippy::len_without_is_empty)] // reading the length may need I/O; no cheap is_empty
     pub fn len(&mut self) -> Result<u64> {
         let s = self.sample_bytes as u64;
         Ok(self.bytes()?.len() as u64 / s)

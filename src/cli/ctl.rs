@@ -1,0 +1,177 @@
+//! `roverlog ctl`: sends one command to a running daemon's control socket and prints the reply.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// Control a running daemon.
+///
+/// Exit codes: 0 the daemon answered "ok"; 1 the daemon answered with an error;
+/// 2 bad usage or invalid config; 3 cannot reach the daemon (no socket, refused, timeout).
+#[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Control socket (default: from --config, else ./run/control.sock).
+    #[arg(long, short)]
+    socket: Option<PathBuf>,
+    /// The daemon's JSON config, to find its control socket.
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Print the raw JSON reply (for scripts).
+    #[arg(long)]
+    json: bool,
+    /// Seconds to wait for the reply.
+    #[arg(long, default_value_t = 30)]
+    timeout: u64,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(clap::Subcommand)]
+enum Cmd {
+    /// Per-sensor samples, rate, queue, drops, gaps, durable watermark; disk free.
+    Status,
+    /// Start a new trace.
+    Start {
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// Stop recording (every sensor fsynced).
+    Stop,
+    /// Close the current trace and start a new one.
+    Rotate {
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// Write a text mark into the trace's events.jsonl.
+    Mark { text: String },
+}
+
+pub fn main(args: Args) -> ExitCode {
+    let socket = match (&args.socket, &args.config) {
+        (Some(s), _) => s.clone(),
+        (None, Some(c)) => match roverlog::daemon::Config::load(c) {
+            Ok(cfg) => cfg.control_socket,
+            Err(e) => {
+                eprintln!("roverlog ctl: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        (None, None) => roverlog::daemon::Config::default().control_socket,
+    };
+    let cmd = match &args.cmd {
+        Cmd::Status => json!({"cmd": "status"}),
+        Cmd::Start { label } => json!({"cmd": "start", "label": label}),
+        Cmd::Stop => json!({"cmd": "stop"}),
+        Cmd::Rotate { label } => json!({"cmd": "rotate", "label": label}),
+        Cmd::Mark { text } => json!({"cmd": "mark", "text": text}),
+    };
+    let reply = match ask(&socket, &cmd, Duration::from_secs(args.timeout)) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("roverlog ctl: {}: {e}", socket.display());
+            return ExitCode::from(3);
+        }
+    };
+    let ok = reply["ok"] == true;
+    if args.json {
+        println!("{reply}");
+    } else if !ok {
+        eprintln!(
+            "roverlog ctl: {}",
+            reply["error"].as_str().unwrap_or("error")
+        );
+    } else if matches!(args.cmd, Cmd::Status) {
+        print_status(&reply);
+    } else {
+        print_reply(&reply);
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn ask(socket: &PathBuf, cmd: &Value, timeout: Duration) -> std::io::Result<Value> {
+    let mut s = UnixStream::connect(socket)?;
+    s.set_read_timeout(Some(timeout))?;
+    let mut line = serde_json::to_vec(cmd)?;
+    line.push(b'\n');
+    s.write_all(&line)?;
+    let mut reply = String::new();
+    BufReader::new(s).read_line(&mut reply)?;
+    serde_json::from_str(&reply).map_err(std::io::Error::other)
+}
+
+fn print_reply(r: &Value) {
+    if let Some(t) = r["trace"].as_str() {
+        println!("trace: {t}");
+    }
+    if let Some(s) = r["sensors"].as_object() {
+        for (name, v) in s {
+            println!("  {name}: {v}");
+        }
+    }
+}
+
+fn print_status(r: &Value) {
+    match r["trace"].as_str() {
+        Some(t) if r["recording"] == true => println!("recording: {t}"),
+        _ => println!("not recording"),
+    }
+    if let Some(why) = r["stopped_reason"].as_str() {
+        println!("stopped: {why}");
+    }
+    let d = &r["disk"];
+    if let Some(free) = d["free_bytes"].as_u64() {
+        println!(
+            "disk: {:.1} GiB free (minimum {:.1} GiB){}",
+            free as f64 / (1u64 << 30) as f64,
+            d["min_free_bytes"].as_u64().unwrap_or(0) as f64 / (1u64 << 30) as f64,
+            if d["low"] == true { "  LOW" } else { "" }
+        );
+    }
+    let Some(sensors) = r["sensors"].as_object() else {
+        return;
+    };
+    println!(
+        "{:<16} {:>4} {:>12} {:>10} {:>9} {:>9} {:>8} {:>8} {:>12} {:>9}",
+        "sensor",
+        "conn",
+        "samples",
+        "rate/s",
+        "queue%",
+        "high%",
+        "drops",
+        "gaps",
+        "durable",
+        "fsync_age"
+    );
+    for (name, s) in sensors {
+        let lim = s["queue_limit"].as_u64().unwrap_or(1).max(1) as f64;
+        let pct = |k: &str| 100.0 * s[k].as_u64().unwrap_or(0) as f64 / lim;
+        println!(
+            "{:<16} {:>4} {:>12} {:>10.1} {:>8.1}% {:>8.1}% {:>8} {:>8} {:>12} {:>9}",
+            name,
+            if s["connected"] == true { "yes" } else { "no" },
+            s["samples"].to_string(),
+            s["rate_hz"].as_f64().unwrap_or(0.0),
+            pct("queue_bytes"),
+            pct("queue_high_water"),
+            s["drops"].to_string(),
+            s["gaps"].to_string(),
+            s["durable"].to_string(),
+            s["last_fsync_age_ms"]
+                .as_u64()
+                .map_or("-".to_string(), |ms| format!("{:.1}s", ms as f64 / 1000.0)),
+        );
+        if let Some(f) = s["failed"].as_str() {
+            println!("  FAILED: {f}");
+        }
+    }
+}

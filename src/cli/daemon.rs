@@ -1,0 +1,137 @@
+//! `roverlog daemon`: loads the config, binds the sockets, installs signal handling and runs
+//! the library's daemon. SIGTERM/SIGINT drain and stop; SIGHUP rotates.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use roverlog::daemon::{Config, Daemon, Request};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
+/// Run the logging daemon.
+///
+/// With no arguments it records into ./data with sockets in ./run (see config/README.md).
+///
+/// Exit codes: 0 stopped cleanly (SIGTERM/SIGINT: queues drained, files fsynced);
+/// 1 runtime failure (shutdown deadline exceeded, I/O error at start);
+/// 2 bad usage or invalid config; 3 the sockets are in use by another running daemon.
+#[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// JSON config file (every key optional; see config/roverlog.example.json).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Override `data_root`.
+    #[arg(long)]
+    data_root: Option<PathBuf>,
+    /// Override the ingest socket path.
+    #[arg(long)]
+    ingest_socket: Option<PathBuf>,
+    /// Override the control socket path.
+    #[arg(long)]
+    control_socket: Option<PathBuf>,
+    /// Print the effective config as JSON and exit.
+    #[arg(long)]
+    print_config: bool,
+}
+
+pub fn main(args: Args) -> ExitCode {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let mut cfg = match &args.config {
+        Some(p) => match Config::load(p) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("roverlog daemon: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => Config::default(),
+    };
+    if let Some(d) = args.data_root {
+        cfg.data_root = d;
+    }
+    if let Some(s) = args.ingest_socket {
+        cfg.ingest_socket = s;
+    }
+    if let Some(s) = args.control_socket {
+        cfg.control_socket = s;
+    }
+    if let Err(e) = cfg.validate() {
+        eprintln!("roverlog daemon: {e}");
+        return ExitCode::from(2);
+    }
+    if args.print_config {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&cfg).expect("config as JSON")
+        );
+        return ExitCode::SUCCESS;
+    }
+    let mut daemon = match Daemon::bind(cfg) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("roverlog daemon: {e}");
+            let in_use = e.to_string().contains("another daemon is listening");
+            return ExitCode::from(if in_use { 3 } else { 1 });
+        }
+    };
+    daemon.set_notifier(|state| {
+        if let Err(e) = roverlog::daemon::notify::notify(state) {
+            tracing::warn!("sd_notify {state:?}: {e}");
+        }
+    });
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("roverlog-io")
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("roverlog daemon: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let requests = daemon.requests();
+    let mut signals = match signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("roverlog daemon: cannot install signal handlers: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let mut stop_tx = Some(stop_tx);
+            for sig in signals.forever() {
+                match sig {
+                    SIGHUP => {
+                        let _ = requests.send(Request::Rotate);
+                    }
+                    _ => {
+                        if let Some(tx) = stop_tx.take() {
+                            tracing::info!("signal {sig}: stopping");
+                            let _ = tx.send(());
+                        }
+                    }
+                }
+            }
+        })
+        .expect("spawning the signal thread");
+    let shutdown = async move {
+        let _ = stop_rx.await;
+    };
+    match rt.block_on(daemon.run(shutdown)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("roverlog daemon: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

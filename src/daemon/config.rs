@@ -1,0 +1,323 @@
+//! The daemon's configuration: one JSON document, every key optional, defaults that make
+//! `roverlog daemon` with no arguments a working logger (data under `./data`, sockets under
+//! `./run`). `config/README.md` documents every key; keep the two in step.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::format::{validate_name, ChannelFormat};
+
+/// What a connection does when its sensor's queue has no room for a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueuePolicy {
+    /// Stop reading from the driver until the writer made room: nothing is lost inside the
+    /// daemon, the driver sees backpressure (its socket buffer fills, its writes block).
+    Block,
+    /// Drop the newest frame and count it: the driver never waits; every drop is counted
+    /// exactly and written with its time span to `events.jsonl`.
+    Drop,
+}
+
+/// When sensor files are fsynced. Whatever the policy, a driver's `len = 0` request and a
+/// clean stop always fsync, and buffers reach the kernel every `flush_interval_ms` (so a
+/// crash of the daemon process alone loses at most what was still queued or buffered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsyncPolicy {
+    /// fsync every `interval` and whenever `bytes` were written since the last one.
+    /// Guarantee: a power cut loses at most the samples of the last interval (or the last
+    /// `bytes`), plus what was queued.
+    Periodic { interval: Duration, bytes: u64 },
+    /// fsync only when a driver asks (`len = 0`), at rotation and at stop.
+    /// Guarantee: only samples at or below the acknowledged durable watermark survive a power
+    /// cut; the kernel decides about the rest.
+    OnRequest,
+}
+
+/// The daemon's configuration (see `config/README.md`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Documentation strings in the example file; ignored.
+    #[serde(rename = "_doc", skip_serializing_if = "Option::is_none")]
+    pub doc: Option<serde_json::Value>,
+    pub data_root: PathBuf,
+    pub ingest_socket: PathBuf,
+    pub control_socket: PathBuf,
+    /// Octal permission bits of both sockets, as a string (`"0660"`).
+    pub socket_mode: String,
+    /// Group (name or numeric gid) given to both sockets; `null` keeps the daemon's group.
+    pub socket_group: Option<String>,
+    /// Peer uids allowed on the ingest socket (empty: anyone who can open it).
+    pub allow_uids: Vec<u32>,
+    /// Peer gids allowed on the ingest socket (empty: anyone who can open it).
+    pub allow_gids: Vec<u32>,
+    pub autostart: bool,
+    /// At start, continue the newest trace when the daemon died while recording it.
+    pub resume_unfinished: bool,
+    pub label: Option<String>,
+    pub queue_bytes: u64,
+    pub queue_policy: QueuePolicy,
+    pub max_frame_bytes: u32,
+    pub max_sensors: usize,
+    pub max_channels: usize,
+    pub max_hello_bytes: usize,
+    pub flush_interval_ms: u64,
+    /// `"periodic"` or `"on_request"`.
+    pub fsync: String,
+    pub fsync_interval_ms: u64,
+    pub fsync_bytes: u64,
+    pub buffer_bytes: usize,
+    pub lzmaf_preset: u32,
+    /// Threads compressing one sensor's `lzmaf` samples; 0: one per CPU (at most 8).
+    pub compress_threads: usize,
+    /// `{"sensor": {"channel": "lzmaf"}}`: store a channel in another format than declared.
+    pub formats: BTreeMap<String, BTreeMap<String, String>>,
+    pub rotate_bytes: u64,
+    pub rotate_seconds: u64,
+    pub min_free_bytes: u64,
+    pub disk_check_interval_ms: u64,
+    pub stats_interval_ms: u64,
+    pub shutdown_deadline_ms: u64,
+    /// Test-only: the writer sleeps this long before each sample (makes queues fill up).
+    pub debug_write_delay_ms: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            doc: None,
+            data_root: "./data".into(),
+            ingest_socket: "./run/ingest.sock".into(),
+            control_socket: "./run/control.sock".into(),
+            socket_mode: "0660".into(),
+            socket_group: None,
+            allow_uids: Vec::new(),
+            allow_gids: Vec::new(),
+            autostart: true,
+            resume_unfinished: true,
+            label: None,
+            queue_bytes: 64 << 20,
+            queue_policy: QueuePolicy::Block,
+            max_frame_bytes: 32 << 20,
+            max_sensors: 64,
+            max_channels: 64,
+            max_hello_bytes: 64 << 10,
+            flush_interval_ms: 100,
+            fsync: "periodic".into(),
+            fsync_interval_ms: 1000,
+            fsync_bytes: 64 << 20,
+            buffer_bytes: 256 << 10,
+            lzmaf_preset: 0,
+            compress_threads: 0,
+            formats: BTreeMap::new(),
+            rotate_bytes: 0,
+            rotate_seconds: 0,
+            min_free_bytes: 256 << 20,
+            disk_check_interval_ms: 1000,
+            stats_interval_ms: 5000,
+            shutdown_deadline_ms: 10_000,
+            debug_write_delay_ms: 0,
+        }
+    }
+}
+
+fn bad(msg: impl Into<String>) -> Error {
+    Error::Config(msg.into())
+}
+
+impl Config {
+    /// Reads and validates a JSON config file.
+    pub fn load(path: &Path) -> Result<Config> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let cfg: Config = serde_json::from_slice(&bytes).map_err(|source| Error::Json {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks values that serde cannot: ranges, names, relations between keys.
+    pub fn validate(&self) -> Result<()> {
+        self.socket_mode_bits()?;
+        self.fsync_policy()?;
+        if self.queue_bytes < 1024 {
+            return Err(bad("queue_bytes must be at least 1024"));
+        }
+        if self.max_frame_bytes < 8 {
+            return Err(bad("max_frame_bytes must be at least 8 (a timestamp)"));
+        }
+        if self.max_frame_bytes > 1 << 30 {
+            return Err(bad("max_frame_bytes must be at most 1 GiB"));
+        }
+        if u64::from(self.max_frame_bytes) + 4 > self.queue_bytes {
+            return Err(bad(format!(
+                "max_frame_bytes ({}) must fit in queue_bytes ({}) or a frame could never be queued",
+                self.max_frame_bytes, self.queue_bytes
+            )));
+        }
+        if self.queue_bytes > (usize::MAX >> 4) as u64 {
+            return Err(bad("queue_bytes is too large"));
+        }
+        for (k, v) in [
+            ("max_sensors", self.max_sensors),
+            ("max_channels", self.max_channels),
+            ("max_hello_bytes", self.max_hello_bytes),
+            ("buffer_bytes", self.buffer_bytes),
+        ] {
+            if v == 0 {
+                return Err(bad(format!("{k} must be positive")));
+            }
+        }
+        if self.flush_interval_ms == 0 || self.stats_interval_ms == 0 {
+            return Err(bad(
+                "flush_interval_ms and stats_interval_ms must be positive",
+            ));
+        }
+        if self.disk_check_interval_ms == 0 {
+            return Err(bad("disk_check_interval_ms must be positive"));
+        }
+        if self.lzmaf_preset > 9 {
+            return Err(bad("lzmaf_preset must be 0..=9"));
+        }
+        if let Some(label) = &self.label {
+            validate_label(label)?;
+        }
+        for (sensor, chans) in &self.formats {
+            validate_name("sensor", sensor)?;
+            for (ch, f) in chans {
+                validate_name("channel", ch)?;
+                let parsed = ChannelFormat::parse(f);
+                if !matches!(parsed, ChannelFormat::Raw | ChannelFormat::Lzmaf) {
+                    return Err(bad(format!(
+                        "formats.{sensor}.{ch}: {f:?} (overrides may only be \"raw\" or \"lzmaf\")"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `socket_mode` as permission bits.
+    pub fn socket_mode_bits(&self) -> Result<u32> {
+        let m = u32::from_str_radix(self.socket_mode.trim_start_matches("0o"), 8)
+            .map_err(|_| bad(format!("socket_mode {:?} is not octal", self.socket_mode)))?;
+        if m > 0o777 {
+            return Err(bad(format!(
+                "socket_mode {:?} is over 0777",
+                self.socket_mode
+            )));
+        }
+        Ok(m)
+    }
+
+    /// The typed fsync policy.
+    pub fn fsync_policy(&self) -> Result<FsyncPolicy> {
+        match self.fsync.as_str() {
+            "periodic" => {
+                if self.fsync_interval_ms == 0 {
+                    return Err(bad(
+                        "fsync_interval_ms must be positive with fsync \"periodic\"",
+                    ));
+                }
+                Ok(FsyncPolicy::Periodic {
+                    interval: Duration::from_millis(self.fsync_interval_ms),
+                    bytes: if self.fsync_bytes == 0 {
+                        u64::MAX
+                    } else {
+                        self.fsync_bytes
+                    },
+                })
+            }
+            "on_request" => Ok(FsyncPolicy::OnRequest),
+            other => Err(bad(format!(
+                "fsync {other:?} (expected \"periodic\" or \"on_request\")"
+            ))),
+        }
+    }
+
+    /// `compress_threads`, with 0 resolved to the CPU count (at most 8).
+    pub fn compress_threads_or_auto(&self) -> usize {
+        match self.compress_threads {
+            0 => std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(8),
+            n => n,
+        }
+    }
+
+    /// The format override for one channel, if any.
+    pub fn format_override(&self, sensor: &str, channel: &str) -> Option<ChannelFormat> {
+        self.formats
+            .get(sensor)
+            .and_then(|m| m.get(channel))
+            .map(|f| ChannelFormat::parse(f))
+    }
+}
+
+/// A trace label: becomes part of a directory name under `data_root`, so only
+/// `[A-Za-z0-9._-]`, at most 64 bytes, not starting with `.` or `-` (no traversal, no
+/// hidden directories, no option-looking names).
+pub fn validate_label(label: &str) -> Result<()> {
+    let ok = !label.is_empty()
+        && label.len() <= 64
+        && !label.starts_with(['.', '-'])
+        && !label.contains("..")
+        && label
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidName {
+            kind: "label",
+            name: label.to_string(),
+            reason: "labels are 1-64 of [A-Za-z0-9._-], not starting with '.' or '-', no '..'",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        Config::default().validate().unwrap();
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        assert!(serde_json::from_str::<Config>(r#"{"queue_byte": 5}"#).is_err());
+    }
+
+    #[test]
+    fn example_and_readme_document_every_key() {
+        let example = include_str!("../../config/roverlog.example.json");
+        let readme = include_str!("../../config/README.md");
+        let parsed: Config = serde_json::from_str(example).unwrap();
+        parsed.validate().unwrap();
+        let example: serde_json::Value = serde_json::from_str(example).unwrap();
+        let defaults = serde_json::to_value(Config::default()).unwrap();
+        for key in defaults.as_object().unwrap().keys() {
+            assert!(example.get(key).is_some(), "{key} missing from the example");
+            assert!(
+                readme.contains(&format!("| `{key}` |")),
+                "{key} missing from README"
+            );
+        }
+    }
+
+    #[test]
+    fn labels_cannot_escape() {
+        for bad in ["../x", "a/b", "..", ".hidden", "-rf", "", "a b", "x\0"] {
+            assert!(validate_label(bad).is_err(), "{bad:?}");
+        }
+        validate_label("drive-3_north.v2").unwrap();
+    }
+}

@@ -1,0 +1,114 @@
+//! The control socket: one JSON command per line, one JSON reply line per command.
+//!
+//! ```text
+//! {"cmd": "status"}                  -> {"ok": true, "recording": ..., "sensors": {...}, ...}
+//! {"cmd": "start", "label": "x"}     -> {"ok": true, "trace": "...", "dir": "..."}
+//! {"cmd": "stop"}                    -> {"ok": true, "trace": "...", "sensors": {...}}
+//! {"cmd": "rotate", "label": "x"}    -> {"ok": true, "trace": "...", "dir": "..."}
+//! {"cmd": "mark", "text": "..."}     -> {"ok": true, "trace": "..."}
+//! anything else                      -> {"ok": false, "error": "..."}
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+use super::protocol::line;
+use super::recording::Recorder;
+use super::shutdown::Shutdown;
+
+/// Longest command line accepted.
+const MAX_COMMAND_BYTES: u64 = 64 << 10;
+/// Most control connections at once.
+const MAX_CONTROL_CONNECTIONS: usize = 16;
+
+/// Accepts control connections until shutdown.
+pub async fn accept_loop(listener: UnixListener, rec: Arc<Recorder>, mut shutdown: Shutdown) {
+    let conns = Arc::new(tokio::sync::Semaphore::new(MAX_CONTROL_CONNECTIONS));
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = shutdown.recv() => return,
+        };
+        let Ok((stream, _)) = accepted else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let Ok(permit) = conns.clone().try_acquire_owned() else {
+            continue;
+        };
+        let (rec, shutdown) = (rec.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            serve(stream, rec, shutdown).await;
+            drop(permit);
+        });
+    }
+}
+
+async fn serve(stream: UnixStream, rec: Arc<Recorder>, mut shutdown: Shutdown) {
+    let (rd, mut wr) = stream.into_split();
+    let mut rd = BufReader::new(rd);
+    loop {
+        let mut buf = Vec::new();
+        let mut limited = (&mut rd).take(MAX_COMMAND_BYTES + 1);
+        let n = tokio::select! {
+            r = limited.read_until(b'\n', &mut buf) => r,
+            _ = shutdown.recv() => return,
+        };
+        let reply = match n {
+            Ok(0) | Err(_) => return,
+            Ok(_) if buf.last() != Some(&b'\n') => {
+                let _ = wr
+                    .write_all(&line(
+                        json!({"ok": false, "error": "command line too long or unterminated"}),
+                    ))
+                    .await;
+                return;
+            }
+            Ok(_) => match serde_json::from_slice::<Value>(&buf) {
+                Ok(cmd) => execute(&rec, &cmd).await,
+                Err(e) => json!({"ok": false, "error": format!("not valid JSON: {e}")}),
+            },
+        };
+        if wr.write_all(&line(reply)).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Runs one command.
+pub async fn execute(rec: &Recorder, cmd: &Value) -> Value {
+    let label = match cmd.get("label") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) => return json!({"ok": false, "error": "\"label\" must be a string"}),
+    };
+    match cmd.get("cmd").and_then(Value::as_str) {
+        Some("status") => rec.status(),
+        Some("start") => {
+            let label = label.or(rec.cfg.label.as_deref());
+            if let Some(why) = rec.disk_low() {
+                return json!({"ok": false, "error": why});
+            }
+            rec.start(label, "command").await
+        }
+        Some("stop") => rec.stop("command").await,
+        Some("rotate") => {
+            rec.rotate("command", label.or(rec.cfg.label.as_deref()))
+                .await
+        }
+        Some("mark") => match cmd.get("text").and_then(Value::as_str) {
+            Some(t) if t.len() <= 4096 => rec.mark(t),
+            Some(_) => json!({"ok": false, "error": "mark text is over 4096 bytes"}),
+            None => json!({"ok": false, "error": "mark needs \"text\" (a string)"}),
+        },
+        Some(other) => json!({"ok": false, "error": format!(
+            "unknown command {other:?} (status, start, stop, rotate, mark)")}),
+        None => {
+            json!({"ok": false, "error": "expected {\"cmd\": \"status\" | \"start\" | \"stop\" | \"rotate\" | \"mark\"}"})
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! The ingest socket: the accept loop and one tokio task per connection (= one sensor).
+//!
+//! A connection task reads into a reusable `BytesMut`, checks frames in place
+//! ([`FrameLayout::check`]), and hands runs of accepted frames to the sensor's writer as one
+//! `Bytes` (no copy, no per-frame allocation). Before a frame is queued it takes its size in
+//! permits from the sensor's byte budget: the `block` policy waits for them (backpressure),
+//! the `drop` policy drops the frame and counts it. Sequence gaps and clock steps are noticed
+//! here and written to the event log.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::Semaphore;
+
+use super::config::QueuePolicy;
+use super::protocol::{error_line, line, parse_hello, Check, FrameLayout, Hello};
+use super::recording::{Recorder, Slot};
+use super::shutdown::Shutdown;
+use super::writer::WriterMsg;
+
+/// How long a driver may take to send its hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// During shutdown, a connection stops draining after this long without new bytes.
+const DRAIN_QUIET: Duration = Duration::from_millis(100);
+/// Smallest read: reading less per syscall would cost throughput for small frames.
+const READ_CHUNK: usize = 64 << 10;
+
+/// Accepts connections until shutdown; each connection holds a permit of `conns`.
+pub async fn accept_loop(
+    listener: UnixListener,
+    rec: Arc<Recorder>,
+    mut shutdown: Shutdown,
+    conns: Arc<Semaphore>,
+    done: tokio::sync::mpsc::Sender<()>,
+) {
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = shutdown.recv() => return,
+        };
+        let stream = match accepted {
+            Ok((s, _)) => s,
+            Err(e) => {
+                tracing::warn!("ingest accept: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = conns.clone().try_acquire_owned() else {
+            let mut s = stream;
+            let _ = s.write_all(&error_line("too many connections")).await;
+            continue;
+        };
+        let (rec, shutdown, done) = (rec.clone(), shutdown.clone(), done.clone());
+        tokio::spawn(async move {
+            let mut conn = Connection {
+                stream,
+                buf: BytesMut::with_capacity(READ_CHUNK),
+                rec,
+                shutdown,
+                draining: false,
+            };
+            if let Err(msg) = conn.run().await {
+                tracing::info!("ingest connection closed: {msg}");
+                let _ = conn.stream.write_all(&error_line(&msg)).await;
+                let _ = conn.stream.shutdown().await;
+            }
+            drop(permit);
+            drop(done);
+        });
+    }
+}
+
+/// Whether the peer may connect (`allow_uids`/`allow_gids`; both empty allows everyone).
+fn peer_allowed(stream: &UnixStream, uids: &[u32], gids: &[u32]) -> Result<(), String> {
+    if uids.is_empty() && gids.is_empty() {
+        return Ok(());
+    }
+    let cred = stream
+        .peer_cred()
+        .map_err(|e| format!("cannot read peer credentials: {e}"))?;
+    if uids.contains(&cred.uid()) || gids.contains(&cred.gid()) {
+        Ok(())
+    } else {
+        Err(format!(
+            "peer uid {} gid {} is not in allow_uids/allow_gids",
+            cred.uid(),
+            cred.gid()
+        ))
+    }
+}
+
+struct Connection {
+    stream: UnixStream,
+    buf: BytesMut,
+    rec: Arc<Recorder>,
+    shutdown: Shutdown,
+    draining: bool,
+}
+
+/// A run of dropped frames, written as one event when it ends.
+struct DropRun {
+    count: u64,
+    first_frame: u64,
+    first_ts: f64,
+    last_ts: f64,
+}
+
+impl Connection {
+    /// Reads more bytes; `Ok(false)` at end of stream (or when draining found no more).
+    async fn fill(&mut self, want: usize) -> Result<bool, String> {
+        let need = want.saturating_sub(self.buf.len()).max(READ_CHUNK);
+        self.buf.reserve(need);
+        if !self.draining {
+            tokio::select! {
+                r = self.stream.read_buf(&mut self.buf) => {
+                    return r.map(|n| n > 0).map_err(|e| format!("read: {e}"));
+                }
+                _ = self.shutdown.recv() => { self.draining = true; }
+            }
+        }
+        match tokio::time::timeout(DRAIN_QUIET, self.stream.read_buf(&mut self.buf)).await {
+            Ok(r) => r.map(|n| n > 0).map_err(|e| format!("read: {e}")),
+            Err(_) => Ok(false),
+        }
+    }
+
+    async fn hello(&mut self) -> Result<Hello, String> {
+        let cfg = self.rec.cfg.clone();
+        peer_allowed(&self.stream, &cfg.allow_uids, &cfg.allow_gids)?;
+        let limit = cfg.max_hello_bytes;
+        let read = async {
+            loop {
+                if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
+                    if i > limit {
+                        break Err(format!("hello is over max_hello_bytes ({limit})"));
+                    }
+                    let l = self.buf.split_to(i + 1);
+                    break Ok(l);
+                }
+                if self.buf.len() > limit {
+                    break Err(format!("hello is over max_hello_bytes ({limit})"));
+                }
+                if !self.fill(0).await? {
+                    break Err("connection closed before a complete hello line".into());
+                }
+            }
+        };
+        let l = tokio::time::timeout(HELLO_TIMEOUT, read)
+            .await
+            .map_err(|_| format!("no hello within {HELLO_TIMEOUT:?}"))??;
+        parse_hello(&l[..l.len() - 1], cfg.max_channels)
+    }
+
+    async fn run(&mut self) -> Result<(), String> {
+        let hello = self.hello().await?;
+        let slot = self.rec.attach(&hello)?;
+        let r = self.serve(&hello, &slot).await;
+        self.rec.detach(&slot);
+        r
+    }
+
+    async fn serve(&mut self, hello: &Hello, slot: &Arc<Slot>) -> Result<(), String> {
+        let samples = match slot.ask(WriterMsg::Barrier).await {
+            Ok(n) => n,
+            Err(e) => {
+                self.rec.discard_failed(slot);
+                return Err(e);
+            }
+        };
+        let trace = self.rec.current().map(|(n, _)| n);
+        tracing::info!(sensor = %hello.sensor, ?trace, samples, "driver connected");
+        self.write(json!({"ok": true, "trace": trace, "samples": samples}))
+            .await?;
+        self.frames(hello, slot).await
+    }
+
+    async fn write(&mut self, v: Value) -> Result<(), String> {
+        self.stream
+            .write_all(&line(v))
+            .await
+            .map_err(|e| format!("write: {e}"))
+    }
+
+    async fn frames(&mut self, hello: &Hello, slot: &Arc<Slot>) -> Result<(), String> {
+        let cfg = self.rec.cfg.clone();
+        let layout = FrameLayout::new(hello, cfg.max_frame_bytes);
+        let policy = cfg.queue_policy;
+        let sensor = hello.sensor.as_str();
+        let mut frame_no: u64 = 0;
+        let mut last_seq: Option<u64> = None;
+        let mut last_ts: Option<f64> = None;
+        let mut drops: Option<DropRun> = None;
+        // Accepted frames at the front of `buf` not yet sent: bytes, frames, permits.
+        let (mut pend_bytes, mut pend_frames, mut pend_cost) = (0usize, 0u32, 0usize);
+        let mut want;
+        let result: Result<(), String> = 'conn: loop {
+            // Check frames in place after the pending run.
+            loop {
+                match layout.check(&self.buf[pend_bytes..], frame_no) {
+                    Err(e) => break 'conn Err(e),
+                    Ok(Check::Incomplete(n)) => {
+                        want = pend_bytes + n;
+                        break;
+                    }
+                    Ok(Check::SyncRequest) => {
+                        self.send(slot, &mut pend_bytes, &mut pend_frames, &mut pend_cost)?;
+                        self.buf.advance(4);
+                        // The reply must find every drop so far in the event log.
+                        if let Some(d) = drops.take() {
+                            self.drop_event(sensor, &d, slot);
+                        }
+                        match slot.ask(WriterMsg::Sync).await {
+                            Ok(n) => self.write(json!({"ok": true, "durable": n})).await?,
+                            Err(e) => break 'conn Err(format!("sensor {sensor:?} failed: {e}")),
+                        }
+                    }
+                    Ok(Check::Frame { total, ts, seq }) => {
+                        let no = frame_no;
+                        frame_no += 1;
+                        if let Some(prev) = last_ts {
+                            if ts < prev {
+                                slot.stats.clock_steps.fetch_add(1, Relaxed);
+                                self.rec.event(
+                                    "clock_step",
+                                    json!({"sensor": sensor, "frame": no, "from": prev, "to": ts}),
+                                );
+                            }
+                        }
+                        last_ts = Some(ts);
+                        if hello.seq {
+                            if let Some(p) = last_seq {
+                                if seq > p.wrapping_add(1) && seq > p {
+                                    let missing = seq - p - 1;
+                                    slot.stats.gaps.fetch_add(missing, Relaxed);
+                                    self.rec.event("gap", json!({"sensor": sensor, "frame": no, "missing": missing, "after_seq": p, "seq": seq, "ts": ts}));
+                                } else if seq <= p {
+                                    self.rec.event("seq_reset", json!({"sensor": sensor, "frame": no, "after_seq": p, "seq": seq}));
+                                }
+                            }
+                            last_seq = Some(seq);
+                        }
+                        let cost = total;
+                        let got = match slot.budget.try_acquire_many(cost as u32) {
+                            Ok(p) => {
+                                p.forget();
+                                true
+                            }
+                            Err(_) if policy == QueuePolicy::Block => {
+                                self.send(slot, &mut pend_bytes, &mut pend_frames, &mut pend_cost)?;
+                                match slot.budget.acquire_many(cost as u32).await {
+                                    Ok(p) => p.forget(),
+                                    Err(_) => break 'conn Err("queue closed".into()),
+                                }
+                                true
+                            }
+                            Err(_) => false,
+                        };
+                        if got {
+                            if let Some(d) = drops.take() {
+                                self.drop_event(sensor, &d, slot);
+                            }
+                            slot.stats.note_fill(slot.queue_fill());
+                            pend_bytes += total;
+                            pend_frames += 1;
+                            pend_cost += cost;
+                        } else {
+                            slot.stats.drops.fetch_add(1, Relaxed);
+                            let d = drops.get_or_insert(DropRun {
+                                count: 0,
+                                first_frame: no,
+                                first_ts: ts,
+                                last_ts: ts,
+                            });
+                            d.count += 1;
+                            d.last_ts = ts;
+                            self.send(slot, &mut pend_bytes, &mut pend_frames, &mut pend_cost)?;
+                            self.buf.advance(total);
+                        }
+                    }
+                }
+            }
+            self.send(slot, &mut pend_bytes, &mut pend_frames, &mut pend_cost)?;
+            if let Some(f) = slot.stats.failure() {
+                break Err(format!("sensor {sensor:?} failed: {f}"));
+            }
+            match self.fill(want).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    if !self.buf.is_empty() {
+                        self.rec.event(
+                            "partial_frame",
+                            json!({"sensor": sensor, "frame": frame_no, "bytes": self.buf.len()}),
+                        );
+                    }
+                    break if self.draining {
+                        Err("daemon shutting down".into())
+                    } else {
+                        Ok(())
+                    };
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        // Frames fully received before an error are kept.
+        let sent = self.send(slot, &mut pend_bytes, &mut pend_frames, &mut pend_cost);
+        if let Some(d) = drops.take() {
+            self.drop_event(sensor, &d, slot);
+        }
+        result.and(sent)
+    }
+
+    fn drop_event(&self, sensor: &str, d: &DropRun, _slot: &Arc<Slot>) {
+        self.rec.event(
+            "drop",
+            json!({"sensor": sensor, "count": d.count, "first_frame": d.first_frame,
+                   "from_ts": d.first_ts, "to_ts": d.last_ts}),
+        );
+    }
+
+    /// Sends the pending run of accepted frames to the writer as one `Bytes`.
+    fn send(
+        &mut self,
+        slot: &Slot,
+        bytes: &mut usize,
+        frames: &mut u32,
+        cost: &mut usize,
+    ) -> Result<(), String> {
+        if *frames == 0 {
+            return Ok(());
+        }
+        let data = self.buf.split_to(*bytes).freeze();
+        let msg = WriterMsg::Batch {
+            data,
+            frames: *frames,
+            cost: *cost,
+        };
+        (*bytes, *frames, *cost) = (0, 0, 0);
+        slot.tx
+            .send(msg)
+            .map_err(|_| format!("sensor {:?}: writer has ended", slot.name))
+    }
+}

@@ -1,0 +1,572 @@
+//! The recorder: which trace is open, which sensors exist, and the operations on them (attach
+//! a connection, start, stop, rotate, mark, status, recover a crashed trace).
+//!
+//! A sensor ([`Slot`]) lives from its first hello until its trace closes with no connection
+//! attached; its writer thread lives as long. Trace switches are messages in every sensor's
+//! queue, so each sensor cuts its sample stream exactly at the switch.
+//!
+//! The state sits behind a `std` mutex that is never held across an `.await`; start, stop and
+//! rotate are serialised by an async mutex so their replies can be awaited.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crossbeam_channel::Sender;
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+use super::config::{validate_label, Config};
+use super::events::{read_events, EventLog};
+use super::protocol::{FrameLayout, Hello};
+use super::stats::SensorStats;
+use super::writer::{CountReply, Writer, WriterMsg, WriterNotice, WriterSettings};
+use crate::error::{Error, Result};
+use crate::format::meta::write_file_atomic;
+use crate::format::trace::{sensor_dirs, CONFIG_FILE};
+use crate::format::{recover_sensor, SensorMeta, WriterOptions};
+
+/// One sensor: its queue, its counters, its writer thread.
+pub struct Slot {
+    pub name: String,
+    /// The hello it was created with (channels as declared on the wire, `seq`).
+    pub hello: Hello,
+    pub tx: Sender<WriterMsg>,
+    /// The queue's byte budget: a frame costs its size in permits until it is written.
+    pub budget: Arc<Semaphore>,
+    pub stats: Arc<SensorStats>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Slot {
+    /// Sends `make(reply)` to the writer and waits for the count it answers.
+    pub async fn ask(&self, make: impl FnOnce(CountReply) -> WriterMsg) -> Result<u64, String> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(make(tx))
+            .map_err(|_| format!("sensor {:?}: writer has ended", self.name))?;
+        rx.await
+            .map_err(|_| format!("sensor {:?}: writer has ended", self.name))?
+    }
+
+    /// Bytes currently queued.
+    pub fn queue_fill(&self) -> u64 {
+        self.stats
+            .queue_limit
+            .saturating_sub(self.budget.available_permits() as u64)
+    }
+}
+
+/// The open trace.
+pub struct OpenTrace {
+    pub name: String,
+    pub dir: PathBuf,
+    pub events: Arc<EventLog>,
+    pub opened: Instant,
+}
+
+struct State {
+    trace: Option<OpenTrace>,
+    slots: BTreeMap<String, Arc<Slot>>,
+    /// Why recording stopped on its own (disk guard, ENOSPC), for status.
+    stopped_reason: Option<String>,
+    disk_free: Option<u64>,
+}
+
+/// The recorder shared by every task.
+pub struct Recorder {
+    pub cfg: Arc<Config>,
+    settings: WriterSettings,
+    notices: mpsc::UnboundedSender<WriterNotice>,
+    state: Mutex<State>,
+    ops: tokio::sync::Mutex<()>,
+    pub epoch: Instant,
+}
+
+fn json_err(e: impl std::fmt::Display) -> Value {
+    json!({"ok": false, "error": e.to_string()})
+}
+
+impl Recorder {
+    /// A recorder with no trace open; writer failures that need the daemon go to `notices`.
+    pub fn new(cfg: Arc<Config>, notices: mpsc::UnboundedSender<WriterNotice>) -> Result<Self> {
+        let epoch = Instant::now();
+        let settings = WriterSettings {
+            opts: WriterOptions {
+                buffer_bytes: cfg.buffer_bytes,
+                lzmaf_preset: cfg.lzmaf_preset,
+            },
+            flush_interval: std::time::Duration::from_millis(cfg.flush_interval_ms),
+            fsync: cfg.fsync_policy()?,
+            debug_delay: std::time::Duration::from_millis(cfg.debug_write_delay_ms),
+            compress_threads: cfg.compress_threads_or_auto(),
+            epoch,
+        };
+        Ok(Recorder {
+            cfg,
+            settings,
+            notices,
+            state: Mutex::new(State {
+                trace: None,
+                slots: BTreeMap::new(),
+                stopped_reason: None,
+                disk_free: None,
+            }),
+            ops: tokio::sync::Mutex::new(()),
+            epoch,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The open trace's name and event log.
+    pub fn current(&self) -> Option<(String, Arc<EventLog>)> {
+        self.lock()
+            .trace
+            .as_ref()
+            .map(|t| (t.name.clone(), t.events.clone()))
+    }
+
+    /// Writes an event to the open trace, if any.
+    pub fn event(&self, kind: &str, fields: Value) {
+        if let Some((_, ev)) = self.current() {
+            ev.write(kind, fields);
+        }
+    }
+
+    /// The channels as stored: the declared ones with the config's format overrides.
+    fn stored_meta(&self, hello: &Hello) -> SensorMeta {
+        let mut meta = hello.channels.clone();
+        for (name, ch) in &mut meta.channels {
+            if let Some(f) = self.cfg.format_override(&hello.sensor, name) {
+                if ch.format.is_fixed_size() {
+                    ch.format = f;
+                }
+            }
+        }
+        meta
+    }
+
+    /// Attaches a connection to its sensor, creating the sensor (and opening its files in the
+    /// open trace) on first use. Refuses a second live connection, different channels, and
+    /// more than `max_sensors` sensors.
+    pub fn attach(&self, hello: &Hello) -> Result<Arc<Slot>, String> {
+        let mut st = self.lock();
+        if let Some(slot) = st.slots.get(&hello.sensor) {
+            if slot.stats.connected.load(Relaxed) {
+                return Err(format!(
+                    "sensor {:?} already has a live connection",
+                    hello.sensor
+                ));
+            }
+            if slot.hello != *hello {
+                return Err(format!(
+                    "sensor {:?} exists in this trace with different channels (or seq); use a new sensor name or rotate",
+                    hello.sensor
+                ));
+            }
+            slot.stats.connected.store(true, Relaxed);
+            return Ok(slot.clone());
+        }
+        if st.slots.len() >= self.cfg.max_sensors {
+            return Err(format!(
+                "max_sensors ({}) reached; sensor {:?} refused",
+                self.cfg.max_sensors, hello.sensor
+            ));
+        }
+        let meta = self.stored_meta(hello);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let budget = Arc::new(Semaphore::new(self.cfg.queue_bytes as usize));
+        let stats = Arc::new(SensorStats::new(self.cfg.queue_bytes));
+        stats.connected.store(true, Relaxed);
+        let writer = Writer::new(
+            hello.sensor.clone(),
+            meta,
+            FrameLayout::new(hello, self.cfg.max_frame_bytes),
+            self.settings.clone(),
+            rx,
+            budget.clone(),
+            stats.clone(),
+            self.notices.clone(),
+        );
+        let thread = std::thread::Builder::new()
+            .name(format!("writer-{}", hello.sensor))
+            .spawn(move || writer.run())
+            .map_err(|e| format!("cannot start a writer thread: {e}"))?;
+        let slot = Arc::new(Slot {
+            name: hello.sensor.clone(),
+            hello: hello.clone(),
+            tx,
+            budget,
+            stats,
+            thread: Mutex::new(Some(thread)),
+        });
+        if let Some(t) = &st.trace {
+            // The reply is observed through the hello's barrier (which reports the failure).
+            let (reply, _) = oneshot::channel();
+            let _ = slot.tx.send(WriterMsg::Open {
+                trace: t.dir.clone(),
+                events: t.events.clone(),
+                reply,
+            });
+        }
+        st.slots.insert(hello.sensor.clone(), slot.clone());
+        Ok(slot)
+    }
+
+    /// The connection of `slot` ended. A sensor without connection and trace is removed.
+    pub fn detach(&self, slot: &Arc<Slot>) {
+        slot.stats.connected.store(false, Relaxed);
+        let mut st = self.lock();
+        if st.trace.is_none() {
+            if let Some(s) = st.slots.remove(&slot.name) {
+                let _ = s.tx.send(WriterMsg::Exit);
+            }
+        }
+    }
+
+    /// Forgets a sensor whose files could not be opened, so a corrected hello can retry.
+    pub fn discard_failed(&self, slot: &Arc<Slot>) {
+        slot.stats.connected.store(false, Relaxed);
+        let mut st = self.lock();
+        if st
+            .slots
+            .get(&slot.name)
+            .is_some_and(|s| Arc::ptr_eq(s, slot))
+        {
+            st.slots.remove(&slot.name);
+            let _ = slot.tx.send(WriterMsg::Exit);
+        }
+    }
+
+    /// Creates a new trace directory `<data_root>/<YYYY.MM.DD-HH.MM.SS>[-label]` with
+    /// `config.yaml`, and its event log.
+    fn create_trace(&self, label: Option<&str>) -> Result<OpenTrace> {
+        if let Some(l) = label {
+            validate_label(l)?;
+        }
+        let root = &self.cfg.data_root;
+        std::fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
+        let base = match label {
+            Some(l) => format!("{}-{l}", local_timestamp()),
+            None => local_timestamp(),
+        };
+        let mut name = base.clone();
+        let mut n = 1;
+        let dir = loop {
+            let dir = root.join(&name);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => break dir,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => {
+                    n += 1;
+                    name = format!("{base}.{n}");
+                }
+                Err(e) => return Err(Error::io(&dir, e)),
+            }
+        };
+        let mut config = serde_json::to_vec_pretty(&*self.cfg).expect("config as JSON");
+        config.push(b'\n');
+        write_file_atomic(&dir.join(CONFIG_FILE), &config)?;
+        crate::format::meta::sync_dir(root)?;
+        let events = Arc::new(EventLog::open(&dir)?);
+        Ok(OpenTrace {
+            name,
+            dir,
+            events,
+            opened: Instant::now(),
+        })
+    }
+
+    /// Opens `trace` in every sensor's writer and waits for them.
+    async fn open_all(&self, trace: OpenTrace, reason: &str, extra: Value) -> Value {
+        let (slots, dir, events, name) = {
+            let mut st = self.lock();
+            let slots: Vec<_> = st.slots.values().cloned().collect();
+            let (dir, events, name) = (trace.dir.clone(), trace.events.clone(), trace.name.clone());
+            st.trace = Some(trace);
+            st.stopped_reason = None;
+            (slots, dir, events, name)
+        };
+        let mut fields = json!({"trace": name, "reason": reason, "sensors": slots.iter().map(|s| s.name.clone()).collect::<Vec<_>>()});
+        if let (Value::Object(f), Value::Object(x)) = (&mut fields, extra) {
+            f.extend(x);
+        }
+        events.write("start", fields);
+        for s in &slots {
+            let (d, e) = (dir.clone(), events.clone());
+            let _ = s
+                .ask(|reply| WriterMsg::Open {
+                    trace: d,
+                    events: e,
+                    reply,
+                })
+                .await;
+        }
+        tracing::info!(trace = %dir.display(), reason, "recording");
+        json!({"ok": true, "trace": name, "dir": dir})
+    }
+
+    /// Closes the open trace: every writer finishes (fsync), the stop event records each
+    /// sensor's final count. Sensors without a connection are removed.
+    async fn close_all(&self, reason: &str) -> Option<(String, Value)> {
+        let (trace, slots) = {
+            let st = self.lock();
+            let t = st.trace.as_ref()?;
+            (
+                (t.name.clone(), t.events.clone(), t.dir.clone()),
+                st.slots.values().cloned().collect::<Vec<_>>(),
+            )
+        };
+        let mut counts = serde_json::Map::new();
+        for s in &slots {
+            let r = s.ask(WriterMsg::Close).await;
+            counts.insert(
+                s.name.clone(),
+                match r {
+                    Ok(n) => json!({"samples": n}),
+                    Err(e) => json!({"error": e}),
+                },
+            );
+        }
+        let counts = Value::Object(counts);
+        trace.1.write(
+            "stop",
+            json!({"trace": trace.0, "reason": reason, "sensors": counts}),
+        );
+        trace.1.sync();
+        let mut st = self.lock();
+        st.trace = None;
+        let gone: Vec<String> = st
+            .slots
+            .iter()
+            .filter(|(_, s)| !s.stats.connected.load(Relaxed))
+            .map(|(n, _)| n.clone())
+            .collect();
+        for n in gone {
+            if let Some(s) = st.slots.remove(&n) {
+                let _ = s.tx.send(WriterMsg::Exit);
+            }
+        }
+        tracing::info!(trace = %trace.2.display(), reason, "stopped recording");
+        Some((trace.0, counts))
+    }
+
+    /// `start`: opens a new trace (an error when one is open).
+    pub async fn start(&self, label: Option<&str>, reason: &str) -> Value {
+        let _op = self.ops.lock().await;
+        if let Some((name, _)) = self.current() {
+            return json_err(format!("already recording trace {name}"));
+        }
+        match self.create_trace(label) {
+            Ok(t) => self.open_all(t, reason, json!({})).await,
+            Err(e) => json_err(e),
+        }
+    }
+
+    /// Continues an existing trace directory (after a crash).
+    pub async fn resume(&self, dir: &Path) -> Value {
+        let _op = self.ops.lock().await;
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match EventLog::open(dir) {
+            Ok(ev) => {
+                let t = OpenTrace {
+                    name,
+                    dir: dir.to_path_buf(),
+                    events: Arc::new(ev),
+                    opened: Instant::now(),
+                };
+                self.open_all(t, "resume", json!({})).await
+            }
+            Err(e) => json_err(e),
+        }
+    }
+
+    /// `stop`: closes the open trace.
+    pub async fn stop(&self, reason: &str) -> Value {
+        let _op = self.ops.lock().await;
+        match self.close_all(reason).await {
+            Some((name, counts)) => json!({"ok": true, "trace": name, "sensors": counts}),
+            None => json_err("not recording"),
+        }
+    }
+
+    /// Stops because of the disk (guard or ENOSPC): remembered for status.
+    pub async fn stop_for(&self, why: String) {
+        let _op = self.ops.lock().await;
+        if self.close_all(&why).await.is_some() {
+            tracing::error!("recording stopped: {why}");
+        }
+        self.lock().stopped_reason = Some(why);
+    }
+
+    /// `rotate`: a new trace with the same label rules; every sensor switches at one point of
+    /// its stream.
+    pub async fn rotate(&self, reason: &str, label: Option<&str>) -> Value {
+        let _op = self.ops.lock().await;
+        let Some((old, old_events)) = self.current() else {
+            return json_err("not recording");
+        };
+        let t = match self.create_trace(label) {
+            Ok(t) => t,
+            Err(e) => return json_err(e),
+        };
+        let new = t.name.clone();
+        // Written before the switch, so whoever sees the new trace finds this line.
+        old_events.write("rotate", json!({"to": new, "reason": reason}));
+        let r = self.open_all(t, reason, json!({"from": old})).await;
+        old_events.write("stop", json!({"trace": old, "reason": "rotate"}));
+        old_events.sync();
+        r
+    }
+
+    /// `mark`: a text line in the event log.
+    pub fn mark(&self, text: &str) -> Value {
+        match self.current() {
+            Some((name, ev)) => {
+                ev.write("mark", json!({"text": text}));
+                json!({"ok": true, "trace": name})
+            }
+            None => json_err("not recording"),
+        }
+    }
+
+    /// The open trace's age and its sensors' appended bytes (for rotation by size/duration).
+    pub fn trace_size(&self) -> Option<(std::time::Duration, u64)> {
+        let st = self.lock();
+        let t = st.trace.as_ref()?;
+        let bytes = st.slots.values().map(|s| s.stats.bytes.load(Relaxed)).sum();
+        Some((t.opened.elapsed(), bytes))
+    }
+
+    /// Records the last free-space reading.
+    pub fn set_disk_free(&self, free: Option<u64>) {
+        self.lock().disk_free = free;
+    }
+
+    /// Why recording may not start because of the disk, if it may not.
+    pub fn disk_low(&self) -> Option<String> {
+        let free = self.lock().disk_free?;
+        (free < self.cfg.min_free_bytes).then(|| {
+            format!(
+                "disk low: {free} bytes free under {}, below min_free_bytes {}",
+                self.cfg.data_root.display(),
+                self.cfg.min_free_bytes
+            )
+        })
+    }
+
+    /// Every sensor, for the stats log line.
+    pub fn slots(&self) -> Vec<Arc<Slot>> {
+        self.lock().slots.values().cloned().collect()
+    }
+
+    /// The `status` reply.
+    pub fn status(&self) -> Value {
+        let st = self.lock();
+        let now_ms = self.epoch.elapsed().as_millis() as u64;
+        let sensors: serde_json::Map<String, Value> = st
+            .slots
+            .iter()
+            .map(|(n, s)| (n.clone(), s.stats.to_json(s.queue_fill(), now_ms)))
+            .collect();
+        json!({
+            "ok": true,
+            "recording": st.trace.is_some(),
+            "trace": st.trace.as_ref().map(|t| t.name.clone()),
+            "trace_dir": st.trace.as_ref().map(|t| t.dir.clone()),
+            "stopped_reason": st.stopped_reason,
+            "disk": {
+                "data_root": self.cfg.data_root,
+                "free_bytes": st.disk_free,
+                "min_free_bytes": self.cfg.min_free_bytes,
+                "low": st.disk_free.is_some_and(|f| f < self.cfg.min_free_bytes),
+            },
+            "sensors": sensors,
+        })
+    }
+
+    /// Ends every writer thread (after [`Recorder::stop`]) and waits for them.
+    pub fn join_writers(&self) {
+        let slots: Vec<_> = std::mem::take(&mut self.lock().slots)
+            .into_values()
+            .collect();
+        for s in &slots {
+            let _ = s.tx.send(WriterMsg::Exit);
+        }
+        for s in slots {
+            let t = s.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(t) = t {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// The newest trace under `root` whose event log has no `stop` (the daemon died while
+/// recording it): its sensors are recovered (torn tails cut) and it is returned.
+pub fn recover_unfinished(root: &Path) -> Result<Option<PathBuf>> {
+    let Ok(rd) = std::fs::read_dir(root) else {
+        return Ok(None);
+    };
+    let mut traces: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.join(super::events::EVENTS_DIR).is_dir())
+        .collect();
+    traces.sort();
+    let Some(last) = traces.pop() else {
+        return Ok(None);
+    };
+    let events = read_events(&last);
+    if events.iter().rev().any(|e| e["event"] == "stop") {
+        // A trace is finished when its last start/resume is followed by a stop.
+        let last_stop = events.iter().rposition(|e| e["event"] == "stop");
+        let last_start = events.iter().rposition(|e| e["event"] == "start");
+        if last_stop > last_start {
+            return Ok(None);
+        }
+    }
+    let log = EventLog::open(&last)?;
+    for name in sensor_dirs(&last)? {
+        let r = recover_sensor(&last.join(&name))?;
+        let cuts: Vec<String> = r.cuts.iter().map(|c| c.to_string()).collect();
+        tracing::warn!(trace = %last.display(), sensor = %name, len = r.len, "recovered after a crash: {cuts:?}");
+        log.write(
+            "recovered",
+            json!({"sensor": name, "len": r.len, "cuts": cuts, "left_alone": r.left_alone}),
+        );
+    }
+    log.write(
+        "crash",
+        json!({"note": "the daemon ended without stopping this trace"}),
+    );
+    log.sync();
+    Ok(Some(last))
+}
+
+/// Local time as `YYYY.MM.DD-HH.MM.SS` (the collector's trace names).
+pub fn local_timestamp() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as libc::time_t)
+        .unwrap_or(0);
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers to a time_t and a tm we own.
+    unsafe { libc::localtime_r(&t, &mut tm) };
+    format!(
+        "{:04}.{:02}.{:02}-{:02}.{:02}.{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}

@@ -1,0 +1,130 @@
+//! Per-sensor counters, shared lock-free between a sensor's connection task (drops, gaps,
+//! queue fill), its writer thread (samples, bytes, durable watermark, fsync time) and the
+//! status command / stats log line, which read them.
+//!
+//! Counters of the current trace (`samples`, `bytes`, `durable`) are set by the writer when it
+//! opens a trace; `drops`, `gaps`, `clock_steps`, `discarded` count since the daemon started.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+/// Counters of one sensor.
+pub struct SensorStats {
+    /// The queue's byte budget.
+    pub queue_limit: u64,
+    /// Samples in the current trace's files (appended by the writer; buffered ones included).
+    pub samples: AtomicU64,
+    /// Sample bytes appended in the current trace: 8 per timestamp plus every channel's
+    /// bytes as received (before `lzmaf` compression), so for `raw`/`jpg` sensors the sum of
+    /// the channel files' sizes.
+    pub bytes: AtomicU64,
+    /// Samples known to be on disk (fsynced) in the current trace.
+    pub durable: AtomicU64,
+    /// Milliseconds since daemon start of the last fsync; `u64::MAX` for never.
+    pub last_fsync_ms: AtomicU64,
+    /// Frames dropped because the queue was full (`drop` policy).
+    pub drops: AtomicU64,
+    /// Samples missing according to the sequence numbers.
+    pub gaps: AtomicU64,
+    /// Times `ts` went backwards.
+    pub clock_steps: AtomicU64,
+    /// Frames received while no trace was recording (or after the sensor failed).
+    pub discarded: AtomicU64,
+    /// Highest queue fill seen, bytes.
+    pub queue_high_water: AtomicU64,
+    pub connected: AtomicBool,
+    /// Why the sensor failed (a write or fsync error); `None` while healthy.
+    pub failed: Mutex<Option<String>>,
+    /// Samples at the last rate computation, and the rate then (f64 bits).
+    rate_base: Mutex<(u64, Instant)>,
+    rate_bits: AtomicU64,
+}
+
+impl SensorStats {
+    /// Fresh counters for a queue of `queue_limit` bytes.
+    pub fn new(queue_limit: u64) -> SensorStats {
+        SensorStats {
+            queue_limit,
+            samples: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            durable: AtomicU64::new(0),
+            last_fsync_ms: AtomicU64::new(u64::MAX),
+            drops: AtomicU64::new(0),
+            gaps: AtomicU64::new(0),
+            clock_steps: AtomicU64::new(0),
+            discarded: AtomicU64::new(0),
+            queue_high_water: AtomicU64::new(0),
+            connected: AtomicBool::new(false),
+            failed: Mutex::new(None),
+            rate_base: Mutex::new((0, Instant::now())),
+            rate_bits: AtomicU64::new(0f64.to_bits()),
+        }
+    }
+
+    /// The failure message, if the sensor failed.
+    pub fn failure(&self) -> Option<String> {
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Records a failure (the first one wins).
+    pub fn set_failed(&self, msg: String) {
+        let mut f = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        if f.is_none() {
+            *f = Some(msg);
+        }
+    }
+
+    /// Clears the failure (a new trace opens new files).
+    pub fn clear_failed(&self) {
+        *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// Notes the queue fill after a frame was queued.
+    pub fn note_fill(&self, fill: u64) {
+        self.queue_high_water.fetch_max(fill, Relaxed);
+    }
+
+    /// Recomputes the sample rate from the samples since the last call; returns it.
+    pub fn update_rate(&self) -> f64 {
+        let now = Instant::now();
+        let samples = self.samples.load(Relaxed);
+        let mut base = self.rate_base.lock().unwrap_or_else(|p| p.into_inner());
+        let dt = now.duration_since(base.1).as_secs_f64();
+        let rate = if dt > 0.0 && samples >= base.0 {
+            (samples - base.0) as f64 / dt
+        } else {
+            0.0
+        };
+        *base = (samples, now);
+        self.rate_bits.store(rate.to_bits(), Relaxed);
+        rate
+    }
+
+    /// The status object of this sensor. `queue_fill` is read from the queue's semaphore by
+    /// the caller; `now_ms` is milliseconds since daemon start.
+    pub fn to_json(&self, queue_fill: u64, now_ms: u64) -> Value {
+        let last = self.last_fsync_ms.load(Relaxed);
+        json!({
+            "connected": self.connected.load(Relaxed),
+            "failed": self.failure(),
+            "samples": self.samples.load(Relaxed),
+            "bytes": self.bytes.load(Relaxed),
+            "rate_hz": (f64::from_bits(self.rate_bits.load(Relaxed)) * 100.0).round() / 100.0,
+            "queue_bytes": queue_fill,
+            "queue_high_water": self.queue_high_water.load(Relaxed),
+            "queue_limit": self.queue_limit,
+            "drops": self.drops.load(Relaxed),
+            "gaps": self.gaps.load(Relaxed),
+            "clock_steps": self.clock_steps.load(Relaxed),
+            "discarded": self.discarded.load(Relaxed),
+            "durable": self.durable.load(Relaxed),
+            "last_fsync_age_ms": if last == u64::MAX { Value::Null } else { now_ms.saturating_sub(last).into() },
+        })
+    }
+}

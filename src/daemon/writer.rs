@@ -1,0 +1,502 @@
+//! One writer thread per sensor: drains the sensor's queue into a
+//! [`crate::format::SensorWriter`], flushes to the kernel every `flush_interval_ms`, fsyncs per
+//! the [`FsyncPolicy`], keeps the durable watermark, and remembers a failure.
+//!
+//! The queue carries batches of whole, already validated frames (the connection task checked
+//! them), plus control messages in the same order as the frames: a trace switch (`Open`) or a
+//! durability request is therefore an exact cut in the sensor's sample stream.
+//!
+//! File I/O is blocking, so this is a plain thread, not a tokio task. `lzmaf` samples are
+//! compressed by scoped worker threads of the writer (`compress_threads` per sensor), off the
+//! ingest path, and appended pre-compressed with `SensorWriter::append_encoded`.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+use super::config::FsyncPolicy;
+use super::events::EventLog;
+use super::protocol::FrameLayout;
+use super::stats::SensorStats;
+use crate::format::{lzma, ChannelFormat, SensorMeta, SensorWriter as FileWriter, WriterOptions};
+
+/// A reply carrying a sample count, or why there is none.
+pub type CountReply = oneshot::Sender<Result<u64, String>>;
+
+/// What a sensor's queue carries.
+pub enum WriterMsg {
+    /// Whole frames back to back (each with its `u32` length); `cost` permits of the queue's
+    /// byte budget are returned once they are written.
+    Batch {
+        data: Bytes,
+        frames: u32,
+        cost: usize,
+    },
+    /// fsync now; reply with the durable count.
+    Sync(CountReply),
+    /// Reply with the sample count once everything queued before is written.
+    Barrier(CountReply),
+    /// Finish the current trace's files (if any) and create or resume `<trace>/<sensor>`.
+    Open {
+        trace: PathBuf,
+        events: Arc<EventLog>,
+        reply: CountReply,
+    },
+    /// Finish the current trace's files; reply with the final count.
+    Close(CountReply),
+    /// Finish and end the thread.
+    Exit,
+}
+
+/// Something the daemon must act on.
+#[derive(Debug)]
+pub enum WriterNotice {
+    /// A write failed with ENOSPC/EDQUOT: stop recording.
+    DiskFull { sensor: String, error: String },
+}
+
+/// Fixed settings of a writer.
+#[derive(Clone)]
+pub struct WriterSettings {
+    pub opts: WriterOptions,
+    pub flush_interval: Duration,
+    pub fsync: FsyncPolicy,
+    pub debug_delay: Duration,
+    /// Threads compressing one sensor's `lzmaf` samples in parallel.
+    pub compress_threads: usize,
+    /// The daemon's start, for `last_fsync_ms`.
+    pub epoch: Instant,
+}
+
+struct Open {
+    files: FileWriter,
+    events: Arc<EventLog>,
+    /// Appended since the last flush / fsync.
+    unflushed: bool,
+    unsynced_bytes: u64,
+    last_flush: Instant,
+    last_sync: Instant,
+}
+
+/// The state of one writer thread.
+pub struct Writer {
+    sensor: String,
+    meta: SensorMeta,
+    layout: FrameLayout,
+    settings: WriterSettings,
+    rx: Receiver<WriterMsg>,
+    budget: Arc<Semaphore>,
+    stats: Arc<SensorStats>,
+    notices: mpsc::UnboundedSender<WriterNotice>,
+    open: Option<Open>,
+    /// Positions (among the data channels) of the channels stored as `lzmaf`.
+    lzmaf: Vec<usize>,
+}
+
+impl Writer {
+    /// A writer for `sensor`, storing `meta` (formats after overrides) from frames laid out
+    /// as `layout`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        sensor: String,
+        meta: SensorMeta,
+        layout: FrameLayout,
+        settings: WriterSettings,
+        rx: Receiver<WriterMsg>,
+        budget: Arc<Semaphore>,
+        stats: Arc<SensorStats>,
+        notices: mpsc::UnboundedSender<WriterNotice>,
+    ) -> Writer {
+        let lzmaf = meta
+            .data_channels()
+            .enumerate()
+            .filter(|(_, (_, c))| c.format == ChannelFormat::Lzmaf)
+            .map(|(i, _)| i)
+            .collect();
+        Writer {
+            lzmaf,
+            sensor,
+            meta,
+            layout,
+            settings,
+            rx,
+            budget,
+            stats,
+            notices,
+            open: None,
+        }
+    }
+
+    /// The thread's body: runs until `Exit` or until every sender is gone.
+    pub fn run(mut self) {
+        loop {
+            let msg = match self.rx.recv_timeout(self.next_timer()) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            if let Some(m) = msg {
+                if !self.handle(m) {
+                    return;
+                }
+                // Batch what is already queued before looking at the timers.
+                for _ in 0..256 {
+                    match self.rx.try_recv() {
+                        Ok(m) => {
+                            if !self.handle(m) {
+                                return;
+                            }
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
+            self.timers();
+        }
+        let _ = self.close();
+    }
+
+    fn next_timer(&self) -> Duration {
+        let Some(o) = &self.open else {
+            return Duration::from_secs(1);
+        };
+        let now = Instant::now();
+        let mut due = now + Duration::from_secs(1);
+        if o.unflushed {
+            due = due.min(o.last_flush + self.settings.flush_interval);
+        }
+        if let FsyncPolicy::Periodic { interval, .. } = self.settings.fsync {
+            if o.unsynced_bytes > 0 {
+                due = due.min(o.last_sync + interval);
+            }
+        }
+        due.saturating_duration_since(now)
+    }
+
+    fn timers(&mut self) {
+        let now = Instant::now();
+        let Some(o) = &self.open else { return };
+        let sync_due = match self.settings.fsync {
+            FsyncPolicy::Periodic { interval, bytes } => {
+                o.unsynced_bytes > 0 && (now >= o.last_sync + interval || o.unsynced_bytes >= bytes)
+            }
+            FsyncPolicy::OnRequest => false,
+        };
+        let flush_due = o.unflushed && now >= o.last_flush + self.settings.flush_interval;
+        if sync_due {
+            let _ = self.sync();
+        } else if flush_due {
+            self.flush();
+        }
+    }
+
+    /// Handles one message; `false` ends the thread.
+    fn handle(&mut self, msg: WriterMsg) -> bool {
+        match msg {
+            WriterMsg::Batch { data, frames, cost } => {
+                self.write_batch(&data, frames);
+                self.budget.add_permits(cost);
+                if let FsyncPolicy::Periodic { bytes, .. } = self.settings.fsync {
+                    if self
+                        .open
+                        .as_ref()
+                        .is_some_and(|o| o.unsynced_bytes >= bytes)
+                    {
+                        let _ = self.sync();
+                    }
+                }
+            }
+            WriterMsg::Sync(reply) => {
+                let _ = reply.send(self.sync());
+            }
+            WriterMsg::Barrier(reply) => {
+                let r = match self.stats.failure() {
+                    Some(f) => Err(f),
+                    None => Ok(self.open.as_ref().map_or(0, |o| o.files.len())),
+                };
+                let _ = reply.send(r);
+            }
+            WriterMsg::Open {
+                trace,
+                events,
+                reply,
+            } => {
+                let _ = self.close();
+                let _ = reply.send(self.open(trace, events));
+            }
+            WriterMsg::Close(reply) => {
+                let _ = reply.send(self.close());
+            }
+            WriterMsg::Exit => {
+                let _ = self.close();
+                return false;
+            }
+        }
+        true
+    }
+
+    fn write_batch(&mut self, data: &[u8], frames: u32) {
+        if self.open.is_none() {
+            self.stats.discarded.fetch_add(u64::from(frames), Relaxed);
+            return;
+        }
+        // Frames are written in chunks: `lzmaf` samples of a chunk are compressed in
+        // parallel first, and the flush timer is checked between chunks.
+        let chunk = if self.lzmaf.is_empty() {
+            16
+        } else {
+            4 * self.settings.compress_threads
+        };
+        let mut frames_of_chunk: Vec<(f64, Vec<&[u8]>)> = Vec::with_capacity(chunk);
+        let mut pos = 0;
+        let mut written = 0u64;
+        let mut bytes = 0u64;
+        let mut error = None;
+        while pos + 4 <= data.len() && error.is_none() {
+            frames_of_chunk.clear();
+            while pos + 4 <= data.len() && frames_of_chunk.len() < chunk {
+                let len =
+                    u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes")) as usize;
+                let body = &data[pos + 4..pos + 4 + len];
+                pos += 4 + len;
+                let mut slices = Vec::with_capacity(self.layout.channel_count());
+                let ts = self.layout.split(body, &mut slices);
+                frames_of_chunk.push((ts, slices));
+            }
+            let compressed = self.compress(&frames_of_chunk);
+            let o = self.open.as_mut().expect("checked above");
+            for (k, (ts, slices)) in frames_of_chunk.iter().enumerate() {
+                if !self.settings.debug_delay.is_zero() {
+                    std::thread::sleep(self.settings.debug_delay);
+                }
+                let r = if self.lzmaf.is_empty() {
+                    o.files.append(*ts, slices)
+                } else {
+                    let mut enc = slices.clone();
+                    for (c, &ch) in self.lzmaf.iter().enumerate() {
+                        enc[ch] = &compressed[k * self.lzmaf.len() + c];
+                    }
+                    o.files.append_encoded(*ts, &enc)
+                };
+                if let Err(e) = r {
+                    error = Some(e);
+                    break;
+                }
+                written += 1;
+                bytes += 8 + slices.iter().map(|s| s.len() as u64).sum::<u64>();
+            }
+            // A long batch (slow disk, compression) must not hold samples in user space
+            // past the flush interval: that bounds what a kill -9 loses.
+            if error.is_none() && Instant::now() >= o.last_flush + self.settings.flush_interval {
+                match o.files.flush() {
+                    Ok(()) => {
+                        o.last_flush = Instant::now();
+                        o.unflushed = false;
+                    }
+                    Err(e) => error = Some(e),
+                }
+            }
+        }
+        let o = self.open.as_mut().expect("checked above");
+        // (A flush with nothing buffered costs no syscall.)
+        o.unflushed |= written > 0;
+        o.unsynced_bytes += bytes;
+        self.stats.samples.store(o.files.len(), Relaxed);
+        self.stats.bytes.fetch_add(bytes, Relaxed);
+        if let Some(e) = error {
+            let lost = u64::from(frames) - written;
+            self.stats.discarded.fetch_add(lost, Relaxed);
+            self.fail("append", e);
+        }
+    }
+
+    /// Compresses the `lzmaf` channels of `frames` on up to `compress_threads` threads;
+    /// result `k * lzmaf.len() + c` is frame k's c-th `lzmaf` channel.
+    fn compress(&self, frames: &[(f64, Vec<&[u8]>)]) -> Vec<Vec<u8>> {
+        if self.lzmaf.is_empty() {
+            return Vec::new();
+        }
+        let jobs: Vec<&[u8]> = frames
+            .iter()
+            .flat_map(|(_, s)| self.lzmaf.iter().map(move |&ch| s[ch]))
+            .collect();
+        let preset = self.settings.opts.lzmaf_preset;
+        let threads = self.settings.compress_threads.max(1).min(jobs.len());
+        if threads <= 1 {
+            return jobs.iter().map(|j| lzma::compress(j, preset)).collect();
+        }
+        let per = jobs.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = jobs
+                .chunks(per)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|j| lzma::compress(j, preset))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("compression thread"))
+                .collect()
+        })
+    }
+
+    fn flush(&mut self) {
+        let Some(o) = self.open.as_mut() else { return };
+        match o.files.flush() {
+            Ok(()) => {
+                o.unflushed = false;
+                o.last_flush = Instant::now();
+            }
+            Err(e) => self.fail("flush", e),
+        }
+    }
+
+    fn sync(&mut self) -> Result<u64, String> {
+        if let Some(f) = self.stats.failure() {
+            return Err(f);
+        }
+        let Some(o) = self.open.as_mut() else {
+            return Ok(0);
+        };
+        // Everything to the kernel first: `SensorWriter::sync` flushes each channel just
+        // before fsyncing it, so a slow fsync (a blob directory of many files) would
+        // otherwise leave later channels in user space for its whole duration.
+        match o.files.flush().and_then(|()| o.files.sync()) {
+            Ok(n) => {
+                let now = Instant::now();
+                o.unflushed = false;
+                o.unsynced_bytes = 0;
+                o.last_flush = now;
+                o.last_sync = now;
+                self.stats.durable.store(n, Relaxed);
+                self.stats.last_fsync_ms.store(
+                    now.duration_since(self.settings.epoch).as_millis() as u64,
+                    Relaxed,
+                );
+                Ok(n)
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                self.fail("fsync", e);
+                Err(msg)
+            }
+        }
+    }
+
+    /// A write, flush or fsync failed: those files are not trusted again (the format library
+    /// remembers the failure too); the sensor is reported failed, the others keep running.
+    fn fail(&mut self, what: &str, e: crate::Error) {
+        let msg = format!("{what} failed: {e}");
+        tracing::error!(sensor = %self.sensor, "{msg}");
+        self.stats.set_failed(msg.clone());
+        if let Some(o) = self.open.take() {
+            o.events
+                .write("error", json!({"sensor": self.sensor, "error": msg}));
+            // The files are dropped, not finished: finishing would retry the failed write.
+            drop(o.files);
+        }
+        if super::disk::is_disk_full(&e) {
+            let _ = self.notices.send(WriterNotice::DiskFull {
+                sensor: self.sensor.clone(),
+                error: msg,
+            });
+        }
+    }
+
+    fn open(&mut self, trace: PathBuf, events: Arc<EventLog>) -> Result<u64, String> {
+        self.stats.clear_failed();
+        let dir = trace.join(&self.sensor);
+        let opened = if dir.exists() {
+            FileWriter::resume(&dir, self.meta.clone(), &self.settings.opts).map(|(w, rec)| {
+                if !rec.cuts.is_empty() || !rec.left_alone.is_empty() {
+                    let cuts: Vec<String> = rec.cuts.iter().map(|c| c.to_string()).collect();
+                    events.write(
+                        "recovered",
+                        json!({"sensor": self.sensor, "len": rec.len, "cuts": cuts,
+                               "left_alone": rec.left_alone}),
+                    );
+                }
+                w
+            })
+        } else {
+            FileWriter::create(&dir, self.meta.clone(), &self.settings.opts)
+        };
+        match opened {
+            Ok(files) => {
+                let n = files.len();
+                self.stats.samples.store(n, Relaxed);
+                self.stats.durable.store(files.durable_len(), Relaxed);
+                self.stats
+                    .bytes
+                    .store(n * self.fixed_sample_bytes(), Relaxed);
+                let now = Instant::now();
+                self.open = Some(Open {
+                    files,
+                    events,
+                    unflushed: false,
+                    unsynced_bytes: 0,
+                    last_flush: now,
+                    last_sync: now,
+                });
+                Ok(n)
+            }
+            Err(e) => {
+                let msg = format!("opening {}: {e}", dir.display());
+                tracing::error!(sensor = %self.sensor, "{msg}");
+                events.write("error", json!({"sensor": self.sensor, "error": msg}));
+                self.stats.set_failed(msg.clone());
+                Err(msg)
+            }
+        }
+    }
+
+    /// Bytes of a resumed sample when every channel is fixed-size (else only `ts` is known
+    /// without reading the files, and `bytes` counts from the resume on).
+    fn fixed_sample_bytes(&self) -> u64 {
+        8 + self
+            .meta
+            .data_channels()
+            .filter(|(_, c)| c.format.is_fixed_size())
+            .map(|(_, c)| c.sample_bytes() as u64)
+            .sum::<u64>()
+    }
+
+    fn close(&mut self) -> Result<u64, String> {
+        let Some(o) = self.open.take() else {
+            return match self.stats.failure() {
+                Some(f) => Err(f),
+                None => Ok(0),
+            };
+        };
+        match o.files.finish() {
+            Ok(n) => {
+                self.stats.durable.store(n, Relaxed);
+                self.stats.last_fsync_ms.store(
+                    Instant::now()
+                        .duration_since(self.settings.epoch)
+                        .as_millis() as u64,
+                    Relaxed,
+                );
+                Ok(n)
+            }
+            Err(e) => {
+                let msg = format!("finish failed: {e}");
+                tracing::error!(sensor = %self.sensor, "{msg}");
+                o.events
+                    .write("error", json!({"sensor": self.sensor, "error": msg}));
+                self.stats.set_failed(msg.clone());
+                Err(msg)
+            }
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! The ingest protocol against the real daemon: several sensors, durability requests,
+//! reconnect/resume, and every bad input answered with a clear error while the other sensors
+//! keep writing and nothing accepted is lost.
+
+mod daemon_support;
+
+use daemon_support::*;
+use serde_json::json;
+
+#[test]
+fn several_sensors_write_exactly_what_was_sent() {
+    let d = TestDaemon::start(json!({}));
+    let imu_hello = json!({"roverlog": 1, "sensor": "imu", "seq": true, "channels": [
+        {"name": "acc", "format": "raw", "type": "f4", "shape": [3], "desc": "m/s^2"},
+        {"name": "img", "format": "jpg", "type": "u1", "shape": [4, 4]}]});
+    let (mut imu, r) = d.connect(&imu_hello);
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["samples"], 0);
+    let (mut lidar, r) = d.connect(&raw_hello("lidar", 100));
+    assert_eq!(r["ok"], true, "{r}");
+
+    let n = 500u64;
+    let mut imu_bytes = Vec::new();
+    let mut lidar_bytes = Vec::new();
+    for i in 0..n {
+        let acc = sample(1, i, 12);
+        let img = sample(2, i, (i % 7) as usize + 1);
+        imu_bytes.extend(frame(
+            1000.0 + i as f64,
+            Some(i),
+            &[(&acc, false), (&img, true)],
+        ));
+        lidar_bytes.extend(frame(
+            2000.0 + i as f64,
+            None,
+            &[(&sample(3, i, 100), false)],
+        ));
+    }
+    // Frames split at arbitrary points: the daemon must reassemble them.
+    for chunk in imu_bytes.chunks(777) {
+        imu.send(chunk);
+    }
+    lidar.send(&lidar_bytes);
+    assert_eq!(imu.sync(), n);
+    assert_eq!(lidar.sync(), n);
+
+    let st = d.status();
+    assert_eq!(st["sensors"]["imu"]["samples"], n);
+    assert_eq!(st["sensors"]["imu"]["durable"], n);
+    assert_eq!(st["sensors"]["lidar"]["bytes"], n * 108);
+    assert_eq!(st["sensors"]["imu"]["gaps"], 0);
+
+    let trace = d.trace_dir();
+    let (ts, acc) = read_sensor(&trace, "imu", "acc");
+    let (_, img) = read_sensor(&trace, "imu", "img");
+    for i in 0..n as usize {
+        assert_eq!(ts[i], 1000.0 + i as f64);
+        assert_eq!(acc[i], sample(1, i as u64, 12));
+        assert_eq!(img[i], sample(2, i as u64, i % 7 + 1));
+    }
+    let (ts, x) = read_sensor(&trace, "lidar", "x");
+    assert_eq!(ts.len(), n as usize);
+    assert_eq!(x[499], sample(3, 499, 100));
+    // The raw sensor's files hold exactly the status's bytes.
+    let on_disk: u64 = ["ts", "x"]
+        .iter()
+        .map(|f| {
+            std::fs::metadata(trace.join("lidar").join(f))
+                .unwrap()
+                .len()
+        })
+        .sum();
+    assert_eq!(on_disk, n * 108);
+    assert!(trace.join("config.yaml").is_file());
+    let ev = events(&trace);
+    assert_eq!(ev[0]["event"], "start");
+}
+
+#[test]
+fn reconnect_continues_the_sensor_and_refuses_other_channels() {
+    let d = TestDaemon::start(json!({}));
+    let (mut a, r) = d.connect(&raw_hello("cam", 8));
+    assert_eq!(r["ok"], true);
+    for i in 0..10 {
+        a.send(&frame(i as f64, None, &[(&sample(0, i, 8), false)]));
+    }
+    assert_eq!(a.sync(), 10);
+
+    // A second live connection for the same sensor is refused.
+    let (_b, r) = d.connect(&raw_hello("cam", 8));
+    assert_eq!(r["ok"], false);
+    assert!(
+        r["error"].as_str().unwrap().contains("live connection"),
+        "{r}"
+    );
+    drop(a);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+
+    // Different channels are refused.
+    let (_c, r) = d.connect(&raw_hello("cam", 9));
+    assert_eq!(r["ok"], false);
+    assert!(
+        r["error"].as_str().unwrap().contains("different channels"),
+        "{r}"
+    );
+
+    // Same channels continue.
+    let (mut e, r) = d.connect(&raw_hello("cam", 8));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["samples"], 10);
+    for i in 10..15 {
+        e.send(&frame(i as f64, None, &[(&sample(0, i, 8), false)]));
+    }
+    assert_eq!(e.sync(), 15);
+    let (ts, x) = read_sensor(&d.trace_dir(), "cam", "x");
+    assert_eq!(ts, (0..15).map(|i| i as f64).collect::<Vec<_>>());
+    assert_eq!(x[14], sample(0, 14, 8));
+}
+
+/// Sends `good` valid frames then `bad` bytes; expects an error containing `want`, then checks
+/// that exactly the good frames were written.
+fn bad_frame_case(d: &TestDaemon, sensor: &str, bad: &[u8], want: &str) {
+    let (mut c, r) = d.connect(&raw_hello(sensor, 4));
+    assert_eq!(r["ok"], true, "{r}");
+    for i in 0..3 {
+        c.send(&frame(i as f64, None, &[(&[i as u8; 4], false)]));
+    }
+    c.send(bad);
+    let reply = c.read_reply();
+    assert_eq!(reply["ok"], false, "{sensor}: {reply}");
+    let msg = reply["error"].as_str().unwrap();
+    assert!(msg.contains(want), "{sensor}: {msg}");
+    assert!(
+        msg.contains("frame 3"),
+        "{sensor}: error names the frame: {msg}"
+    );
+    assert_eq!(c.read_to_end(), "", "connection closed after the error");
+    // The three good frames are kept, nothing partial.
+    let (mut c2, r) = d.connect(&raw_hello(sensor, 4));
+    assert_eq!(r["samples"], 3, "{sensor}: {r}");
+    assert_eq!(c2.sync(), 3);
+}
+
+#[test]
+fn bad_frames_are_refused_and_earlier_frames_kept() {
+    let d = TestDaemon::start(json!({"max_frame_bytes": 1024}));
+    // Another sensor writes all along: it must not notice.
+    let (mut steady, _) = d.connect(&raw_hello("steady", 4));
+
+    let mut short = frame(5.0, None, &[(&[1; 3], false)]);
+    bad_frame_case(&d, "short", &short, "shorter than");
+    short = frame(5.0, None, &[(&[1; 5], false)]);
+    bad_frame_case(&d, "long", &short, "after the last channel");
+    bad_frame_case(&d, "huge", &u32::MAX.to_le_bytes(), "over max_frame_bytes");
+    bad_frame_case(
+        &d,
+        "nan",
+        &frame(f64::NAN, None, &[(&[1; 4], false)]),
+        "not finite",
+    );
+    bad_frame_case(
+        &d,
+        "inf",
+        &frame(f64::INFINITY, None, &[(&[1; 4], false)]),
+        "not finite",
+    );
+
+    for i in 0..100 {
+        steady.send(&frame(i as f64, None, &[(&[7; 4], false)]));
+    }
+    assert_eq!(steady.sync(), 100);
+    let st = d.status();
+    assert_eq!(st["sensors"]["steady"]["samples"], 100);
+    assert!(st["sensors"]["steady"]["failed"].is_null());
+}
+
+#[test]
+fn bad_hellos_are_refused_with_clear_errors() {
+    let d = TestDaemon::start(json!({"max_hello_bytes": 4096, "max_channels": 4}));
+    let ch = |name: &str| json!({"name": name, "format": "raw", "type": "u1", "shape": [1]});
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (b"not json\n".to_vec(), "not valid JSON"),
+        (b"[1, 2]\n".to_vec(), "JSON object"),
+        (format!("{}\n", json!({"roverlog": 1, "sensor": "../etc", "channels": [ch("a")]})).into_bytes(), "path separator"),
+        (format!("{}\n", json!({"roverlog": 1, "sensor": "..", "channels": [ch("a")]})).into_bytes(), "invalid sensor name"),
+        (format!("{}\n", json!({"roverlog": 1, "sensor": "_virt", "channels": [ch("a")]})).into_bytes(), "virtual"),
+        (format!("{}\n", json!({"roverlog": 1, "sensor": "s", "channels": [ch("a/b")]})).into_bytes(), "invalid channel name"),
+        (format!("{}\n", json!({"roverlog": 1, "sensor": "s", "channels": [ch("ts")]})).into_bytes(), "implicit"),
+        (format!("{}\n", json!({"roverlog": 1, "sensor": "s", "channels": [ch("a"), ch("a")]})).into_bytes(), "declared twice"),
+        (format!("{}\n", json!({"roverlog": 1, "sensor": "s", "channels": [ch("a"), ch("b"), ch("c"), ch("d"), ch("e")]})).into_bytes(), "max_channels"),
+        (format!("{}\n", json!({"roverlog": 7, "sensor": "s", "channels": [ch("a")]})).into_bytes(), "protocol version"),
+        (vec![b'{'; 5000], "max_hello_bytes"),
+    ];
+    for (hello, want) in cases {
+        let (mut c, r) = Driver::connect_raw(&d.ingest_path(), &hello);
+        assert_eq!(r["ok"], false, "{r}");
+        let msg = r["error"].as_str().unwrap();
+        assert!(
+            msg.contains(want),
+            "{}: {msg}",
+            String::from_utf8_lossy(&hello[..hello.len().min(80)])
+        );
+        assert_eq!(c.read_to_end(), "");
+    }
+    // Nothing was created for refused sensors; no directory escaped data_root.
+    let trace = d.trace_dir();
+    let names: Vec<_> = std::fs::read_dir(&trace)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        names.iter().all(|n| n == "config.yaml" || n == "_roverlog"),
+        "{names:?}"
+    );
+    assert!(!d.dir.path().join("etc").exists());
+}
+
+#[test]
+fn lzmaf_override_and_sequence_gaps_and_clock_steps() {
+    let d = TestDaemon::start(json!({"formats": {"rng": {"img": "lzmaf"}}}));
+    let hello = json!({"roverlog": 1, "sensor": "rng", "seq": true,
+        "channels": [{"name": "img", "format": "raw", "type": "u2", "shape": [16, 16]}]});
+    let (mut c, r) = d.connect(&hello);
+    assert_eq!(r["ok"], true, "{r}");
+    let seqs = [0u64, 1, 2, 5, 6, 10];
+    let tss = [1.0, 2.0, 3.0, 2.5, 4.0, 5.0];
+    for (k, (&s, &t)) in seqs.iter().zip(&tss).enumerate() {
+        c.send(&frame(t, Some(s), &[(&sample(9, k as u64, 512), false)]));
+    }
+    assert_eq!(c.sync(), 6);
+    let st = d.status();
+    assert_eq!(st["sensors"]["rng"]["gaps"], 2 + 3);
+    assert_eq!(st["sensors"]["rng"]["clock_steps"], 1);
+    let trace = d.trace_dir();
+    let meta = std::fs::read_to_string(trace.join("rng/meta.json")).unwrap();
+    assert!(meta.contains("lzmaf"), "{meta}");
+    let (ts, img) = read_sensor(&trace, "rng", "img");
+    assert_eq!(ts, tss);
+    assert_eq!(img[3], sample(9, 3, 512));
+    let ev = events(&trace);
+    let gaps: Vec<_> = ev.iter().filter(|e| e["event"] == "gap").collect();
+    assert_eq!(gaps.len(), 2);
+    assert_eq!(gaps[0]["missing"], 2);
+    assert_eq!(gaps[1]["missing"], 3);
+    assert_eq!(ev.iter().filter(|e| e["event"] == "clock_step").count(), 1);
+}
