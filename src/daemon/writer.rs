@@ -368,10 +368,8 @@ impl Writer {
         let Some(o) = self.open.as_mut() else {
             return Ok(0);
         };
-        // Everything to the kernel first: `SensorWriter::sync` flushes each channel just
-        // before fsyncing it, so a slow fsync (a blob directory of many files) would
-        // otherwise leave later channels in user space for its whole duration.
-        match o.files.flush().and_then(|()| o.files.sync()) {
+        // `SensorWriter::sync` hands every channel to the kernel before the first fsync.
+        match o.files.sync() {
             Ok(n) => {
                 let now = Instant::now();
                 o.unflushed = false;

@@ -316,6 +316,9 @@ impl SensorWriter {
 
     /// fsyncs data channels, then `ts`, then the directory; returns the new durable count.
     pub fn sync(&mut self) -> Result<u64> {
+        // Everything reaches the kernel first, so a crash during a slow fsync of one channel
+        // does not cost the buffered samples of the others.
+        self.flush()?;
         for w in &mut self.channels {
             w.sync()?;
         }
