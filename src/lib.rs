@@ -13,6 +13,7 @@
 //! - [`daemon`]: the logging daemon (tokio): ingest and control sockets, per-sensor writer
 //!   threads on top of [`format`], durability, events, status, systemd notification.
 //!   Nothing else in the library uses it.
+//! - [`client`]: the driver side of the ingest protocol (blocking, std only).
 //! - [`bench`]: load generator and same-run baselines (`dd`, a plain socket sink) for
 //!   `roverlog bench` and `cargo bench`.
 //! - [`gulp`]: reader for GulpIO2 video datasets (`data_<n>.gulp` + `meta_<n>.gmeta`): zero-copy
@@ -21,6 +22,7 @@
 //! See `ARCHITECTURE.md` for the data flow from socket to disk.
 
 pub mod bench;
+pub mod client;
 pub mod daemon;
 pub mod error;
 pub mod format;

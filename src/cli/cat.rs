@@ -103,10 +103,7 @@ pub fn cat(args: CatArgs) -> Result<Outcome> {
     } else {
         cat_roverd(&args, &mut out)?;
     }
-    match out.flush() {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
-        r => r.context("writing to stdout")?,
-    }
+    out.flush().context("writing to stdout")?;
     Ok(Outcome::Ok)
 }
 
@@ -162,12 +159,10 @@ fn cat_roverd(args: &CatArgs, out: &mut impl Write) -> Result<()> {
     Ok(())
 }
 
-/// Writes to stdout; a closed pipe (`| head`) ends the output quietly.
+/// Writes to stdout. (A closed pipe ends the process through SIGPIPE, see `cli::main`.)
 fn write_all(out: &mut impl Write, bytes: &[u8]) -> roverlog::Result<()> {
-    match out.write_all(bytes) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => std::process::exit(0),
-        r => r.map_err(|e| roverlog::Error::io("<stdout>", e)),
-    }
+    out.write_all(bytes)
+        .map_err(|e| roverlog::Error::io("<stdout>", e))
 }
 
 #[cfg(test)]

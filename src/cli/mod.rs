@@ -17,6 +17,7 @@ use clap::{Parser, Subcommand};
 mod cat;
 mod ctl;
 mod daemon;
+mod replay;
 mod trace_cmds;
 
 /// roverlog: a sensor-data logger writing roverd traces, and a reader for roverd, GulpIO2 and
@@ -50,6 +51,10 @@ enum Command {
     /// Write raw bytes of one item to stdout: a roverd channel's decoded samples, a gulp
     /// video's JPEG frames, or a zarr array's rows (as zarr-python's `tobytes()`).
     Cat(cat::CatArgs),
+    /// Push a dataset into a running daemon, one driver per sensor, paced by its timestamps.
+    Replay(replay::ReplayArgs),
+    /// Write a dataset (gulp directory, roverd trace) straight to a new roverd trace.
+    Import(replay::ImportArgs),
 }
 
 /// What a command reports besides success: `Problems` maps to exit code 1.
@@ -60,6 +65,18 @@ pub enum Outcome {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Command::Info(_) | Command::Validate(_) | Command::Recover(_) | Command::Cat(_)
+    ) {
+        // These only print: when their reader goes away (`| head`), end quietly like other
+        // Unix tools instead of failing on EPIPE. (Commands that talk to sockets keep SIGPIPE
+        // ignored, so a closed connection is an error they can report.)
+        // SAFETY: setting a signal's disposition to the default before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let result = match cli.command {
         Command::Daemon(a) => return daemon::main(a),
         Command::Ctl(a) => return ctl::main(a),
@@ -67,6 +84,8 @@ pub fn main() -> ExitCode {
         Command::Validate(a) => trace_cmds::validate(a),
         Command::Recover(a) => trace_cmds::recover(a),
         Command::Cat(a) => cat::cat(a),
+        Command::Replay(a) => replay::replay(a),
+        Command::Import(a) => replay::import(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

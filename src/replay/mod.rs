@@ -3,12 +3,21 @@
 //! - [`merge`]: a time-merged stream over a trace's sensors (k-way merge of their `ts`), with
 //!   seek, time window and sensor selection.
 //! - [`sync`]: nearest-sample synchronisation of sensors against a reference sensor.
+//! - [`source`]: datasets presented as sensors (roverd traces, GulpIO2 directories; L5Kit
+//!   zarr in `zarr`).
+//! - [`play`]: a source pushed into a running daemon at a chosen rate (through [`crate::client`]).
+//! - [`import`]: a source written straight to a roverd trace.
 //!
-//! Like the format library this is plain Rust over files; pushing samples into a daemon is the
-//! CLI's job.
+//! Plain Rust over files and a blocking Unix socket: no tokio.
 
+pub mod import;
 pub mod merge;
+pub mod play;
+pub mod source;
 pub mod sync;
 
+pub use import::{import, ImportReport};
 pub use merge::{MergedSample, TimeMerge};
+pub use play::{play, PlayOptions, PlayReport};
+pub use source::{GulpSource, Source, SourceSensor, TraceSource};
 pub use sync::{nearest, SyncRow};

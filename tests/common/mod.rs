@@ -59,3 +59,29 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// Reads a trace with `tests/py/roverd_read.py` (the upstream reader's rules, numpy + lzma)
+/// and with our reader, and asserts both see the same sensors, counts and decoded bytes.
+pub fn assert_upstream_reads_same(trace: &Path) {
+    let script = std::fs::read_to_string(root().join("tests/py/roverd_read.py")).unwrap();
+    let theirs: serde_json::Value =
+        serde_json::from_str(&run_python(&script, &[trace.as_os_str()])).unwrap();
+    let t = roverlog::format::Trace::open(trace).unwrap();
+    let names = t.sensor_names();
+    assert_eq!(theirs.as_object().unwrap().len(), names.len(), "{theirs}");
+    for name in names {
+        let s = t.sensor(name).unwrap();
+        let n = s.len().unwrap();
+        assert_eq!(theirs[name]["samples"], n, "{name}");
+        for (ch, _) in &s.meta().channels {
+            let mut r = s.channel(ch).unwrap();
+            let mut all = Vec::new();
+            r.visit(0..n, |_, b| {
+                all.extend_from_slice(b);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(theirs[name]["channels"][ch], sha256_hex(&all), "{name}/{ch}");
+        }
+    }
+}

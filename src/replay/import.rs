@@ -1,0 +1,70 @@
+//! Import: any [`Source`] written straight to a roverd trace, no daemon involved.
+
+use std::fs;
+use std::path::Path;
+
+use super::source::{check_sensors, Source};
+use crate::error::{Error, IoContext, Result};
+use crate::format::{meta::write_file_atomic, SensorWriter, WriterOptions};
+
+/// What an import wrote.
+#[derive(Debug, Clone, Default)]
+pub struct ImportReport {
+    /// (sensor, samples) in source order.
+    pub sensors: Vec<(String, u64)>,
+}
+
+/// Writes every sensor of `source` into a new trace at `out` (which must not exist), with a
+/// `config.yaml` naming the source so upstream tools find the trace. `progress` is called
+/// with (samples done, samples in all).
+pub fn import(
+    source: &mut dyn Source,
+    out: &Path,
+    described_as: &str,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<ImportReport> {
+    check_sensors(source.sensors())?;
+    if out.exists() {
+        return Err(Error::io(
+            out,
+            std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "the output trace already exists",
+            ),
+        ));
+    }
+    fs::create_dir_all(out).at(out)?;
+    let config = serde_json::json!({"imported_from": described_as, "tool": "roverlog import"});
+    write_file_atomic(
+        &out.join("config.yaml"),
+        &serde_json::to_vec_pretty(&config).expect("JSON"),
+    )?;
+    let all_ts: Vec<Vec<f64>> = (0..source.sensors().len())
+        .map(|i| source.timestamps(i))
+        .collect::<Result<_>>()?;
+    let total: u64 = all_ts.iter().map(|t| t.len() as u64).sum();
+    let mut done = 0;
+    let mut report = ImportReport::default();
+    let mut buf = Vec::new();
+    for (i, ts) in all_ts.iter().enumerate() {
+        let sensor = source.sensors()[i].clone();
+        let dir = out.join(&sensor.name);
+        let mut w = SensorWriter::create(&dir, sensor.meta.clone(), &WriterOptions::default())?;
+        for (name, bytes) in source.extra_files(i) {
+            write_file_atomic(&dir.join(name), &bytes)?;
+        }
+        for (k, &t) in ts.iter().enumerate() {
+            source.read(i, k as u64, &mut buf)?;
+            let refs: Vec<&[u8]> = buf.iter().map(Vec::as_slice).collect();
+            w.append(t, &refs)?;
+            done += 1;
+            if done % 256 == 0 {
+                progress(done, total);
+            }
+        }
+        w.finish()?;
+        report.sensors.push((sensor.name, ts.len() as u64));
+    }
+    progress(done, total);
+    Ok(report)
+}

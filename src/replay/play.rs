@@ -1,0 +1,167 @@
+//! Playback: a [`Source`] pushed into a running daemon over the ingest protocol, one
+//! connection per sensor, in timestamp order, paced by the recorded timestamps.
+//!
+//! Pacing schedules every sample against one monotonic clock read at the start (`due =
+//! start + (ts - first) / rate`) and sleeps until then: errors never accumulate the way they
+//! do when sleeping the gap between samples.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::merge::TimeMerge;
+use super::source::{check_sensors, Source};
+use crate::client::Driver;
+use crate::error::{Error, Result};
+
+/// How to play.
+#[derive(Debug, Clone)]
+pub struct PlayOptions {
+    /// Speed factor (1.0 = real time); `None` sends as fast as the daemon takes them.
+    pub rate: Option<f64>,
+    /// Seconds after the source's first timestamp to start at.
+    pub start: f64,
+    /// Seconds of the source to play (from `start`); all when `None`.
+    pub duration: Option<f64>,
+    /// Start over at the end (timestamps keep increasing) until `stop` is set.
+    pub looped: bool,
+}
+
+impl Default for PlayOptions {
+    fn default() -> Self {
+        PlayOptions {
+            rate: Some(1.0),
+            start: 0.0,
+            duration: None,
+            looped: false,
+        }
+    }
+}
+
+/// What a playback did.
+#[derive(Debug, Clone, Default)]
+pub struct PlayReport {
+    /// Per sensor: (name, samples sent, durable count the daemon confirmed at the end).
+    pub sensors: Vec<(String, u64, u64)>,
+    pub samples: u64,
+    pub bytes: u64,
+    pub elapsed: Duration,
+    /// How late each sample was sent against its schedule, in seconds, sorted (empty at
+    /// maximum speed).
+    pub lateness: Vec<f64>,
+    pub loops: u64,
+}
+
+impl PlayReport {
+    /// The `q` quantile (0..=1) of lateness, in seconds.
+    pub fn late_quantile(&self, q: f64) -> Option<f64> {
+        let n = self.lateness.len();
+        (n > 0).then(|| self.lateness[((n - 1) as f64 * q).round() as usize])
+    }
+}
+
+/// Plays `source` into the daemon listening on `socket`. `progress(done, total)` is called
+/// now and then (total is per loop). Returns when the source (or window) is exhausted, or
+/// when `stop` is set.
+pub fn play(
+    source: &mut dyn Source,
+    socket: &Path,
+    opts: &PlayOptions,
+    stop: &AtomicBool,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<PlayReport> {
+    check_sensors(source.sensors())?;
+    if let Some(r) = opts.rate {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(Error::Config(format!(
+                "--rate must be a positive number, got {r}"
+            )));
+        }
+    }
+    let names: Vec<String> = source.sensors().iter().map(|s| s.name.clone()).collect();
+    let mut all = Vec::with_capacity(names.len());
+    for (i, n) in names.iter().enumerate() {
+        all.push((n.clone(), source.timestamps(i)?));
+    }
+    let mut merge = TimeMerge::from_timestamps(all)?;
+    let Some((first, last)) = merge.time_span() else {
+        return Ok(PlayReport::default());
+    };
+    let from = first + opts.start;
+    let until = opts.duration.map_or(f64::INFINITY, |d| from + d);
+    merge.window(from, until);
+    let per_loop = merge.len_in_window();
+    // Each loop is shifted by the span plus one average sample period, so time keeps going.
+    let period = if per_loop > 1 {
+        (last.min(until) - from).max(0.0) / (per_loop - 1) as f64
+    } else {
+        1.0
+    };
+    let loop_shift = (last.min(until) - from).max(0.0) + period.max(1e-6);
+
+    let mut drivers = Vec::with_capacity(names.len());
+    for (i, s) in source.sensors().iter().enumerate() {
+        let (d, hello) = Driver::connect(socket, &s.name, &s.meta, true)?;
+        drivers.push((d, hello.samples, i));
+    }
+
+    let mut report = PlayReport::default();
+    let mut buf = Vec::new();
+    let started = Instant::now();
+    let mut sent_per_sensor = vec![0u64; names.len()];
+    'outer: for k in 0u64.. {
+        let shift = k as f64 * loop_shift;
+        let mut done = 0;
+        merge.seek(from);
+        for m in merge.by_ref() {
+            if stop.load(Ordering::Relaxed) {
+                break 'outer;
+            }
+            let ts = m.ts + shift;
+            let due = opts.rate.map(|r| Duration::from_secs_f64((ts - from) / r));
+            if let Some(due) = due {
+                let now = started.elapsed();
+                if due > now {
+                    std::thread::sleep(due - now);
+                }
+            }
+            source.read(m.sensor, m.index, &mut buf)?;
+            let refs: Vec<&[u8]> = buf.iter().map(Vec::as_slice).collect();
+            let seq = m.index + k * (u32::MAX as u64);
+            drivers[m.sensor].0.send(ts, Some(seq), &refs)?;
+            if let Some(due) = due {
+                report
+                    .lateness
+                    .push(started.elapsed().saturating_sub(due).as_secs_f64());
+            }
+            report.bytes += refs.iter().map(|r| r.len() as u64).sum::<u64>();
+            report.samples += 1;
+            sent_per_sensor[m.sensor] += 1;
+            done += 1;
+            if done % 64 == 0 {
+                progress(done, per_loop);
+            }
+        }
+        progress(done, per_loop);
+        report.loops = k + 1;
+        if !opts.looped || per_loop == 0 {
+            break;
+        }
+    }
+    for (d, before, i) in &mut drivers {
+        let durable = d.sync()?;
+        let want = *before + sent_per_sensor[*i];
+        if durable < want {
+            return Err(Error::Protocol(format!(
+                "sensor {:?}: daemon confirms {durable} durable samples, expected {want}",
+                names[*i]
+            )));
+        }
+        report
+            .sensors
+            .push((names[*i].clone(), sent_per_sensor[*i], durable));
+    }
+    report.elapsed = started.elapsed();
+    report.lateness.sort_by(f64::total_cmp);
+    Ok(report)
+}
