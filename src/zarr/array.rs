@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use super::dtype::{decode_values, numpy_str_shaped, Column, DType, SwapPlan};
 use super::meta::ArrayMeta;
-use super::{read_limited, zerr, MAX_CHUNK_BYTES};
+use super::{read_limited_into, zerr, MAX_CHUNK_BYTES};
 use crate::error::{Error, Result};
 
 /// Default budget of the decoded-chunk cache.
@@ -149,7 +149,7 @@ impl ZarrArray {
                 got: u64::MAX,
                 limit: usize::MAX as u64,
             })? as usize;
-        let mut out = vec![0u8; total];
+        let mut out = alloc_output(total);
         if total == 0 {
             return Ok(out);
         }
@@ -327,25 +327,63 @@ impl ZarrArray {
         };
         let p = self.path.join(&key);
         let limit = MAX_CHUNK_BYTES.min(dst.len() as u64 * 2) + COMPRESSED_SLACK;
-        match read_limited(&p, limit, "chunk")? {
-            None => {
-                if self.fill.iter().all(|&b| b == 0) {
-                    dst.fill(0);
-                } else {
-                    for el in dst.chunks_exact_mut(self.fill.len()) {
-                        el.copy_from_slice(&self.fill);
-                    }
-                }
+        thread_local! {
+            // Compressed bytes of the chunk being decoded, reused across chunks: a fresh
+            // allocation per chunk costs page faults comparable to reading the file.
+            static SRC: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let found = SRC.with_borrow_mut(|src| -> Result<bool> {
+            if !read_limited_into(&p, limit, "chunk", src)? {
+                return Ok(false);
             }
-            Some(src) => {
-                self.meta
-                    .compressor
-                    .decode_into(&src, dst, &p.display().to_string())?;
-                self.swap.apply(dst);
+            let decoded = self
+                .meta
+                .compressor
+                .decode_into(src, dst, &p.display().to_string());
+            if src.capacity() > 64 << 20 {
+                // Do not keep a huge buffer pinned in this thread after an odd chunk.
+                *src = Vec::new();
+            }
+            decoded.map(|()| true)
+        })?;
+        if found {
+            self.swap.apply(dst);
+        } else if self.fill.iter().all(|&b| b == 0) {
+            dst.fill(0);
+        } else {
+            for el in dst.chunks_exact_mut(self.fill.len()) {
+                el.copy_from_slice(&self.fill);
             }
         }
         Ok(())
     }
+}
+
+/// A zeroed output buffer. Large ones get the transparent-huge-page hint numpy also gives
+/// its arrays of 4 MiB and more: without it, the first write to each 4 KiB page of a whole
+/// array read costs a page fault, which measured as much as the decoding itself.
+fn alloc_output(len: usize) -> Vec<u8> {
+    let out = vec![0u8; len];
+    #[cfg(target_os = "linux")]
+    if len >= 4 << 20 {
+        const PAGE: usize = 4096;
+        let start = out.as_ptr() as usize;
+        let aligned = start.next_multiple_of(PAGE);
+        let end = (start + len) / PAGE * PAGE;
+        if end > aligned {
+            // SAFETY: madvise only changes the kernel's paging policy for whole pages inside
+            // the live allocation `out` (aligned..end lies within it); it neither reads nor
+            // writes memory and cannot invalidate it. A failure is harmless and ignored.
+            unsafe {
+                libc::madvise(
+                    aligned as *mut libc::c_void,
+                    end - aligned,
+                    libc::MADV_HUGEPAGE,
+                );
+            }
+        }
+    }
+    out
 }
 
 /// Rows read once, from which any number of fields can be sliced without decoding again.

@@ -52,30 +52,40 @@ pub const MAX_ITEMSIZE: u64 = 1 << 20;
 
 /// Reads a whole file that must not exceed `limit` bytes. `Ok(None)` when it does not exist.
 pub(crate) fn read_limited(path: &Path, limit: u64, what: &str) -> Result<Option<Vec<u8>>> {
+    let mut buf = Vec::new();
+    Ok(read_limited_into(path, limit, what, &mut buf)?.then_some(buf))
+}
+
+/// Like [`read_limited`] into a reused buffer (cleared first); `Ok(false)` when the file does
+/// not exist.
+pub(crate) fn read_limited_into(
+    path: &Path,
+    limit: u64,
+    what: &str,
+    buf: &mut Vec<u8>,
+) -> Result<bool> {
+    buf.clear();
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(Error::io(path, e)),
     };
     let len = file.metadata().at(path)?.len();
+    let too_large = |got| Error::TooLarge {
+        what: format!("{what} {}", path.display()),
+        got,
+        limit,
+    };
     if len > limit {
-        return Err(Error::TooLarge {
-            what: format!("{what} {}", path.display()),
-            got: len,
-            limit,
-        });
+        return Err(too_large(len));
     }
-    let mut buf = Vec::with_capacity(len as usize);
+    buf.reserve(len as usize);
     // `take` guards against a file that grows between metadata() and read.
-    file.take(limit + 1).read_to_end(&mut buf).at(path)?;
+    file.take(limit + 1).read_to_end(buf).at(path)?;
     if buf.len() as u64 > limit {
-        return Err(Error::TooLarge {
-            what: format!("{what} {}", path.display()),
-            got: buf.len() as u64,
-            limit,
-        });
+        return Err(too_large(buf.len() as u64));
     }
-    Ok(Some(buf))
+    Ok(true)
 }
 
 /// A `Zarr` error for `path`.
