@@ -134,3 +134,26 @@ fn dataset_without_l5kit_arrays_is_an_error() {
     let e = ChunkedDataset::open(dir.path()).unwrap_err().to_string();
     assert!(e.contains("scenes"), "{e}");
 }
+
+#[test]
+fn hostile_shapes_fail_instead_of_aborting() {
+    let dir = tempfile::tempdir().unwrap();
+    for (shape, dtype) in [(1u64 << 50, "|u1"), (1 << 60, "<f8")] {
+        let arr = dir.path().join(format!("a{shape}"));
+        fs::create_dir(&arr).unwrap();
+        fs::write(
+            arr.join(".zarray"),
+            format!(
+                r#"{{"zarr_format":2,"shape":[{shape}],"chunks":[1000],"dtype":"{dtype}",
+                "compressor":null,"fill_value":0,"filters":null,"order":"C"}}"#
+            ),
+        )
+        .unwrap();
+        let a = ZarrArray::open(&arr).unwrap();
+        assert!(matches!(a.read_all(), Err(Error::TooLarge { .. })));
+        // Small reads of a huge (all-missing) array are fine.
+        assert_eq!(a.read_rows(5..10).unwrap().len(), 5 * a.row_bytes());
+        let info = roverlog::zarr::describe(&arr).unwrap();
+        assert_eq!(info.arrays[0].chunks_initialized, 0);
+    }
+}

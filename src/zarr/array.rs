@@ -141,15 +141,17 @@ impl ZarrArray {
             ));
         }
         let row_bytes = self.row_bytes() as u64;
-        let total = (range.end - range.start)
-            .checked_mul(row_bytes)
-            .filter(|&t| usize::try_from(t).is_ok())
-            .ok_or_else(|| Error::TooLarge {
-                what: format!("read of rows {range:?} of {}", self.path.display()),
-                got: u64::MAX,
-                limit: usize::MAX as u64,
-            })? as usize;
-        let mut out = alloc_output(total);
+        let total = (range.end - range.start).saturating_mul(row_bytes);
+        let too_large = || Error::TooLarge {
+            what: format!("read of rows {range:?} of {}", self.path.display()),
+            got: total,
+            limit: isize::MAX as u64,
+        };
+        let total = usize::try_from(total)
+            .ok()
+            .filter(|&t| t <= isize::MAX as usize)
+            .ok_or_else(too_large)?;
+        let mut out = alloc_output(total).ok_or_else(too_large)?;
         if total == 0 {
             return Ok(out);
         }
@@ -359,11 +361,25 @@ impl ZarrArray {
     }
 }
 
-/// A zeroed output buffer. Large ones get the transparent-huge-page hint numpy also gives
-/// its arrays of 4 MiB and more: without it, the first write to each 4 KiB page of a whole
-/// array read costs a page fault, which measured as much as the decoding itself.
-fn alloc_output(len: usize) -> Vec<u8> {
-    let out = vec![0u8; len];
+/// A zeroed output buffer, `None` when the allocator refuses (a hostile shape must not abort
+/// the process). Large buffers get the transparent-huge-page hint numpy also gives its arrays
+/// of 4 MiB and more: without it, the first write to each 4 KiB page of a whole-array read
+/// costs a page fault, which measured as much as the decoding itself.
+fn alloc_output(len: usize) -> Option<Vec<u8>> {
+    if len == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(len).ok()?;
+    // SAFETY: `layout` has non-zero size. A non-null result is `len` zeroed bytes from the
+    // global allocator with exactly this layout (align 1), which is what Vec::from_raw_parts
+    // requires for a Vec<u8> of length and capacity `len`.
+    let out = unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout);
+        if ptr.is_null() {
+            return None;
+        }
+        Vec::from_raw_parts(ptr, len, len)
+    };
     #[cfg(target_os = "linux")]
     if len >= 4 << 20 {
         const PAGE: usize = 4096;
@@ -383,7 +399,7 @@ fn alloc_output(len: usize) -> Vec<u8> {
             }
         }
     }
-    out
+    Some(out)
 }
 
 /// Rows read once, from which any number of fields can be sliced without decoding again.

@@ -77,7 +77,7 @@ impl ArrayMeta {
         let dtype = DType::from_json(obj.get("dtype").unwrap_or(&Value::Null))
             .map_err(|m| zerr(path, m))?;
         let item = dtype.itemsize() as u64;
-        let chunk_bytes = chunks
+        chunks
             .iter()
             .try_fold(item, |acc, &d| acc.checked_mul(d))
             .filter(|&b| b <= MAX_CHUNK_BYTES)
@@ -90,7 +90,6 @@ impl ArrayMeta {
                     ),
                 )
             })?;
-        let _ = chunk_bytes;
         // The total size must at least be representable, so row arithmetic cannot overflow.
         shape
             .iter()
