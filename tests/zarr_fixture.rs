@@ -254,3 +254,32 @@ fn cat_writes_rows_and_fields() {
     let e = roverlog::zarr::cat(&store().join("agents"), 0..1, Some("nope"), &mut Vec::new());
     assert!(e.unwrap_err().to_string().contains("track_id"));
 }
+
+#[test]
+fn older_datasets_without_traffic_light_faces_open() {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["", "scenes", "frames", "agents"] {
+        let (from, to) = (store().join(sub), dir.path().join(sub));
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(&from).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_file() {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+    let ds = ChunkedDataset::open(dir.path()).unwrap();
+    assert!(ds.traffic_light_faces.is_none());
+    assert!(ds.traffic_light_faces(0..0).unwrap().is_empty());
+    let frames = ds.frames(0..2).unwrap();
+    assert_eq!(
+        ds.agents_of_frame(&frames[1]).unwrap().len() as i64,
+        frames[1].agent_index_interval[1] - frames[1].agent_index_interval[0]
+    );
+    // The fixture's frames still point at light faces: asking for them names the gap.
+    let e = ds
+        .traffic_light_faces_of_frame(&frames[1])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("traffic_light_faces"), "{e}");
+}
