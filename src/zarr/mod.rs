@@ -9,7 +9,7 @@
 //! - [`codec`]: the compressors numcodecs writes (Blosc, Zstd, Zlib, GZip, LZ4, none), each
 //!   decoding into a buffer of exactly the chunk's size; [`blosc`] validates the Blosc header
 //!   before handing a chunk to c-blosc.
-//! - [`array`]: [`ZarrArray`], row-range reads that decode each chunk once (small LRU of
+//! - [`array`](mod@array): [`ZarrArray`], row-range reads that decode each chunk once (small LRU of
 //!   decoded chunks) and decode independent chunks in parallel.
 //! - [`info`]: [`describe`] and [`cat`], the library side of `roverlog info` / `roverlog cat`.
 //! - [`l5kit`]: [`l5kit::ChunkedDataset`] with typed scenes, frames, agents and traffic
