@@ -3,21 +3,26 @@
 //!
 //! # Crate map
 //!
-//! Dependencies point downwards only; nothing below `daemon` knows about tokio or sockets.
+//! Dependencies point one way: `daemon` and the CLI use everything below them; the format
+//! library and the readers are plain Rust over files and bytes and know nothing of tokio,
+//! sockets or the daemon.
 //!
 //! - [`error`]: the one error enum, carrying the values involved.
 //! - [`format`]: the roverd on-disk format: `meta.json`, channel writers and readers
 //!   (`raw`, `lzma`, `lzmaf`, blob directories), [`format::Sensor`], [`format::Trace`],
 //!   and the consistency check / crash recovery.
-//! - [`replay`]: time-merged reading and nearest synchronisation over traces.
+//! - [`gulp`]: reader for GulpIO2 video datasets (`data_<n>.gulp` + `meta_<n>.gmeta`):
+//!   zero-copy JPEG frames from mapped files, sanity check, summary, optional JPEG decode.
+//! - [`zarr`]: Zarr v2 reader (Blosc and the numcodecs compressors, structured dtypes) and
+//!   the L5Kit dataset layer on top ([`zarr::l5kit::ChunkedDataset`]).
+//! - [`replay`]: time-merged reading, nearest synchronisation, datasets as sensor sources,
+//!   playback into a daemon and import into roverd.
+//! - [`client`]: the driver side of the ingest protocol (blocking, std only).
 //! - [`daemon`]: the logging daemon (tokio): ingest and control sockets, per-sensor writer
 //!   threads on top of [`format`], durability, events, status, systemd notification.
 //!   Nothing else in the library uses it.
-//! - [`client`]: the driver side of the ingest protocol (blocking, std only).
 //! - [`bench`]: load generator and same-run baselines (`dd`, a plain socket sink) for
 //!   `roverlog bench` and `cargo bench`.
-//! - [`gulp`]: reader for GulpIO2 video datasets (`data_<n>.gulp` + `meta_<n>.gmeta`): zero-copy
-//!   JPEG frames from mapped files, sanity check, summary, optional JPEG decode (`jpeg`).
 //!
 //! See `ARCHITECTURE.md` for the data flow from socket to disk.
 
@@ -28,5 +33,6 @@ pub mod error;
 pub mod format;
 pub mod gulp;
 pub mod replay;
+pub mod zarr;
 
 pub use error::{Error, Result};

@@ -81,7 +81,11 @@ pub fn assert_upstream_reads_same(trace: &Path) {
                 Ok(())
             })
             .unwrap();
-            assert_eq!(theirs[name]["channels"][ch], sha256_hex(&all), "{name}/{ch}");
+            assert_eq!(
+                theirs[name]["channels"][ch],
+                sha256_hex(&all),
+                "{name}/{ch}"
+            );
         }
     }
 }

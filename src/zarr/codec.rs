@@ -1,0 +1,259 @@
+//! The compressors numcodecs writes into `.zarray`, decoding one chunk into a buffer of the
+//! chunk's exact decoded size.
+//!
+//! The destination size always comes from the metadata (chunk shape times itemsize), never
+//! from the compressed bytes, so a hostile chunk cannot make us allocate more than the
+//! metadata limits allow; a chunk that decodes to any other size is an error.
+
+use std::fmt;
+use std::io::Read;
+
+use serde_json::Value;
+
+use super::blosc;
+use crate::error::{Error, Result};
+
+/// A chunk compressor from `.zarray` (`compressor`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Compressor {
+    /// `null`: chunks are stored raw.
+    None,
+    /// numcodecs `Blosc` (c-blosc 1.x frames).
+    Blosc {
+        cname: String,
+        clevel: i64,
+        shuffle: i64,
+        blocksize: i64,
+    },
+    /// numcodecs `Zstd` (zstd frames).
+    Zstd { level: i64 },
+    /// numcodecs `Zlib` (zlib stream).
+    Zlib { level: i64 },
+    /// numcodecs `GZip` (gzip member).
+    GZip { level: i64 },
+    /// numcodecs `LZ4`: a 4-byte little-endian decoded size, then one LZ4 block.
+    Lz4 { acceleration: i64 },
+    /// Anything else; reading such an array is an error naming `id`.
+    Unsupported { id: String },
+}
+
+impl Compressor {
+    /// Parses the `compressor` member of a `.zarray`.
+    pub fn from_json(v: &Value) -> Result<Compressor, String> {
+        if v.is_null() {
+            return Ok(Compressor::None);
+        }
+        let id = v
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("compressor {v} has no \"id\""))?;
+        let int = |k: &str, default: i64| v.get(k).and_then(Value::as_i64).unwrap_or(default);
+        Ok(match id {
+            "blosc" => {
+                let cname = v
+                    .get("cname")
+                    .and_then(Value::as_str)
+                    .unwrap_or("lz4")
+                    .to_string();
+                Compressor::Blosc {
+                    cname,
+                    clevel: int("clevel", 5),
+                    shuffle: int("shuffle", 1),
+                    blocksize: int("blocksize", 0),
+                }
+            }
+            "zstd" => Compressor::Zstd {
+                level: int("level", 1),
+            },
+            "zlib" => Compressor::Zlib {
+                level: int("level", 1),
+            },
+            "gzip" => Compressor::GZip {
+                level: int("level", 1),
+            },
+            "lz4" => Compressor::Lz4 {
+                acceleration: int("acceleration", 1),
+            },
+            other => Compressor::Unsupported {
+                id: other.chars().take(100).collect(),
+            },
+        })
+    }
+
+    /// The codec's name as used in errors (`blosc/lz4`, `zstd`, ...).
+    pub fn name(&self) -> String {
+        match self {
+            Compressor::None => "null".into(),
+            Compressor::Blosc { cname, .. } => format!("blosc/{cname}"),
+            Compressor::Zstd { .. } => "zstd".into(),
+            Compressor::Zlib { .. } => "zlib".into(),
+            Compressor::GZip { .. } => "gzip".into(),
+            Compressor::Lz4 { .. } => "lz4".into(),
+            Compressor::Unsupported { id } => id.clone(),
+        }
+    }
+
+    /// Decodes `src` into `dst`, which must come out exactly full. `what` names the chunk in
+    /// errors (e.g. its path).
+    pub fn decode_into(&self, src: &[u8], dst: &mut [u8], what: &str) -> Result<()> {
+        let err = |msg: String| Error::Codec {
+            codec: self.name(),
+            msg: format!("{what}: {msg}"),
+        };
+        match self {
+            Compressor::None => {
+                if src.len() != dst.len() {
+                    return Err(err(format!(
+                        "raw chunk is {} bytes, expected {}",
+                        src.len(),
+                        dst.len()
+                    )));
+                }
+                dst.copy_from_slice(src);
+                Ok(())
+            }
+            Compressor::Blosc { .. } => blosc::decompress_into(src, dst).map_err(err),
+            Compressor::Zstd { .. } => {
+                let n = zstd::bulk::decompress_to_buffer(src, dst)
+                    .map_err(|e| err(format!("corrupt zstd data: {e}")))?;
+                expect_len(n, dst.len()).map_err(err)
+            }
+            Compressor::Zlib { .. } => {
+                read_exact_stream(flate2::read::ZlibDecoder::new(src), dst).map_err(err)
+            }
+            Compressor::GZip { .. } => {
+                read_exact_stream(flate2::read::MultiGzDecoder::new(src), dst).map_err(err)
+            }
+            Compressor::Lz4 { .. } => {
+                if src.len() < 4 {
+                    return Err(err(format!("{} bytes, no size prefix", src.len())));
+                }
+                let size = u32::from_le_bytes(src[..4].try_into().unwrap()) as usize;
+                expect_len(size, dst.len()).map_err(err)?;
+                // `size` fits in i32: dst sizes are capped by MAX_CHUNK_BYTES.
+                let n = lz4::block::decompress_to_buffer(&src[4..], Some(size as i32), dst)
+                    .map_err(|e| err(format!("corrupt lz4 block: {e}")))?;
+                expect_len(n, dst.len()).map_err(err)
+            }
+            Compressor::Unsupported { id } => {
+                Err(err(format!("compressor {id:?} is not supported")))
+            }
+        }
+    }
+}
+
+fn expect_len(got: usize, want: usize) -> Result<(), String> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!("decoded to {got} bytes, expected {want}"))
+    }
+}
+
+/// Fills `dst` from a decoding reader and checks the stream ends right there.
+fn read_exact_stream(mut r: impl Read, dst: &mut [u8]) -> Result<(), String> {
+    let mut filled = 0;
+    while filled < dst.len() {
+        match r.read(&mut dst[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("corrupt stream: {e}")),
+        }
+    }
+    if filled < dst.len() {
+        return Err(format!("decoded to {filled} bytes, expected {}", dst.len()));
+    }
+    let mut extra = [0u8; 1];
+    match r.read(&mut extra) {
+        Ok(0) => Ok(()),
+        Ok(_) => Err(format!(
+            "decodes to more than the expected {} bytes",
+            dst.len()
+        )),
+        Err(e) => Err(format!("corrupt stream: {e}")),
+    }
+}
+
+impl fmt::Display for Compressor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Compressor::None => f.write_str("None"),
+            Compressor::Blosc {
+                cname,
+                clevel,
+                shuffle,
+                blocksize,
+            } => {
+                let sh = match shuffle {
+                    0 => "NOSHUFFLE",
+                    1 => "SHUFFLE",
+                    2 => "BITSHUFFLE",
+                    -1 => "AUTOSHUFFLE",
+                    _ => "?",
+                };
+                write!(
+                    f,
+                    "Blosc(cname='{cname}', clevel={clevel}, shuffle={sh}, blocksize={blocksize})"
+                )
+            }
+            Compressor::Zstd { level } => write!(f, "Zstd(level={level})"),
+            Compressor::Zlib { level } => write!(f, "Zlib(level={level})"),
+            Compressor::GZip { level } => write!(f, "GZip(level={level})"),
+            Compressor::Lz4 { acceleration } => write!(f, "LZ4(acceleration={acceleration})"),
+            Compressor::Unsupported { id } => write!(f, "{id} (unsupported)"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn all() -> Vec<Compressor> {
+        [
+            json!(null),
+            json!({"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1}),
+            json!({"id": "zstd"}),
+            json!({"id": "zlib"}),
+            json!({"id": "gzip"}),
+            json!({"id": "lz4"}),
+        ]
+        .iter()
+        .map(|v| Compressor::from_json(v).unwrap())
+        .collect()
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let mut dst = vec![0u8; 64];
+        for c in all() {
+            for src in [
+                &b""[..],
+                &b"\x00"[..],
+                &[0xffu8; 3][..],
+                &[
+                    0x02, 0x01, 0x21, 0x01, 64, 0, 0, 0, 64, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+                ][..],
+                &[0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0][..],
+                &[0x78, 0x9c, 1, 2, 3][..],
+                &[0x1f, 0x8b, 8, 0, 0, 0][..],
+                &[64, 0, 0, 0, 0xf0, 1, 2][..],
+                &[0xff, 0xff, 0xff, 0x7f, 0xf0][..],
+            ] {
+                assert!(c.decode_into(src, &mut dst, "t").is_err(), "{c:?} {src:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn unsupported_names_itself() {
+        let c = Compressor::from_json(&json!({"id": "bz2", "level": 9})).unwrap();
+        let e = c
+            .decode_into(b"x", &mut [0u8; 1], "a/0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bz2"), "{e}");
+    }
+}

@@ -1,0 +1,684 @@
+//! numpy dtypes as zarr v2 stores them in `.zarray`, and what we need to read them.
+//!
+//! A dtype is either a scalar type string (`"<f8"`, `">i4"`, `"|b1"`, `"<U16"`, `"|S5"`,
+//! `"|V8"`) or a structured list of `[name, type]` / `[name, type, shape]` fields where `type`
+//! may itself be a list (nesting). Rows are packed: each field starts where the previous one
+//! ends, as numpy's `descr` describes them (padding shows up as unnamed `|V` fields).
+//!
+//! Data is normalised to little-endian once per decoded chunk ([`SwapPlan`]); afterwards every
+//! field can be sliced out of the packed rows without decoding anything again.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use super::{MAX_DTYPE_DEPTH, MAX_FIELDS, MAX_ITEMSIZE, MAX_NDIM};
+
+/// The kind of a scalar numpy type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalarKind {
+    /// `b1`: one byte, 0 or 1.
+    Bool,
+    /// `i1 i2 i4 i8`.
+    Int,
+    /// `u1 u2 u4 u8`.
+    UInt,
+    /// `f2 f4 f8`.
+    Float,
+    /// `S n`: n bytes, NUL-padded.
+    Bytes,
+    /// `U n`: n UTF-32 code units (size is 4n bytes), NUL-padded.
+    Unicode,
+    /// `V n`: n opaque bytes (also padding between fields).
+    Void,
+}
+
+/// A scalar type with its size in bytes and stored byte order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scalar {
+    pub kind: ScalarKind,
+    /// Size in bytes (for `U n` that is `4 * n`).
+    pub size: usize,
+    /// Stored big-endian (`>`); converted to little-endian on read.
+    pub big_endian: bool,
+}
+
+/// One field of a structured dtype.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    /// Empty for padding.
+    pub name: String,
+    pub dtype: DType,
+    /// Sub-array shape (`[]` for one value per row).
+    pub shape: Vec<usize>,
+    /// Byte offset inside the row.
+    pub offset: usize,
+}
+
+impl Field {
+    /// Number of elements of `dtype` per row (product of `shape`).
+    pub fn count(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Bytes this field takes in a row.
+    pub fn size(&self) -> usize {
+        self.count() * self.dtype.itemsize()
+    }
+}
+
+/// A numpy dtype as zarr v2 describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DType {
+    Scalar(Scalar),
+    /// Fields in declaration order, packed; `itemsize` is the row size.
+    Struct {
+        fields: Vec<Field>,
+        itemsize: usize,
+    },
+}
+
+/// Why a dtype description was rejected.
+pub type DTypeError = String;
+
+impl DType {
+    /// Parses the `dtype` member of a `.zarray`.
+    pub fn from_json(v: &Value) -> Result<DType, DTypeError> {
+        parse(v, 0)
+    }
+
+    /// Parses a numpy type string such as `"<f8"` or `"|U3"`.
+    pub fn parse_typestr(s: &str) -> Result<DType, DTypeError> {
+        parse_scalar(s).map(DType::Scalar)
+    }
+
+    /// Bytes per element.
+    pub fn itemsize(&self) -> usize {
+        match self {
+            DType::Scalar(s) => s.size,
+            DType::Struct { itemsize, .. } => *itemsize,
+        }
+    }
+
+    /// The fields of a structured dtype (empty for a scalar).
+    pub fn fields(&self) -> &[Field] {
+        match self {
+            DType::Scalar(_) => &[],
+            DType::Struct { fields, .. } => fields,
+        }
+    }
+
+    /// Finds a (possibly nested, dot-separated: `"a.b"`) field; returns its absolute offset in
+    /// the row, its dtype and its (concatenated) sub-array shape.
+    pub fn find_field(&self, path: &str) -> Option<(usize, &DType, Vec<usize>)> {
+        let mut dt = self;
+        let mut offset = 0;
+        let mut shape = Vec::new();
+        for part in path.split('.') {
+            if !shape.is_empty() {
+                // A sub-array of structs has no single per-row offset for its members.
+                return None;
+            }
+            let f = dt
+                .fields()
+                .iter()
+                .find(|f| !f.name.is_empty() && f.name == part)?;
+            offset += f.offset;
+            shape.extend_from_slice(&f.shape);
+            dt = &f.dtype;
+        }
+        Some((offset, dt, shape))
+    }
+
+    /// The byte swaps that turn one stored row into little-endian.
+    pub fn swap_plan(&self) -> SwapPlan {
+        let mut ops = Vec::new();
+        collect_swaps(self, 0, 1, &mut ops);
+        SwapPlan {
+            ops,
+            itemsize: self.itemsize(),
+        }
+    }
+
+    /// The same dtype with every byte order little-endian (what our reads return).
+    pub fn to_little_endian(&self) -> DType {
+        match self {
+            DType::Scalar(s) => DType::Scalar(Scalar {
+                big_endian: false,
+                ..*s
+            }),
+            DType::Struct { fields, itemsize } => DType::Struct {
+                fields: fields
+                    .iter()
+                    .map(|f| Field {
+                        dtype: f.dtype.to_little_endian(),
+                        ..f.clone()
+                    })
+                    .collect(),
+                itemsize: *itemsize,
+            },
+        }
+    }
+
+    /// What numpy's `str(dtype)` prints for this dtype (`int64`, `<U16`, `('<f8', (3, 3))` is
+    /// produced by [`numpy_str_shaped`]).
+    pub fn numpy_str(&self) -> String {
+        match self {
+            DType::Scalar(s) => s.numpy_str(),
+            DType::Struct { .. } => self.to_string(),
+        }
+    }
+}
+
+/// numpy's `str()` of a field's dtype including its sub-array shape, e.g. `('<i8', (2,))`.
+pub fn numpy_str_shaped(dt: &DType, shape: &[usize]) -> String {
+    if shape.is_empty() {
+        return dt.numpy_str();
+    }
+    format!("({}, {})", quoted_descr(dt), tuple(shape))
+}
+
+fn tuple(shape: &[usize]) -> String {
+    match shape {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn quoted_descr(dt: &DType) -> String {
+    match dt {
+        DType::Scalar(s) => format!("'{}'", s.typestr()),
+        DType::Struct { .. } => dt.to_string(),
+    }
+}
+
+impl Scalar {
+    /// The numpy type string, e.g. `<f8`, `|b1`, `>U4`.
+    pub fn typestr(&self) -> String {
+        let (code, n) = match self.kind {
+            ScalarKind::Bool => ('b', self.size),
+            ScalarKind::Int => ('i', self.size),
+            ScalarKind::UInt => ('u', self.size),
+            ScalarKind::Float => ('f', self.size),
+            ScalarKind::Bytes => ('S', self.size),
+            ScalarKind::Unicode => ('U', self.size / 4),
+            ScalarKind::Void => ('V', self.size),
+        };
+        let order = if self.size == 1 && self.kind != ScalarKind::Unicode
+            || matches!(self.kind, ScalarKind::Bytes | ScalarKind::Void)
+        {
+            '|'
+        } else if self.big_endian {
+            '>'
+        } else {
+            '<'
+        };
+        format!("{order}{code}{n}")
+    }
+
+    fn numpy_str(&self) -> String {
+        if self.big_endian && self.size > 1 && self.kind != ScalarKind::Bytes {
+            return self.typestr();
+        }
+        let bits = self.size * 8;
+        match self.kind {
+            ScalarKind::Bool => "bool".into(),
+            ScalarKind::Int => format!("int{bits}"),
+            ScalarKind::UInt => format!("uint{bits}"),
+            ScalarKind::Float => format!("float{bits}"),
+            ScalarKind::Bytes | ScalarKind::Unicode | ScalarKind::Void => self.typestr(),
+        }
+    }
+}
+
+/// Shown like numpy's `descr`: `<f8` or `[('a', '<i8', (2,)), ('b', '<U16')]`.
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DType::Scalar(s) => f.write_str(&s.typestr()),
+            DType::Struct { fields, .. } => {
+                f.write_str("[")?;
+                for (i, fl) in fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "('{}', {}", fl.name, quoted_descr(&fl.dtype))?;
+                    if !fl.shape.is_empty() {
+                        write!(f, ", {}", tuple(&fl.shape))?;
+                    }
+                    f.write_str(")")?;
+                }
+                f.write_str("]")
+            }
+        }
+    }
+}
+
+fn parse(v: &Value, depth: usize) -> Result<DType, DTypeError> {
+    match v {
+        Value::String(s) => DType::parse_typestr(s),
+        Value::Array(items) => {
+            if depth >= MAX_DTYPE_DEPTH {
+                return Err(format!(
+                    "structured dtype nested deeper than {MAX_DTYPE_DEPTH} levels"
+                ));
+            }
+            if items.len() > MAX_FIELDS {
+                return Err(format!(
+                    "structured dtype has {} fields, over the limit of {MAX_FIELDS}",
+                    items.len()
+                ));
+            }
+            if items.is_empty() {
+                return Err("structured dtype without fields".into());
+            }
+            let mut fields = Vec::with_capacity(items.len());
+            let mut offset: u64 = 0;
+            for item in items {
+                let parts = item
+                    .as_array()
+                    .filter(|p| p.len() == 2 || p.len() == 3)
+                    .ok_or_else(|| format!("dtype field {item} is not [name, type(, shape)]"))?;
+                let name = parts[0]
+                    .as_str()
+                    .ok_or_else(|| format!("dtype field name {} is not a string", parts[0]))?;
+                if !name.is_empty() && fields.iter().any(|f: &Field| f.name == name) {
+                    return Err(format!("dtype field {name:?} appears twice"));
+                }
+                let dtype = parse(&parts[1], depth + 1)?;
+                let shape = match parts.get(2) {
+                    None => Vec::new(),
+                    Some(s) => parse_shape(s)?,
+                };
+                let count = shape
+                    .iter()
+                    .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
+                    .ok_or("dtype sub-array shape overflows")?;
+                let size = count
+                    .checked_mul(dtype.itemsize() as u64)
+                    .filter(|&s| s <= MAX_ITEMSIZE)
+                    .ok_or_else(|| {
+                        format!("dtype field {name:?} is larger than {MAX_ITEMSIZE} bytes")
+                    })?;
+                fields.push(Field {
+                    name: name.to_string(),
+                    dtype,
+                    shape,
+                    offset: offset as usize,
+                });
+                offset += size;
+                if offset > MAX_ITEMSIZE {
+                    return Err(format!(
+                        "structured dtype itemsize over the limit of {MAX_ITEMSIZE} bytes"
+                    ));
+                }
+            }
+            Ok(DType::Struct {
+                fields,
+                itemsize: offset as usize,
+            })
+        }
+        other => Err(format!(
+            "dtype {other} is neither a type string nor a field list"
+        )),
+    }
+}
+
+fn parse_shape(v: &Value) -> Result<Vec<usize>, DTypeError> {
+    let dims = match v {
+        // numpy accepts a bare integer for a 1-D sub-array.
+        Value::Number(_) => std::slice::from_ref(v),
+        Value::Array(a) => a.as_slice(),
+        _ => return Err(format!("dtype sub-array shape {v} is not a list")),
+    };
+    if dims.len() > MAX_NDIM {
+        return Err(format!(
+            "dtype sub-array has {} dimensions, over the limit of {MAX_NDIM}",
+            dims.len()
+        ));
+    }
+    dims.iter()
+        .map(|d| {
+            d.as_u64()
+                .filter(|&d| d <= MAX_ITEMSIZE)
+                .map(|d| d as usize)
+                .ok_or_else(|| format!("dtype sub-array dimension {d} is not a small integer"))
+        })
+        .collect()
+}
+
+fn parse_scalar(s: &str) -> Result<Scalar, DTypeError> {
+    let bad = || format!("unsupported dtype {s:?}");
+    let mut chars = s.chars();
+    let order = chars.next().ok_or_else(bad)?;
+    let (order, rest) = if matches!(order, '<' | '>' | '|' | '=') {
+        (order, &s[1..])
+    } else {
+        ('|', s)
+    };
+    let code = rest.chars().next().ok_or_else(bad)?;
+    let n: u64 = rest[code.len_utf8()..].parse().map_err(|_| bad())?;
+    let (kind, size) = match (code, n) {
+        ('b', 1) => (ScalarKind::Bool, 1),
+        ('i', 1 | 2 | 4 | 8) => (ScalarKind::Int, n),
+        ('u', 1 | 2 | 4 | 8) => (ScalarKind::UInt, n),
+        ('f', 2 | 4 | 8) => (ScalarKind::Float, n),
+        ('S', _) => (ScalarKind::Bytes, n),
+        ('U', _) => (ScalarKind::Unicode, n.checked_mul(4).ok_or_else(bad)?),
+        ('V', _) => (ScalarKind::Void, n),
+        _ => return Err(bad()),
+    };
+    if size > MAX_ITEMSIZE {
+        return Err(format!(
+            "dtype {s:?} is larger than the limit of {MAX_ITEMSIZE} bytes"
+        ));
+    }
+    let big_endian =
+        order == '>' && size > 1 && !matches!(kind, ScalarKind::Bytes | ScalarKind::Void);
+    Ok(Scalar {
+        kind,
+        size: size as usize,
+        big_endian,
+    })
+}
+
+/// One run of byte swaps inside a row: `count` elements of `width` bytes from `offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Swap {
+    pub offset: usize,
+    pub width: usize,
+    pub count: usize,
+}
+
+/// The byte swaps that make rows of a dtype little-endian. Empty for little-endian dtypes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwapPlan {
+    pub ops: Vec<Swap>,
+    pub itemsize: usize,
+}
+
+impl SwapPlan {
+    /// Converts whole rows in place. `buf.len()` is a multiple of the itemsize.
+    pub fn apply(&self, buf: &mut [u8]) {
+        if self.ops.is_empty() || self.itemsize == 0 {
+            return;
+        }
+        for row in buf.chunks_exact_mut(self.itemsize) {
+            for op in &self.ops {
+                let run = &mut row[op.offset..op.offset + op.width * op.count];
+                for el in run.chunks_exact_mut(op.width) {
+                    el.reverse();
+                }
+            }
+        }
+    }
+}
+
+fn collect_swaps(dt: &DType, base: usize, count: usize, ops: &mut Vec<Swap>) {
+    match dt {
+        DType::Scalar(s) if s.big_endian => {
+            let (width, per) = match s.kind {
+                ScalarKind::Unicode => (4, s.size / 4),
+                _ => (s.size, 1),
+            };
+            if per * count > 0 {
+                ops.push(Swap {
+                    offset: base,
+                    width,
+                    count: per * count,
+                });
+            }
+        }
+        DType::Scalar(_) => {}
+        DType::Struct { fields, itemsize } => {
+            for i in 0..count {
+                for f in fields {
+                    collect_swaps(&f.dtype, base + i * itemsize + f.offset, f.count(), ops);
+                }
+            }
+        }
+    }
+}
+
+/// Typed values of one field (or of a scalar array), flattened in C order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Values {
+    Bool(Vec<bool>),
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    /// `f2` values widened to `f32`.
+    F16(Vec<f32>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    /// `U n`, trailing NULs stripped (numpy semantics).
+    Str(Vec<String>),
+    /// `S n` (trailing NULs stripped) and `V n` (as stored).
+    Bytes(Vec<Vec<u8>>),
+}
+
+/// One field of a row range as typed values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    /// Number of rows.
+    pub rows: usize,
+    /// Shape of the field within one row (`[]` for one value per row).
+    pub shape: Vec<usize>,
+    /// `rows * prod(shape)` values, row after row.
+    pub values: Values,
+}
+
+/// Decodes packed little-endian elements of scalar type `s` (`bytes.len()` is a multiple of
+/// `s.size`).
+pub fn decode_values(s: &Scalar, bytes: &[u8]) -> Values {
+    macro_rules! num {
+        ($t:ty, $v:ident) => {
+            Values::$v(
+                bytes
+                    .chunks_exact(std::mem::size_of::<$t>())
+                    .map(|c| <$t>::from_le_bytes(c.try_into().unwrap()))
+                    .collect(),
+            )
+        };
+    }
+    match (s.kind, s.size) {
+        (ScalarKind::Bool, _) => Values::Bool(bytes.iter().map(|&b| b != 0).collect()),
+        (ScalarKind::Int, 1) => num!(i8, I8),
+        (ScalarKind::Int, 2) => num!(i16, I16),
+        (ScalarKind::Int, 4) => num!(i32, I32),
+        (ScalarKind::Int, _) => num!(i64, I64),
+        (ScalarKind::UInt, 1) => Values::U8(bytes.to_vec()),
+        (ScalarKind::UInt, 2) => num!(u16, U16),
+        (ScalarKind::UInt, 4) => num!(u32, U32),
+        (ScalarKind::UInt, _) => num!(u64, U64),
+        (ScalarKind::Float, 2) => Values::F16(
+            bytes
+                .chunks_exact(2)
+                .map(|c| f16_to_f32(u16::from_le_bytes([c[0], c[1]])))
+                .collect(),
+        ),
+        (ScalarKind::Float, 4) => num!(f32, F32),
+        (ScalarKind::Float, _) => num!(f64, F64),
+        (ScalarKind::Unicode, _) if s.size == 0 => {
+            Values::Str(vec![String::new(); if bytes.is_empty() { 0 } else { 1 }])
+        }
+        (ScalarKind::Unicode, _) => {
+            Values::Str(bytes.chunks_exact(s.size).map(utf32_str).collect())
+        }
+        (ScalarKind::Bytes, _) if s.size > 0 => Values::Bytes(
+            bytes
+                .chunks_exact(s.size)
+                .map(|c| {
+                    let end = c.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+                    c[..end].to_vec()
+                })
+                .collect(),
+        ),
+        (ScalarKind::Void, _) if s.size > 0 => {
+            Values::Bytes(bytes.chunks_exact(s.size).map(<[u8]>::to_vec).collect())
+        }
+        (ScalarKind::Bytes | ScalarKind::Void, _) => Values::Bytes(Vec::new()),
+    }
+}
+
+/// A NUL-padded UTF-32LE string; invalid code points become U+FFFD.
+pub fn utf32_str(bytes: &[u8]) -> String {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .take_while(|&u| u != 0)
+        .map(|u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect()
+}
+
+/// IEEE half to single precision (exact).
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = ((h >> 15) as u32) << 31;
+    let exp = ((h >> 10) & 0x1f) as u32;
+    let man = (h & 0x3ff) as u32;
+    let bits = match exp {
+        0 if man == 0 => sign,
+        0 => {
+            // Subnormal: normalise the mantissa.
+            let mut e: u32 = 127 - 15 + 1;
+            let mut m = man;
+            while m & 0x400 == 0 {
+                m <<= 1;
+                e -= 1;
+            }
+            sign | (e << 23) | ((m & 0x3ff) << 13)
+        }
+        31 => sign | 0x7f80_0000 | (man << 13),
+        _ => sign | ((exp + 127 - 15) << 23) | (man << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// Double to IEEE half, round to nearest even (via `f32`; used for fill values only).
+pub fn f64_to_f16(v: f64) -> u16 {
+    let b = (v as f32).to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xff) as i32;
+    let man = b & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 31 {
+        return sign | 0x7c00;
+    }
+    if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        let m = man | 0x80_0000;
+        let shift = (14 - e) as u32;
+        let half = 1u32 << (shift - 1);
+        let mut r = m >> shift;
+        let rem = m & ((1 << shift) - 1);
+        if rem > half || (rem == half && r & 1 == 1) {
+            r += 1;
+        }
+        return sign | r as u16;
+    }
+    let mut r = ((e as u32) << 10) | (man >> 13);
+    let rem = man & 0x1fff;
+    if rem > 0x1000 || (rem == 0x1000 && r & 1 == 1) {
+        r += 1;
+    }
+    sign | r as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn l5kit_agents_layout() {
+        let dt = DType::from_json(&json!([
+            ["centroid", "<f8", [2]],
+            ["extent", "<f4", [3]],
+            ["yaw", "<f4"],
+            ["velocity", "<f4", [2]],
+            ["track_id", "<u8"],
+            ["label_probabilities", "<f4", [17]]
+        ]))
+        .unwrap();
+        assert_eq!(dt.itemsize(), 116);
+        let offs: Vec<usize> = dt.fields().iter().map(|f| f.offset).collect();
+        assert_eq!(offs, [0, 16, 28, 32, 40, 48]);
+        assert!(dt.swap_plan().ops.is_empty());
+        assert_eq!(
+            numpy_str_shaped(&dt.fields()[0].dtype, &dt.fields()[0].shape),
+            "('<f8', (2,))"
+        );
+        assert_eq!(dt.fields()[4].dtype.numpy_str(), "uint64");
+    }
+
+    #[test]
+    fn nested_big_endian_swaps() {
+        let dt = DType::from_json(&json!([
+            ["a", ">i2"],
+            ["s", [["x", ">f4"], ["u", ">U1"]], [2]]
+        ]))
+        .unwrap();
+        assert_eq!(dt.itemsize(), 2 + 2 * 8);
+        let mut row = vec![
+            0x01, 0x02, 1, 2, 3, 4, 0, 0, 0, 0x41, 5, 6, 7, 8, 0, 0, 0, 0x42,
+        ];
+        dt.swap_plan().apply(&mut row);
+        assert_eq!(
+            row,
+            [2, 1, 4, 3, 2, 1, 0x41, 0, 0, 0, 8, 7, 6, 5, 0x42, 0, 0, 0]
+        );
+        let (off, _, shape) = dt.find_field("a").unwrap();
+        assert_eq!((off, shape), (0, vec![]));
+        // Members of a sub-array of structs have no single offset.
+        assert!(dt.find_field("s.x").is_none());
+    }
+
+    #[test]
+    fn rejects_hostile_dtypes() {
+        assert!(DType::from_json(&json!("<i3")).is_err());
+        assert!(DType::from_json(&json!("<U99999999999")).is_err());
+        assert!(DType::from_json(&json!([["a", "<f8", [1000000, 1000000]]])).is_err());
+        assert!(DType::from_json(&json!([["a", "<f8"], ["a", "<f8"]])).is_err());
+        assert!(DType::from_json(&json!([])).is_err());
+        assert!(DType::from_json(&json!("|O")).is_err());
+        let mut deep = json!("<i1");
+        for _ in 0..20 {
+            deep = json!([["x", deep]]);
+        }
+        assert!(DType::from_json(&deep).is_err());
+    }
+
+    #[test]
+    fn half_floats() {
+        for v in [
+            0.0,
+            1.5,
+            -2.0,
+            65504.0,
+            2f64.powi(-14),
+            2f64.powi(-24),
+            3.0 * 2f64.powi(-20),
+            f64::INFINITY,
+        ] {
+            assert_eq!(f16_to_f32(f64_to_f16(v)) as f64, v, "{v}");
+        }
+        assert!(f16_to_f32(f64_to_f16(f64::NAN)).is_nan());
+    }
+}

@@ -1,0 +1,436 @@
+//! `.zarray`, `.zgroup` and `.zattrs`: Zarr v2 metadata, treated as untrusted input.
+//!
+//! Every number that later sizes an allocation is checked here: the number of dimensions, the
+//! item size (in [`super::dtype`]), the decoded chunk size, and the product of the shape.
+
+use std::path::Path;
+
+use base64::Engine;
+use serde_json::{Map, Value};
+
+use super::codec::Compressor;
+use super::dtype::{f64_to_f16, DType, ScalarKind};
+use super::{read_limited, zerr, MAX_CHUNK_BYTES, MAX_META_BYTES, MAX_NDIM};
+use crate::error::{Error, Result};
+
+/// Memory layout of a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    C,
+    /// Fortran order; we only read it where it equals C order (at most one dimension).
+    F,
+}
+
+/// A parsed `.zarray`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArrayMeta {
+    /// Shape as written (`[]` for a 0-d array).
+    pub shape: Vec<u64>,
+    /// Chunk shape (same length as `shape`).
+    pub chunks: Vec<u64>,
+    /// The dtype as stored (byte order included).
+    pub dtype: DType,
+    pub compressor: Compressor,
+    /// Ids of the filters (`filters: null` and `[]` are both empty).
+    pub filters: Vec<String>,
+    /// One element of fill, in stored byte order; `None` for `fill_value: null`.
+    pub fill_value: Option<Vec<u8>>,
+    pub order: Order,
+    /// `.` (default) or `/`.
+    pub dimension_separator: char,
+}
+
+impl ArrayMeta {
+    /// Parses `.zarray` bytes; `path` is only used in errors.
+    pub fn parse(bytes: &[u8], path: &Path) -> Result<ArrayMeta> {
+        let v: Value = serde_json::from_slice(bytes).map_err(|source| Error::Json {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| zerr(path, ".zarray is not a JSON object"))?;
+        match obj.get("zarr_format").and_then(Value::as_u64) {
+            Some(2) => {}
+            other => {
+                return Err(zerr(
+                    path,
+                    format!("zarr_format {other:?}: only Zarr v2 (zarr_format 2) is supported"),
+                ))
+            }
+        }
+        let shape = dims(obj, "shape", path)?;
+        let chunks = dims(obj, "chunks", path)?;
+        if shape.len() != chunks.len() {
+            return Err(zerr(
+                path,
+                format!(
+                    "shape has {} dimensions but chunks has {}",
+                    shape.len(),
+                    chunks.len()
+                ),
+            ));
+        }
+        if chunks.contains(&0) {
+            return Err(zerr(path, "chunk dimension 0"));
+        }
+        let dtype = DType::from_json(obj.get("dtype").unwrap_or(&Value::Null))
+            .map_err(|m| zerr(path, m))?;
+        let item = dtype.itemsize() as u64;
+        chunks
+            .iter()
+            .try_fold(item, |acc, &d| acc.checked_mul(d))
+            .filter(|&b| b <= MAX_CHUNK_BYTES)
+            .ok_or_else(|| {
+                zerr(
+                    path,
+                    format!(
+                        "chunks {chunks:?} of {item}-byte items exceed the limit of \
+                         {MAX_CHUNK_BYTES} bytes per chunk"
+                    ),
+                )
+            })?;
+        // The total size must at least be representable, so row arithmetic cannot overflow.
+        shape
+            .iter()
+            .try_fold(item.max(1), |acc, &d| acc.checked_mul(d.max(1)))
+            .ok_or_else(|| zerr(path, format!("shape {shape:?} overflows")))?;
+        let compressor = Compressor::from_json(obj.get("compressor").unwrap_or(&Value::Null))
+            .map_err(|m| zerr(path, m))?;
+        let filters = match obj.get("filters") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(fs)) => fs
+                .iter()
+                .take(64)
+                .map(|f| {
+                    f.get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("<filter without id>")
+                        .to_string()
+                })
+                .collect(),
+            Some(other) => return Err(zerr(path, format!("filters {other} is not a list"))),
+        };
+        let order = match obj.get("order").and_then(Value::as_str) {
+            Some("C") | None => Order::C,
+            Some("F") => Order::F,
+            Some(o) => {
+                return Err(zerr(
+                    path,
+                    format!("order {o:?} is neither \"C\" nor \"F\""),
+                ))
+            }
+        };
+        let dimension_separator = match obj.get("dimension_separator") {
+            None | Some(Value::Null) => '.',
+            Some(Value::String(s)) if s == "." => '.',
+            Some(Value::String(s)) if s == "/" => '/',
+            Some(other) => {
+                return Err(zerr(
+                    path,
+                    format!("dimension_separator {other} is neither \".\" nor \"/\""),
+                ))
+            }
+        };
+        let fill_value = fill_value(obj.get("fill_value").unwrap_or(&Value::Null), &dtype)
+            .map_err(|m| zerr(path, format!("fill_value: {m}")))?;
+        Ok(ArrayMeta {
+            shape,
+            chunks,
+            dtype,
+            compressor,
+            filters,
+            fill_value,
+            order,
+            dimension_separator,
+        })
+    }
+
+    /// Reads and parses `<dir>/.zarray`.
+    pub fn read(dir: &Path) -> Result<ArrayMeta> {
+        let p = dir.join(".zarray");
+        let bytes = read_limited(&p, MAX_META_BYTES, "metadata file")?
+            .ok_or_else(|| zerr(dir, "not a zarr array (no .zarray)"))?;
+        ArrayMeta::parse(&bytes, &p)
+    }
+
+    /// Decoded bytes of one chunk (all chunks are stored full size, the last one padded).
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunks.iter().product::<u64>() as usize * self.dtype.itemsize()
+    }
+
+    /// Number of chunks along each dimension.
+    pub fn chunk_grid(&self) -> Vec<u64> {
+        self.shape
+            .iter()
+            .zip(&self.chunks)
+            .map(|(s, c)| s.div_ceil(*c))
+            .collect()
+    }
+
+    /// Logical size in bytes (`prod(shape) * itemsize`).
+    pub fn nbytes(&self) -> u64 {
+        self.shape.iter().product::<u64>() * self.dtype.itemsize() as u64
+    }
+
+    /// The store key of the chunk at grid position `idx` (`"0"` for a 0-d array).
+    pub fn chunk_key(&self, idx: &[u64]) -> String {
+        if idx.is_empty() {
+            return "0".into();
+        }
+        let sep = self.dimension_separator.to_string();
+        idx.iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(&sep)
+    }
+
+    /// Errors when we cannot read this array's chunks (unsupported compressor or filters,
+    /// Fortran order over more than one dimension).
+    pub fn check_readable(&self, path: &Path) -> Result<()> {
+        if let Compressor::Unsupported { id } = &self.compressor {
+            return Err(zerr(
+                path,
+                format!(
+                    "compressor {id:?} is not supported (supported: blosc, zstd, zlib, gzip, \
+                     lz4, null)"
+                ),
+            ));
+        }
+        if !self.filters.is_empty() {
+            return Err(zerr(
+                path,
+                format!(
+                    "filters are not supported (array uses {})",
+                    self.filters.join(", ")
+                ),
+            ));
+        }
+        if self.order == Order::F && self.shape.len() > 1 {
+            return Err(zerr(
+                path,
+                format!(
+                    "order \"F\" (Fortran) is not supported for {}-dimensional arrays",
+                    self.shape.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn dims(obj: &Map<String, Value>, key: &str, path: &Path) -> Result<Vec<u64>> {
+    let a = obj
+        .get(key)
+        .and_then(Value::as_array)
+        .ok_or_else(|| zerr(path, format!("{key} is missing or not a list")))?;
+    if a.len() > MAX_NDIM {
+        return Err(zerr(
+            path,
+            format!(
+                "{key} has {} dimensions, over the limit of {MAX_NDIM}",
+                a.len()
+            ),
+        ));
+    }
+    a.iter()
+        .map(|d| {
+            d.as_u64()
+                .ok_or_else(|| zerr(path, format!("{key}: {d} is not a non-negative integer")))
+        })
+        .collect()
+}
+
+/// One element of fill in stored byte order.
+fn fill_value(v: &Value, dtype: &DType) -> Result<Option<Vec<u8>>, String> {
+    let item = dtype.itemsize();
+    let s = match (v, dtype) {
+        (Value::Null, _) => return Ok(None),
+        (Value::String(b64), DType::Struct { .. }) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map_err(|e| format!("invalid base64: {e}"))?;
+            if bytes.len() != item {
+                return Err(format!(
+                    "{} bytes of fill for a {item}-byte structured item",
+                    bytes.len()
+                ));
+            }
+            return Ok(Some(bytes));
+        }
+        (_, DType::Struct { .. }) => return Err(format!("{v} is not base64 text")),
+        (_, DType::Scalar(s)) => *s,
+    };
+    let le = |mut b: Vec<u8>| {
+        b.truncate(s.size);
+        if s.big_endian {
+            b.reverse();
+        }
+        b
+    };
+    let out = match s.kind {
+        ScalarKind::Bool => vec![u8::from(match v {
+            Value::Bool(b) => *b,
+            Value::Number(n) => n.as_f64() != Some(0.0),
+            _ => return Err(format!("{v} is not a boolean")),
+        })],
+        ScalarKind::Int | ScalarKind::UInt => {
+            let n = match v {
+                Value::Number(n) => n,
+                _ => return Err(format!("{v} is not an integer")),
+            };
+            let raw: i128 = if let Some(i) = n.as_i64() {
+                i as i128
+            } else if let Some(u) = n.as_u64() {
+                u as i128
+            } else {
+                // zarr writes integers, but numpy accepts e.g. 0.0.
+                n.as_f64().unwrap_or(0.0) as i128
+            };
+            le(raw.to_le_bytes().to_vec())
+        }
+        ScalarKind::Float => {
+            let f = match v {
+                Value::Number(n) => n.as_f64().unwrap_or(0.0),
+                Value::String(s) if s == "NaN" => f64::NAN,
+                Value::String(s) if s == "Infinity" => f64::INFINITY,
+                Value::String(s) if s == "-Infinity" => f64::NEG_INFINITY,
+                _ => return Err(format!("{v} is not a number")),
+            };
+            le(match s.size {
+                2 => f64_to_f16(f).to_le_bytes().to_vec(),
+                4 => (f as f32).to_le_bytes().to_vec(),
+                _ => f.to_le_bytes().to_vec(),
+            })
+        }
+        ScalarKind::Unicode => {
+            let text = v.as_str().ok_or_else(|| format!("{v} is not a string"))?;
+            let mut b = Vec::with_capacity(s.size);
+            for c in text.chars().take(s.size / 4) {
+                let u = c as u32;
+                b.extend_from_slice(&if s.big_endian {
+                    u.to_be_bytes()
+                } else {
+                    u.to_le_bytes()
+                });
+            }
+            b.resize(s.size, 0);
+            b
+        }
+        ScalarKind::Bytes | ScalarKind::Void => {
+            let text = v
+                .as_str()
+                .ok_or_else(|| format!("{v} is not base64 text"))?;
+            let mut b = base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .map_err(|e| format!("invalid base64: {e}"))?;
+            if b.len() > s.size {
+                return Err(format!("{} bytes of fill for {} bytes", b.len(), s.size));
+            }
+            b.resize(s.size, 0);
+            b
+        }
+    };
+    Ok(Some(out))
+}
+
+/// A parsed `.zgroup` plus its `.zattrs`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupMeta {
+    /// The `.zattrs` object (empty when absent).
+    pub attrs: Map<String, Value>,
+}
+
+impl GroupMeta {
+    /// Reads `<dir>/.zgroup` (must say `zarr_format: 2`) and `<dir>/.zattrs` if present.
+    pub fn read(dir: &Path) -> Result<GroupMeta> {
+        let p = dir.join(".zgroup");
+        let bytes = read_limited(&p, MAX_META_BYTES, "metadata file")?
+            .ok_or_else(|| zerr(dir, "not a zarr group (no .zgroup)"))?;
+        let v: Value = serde_json::from_slice(&bytes).map_err(|source| Error::Json {
+            path: p.clone(),
+            source,
+        })?;
+        if v.get("zarr_format").and_then(Value::as_u64) != Some(2) {
+            return Err(zerr(
+                &p,
+                "only Zarr v2 groups (zarr_format 2) are supported",
+            ));
+        }
+        Ok(GroupMeta {
+            attrs: read_attrs(dir)?,
+        })
+    }
+}
+
+/// Reads `<dir>/.zattrs` (an empty map when absent).
+pub fn read_attrs(dir: &Path) -> Result<Map<String, Value>> {
+    let p = dir.join(".zattrs");
+    let Some(bytes) = read_limited(&p, MAX_META_BYTES, "metadata file")? else {
+        return Ok(Map::new());
+    };
+    let v: Value = serde_json::from_slice(&bytes).map_err(|source| Error::Json {
+        path: p.clone(),
+        source,
+    })?;
+    match v {
+        Value::Object(m) => Ok(m),
+        _ => Err(zerr(&p, ".zattrs is not a JSON object")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<ArrayMeta> {
+        ArrayMeta::parse(s.as_bytes(), Path::new("t/.zarray"))
+    }
+
+    const OK: &str = r#"{"zarr_format":2,"shape":[10,4],"chunks":[3,4],"dtype":">i4",
+        "compressor":null,"fill_value":-2,"filters":null,"order":"C"}"#;
+
+    #[test]
+    fn parses_and_keys() {
+        let m = parse(OK).unwrap();
+        assert_eq!(m.chunk_grid(), [4, 1]);
+        assert_eq!(m.chunk_key(&[3, 0]), "3.0");
+        assert_eq!(m.fill_value.as_deref(), Some(&[0xff, 0xff, 0xff, 0xfe][..]));
+        assert_eq!(m.chunk_bytes(), 48);
+    }
+
+    #[test]
+    fn rejects_bad_metadata() {
+        for bad in [
+            "",
+            "[]",
+            "{",
+            r#"{"zarr_format":3}"#,
+            r#"{"zarr_format":2,"shape":[1],"chunks":[0],"dtype":"<i4","compressor":null}"#,
+            r#"{"zarr_format":2,"shape":[1],"chunks":[1,1],"dtype":"<i4","compressor":null}"#,
+            r#"{"zarr_format":2,"shape":[1],"chunks":[4294967296],"dtype":"<f8","compressor":null}"#,
+            r#"{"zarr_format":2,"shape":[18446744073709551615, 8],"chunks":[1,1],"dtype":"<f8","compressor":null}"#,
+            r#"{"zarr_format":2,"shape":[1],"chunks":[1],"dtype":"<i4","compressor":null,"order":"X"}"#,
+            r#"{"zarr_format":2,"shape":[1],"chunks":[1],"dtype":"<i4","compressor":null,"dimension_separator":"-"}"#,
+            r#"{"zarr_format":2,"shape":[1],"chunks":[1],"dtype":[["a","<i4"]],"compressor":null,"fill_value":"AAAA"}"#,
+            r#"{"zarr_format":2,"shape":[1],"chunks":[1],"dtype":"<i4","compressor":{"cname":"lz4"}}"#,
+        ] {
+            assert!(parse(bad).is_err(), "accepted {bad}");
+        }
+        let many_dims = format!(
+            r#"{{"zarr_format":2,"shape":{0},"chunks":{0},"dtype":"<i1","compressor":null}}"#,
+            serde_json::to_string(&vec![1; 40]).unwrap()
+        );
+        assert!(parse(&many_dims).is_err());
+    }
+
+    #[test]
+    fn readable_checks_name_the_problem() {
+        let f = parse(&OK.replace(r#""order":"C""#, r#""order":"F""#)).unwrap();
+        let e = f.check_readable(Path::new("a")).unwrap_err().to_string();
+        assert!(e.contains("\"F\""), "{e}");
+        let f = parse(&OK.replace(r#""filters":null"#, r#""filters":[{"id":"delta"}]"#)).unwrap();
+        let e = f.check_readable(Path::new("a")).unwrap_err().to_string();
+        assert!(e.contains("delta"), "{e}");
+    }
+}

@@ -1,0 +1,188 @@
+"""Writes Zarr v2 arrays with zarr-python 2 for tests/zarr_interop.rs.
+
+Usage: zarr_interop_write.py OUT_DIR
+
+OUT_DIR becomes a zarr group holding one array per case, and OUT_DIR/manifest.json lists
+the cases: for readable ones the file holding the expected bytes (zarr-python's
+`a[:]` converted to little-endian, `.tobytes()`), the row size, and expected bytes of some
+fields; for unreadable ones a substring the error must contain.
+"""
+import json
+import os
+import sys
+
+import numcodecs
+import numpy as np
+import zarr
+
+out = sys.argv[1]
+root = zarr.open_group(out, mode="w")
+manifest = []
+
+AGENT = [
+    ("centroid", "<f8", (2,)),
+    ("extent", "<f4", (3,)),
+    ("yaw", "<f4"),
+    ("velocity", "<f4", (2,)),
+    ("track_id", "<u8"),
+    ("label_probabilities", "<f4", (17,)),
+]
+NESTED = [
+    ("id", "<u4"),
+    ("pos", "<f8", (3,)),
+    ("inner", [("a", "<i2"), ("b", ">f4", (2, 2))]),
+    ("grid", [("x", "u1"), ("y", "<i4")], (2,)),
+    ("name", "S3"),
+    ("flag", "?"),
+]
+BIG = [("a", ">i8"), ("b", ">f4", (2,)), ("s", ">U3"), ("c", "<u2")]
+
+rng = np.random.default_rng(12345)
+
+
+def fill_random(a):
+    """Deterministic, compressible-but-not-trivial contents for any dtype."""
+    if a.dtype.names:
+        for n in a.dtype.names:
+            fill_random(a[n])
+        return
+    base = a.dtype.base if a.dtype.subdtype else a.dtype
+    flat = a.reshape(-1) if a.ndim else a.reshape(1)
+    n = flat.size
+    k = base.kind
+    if k == "f":
+        flat[...] = np.round(rng.normal(0, 100, n), 2).astype(base)
+    elif k in "iu":
+        info = np.iinfo(base)
+        flat[...] = rng.integers(max(info.min, -5000), min(info.max, 5000), n, endpoint=True).astype(base)
+    elif k == "b":
+        flat[...] = rng.integers(0, 2, n).astype(bool)
+    elif k == "U":
+        words = ["", "a", "héllo", "日本", "zzzzzzzzzz", "x\u0001y"]
+        flat[...] = [words[i % len(words)] for i in rng.integers(0, 99, n)]
+    elif k == "S":
+        words = [b"", b"ab", b"\x00\xffz", b"xyzxyzxyz"]
+        flat[...] = [words[i % len(words)] for i in rng.integers(0, 99, n)]
+    else:
+        raise ValueError(k)
+
+
+def le(x):
+    return x.astype(x.dtype.newbyteorder("<"))
+
+
+def save(name, expected, row_elems=None, fields=(), note=""):
+    path = os.path.join(out, name + ".expected")
+    with open(path, "wb") as f:
+        f.write(le(expected).tobytes())
+    entry = {"name": name, "expected": name + ".expected", "note": note}
+    entry["rows"] = int(expected.shape[0]) if expected.ndim else 1
+    fexp = {}
+    for fld in fields:
+        v = expected
+        for part in fld.split("."):
+            v = v[part]
+        fp = os.path.join(out, f"{name}.{fld}.expected")
+        with open(fp, "wb") as f:
+            f.write(le(np.ascontiguousarray(v)).tobytes())
+        fexp[fld] = f"{name}.{fld}.expected"
+    entry["fields"] = fexp
+    manifest.append(entry)
+
+
+def case(name, shape, chunks, dtype, fields=(), **kw):
+    a = root.create_dataset(name, shape=shape, chunks=chunks, dtype=dtype, **kw)
+    data = np.zeros(shape, dtype=dtype)
+    fill_random(data)
+    a[...] = data
+    save(name, a[...], fields=fields, note=str(kw))
+    return a
+
+
+# Every compressor / shuffle combination, on a plain and an L5Kit-like structured array.
+compressors = {}
+for cname in ["blosclz", "lz4", "lz4hc", "zlib", "zstd"]:
+    for shuffle in [0, 1, 2]:
+        compressors[f"blosc_{cname}_s{shuffle}"] = numcodecs.Blosc(cname=cname, clevel=5, shuffle=shuffle)
+compressors.update(
+    zstd=numcodecs.Zstd(level=3),
+    zlib=numcodecs.Zlib(level=5),
+    gzip=numcodecs.GZip(level=5),
+    lz4=numcodecs.LZ4(),
+    none=None,
+)
+for cid, comp in compressors.items():
+    case(f"c_{cid}_f8", (10007,), (1000,), "<f8", compressor=comp)
+    case(f"c_{cid}_agents", (2503,), (1000,), AGENT, fields=("track_id", "centroid", "label_probabilities"), compressor=comp)
+    case(f"c_{cid}_u2", (3001,), (1024,), "<u2", compressor=comp)
+
+# Odd chunkings.
+case("odd_2d", (37, 23), (10, 7), "<i2")
+case("odd_2d_rows", (37, 23), (10, 23), "<f4")
+case("odd_3d", (5, 6, 7), (2, 4, 3), "|u1")
+case("odd_chunk_bigger_than_shape", (5,), (10,), "<i8")
+case("odd_2d_struct", (9, 4), (4, 3), NESTED, fields=("id", "inner.a"))
+case("dimsep_slash", (17, 9), (5, 4), "<u4", dimension_separator="/")
+case("dimsep_slash_1d", (50,), (7,), "<i4", dimension_separator="/")
+case("zero_d", (), (), "<f8")
+case("empty", (0,), (5,), "<f4")
+
+# Scalar dtypes, big-endian, strings.
+for dt in ["|b1", "|i1", "|u1", "<i2", "<i4", "<i8", "<u4", "<u8", "<f2", "<f4", ">i2", ">i4", ">i8", ">u2", ">u8", ">f2", ">f4", ">f8", "<U7", ">U4", "|S5"]:
+    safe = dt.replace("<", "lt_").replace(">", "gt_").replace("|", "na_")
+    case(f"dt_{safe}", (257,), (50,), dt)
+
+# Structured: nesting, sub-arrays, big-endian fields.
+case("struct_nested", (301,), (64,), NESTED, fields=("id", "pos", "inner.a", "inner.b", "name", "flag"))
+case("struct_big", (200,), (33,), BIG, fields=("a", "b", "s", "c"), compressor=numcodecs.Blosc("zstd", 3, 2))
+
+# Missing chunks read as fill_value.
+a = root.create_dataset("missing_i4", shape=(100,), chunks=(10,), dtype="<i4", fill_value=-7, write_empty_chunks=False)
+a[15:25] = np.arange(10)
+a[50:60] = -7  # all fill: not stored
+save("missing_i4", a[:])
+a = root.create_dataset("missing_f8_nan", shape=(40,), chunks=(8,), dtype=">f8", fill_value=np.nan, write_empty_chunks=False)
+a[3:5] = [1.5, -2.25]
+save("missing_f8_nan", a[:])
+a = root.create_dataset("missing_f2", shape=(40,), chunks=(8,), dtype="<f2", fill_value=1.5, write_empty_chunks=False)
+a[30] = 7
+save("missing_f2", a[:])
+a = root.create_dataset("missing_u7", shape=(30,), chunks=(7,), dtype="<U4", fill_value="ab", write_empty_chunks=False)
+a[0] = "xyz"
+save("missing_u7", a[:])
+fv = np.zeros((), dtype=AGENT)
+fv["centroid"] = [1.0, -2.0]
+fv["track_id"] = 77
+fv["label_probabilities"][3] = 0.5
+a = root.create_dataset("missing_struct", shape=(50,), chunks=(16,), dtype=AGENT, fill_value=fv[()], write_empty_chunks=False)
+part = np.zeros(5, dtype=AGENT)
+fill_random(part)
+a[20:25] = part
+save("missing_struct", a[:], fields=("track_id",))
+a = root.create_dataset("missing_big_struct", shape=(20,), chunks=(6,), dtype=BIG, fill_value=np.array((5, [1.0, 2.0], "q", 9), dtype=BIG)[()], write_empty_chunks=False)
+a[7] = (1, [3.0, 4.0], "abc", 2)
+save("missing_big_struct", a[:], fields=("a", "s"))
+# fill_value None: zarr-python leaves missing regions uninitialised; we define them as zeros.
+a = root.create_dataset("missing_null", shape=(30,), chunks=(10,), dtype="<i8", fill_value=None)
+a[10:20] = np.arange(10) + 1
+exp = np.zeros(30, dtype="<i8")
+exp[10:20] = np.arange(10) + 1
+save("missing_null", exp)
+a = root.create_dataset("missing_2d", shape=(10, 10), chunks=(3, 4), dtype="<i2", fill_value=3, write_empty_chunks=False)
+a[4:6, 5:9] = 11
+save("missing_2d", a[:])
+
+# F order: identical to C in one dimension; an error in two.
+case("order_f_1d", (40,), (16,), "<i4", order="F")
+root.create_dataset("order_f_2d", shape=(6, 4), chunks=(3, 4), dtype="<i4", order="F")[...] = np.arange(24).reshape(6, 4)
+manifest.append({"name": "order_f_2d", "error": "\"F\""})
+
+# Unsupported compressor and filter.
+root.create_dataset("bad_bz2", shape=(10,), chunks=(5,), dtype="<i4", compressor=numcodecs.BZ2())[...] = 1
+manifest.append({"name": "bad_bz2", "error": "bz2"})
+root.create_dataset("bad_filter", shape=(10,), chunks=(5,), dtype="<i4", filters=[numcodecs.Delta(dtype="<i4")])[...] = 1
+manifest.append({"name": "bad_filter", "error": "delta"})
+
+with open(os.path.join(out, "manifest.json"), "w") as f:
+    json.dump(manifest, f, indent=1)
+print(len(manifest))
