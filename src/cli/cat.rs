@@ -100,11 +100,42 @@ pub fn cat(args: CatArgs) -> Result<Outcome> {
     let mut out = BufWriter::with_capacity(1 << 20, stdout);
     if roverlog::gulp::is_gulp_dir(&args.dataset) {
         cat_gulp(&args, &mut out)?;
+    } else if is_zarr(&args.dataset) {
+        cat_zarr(&args, &mut out)?;
     } else {
         cat_roverd(&args, &mut out)?;
     }
     out.flush().context("writing to stdout")?;
     Ok(Outcome::Ok)
+}
+
+/// Whether `path` is a zarr v2 group or array.
+pub fn is_zarr(path: &std::path::Path) -> bool {
+    path.join(".zgroup").is_file() || path.join(".zarray").is_file()
+}
+
+/// Rows of a zarr array as zarr-python's `array[a:b].tobytes()` (or one field's values).
+fn cat_zarr(args: &CatArgs, out: &mut impl Write) -> Result<()> {
+    let path =
+        if args.dataset.join(".zarray").is_file() && (args.item.is_empty() || args.item == ".") {
+            args.dataset.clone()
+        } else {
+            args.dataset.join(&args.item)
+        };
+    if !path.join(".zarray").is_file() {
+        bail!(
+            "{}: no zarr array {:?} (no .zarray)",
+            args.dataset.display(),
+            args.item
+        );
+    }
+    let len = roverlog::zarr::ZarrArray::open(&path)?.len();
+    let rows = Rows::parse(args.rows.as_deref(), len)?;
+    if rows.step != 1 {
+        bail!("--rows: zarr arrays take A:B ranges without a step");
+    }
+    roverlog::zarr::cat(&path, rows.start..rows.stop, args.field.as_deref(), out)?;
+    Ok(())
 }
 
 /// A gulp video's frames, JPEG bytes without padding, back to back.

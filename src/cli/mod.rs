@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod cat;
+pub mod cat;
 mod ctl;
 mod daemon;
 mod replay;

@@ -11,7 +11,8 @@ use roverlog::format::{self, check_sensor, recover_sensor, trace, Depth, Trace};
 
 #[derive(Args)]
 pub struct InfoArgs {
-    /// The dataset: a roverd trace (or a single sensor directory), or a gulp directory.
+    /// The dataset: a roverd trace (or a single sensor directory), a gulp directory, or a zarr
+    /// group or array.
     pub path: PathBuf,
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -68,6 +69,10 @@ fn human_bytes(n: f64) -> String {
 }
 
 pub fn info(args: InfoArgs) -> Result<Outcome> {
+    if super::cat::is_zarr(&args.path) {
+        print!("{}", roverlog::zarr::describe(&args.path)?);
+        return Ok(Outcome::Ok);
+    }
     if roverlog::gulp::is_gulp_dir(&args.path) {
         let g = roverlog::gulp::GulpDirectory::open(&args.path)?;
         print!("{}", g.describe());

@@ -1,0 +1,90 @@
+//! `roverlog cat` and `info` on the L5Kit zarr fixture, against the sha256 values
+//! zarr-python computed (`array[:].tobytes()`).
+
+mod common;
+
+use std::process::Command;
+
+fn cat(args: &[&str]) -> (i32, Vec<u8>, String) {
+    let dir = common::root().join("tests/data/l5kit_single_scene.zarr");
+    let out = Command::new(common::roverlog_bin())
+        .arg("cat")
+        .arg(&dir)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cat_matches_zarr_python_bytes() {
+    let expected: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(common::root().join("tests/data/l5kit_single_scene.expected.json")).unwrap(),
+    )
+    .unwrap();
+    for (name, a) in expected["arrays"].as_object().unwrap() {
+        let (code, bytes, err) = cat(&[name]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(
+            bytes.len() as u64,
+            a["shape"][0].as_u64().unwrap() * a["itemsize"].as_u64().unwrap()
+        );
+        assert_eq!(
+            common::sha256_hex(&bytes),
+            a["sha256_of_all_rows_raw_bytes"].as_str().unwrap(),
+            "{name}"
+        );
+    }
+    // Rows and a field: frames[10].ego_translation.
+    let (_, bytes, _) = cat(&["frames", "--rows", "10:11", "--field", "ego_translation"]);
+    let got: Vec<f64> = bytes
+        .chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let want: Vec<f64> = expected["spot_values"]["frames[10].ego_translation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(got, want);
+    // Row ranges concatenate to the whole.
+    let (_, all, _) = cat(&["agents"]);
+    let (_, a, _) = cat(&["agents", "--rows", ":19999"]);
+    let (_, b, _) = cat(&["agents", "--rows", "19999:"]);
+    assert_eq!([a, b].concat(), all);
+    for (args, want) in [
+        (&["nope"][..], "no zarr array"),
+        (&["agents", "--field", "nope"][..], "nope"),
+        (&["agents", "--rows", "1:9:2"][..], "without a step"),
+    ] {
+        let (code, _, err) = cat(args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn info_describes_a_zarr_group() {
+    let dir = common::root().join("tests/data/l5kit_single_scene.zarr");
+    let out = Command::new(common::roverlog_bin())
+        .arg("info")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success());
+    for want in [
+        "[agents]",
+        "[20802]",
+        "Blosc(cname='lz4'",
+        "[traffic_light_faces]",
+        "('host', '<U16')",
+    ] {
+        assert!(text.contains(want), "{want} missing:\n{text}");
+    }
+}
