@@ -305,3 +305,143 @@ fn gulp_fixture_imports_with_every_expected_value() {
     // The jpg channel's shape is the first frame's (video001: 32x48 RGB).
     assert_eq!(s.meta().get("img").unwrap().shape, [32, 48, 3]);
 }
+
+/// Rebuilds each array's rows from the imported channels (fields back to back, in order) and
+/// checks them against zarr-python's sha256, plus the fixture's spot values.
+#[test]
+fn l5kit_fixture_imports_with_every_expected_value_and_replays_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_trace = tmp.path().join("imported");
+    let fixture = common::root().join("tests/data/l5kit_single_scene.zarr");
+    let (ok, out, err) = roverlog(&[
+        "import".as_ref(),
+        fixture.as_os_str(),
+        out_trace.as_os_str(),
+    ]);
+    assert!(ok, "{out}{err}");
+    let (ok, out, _) = roverlog(&[
+        "validate".as_ref(),
+        "--deep".as_ref(),
+        out_trace.as_os_str(),
+    ]);
+    assert!(ok, "{out}");
+    common::assert_upstream_reads_same(&out_trace);
+
+    let expected: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(common::root().join("tests/data/l5kit_single_scene.expected.json")).unwrap(),
+    )
+    .unwrap();
+    let t = format::Trace::open(&out_trace).unwrap();
+    let column = |sensor: &str, ch: &str| -> Vec<u8> {
+        let s = t.sensor(sensor).unwrap();
+        let format::ChannelReader::Raw(r) = s.channel(ch).unwrap() else {
+            panic!("raw")
+        };
+        r.bytes().to_vec()
+    };
+    for (sensor, array) in [
+        ("ego", "frames"),
+        ("agents", "agents"),
+        ("traffic_light_faces", "traffic_light_faces"),
+    ] {
+        let a = &expected["arrays"][array];
+        let n = a["shape"][0].as_u64().unwrap() as usize;
+        let fields: Vec<&str> = a["dtype_fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f[0].as_str().unwrap())
+            .collect();
+        let cols: Vec<Vec<u8>> = fields.iter().map(|f| column(sensor, f)).collect();
+        let mut rows = Vec::new();
+        for i in 0..n {
+            for c in &cols {
+                let w = c.len() / n;
+                rows.extend_from_slice(&c[i * w..(i + 1) * w]);
+            }
+        }
+        assert_eq!(
+            rows.len(),
+            n * a["itemsize"].as_u64().unwrap() as usize,
+            "{sensor}"
+        );
+        assert_eq!(
+            common::sha256_hex(&rows),
+            a["sha256_of_all_rows_raw_bytes"].as_str().unwrap(),
+            "{sensor}"
+        );
+    }
+    let spot = &expected["spot_values"];
+    let f64s = |b: &[u8]| -> Vec<f64> {
+        b.chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let i64s = |b: &[u8]| -> Vec<i64> {
+        b.chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let ego_ns = i64s(&column("ego", "timestamp"));
+    assert_eq!(ego_ns[0], spot["frames[0].timestamp"].as_i64().unwrap());
+    assert_eq!(ego_ns[247], spot["frames[247].timestamp"].as_i64().unwrap());
+    let ego_ts = t.sensor("ego").unwrap().timestamps().unwrap();
+    for (ns, s) in ego_ns.iter().zip(&ego_ts) {
+        assert!((*ns as f64 * 1e-9 - s).abs() < 1e-6, "ts {s} for {ns} ns");
+    }
+    assert_eq!(
+        f64s(&column("ego", "ego_translation"))[30..33],
+        spot["frames[10].ego_translation"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect::<Vec<_>>()[..]
+    );
+    let intervals = i64s(&column("ego", "agent_index_interval"));
+    assert_eq!(intervals[20..22], [1004, 1102]);
+    assert_eq!(
+        f64s(&column("agents", "centroid"))[2 * 20001..2 * 20001 + 2],
+        [-837.826416015625, 1256.425537109375]
+    );
+    assert_eq!(i64s(&column("agents", "track_id"))[20001], 548);
+    // Every agent carries its frame and that frame's time.
+    let frame_of = i64s(&column("agents", "frame"));
+    let agent_ts = t.sensor("agents").unwrap().timestamps().unwrap();
+    for f in [0usize, 10, 247] {
+        let (a, b) = (intervals[2 * f] as usize, intervals[2 * f + 1] as usize);
+        assert!(frame_of[a..b].iter().all(|&x| x as usize == f));
+        assert!(agent_ts[a..b].iter().all(|&x| x == ego_ts[f]));
+    }
+    let face: Vec<u32> = column("traffic_light_faces", "face_id")[5 * 64..6 * 64]
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .take_while(|&c| c != 0)
+        .collect();
+    assert_eq!(
+        String::from_iter(face.into_iter().map(|c| char::from_u32(c).unwrap())),
+        spot["traffic_light_faces[5].face_id"].as_str().unwrap()
+    );
+
+    // Replaying the dataset into a daemon writes the same files as importing it.
+    let mut d = TestDaemon::start(json!({}));
+    let (ok, out, err) = roverlog(&[
+        "replay".as_ref(),
+        fixture.as_os_str(),
+        "--socket".as_ref(),
+        d.ingest_path().as_os_str(),
+        "--max-speed".as_ref(),
+    ]);
+    assert!(ok, "{out}{err}");
+    let trace = d.trace_dir();
+    assert!(d.stop().success(), "{}", d.log());
+    for sensor in ["ego", "agents", "traffic_light_faces"] {
+        let (a, b) = (files(&out_trace.join(sensor)), files(&trace.join(sensor)));
+        assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+        for (k, v) in &a {
+            if k != "meta.json" {
+                assert!(v == &b[k], "{sensor}/{k}: replay and import differ");
+            }
+        }
+    }
+}

@@ -53,7 +53,7 @@ enum Command {
     Cat(cat::CatArgs),
     /// Push a dataset into a running daemon, one driver per sensor, paced by its timestamps.
     Replay(replay::ReplayArgs),
-    /// Write a dataset (gulp directory, roverd trace) straight to a new roverd trace.
+    /// Write a dataset (gulp directory, L5Kit zarr, roverd trace) straight to a new roverd trace.
     Import(replay::ImportArgs),
 }
 

@@ -15,7 +15,7 @@ use roverlog::replay::{self, GulpSource, PlayOptions, Source, TraceSource};
 
 #[derive(Args)]
 pub struct ReplayArgs {
-    /// What to replay: a roverd trace or a gulp directory.
+    /// What to replay: a roverd trace, a gulp directory or an L5Kit zarr dataset.
     pub source: PathBuf,
     /// The daemon's ingest socket.
     #[arg(long, default_value = "run/ingest.sock")]
@@ -48,7 +48,7 @@ pub struct ReplayArgs {
 
 #[derive(Args)]
 pub struct ImportArgs {
-    /// The dataset: a gulp directory or a roverd trace.
+    /// The dataset: a gulp directory, an L5Kit zarr dataset or a roverd trace.
     pub source: PathBuf,
     /// The trace to create (must not exist).
     pub out: PathBuf,
@@ -68,10 +68,19 @@ fn open_source(path: &Path, sensors: &[String], fps: f64) -> Result<Box<dyn Sour
         }
         return Ok(Box::new(GulpSource::open(path, fps, 0.0)?));
     }
+    if super::cat::is_zarr(path) {
+        if !sensors.is_empty() {
+            bail!("--sensors applies to roverd traces; an L5Kit dataset gives ego, agents and traffic_light_faces");
+        }
+        return Ok(Box::new(roverlog::replay::L5KitSource::open(path)?));
+    }
     if roverlog::format::is_trace(path) {
         return Ok(Box::new(TraceSource::open(path, sensors)?));
     }
-    bail!("{}: not a roverd trace or gulp directory", path.display())
+    bail!(
+        "{}: not a roverd trace, gulp directory or L5Kit zarr dataset",
+        path.display()
+    )
 }
 
 fn bar(what: &str) -> ProgressBar {

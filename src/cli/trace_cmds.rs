@@ -122,6 +122,14 @@ pub fn info(args: InfoArgs) -> Result<Outcome> {
         return Ok(Outcome::Ok);
     }
     println!("{}", args.path.display());
+    let width = sensors_json
+        .iter()
+        .flat_map(|s| s["channels"].as_array().into_iter().flatten())
+        .filter_map(|c| c["name"].as_str())
+        .map(str::len)
+        .max()
+        .unwrap_or(0)
+        .max(14);
     for s in &sensors_json {
         println!(
             "  {:<16} {:>10} samples {:>10.2} s {:>10.2} Hz {:>12}",
@@ -141,7 +149,7 @@ pub fn info(args: InfoArgs) -> Result<Outcome> {
                 .map(|r| format!("{}/s", human_bytes(r)))
                 .unwrap_or_else(|| "-".into());
             println!(
-                "    {:<14} {:<6} {:>12} {:>8} {:>14}",
+                "    {:<width$} {:<6} {:>12} {:>8} {:>14}",
                 c["name"].as_str().unwrap_or_default(),
                 c["format"].as_str().unwrap_or_default(),
                 human_bytes(c["bytes"].as_f64().unwrap_or_default()),

@@ -3,20 +3,22 @@
 //! - [`merge`]: a time-merged stream over a trace's sensors (k-way merge of their `ts`), with
 //!   seek, time window and sensor selection.
 //! - [`sync`]: nearest-sample synchronisation of sensors against a reference sensor.
-//! - [`source`]: datasets presented as sensors (roverd traces, GulpIO2 directories; L5Kit
-//!   zarr in `zarr`).
+//! - [`source`]: datasets presented as sensors (roverd traces, GulpIO2 directories);
+//!   [`l5kit`]: L5Kit zarr datasets likewise.
 //! - [`play`]: a source pushed into a running daemon at a chosen rate (through [`crate::client`]).
 //! - [`import`]: a source written straight to a roverd trace.
 //!
 //! Plain Rust over files and a blocking Unix socket: no tokio.
 
 pub mod import;
+pub mod l5kit;
 pub mod merge;
 pub mod play;
 pub mod source;
 pub mod sync;
 
 pub use import::{import, ImportReport};
+pub use l5kit::L5KitSource;
 pub use merge::{MergedSample, TimeMerge};
 pub use play::{play, PlayOptions, PlayReport};
 pub use source::{GulpSource, Source, SourceSensor, TraceSource};
