@@ -3,18 +3,9 @@
 
 mod common;
 
-use std::process::Command;
-
 fn run(args: &[&std::ffi::OsStr]) -> (i32, Vec<u8>, String) {
-    let out = Command::new(common::roverlog_bin())
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        out.stdout,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let r = common::roverlog(args);
+    (r.code, r.stdout, r.stderr)
 }
 
 #[test]

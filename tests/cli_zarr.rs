@@ -7,17 +7,10 @@ use std::process::Command;
 
 fn cat(args: &[&str]) -> (i32, Vec<u8>, String) {
     let dir = common::root().join("tests/data/l5kit_single_scene.zarr");
-    let out = Command::new(common::roverlog_bin())
-        .arg("cat")
-        .arg(&dir)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        out.stdout,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut all = vec!["cat".as_ref(), dir.as_os_str()];
+    all.extend(args.iter().map(|a| std::ffi::OsStr::new(a)));
+    let r = common::roverlog(&all);
+    (r.code, r.stdout, r.stderr)
 }
 
 #[test]

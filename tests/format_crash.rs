@@ -7,7 +7,6 @@ mod common;
 
 use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use roverlog::format::{
     self, ChannelFormat, ChannelMeta, DType, SensorMeta, SensorWriter, WriterOptions,
@@ -73,43 +72,30 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn roverlog(args: &[&std::ffi::OsStr]) -> (i32, String) {
-    let out = Command::new(common::roverlog_bin())
-        .args(args)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
-}
-
 /// Checks a damaged copy: validate flags it, recover repairs it to a consistent prefix of the
 /// reference, a second recover does nothing, validate then passes.
 /// `lossless`: the damage hit only redundant bytes (the lzmaf index), so recovery must keep
 /// every sample; otherwise it must cost at least the damaged sample.
 fn check_case(trace: &Path, written: &[Vec<Vec<u8>>], what: &str, lossless: bool) {
     let sensor = trace.join("s");
-    let (code, out) = roverlog(&["validate".as_ref(), trace.as_os_str()]);
+    let (code, out) = run(&["validate".as_ref(), trace.as_os_str()]);
     assert_eq!(code, 1, "{what}: validate must flag the damage:\n{out}");
 
-    let (code, out) = roverlog(&["recover".as_ref(), trace.as_os_str()]);
+    let (code, out) = run(&["recover".as_ref(), trace.as_os_str()]);
     assert_eq!(code, 0, "{what}: recover failed:\n{out}");
     assert!(
         !out.contains("nothing to recover"),
         "{what}: recover must report its cuts:\n{out}"
     );
 
-    let (code, out2) = roverlog(&["recover".as_ref(), trace.as_os_str()]);
+    let (code, out2) = run(&["recover".as_ref(), trace.as_os_str()]);
     assert_eq!(code, 0, "{what}: {out2}");
     assert!(
         out2.contains("nothing to recover"),
         "{what}: recover is not idempotent:\n{out2}"
     );
 
-    let (code, out3) = roverlog(&["validate".as_ref(), "--deep".as_ref(), trace.as_os_str()]);
+    let (code, out3) = run(&["validate".as_ref(), "--deep".as_ref(), trace.as_os_str()]);
     assert_eq!(
         code, 0,
         "{what}: still invalid after recover ({out}):\n{out3}"
@@ -147,6 +133,12 @@ fn check_case(trace: &Path, written: &[Vec<Vec<u8>>], what: &str, lossless: bool
             );
         }
     }
+}
+
+/// Runs roverlog; (exit code, stdout and stderr).
+fn run(args: &[&std::ffi::OsStr]) -> (i32, String) {
+    let r = common::roverlog(args);
+    (r.code, r.text())
 }
 
 fn truncate(path: &Path, len: u64) {
@@ -272,7 +264,7 @@ fn validate_exit_codes_and_recursive_search() {
     fs::create_dir_all(&good).unwrap();
     fs::write(good.join("config.yaml"), "{}\n").unwrap();
     write_reference(&good.join("s"));
-    let (code, out) = roverlog(&["validate".as_ref(), root.as_os_str()]);
+    let (code, out) = run(&["validate".as_ref(), root.as_os_str()]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("ok (6 samples)"), "{out}");
 
@@ -280,21 +272,21 @@ fn validate_exit_codes_and_recursive_search() {
     fs::create_dir_all(&bad).unwrap();
     write_reference(&bad.join("s"));
     truncate(&bad.join("s/acc"), 7);
-    let (code, out) = roverlog(&["validate".as_ref(), root.as_os_str()]);
+    let (code, out) = run(&["validate".as_ref(), root.as_os_str()]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("torn tail"), "{out}");
     assert!(out.contains("different sample counts"), "{out}");
 
-    let (code, out) = roverlog(&["validate".as_ref(), tmp.path().join("nope").as_os_str()]);
+    let (code, out) = run(&["validate".as_ref(), tmp.path().join("nope").as_os_str()]);
     assert_eq!(code, 2, "{out}");
     let empty = tmp.path().join("empty");
     fs::create_dir(&empty).unwrap();
-    let (code, out) = roverlog(&["validate".as_ref(), empty.as_os_str()]);
+    let (code, out) = run(&["validate".as_ref(), empty.as_os_str()]);
     assert_eq!(code, 2, "an empty directory holds no trace: {out}");
     assert!(out.contains("no roverd trace found"), "{out}");
 
     fs::write(bad.join("s/meta.json"), "{not json").unwrap();
-    let (code, out) = roverlog(&["validate".as_ref(), bad.as_os_str()]);
+    let (code, out) = run(&["validate".as_ref(), bad.as_os_str()]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("meta.json: invalid JSON"), "{out}");
 }
@@ -319,16 +311,16 @@ fn whole_file_lzma_channel_is_counted_and_cut_by_re_encoding() {
     let ts: Vec<u8> = (0..4).flat_map(|i| (i as f64).to_le_bytes()).collect();
     fs::write(dir.join("ts"), ts).unwrap();
 
-    let (code, out) = roverlog(&["validate".as_ref(), dir.as_os_str()]);
+    let (code, out) = run(&["validate".as_ref(), dir.as_os_str()]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("ts 4, h 5"), "{out}");
-    let (code, out) = roverlog(&["recover".as_ref(), dir.as_os_str()]);
+    let (code, out) = run(&["recover".as_ref(), dir.as_os_str()]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("re-encoded with its first 4 of 5"), "{out}");
     let s = format::Sensor::open(&dir).unwrap();
     let mut r = s.channel("h").unwrap();
     assert_eq!(r.get_range(0..4).unwrap(), samples[..4]);
     assert_eq!(r.len().unwrap(), 4);
-    let (code, out) = roverlog(&["validate".as_ref(), "--deep".as_ref(), dir.as_os_str()]);
+    let (code, out) = run(&["validate".as_ref(), "--deep".as_ref(), dir.as_os_str()]);
     assert_eq!(code, 0, "{out}");
 }

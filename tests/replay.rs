@@ -6,7 +6,6 @@ mod common;
 mod daemon_support;
 
 use std::path::Path;
-use std::process::Command;
 
 use daemon_support::TestDaemon;
 use roverlog::format::{
@@ -89,18 +88,6 @@ fn write_trace(dir: &Path) {
     }
 }
 
-fn roverlog(args: &[&std::ffi::OsStr]) -> (bool, String, String) {
-    let out = Command::new(common::roverlog_bin())
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// Every file of every sensor directory, relative path -> bytes.
 fn files(sensor_dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     let mut out = std::collections::BTreeMap::new();
@@ -127,15 +114,15 @@ fn replayed_trace_comes_back_byte_for_byte() {
     let src = tmp.path().join("recorded");
     write_trace(&src);
     let mut d = TestDaemon::start(json!({}));
-    let (ok, out, err) = roverlog(&[
+    let r = common::roverlog(&[
         "replay".as_ref(),
         src.as_os_str(),
         "--socket".as_ref(),
         d.ingest_path().as_os_str(),
         "--max-speed".as_ref(),
     ]);
-    assert!(ok, "{out}{err}");
-    assert!(out.contains("sent 68 samples"), "{out}");
+    assert!(r.ok(), "{}", r.text());
+    assert!(r.out().contains("sent 68 samples"), "{}", r.text());
     let trace = d.trace_dir();
     assert!(d.stop().success(), "{}", d.log());
     common::assert_upstream_reads_same(&trace);
@@ -168,7 +155,7 @@ fn replay_at_real_time_is_paced_and_reports_lateness() {
     let mut d = TestDaemon::start(json!({}));
     // 0.4 s of imu only, at double speed: about 0.2 s.
     let t0 = std::time::Instant::now();
-    let (ok, out, err) = roverlog(&[
+    let r = common::roverlog(&[
         "replay".as_ref(),
         src.as_os_str(),
         "--socket".as_ref(),
@@ -184,8 +171,8 @@ fn replay_at_real_time_is_paced_and_reports_lateness() {
         "--json".as_ref(),
     ]);
     let took = t0.elapsed().as_secs_f64();
-    assert!(ok, "{out}{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(r.ok(), "{}", r.text());
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     // imu samples at 1000.05 .. 1000.44 inclusive: 40 samples.
     assert_eq!(v["samples"], 40, "{v}");
     assert!(
@@ -243,20 +230,20 @@ fn gulp_fixture_imports_with_every_expected_value() {
     let tmp = tempfile::tempdir().unwrap();
     let out_trace = tmp.path().join("imported");
     let fixture = common::root().join("tests/data/gulp_small");
-    let (ok, out, err) = roverlog(&[
+    let r = common::roverlog(&[
         "import".as_ref(),
         fixture.as_os_str(),
         out_trace.as_os_str(),
         "--fps".as_ref(),
         "25".as_ref(),
     ]);
-    assert!(ok, "{out}{err}");
-    let (ok, out, _) = roverlog(&[
+    assert!(r.ok(), "{}", r.text());
+    let r = common::roverlog(&[
         "validate".as_ref(),
         "--deep".as_ref(),
         out_trace.as_os_str(),
     ]);
-    assert!(ok, "{out}");
+    assert!(r.ok(), "{}", r.text());
 
     let expected: serde_json::Value = serde_json::from_slice(
         &std::fs::read(common::root().join("tests/data/gulp_small.expected.json")).unwrap(),
@@ -313,18 +300,18 @@ fn l5kit_fixture_imports_with_every_expected_value_and_replays_the_same() {
     let tmp = tempfile::tempdir().unwrap();
     let out_trace = tmp.path().join("imported");
     let fixture = common::root().join("tests/data/l5kit_single_scene.zarr");
-    let (ok, out, err) = roverlog(&[
+    let r = common::roverlog(&[
         "import".as_ref(),
         fixture.as_os_str(),
         out_trace.as_os_str(),
     ]);
-    assert!(ok, "{out}{err}");
-    let (ok, out, _) = roverlog(&[
+    assert!(r.ok(), "{}", r.text());
+    let r = common::roverlog(&[
         "validate".as_ref(),
         "--deep".as_ref(),
         out_trace.as_os_str(),
     ]);
-    assert!(ok, "{out}");
+    assert!(r.ok(), "{}", r.text());
     common::assert_upstream_reads_same(&out_trace);
 
     let expected: serde_json::Value = serde_json::from_slice(
@@ -425,14 +412,14 @@ fn l5kit_fixture_imports_with_every_expected_value_and_replays_the_same() {
 
     // Replaying the dataset into a daemon writes the same files as importing it.
     let mut d = TestDaemon::start(json!({}));
-    let (ok, out, err) = roverlog(&[
+    let r = common::roverlog(&[
         "replay".as_ref(),
         fixture.as_os_str(),
         "--socket".as_ref(),
         d.ingest_path().as_os_str(),
         "--max-speed".as_ref(),
     ]);
-    assert!(ok, "{out}{err}");
+    assert!(r.ok(), "{}", r.text());
     let trace = d.trace_dir();
     assert!(d.stop().success(), "{}", d.log());
     for sensor in ["ego", "agents", "traffic_light_faces"] {

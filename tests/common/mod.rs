@@ -89,3 +89,40 @@ pub fn assert_upstream_reads_same(trace: &Path) {
         }
     }
 }
+
+/// The outcome of one `roverlog` run.
+pub struct Run {
+    pub code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Whether it exited 0.
+    pub fn ok(&self) -> bool {
+        self.code == 0
+    }
+
+    /// stdout as text.
+    pub fn out(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    /// stdout then stderr, for messages and for searching either.
+    pub fn text(&self) -> String {
+        format!("{}{}", self.out(), self.stderr)
+    }
+}
+
+/// Runs the `roverlog` binary with `args` and waits for it.
+pub fn roverlog<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
+    let out = Command::new(roverlog_bin())
+        .args(args)
+        .output()
+        .expect("running roverlog");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
