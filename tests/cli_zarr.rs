@@ -8,7 +8,7 @@ use std::process::Command;
 fn cat(args: &[&str]) -> (i32, Vec<u8>, String) {
     let dir = common::root().join("tests/data/l5kit_single_scene.zarr");
     let mut all = vec!["cat".as_ref(), dir.as_os_str()];
-    all.extend(args.iter().map(|a| std::ffi::OsStr::new(a)));
+    all.extend(args.iter().map(std::ffi::OsStr::new));
     let r = common::roverlog(&all);
     (r.code, r.stdout, r.stderr)
 }
