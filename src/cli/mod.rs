@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod cat;
 mod ctl;
 mod daemon;
@@ -50,6 +51,9 @@ enum Command {
     /// Write raw bytes of one item to stdout: a roverd channel's decoded samples, a gulp
     /// video's JPEG frames, or a zarr array's rows (as zarr-python's `tobytes()`).
     Cat(cat::CatArgs),
+    /// Benchmark the daemon's ingest path against same-run baselines (dd, a socket sink, the
+    /// upstream-style Python writer); checks that every sample sent is on disk.
+    Bench(bench::Args),
 }
 
 /// What a command reports besides success: `Problems` maps to exit code 1.
@@ -63,6 +67,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Daemon(a) => return daemon::main(a),
         Command::Ctl(a) => return ctl::main(a),
+        Command::Bench(a) => return bench::main(a),
         Command::Info(a) => trace_cmds::info(a),
         Command::Validate(a) => trace_cmds::validate(a),
         Command::Recover(a) => trace_cmds::recover(a),
