@@ -178,11 +178,33 @@ impl Row {
     }
 }
 
-/// Memory seen during one scenario against what the configuration allows.
+/// The daemon's memory in one scenario against what its configuration allows.
 struct Memory {
     scenario: &'static str,
-    max_rss: u64,
+    /// `VmRSS` before any sensor connected: the constant allowed on top of the budget.
+    idle: u64,
+    /// The largest `VmRSS` sampled (every 10 ms) while the load ran.
+    during: u64,
+    /// `VmRSS` 1.5 s after the load.
+    after: u64,
+    /// `VmHWM`: the peak, exact (the sampler only sees every 10 ms).
+    hwm: u64,
+    /// Queues, read buffers, write buffers (and compression output) the config allows.
     budget: u64,
+}
+
+impl Memory {
+    fn limit(&self) -> u64 {
+        self.budget + self.idle
+    }
+    fn met(&self) -> bool {
+        self.hwm <= self.limit()
+    }
+    fn to_json(&self) -> Value {
+        json!({"scenario": self.scenario, "idle_bytes": self.idle, "during_max_bytes": self.during, "after_bytes": self.after,
+               "hwm_bytes": self.hwm, "budget_bytes": self.budget,
+               "limit_bytes": self.limit(), "met": self.met()})
+    }
 }
 
 pub fn main(args: Args) -> ExitCode {
@@ -230,66 +252,61 @@ fn run(args: Args) -> Result<bool> {
         ))
     ));
 
-    let (cfg, cfg_path) = write_config(&work)?;
-    let mut daemon = DaemonChild::start(&cfg, &cfg_path, &work)?;
-    let trace_dir = daemon.trace_dir.clone();
-    let pid = daemon.child.id();
-    let sampler = procfs::RssSampler::start(pid, Duration::from_millis(10));
-    std::thread::sleep(Duration::from_millis(500));
-    let idle_rss = procfs::status_bytes(pid, "VmRSS").unwrap_or(0);
-    sampler.take_max();
-
+    let py = python_writer(args.python.as_deref());
     let mut rows = Vec::new();
     let mut memory = Vec::new();
-    let mut expected: BTreeMap<String, u64> = BTreeMap::new();
+    let mut checks = Vec::new();
+    let mut exits = Vec::new();
     let mut failures: Vec<String> = Vec::new();
-    // Sensors created so far (their channel files keep their write buffers) and the channel
-    // files each has: ts + data channels (+ an index file for lzmaf).
-    let mut files_open = 0u64;
-    let ingest = cfg.ingest_socket.clone();
-    let py = python_writer(args.python.as_deref());
-
+    let mut cfg = None;
     for &scenario in &selected {
         progress(&format!("scenario {scenario}"));
-        let r = run_scenario(
-            scenario,
-            &args,
-            &sizes,
-            &cfg,
-            &ingest,
-            &work,
-            &py,
-            &sampler,
-            &mut expected,
-            &mut files_open,
-            idle_rss,
-        );
+        // A fresh daemon and data root per scenario: its memory is then this load's alone
+        // (the allocator keeps freed heap, so one daemon would carry the largest so far).
+        let (c, cfg_path) = write_config(&work, scenario)?;
+        let mut daemon = DaemonChild::start(&c, &cfg_path, &work, scenario)?;
+        let pid = daemon.child.id();
+        let sampler = procfs::RssSampler::start(pid, Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(500));
+        let idle = procfs::status_bytes(pid, "VmRSS").unwrap_or(0);
+        let mut expected = BTreeMap::new();
+        sampler.take_max();
+        let r = run_scenario(scenario, &args, &sizes, &c, &work, &py, &mut expected);
+        let during = sampler.take_max();
+        // After the load: the flush and fsync timers have run, the queues are empty.
+        std::thread::sleep(Duration::from_millis(1500));
+        let after = procfs::status_bytes(pid, "VmRSS").unwrap_or(0);
+        let hwm = procfs::status_bytes(pid, "VmHWM").unwrap_or(0);
+        drop(sampler);
         match r {
-            Ok((mut new_rows, mem)) => {
+            Ok((mut new_rows, budget)) => {
                 rows.append(&mut new_rows);
-                memory.push(mem);
+                memory.push(Memory {
+                    scenario,
+                    idle,
+                    during,
+                    after,
+                    hwm,
+                    budget,
+                });
             }
             Err(e) => {
                 progress(&format!("scenario {scenario} failed: {e:#}"));
                 failures.push(format!("{scenario}: {e:#}"));
             }
         }
+        let exit = daemon.stop()?;
+        if exit != Some(0) {
+            failures.push(format!(
+                "{scenario}: daemon exit status {exit:?} after SIGTERM (want 0); see {}",
+                daemon.log.display()
+            ));
+        }
+        exits.push(json!({"scenario": scenario, "exit": exit}));
+        checks.extend(check_data(&daemon.trace_dir, &expected));
+        cfg = Some(c);
     }
-
-    // After the load: the flush and fsync timers have run, the queues are empty.
-    std::thread::sleep(Duration::from_millis(1500));
-    let after_rss = procfs::status_bytes(pid, "VmRSS").unwrap_or(0);
-    let hwm = procfs::status_bytes(pid, "VmHWM").unwrap_or(0);
-    drop(sampler);
-
-    let exit = daemon.stop()?;
-    if exit != Some(0) {
-        failures.push(format!(
-            "daemon exit status {exit:?} after SIGTERM (want 0); see {}",
-            daemon.log.display()
-        ));
-    }
-    let checks = check_data(&trace_dir, &expected);
+    let cfg = cfg.expect("at least one scenario");
     let data_ok = checks.iter().all(|c| c["ok"] == true);
     if !data_ok {
         failures.push("data check failed: not every sample sent is on disk intact".into());
@@ -311,23 +328,15 @@ fn run(args: Args) -> Result<bool> {
             "compress_threads": cfg.compress_threads_or_auto(),
         },
         "scenarios": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
-        "rss": {
-            "idle_bytes": idle_rss,
-            "after_bytes": after_rss,
-            "hwm_bytes": hwm,
-            "scenarios": memory.iter().map(|m| json!({
-                "scenario": m.scenario, "max_rss_bytes": m.max_rss, "budget_bytes": m.budget,
-                "limit_bytes": m.budget + idle_rss, "met": m.max_rss <= m.budget + idle_rss,
-            })).collect::<Vec<_>>(),
-        },
-        "daemon_exit": exit,
+        "rss": memory.iter().map(Memory::to_json).collect::<Vec<_>>(),
+        "daemon_exits": exits,
         "data_check": {"ok": data_ok, "sensors": checks},
         "failures": failures,
     });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("json"));
     } else {
-        print_table(&report, &rows, &memory, idle_rss, after_rss, hwm);
+        print_table(&report, &rows, &memory);
     }
     if args.keep || !ok {
         progress(&format!("kept {}", work.display()));
@@ -343,22 +352,20 @@ fn run_scenario(
     args: &Args,
     sizes: &Sizes,
     cfg: &Config,
-    ingest: &Path,
     work: &Path,
     py: &std::result::Result<(PathBuf, PathBuf), String>,
-    sampler: &procfs::RssSampler,
     expected: &mut BTreeMap<String, u64>,
-    files_open: &mut u64,
-    _idle: u64,
-) -> Result<(Vec<Row>, Memory)> {
+) -> Result<(Vec<Row>, u64)> {
     let data_dir = &cfg.data_root;
+    let ingest = &cfg.ingest_socket;
+    // Channel files (ts + data channels, + the lzmaf index) each keep a write buffer.
+    let mut files_open = 0u64;
     let n = args.sensors;
     let queue = cfg.queue_bytes;
     let buffers = cfg.buffer_bytes as u64;
     // Per live connection: its read buffer holds at least 64 KiB, or one whole frame.
     let read_buf = |frame: usize| (frame as u64 + 20).max(64 << 10);
     let drive = |spec: &LoadSpec, expected: &mut BTreeMap<String, u64>| -> Result<Throughput> {
-        sampler.take_max();
         let report = load::drive(ingest, spec).with_context(|| format!("driving {scenario}"))?;
         for s in &report.sensors {
             if s.durable < s.resumed_from + s.samples {
@@ -379,7 +386,7 @@ fn run_scenario(
             );
             spec.prefix = "large".into();
             let ours = drive(&spec, expected)?;
-            *files_open += 2 * sizes.large_sensors as u64;
+            files_open += 2 * sizes.large_sensors as u64;
             let rows = vec![Row {
                 scenario,
                 ours,
@@ -399,7 +406,7 @@ fn run_scenario(
             let mut spec = LoadSpec::new(n, Workload::Imu, sizes.imu_samples);
             spec.prefix = "imu".into();
             let ours = drive(&spec, expected)?;
-            *files_open += 3 * n as u64;
+            files_open += 3 * n as u64;
             let row = |baseline, target| Row {
                 scenario,
                 ours: ours.clone(),
@@ -420,7 +427,7 @@ fn run_scenario(
             );
             spec.prefix = "batched".into();
             let ours = drive(&spec, expected)?;
-            *files_open += 3 * n as u64;
+            files_open += 3 * n as u64;
             let rows = vec![Row {
                 scenario,
                 ours,
@@ -443,7 +450,7 @@ fn run_scenario(
                 ours.name,
                 cfg.compress_threads_or_auto()
             );
-            *files_open += 3;
+            files_open += 3;
             // What a lidar needs: LIDAR_HZ frames a second, measured as a "throughput".
             let need = Throughput {
                 name: format!("lidar at {LIDAR_HZ} Hz (requirement)"),
@@ -464,15 +471,7 @@ fn run_scenario(
         }
         other => unreachable!("scenario {other}"),
     };
-    let max_rss = sampler.take_max();
-    Ok((
-        rows,
-        Memory {
-            scenario,
-            max_rss,
-            budget: budget + *files_open * buffers,
-        },
-    ))
+    Ok((rows, budget + files_open * buffers))
 }
 
 /// A fresh directory under `base` (or the default place).
@@ -495,16 +494,16 @@ fn make_work_dir(base: Option<&Path>) -> Result<PathBuf> {
 /// The daemon's config: the defaults, except where its files and sockets go and the lidar
 /// sensor's channel stored as `lzmaf`. A long shutdown deadline: SIGTERM must not lose data
 /// because this machine is slow.
-fn write_config(work: &Path) -> Result<(Config, PathBuf)> {
+fn write_config(work: &Path, scenario: &str) -> Result<(Config, PathBuf)> {
     let v = json!({
         "_doc": "written by roverlog bench",
-        "data_root": work.join("data"),
+        "data_root": work.join(format!("data-{scenario}")),
         "ingest_socket": work.join("run/ingest.sock"),
         "control_socket": work.join("run/control.sock"),
         "formats": {"lidar0": {"rng": "lzmaf"}},
         "shutdown_deadline_ms": 60000,
     });
-    let path = work.join("roverlog.json");
+    let path = work.join(format!("roverlog-{scenario}.json"));
     std::fs::write(&path, serde_json::to_vec_pretty(&v)?)
         .with_context(|| format!("writing {}", path.display()))?;
     let cfg = Config::load(&path).map_err(|e| anyhow!("{e}"))?;
@@ -519,9 +518,9 @@ struct DaemonChild {
 }
 
 impl DaemonChild {
-    fn start(cfg: &Config, cfg_path: &Path, work: &Path) -> Result<DaemonChild> {
+    fn start(cfg: &Config, cfg_path: &Path, work: &Path, scenario: &str) -> Result<DaemonChild> {
         let exe = std::env::current_exe().context("finding this executable")?;
-        let log = work.join("daemon.log");
+        let log = work.join(format!("daemon-{scenario}.log"));
         let log_file = std::fs::File::create(&log)?;
         let child = Command::new(exe)
             .args(["daemon", "--config"])
@@ -767,7 +766,7 @@ fn mib(b: u64) -> String {
     format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
 }
 
-fn print_table(report: &Value, rows: &[Row], memory: &[Memory], idle: u64, after: u64, hwm: u64) {
+fn print_table(report: &Value, rows: &[Row], memory: &[Memory]) {
     let fs = &report["filesystem"];
     println!(
         "roverlog bench{}: {} on {} {} ({}), {} CPUs, load average {} -> {}",
@@ -786,9 +785,8 @@ fn print_table(report: &Value, rows: &[Row], memory: &[Memory], idle: u64, after
     );
     println!("daemon config: {}", report["daemon_config"]);
     println!();
-    println!(
-        "| scenario | ours | | baseline | | ours / baseline | target | met |\n| --- | --- | ---: | --- | ---: | ---: | --- | --- |"
-    );
+    println!("| scenario | ours | | baseline | | ours / baseline | target | met |");
+    println!("| --- | --- | ---: | --- | ---: | ---: | --- | --- |");
     let fig = |u: Unit, t: &Throughput| format!("{:.1} {}", u.of(t), u.label());
     for r in rows {
         let (bname, bfig) = match &r.baseline {
@@ -805,33 +803,25 @@ fn print_table(report: &Value, rows: &[Row], memory: &[Memory], idle: u64, after
             bfig,
             r.ratio().map_or("-".into(), |x| format!("{x:.2}x")),
             r.target_text(),
-            match r.met() {
-                Some(true) => "yes",
-                Some(false) => "**no**",
-                None => "?",
-            }
+            yes_no(r.met()),
         );
     }
     println!();
-    println!(
-        "daemon RSS: idle {}, after the load {}, VmHWM {}",
-        mib(idle),
-        mib(after),
-        mib(hwm)
-    );
-    println!("| scenario | max RSS | budget (queues + read + write buffers) | limit (budget + idle) | met |\n| --- | ---: | ---: | ---: | --- |");
+    println!("Daemon memory, a fresh daemon per scenario (limit = budget + idle RSS):");
+    println!();
+    println!("| scenario | idle RSS | max RSS sampled | VmHWM | RSS after | budget (queues + read + write buffers) | limit | met |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
     for m in memory {
         println!(
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             m.scenario,
-            mib(m.max_rss),
+            mib(m.idle),
+            mib(m.during),
+            mib(m.hwm),
+            mib(m.after),
             mib(m.budget),
-            mib(m.budget + idle),
-            if m.max_rss <= m.budget + idle {
-                "yes"
-            } else {
-                "**no**"
-            }
+            mib(m.limit()),
+            yes_no(Some(m.met())),
         );
     }
     println!();
@@ -841,7 +831,7 @@ fn print_table(report: &Value, rows: &[Row], memory: &[Memory], idle: u64, after
         .unwrap_or_default();
     let total: u64 = checks.iter().filter_map(|c| c["sent"].as_u64()).sum();
     println!(
-        "data check: {} ({} sensors, {} samples sent; daemon exit {})",
+        "data check: {} ({} sensors, {} samples sent; daemon exits {})",
         if report["data_check"]["ok"] == true {
             "every sample on disk, traces sound"
         } else {
@@ -849,12 +839,20 @@ fn print_table(report: &Value, rows: &[Row], memory: &[Memory], idle: u64, after
         },
         checks.len(),
         total,
-        report["daemon_exit"]
+        report["daemon_exits"]
     );
     for c in checks.iter().filter(|c| c["ok"] != true) {
         println!("  {c}");
     }
     for f in report["failures"].as_array().into_iter().flatten() {
         println!("FAILURE: {}", f.as_str().unwrap_or_default());
+    }
+}
+
+fn yes_no(met: Option<bool>) -> &'static str {
+    match met {
+        Some(true) => "yes",
+        Some(false) => "**no**",
+        None => "?",
     }
 }
