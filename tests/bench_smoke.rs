@@ -63,7 +63,12 @@ fn quick_bench_reports_every_scenario_and_loses_nothing() {
     let mem = r["rss"].as_array().unwrap();
     assert_eq!(mem.len(), 4, "{mem:?}");
     for m in mem {
-        for k in ["idle_bytes", "during_max_bytes", "hwm_bytes", "budget_bytes"] {
+        for k in [
+            "idle_bytes",
+            "during_max_bytes",
+            "hwm_bytes",
+            "budget_bytes",
+        ] {
             assert!(m[k].as_u64().unwrap() > 0, "{k}: {m}");
         }
     }
