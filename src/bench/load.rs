@@ -35,6 +35,11 @@ pub enum Workload {
     /// One `raw` `u1` channel of `bytes` per sample (radar cubes, lidar images), one
     /// `write()` per frame. The bandwidth case.
     Large { bytes: usize },
+    /// Lidar-like: one `rng` channel, `raw` `u2` `[bytes / 2]`, a smooth range image with 4
+    /// bits of noise (compresses about 1.6x with `.xz` preset 0, like the frames in
+    /// `benches/lzma_codec.rs`), one `write()` per frame. Store it as `lzmaf` (config
+    /// `formats`) to measure compression.
+    Lidar { bytes: usize },
     /// One `jpg` channel whose sample sizes spread over `[min_bytes, max_bytes]`: the
     /// variable-size path, one file per sample on the daemon's side.
     Blob { min_bytes: usize, max_bytes: usize },
@@ -149,6 +154,7 @@ pub fn workload_name(w: &Workload) -> String {
         Workload::Imu => "imu (1 frame/write)".into(),
         Workload::ImuBatched { per_write } => format!("imu ({per_write} frames/write)"),
         Workload::Large { bytes } => format!("raw {bytes} B frames"),
+        Workload::Lidar { bytes } => format!("lidar {bytes} B frames"),
         Workload::Blob {
             min_bytes,
             max_bytes,
@@ -161,6 +167,9 @@ fn check_workload(w: &Workload) -> Result<()> {
     match *w {
         Workload::ImuBatched { per_write: 0 } => bad("per_write must be at least 1"),
         Workload::Large { bytes: 0 } => bad("large frames need at least 1 byte"),
+        Workload::Lidar { bytes } if bytes == 0 || bytes % 2 == 1 => {
+            bad("lidar frames need a positive, even byte count")
+        }
         Workload::Blob {
             min_bytes,
             max_bytes,
@@ -178,6 +187,9 @@ fn hello(sensor: &str, w: &Workload) -> Value {
         ]),
         Workload::Large { bytes } => json!([
             {"name": "data", "format": "raw", "type": "u1", "shape": [bytes], "desc": "bench"},
+        ]),
+        Workload::Lidar { bytes } => json!([
+            {"name": "rng", "format": "raw", "type": "u2", "shape": [bytes / 2], "desc": "mm"},
         ]),
         Workload::Blob { .. } => json!([
             {"name": "img", "format": "jpg", "type": "u1", "shape": [480, 640, 3], "desc": "bench"},
@@ -226,6 +238,22 @@ impl FrameBuilder {
                 buf.extend_from_slice(&[0; HEAD]);
                 buf.resize(4 + HEAD + bytes, 0);
                 rng.fill(&mut buf[4 + HEAD..]);
+                FrameBuilder {
+                    frame: buf.len(),
+                    buf,
+                    workload: w.clone(),
+                }
+            }
+            Workload::Lidar { bytes } => {
+                let mut buf = Vec::with_capacity(4 + HEAD + bytes);
+                buf.extend_from_slice(&((HEAD + bytes) as u32).to_le_bytes());
+                buf.extend_from_slice(&[0; HEAD]);
+                for i in 0..bytes / 2 {
+                    let (row, col) = ((i / 1024) as f64, (i % 1024) as f64);
+                    let base = 4000.0 + 3000.0 * (col / 90.0 + row / 20.0).sin();
+                    let noise = (rng.next() >> 60) as f64 - 8.0;
+                    buf.extend_from_slice(&((base + noise) as u16).to_le_bytes());
+                }
                 FrameBuilder {
                     frame: buf.len(),
                     buf,
@@ -428,12 +456,17 @@ fn now() -> f64 {
 struct XorShift(u64);
 
 impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
     fn fill(&mut self, buf: &mut [u8]) {
         for chunk in buf.chunks_mut(8) {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            chunk.copy_from_slice(&self.0.to_le_bytes()[..chunk.len()]);
+            let x = self.next();
+            chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
         }
     }
 }
@@ -509,6 +542,7 @@ mod tests {
             .map(|c| {
                 let item = match c["type"].as_str().unwrap() {
                     "u1" => 1,
+                    "u2" => 2,
                     "f4" => 4,
                     t => panic!("type {t}"),
                 };
@@ -627,6 +661,29 @@ mod tests {
         assert_eq!(report.total.samples, 8);
         assert!(seen.values().all(|s| s.payload == 4 * (3 << 20)));
         assert!(report.total.mb_per_sec() > 0.0);
+    }
+
+    #[test]
+    fn lidar_frames_are_u2_images_that_compress() {
+        let bytes = 64 * 1024 * 2;
+        let spec = LoadSpec::new(1, Workload::Lidar { bytes }, 3);
+        let (report, seen) = run(&spec, Fake::Ok);
+        assert_eq!(report.unwrap().total.samples, 3);
+        assert_eq!(seen["bench0"].payload, 3 * bytes as u64);
+        let frame = FrameBuilder::new(&Workload::Lidar { bytes });
+        let image = &frame.buf[4 + HEAD..];
+        let packed = crate::format::lzma::compress(image, 0);
+        assert!(
+            packed.len() < image.len() * 3 / 4,
+            "{} of {}",
+            packed.len(),
+            image.len()
+        );
+        assert!(drive(
+            Path::new("/x"),
+            &LoadSpec::new(1, Workload::Lidar { bytes: 3 }, 1)
+        )
+        .is_err());
     }
 
     #[test]

@@ -6,12 +6,15 @@
 //!   disk's own limit), a plain length-prefixed Unix-socket sink (the cost of the socket plus
 //!   one `write()` per message, with no format, no checks), and, in `scripts/bench/`, the
 //!   upstream-style Python writer we replace.
+//! - [`procfs`]: the daemon's resident memory and the target directory's filesystem, read
+//!   from `/proc`.
 //!
 //! Plain std threads and blocking sockets: the harness must not share the daemon's runtime
 //! or its bugs. Results are [`Throughput`]s, printed as MB/s and samples/s.
 
 pub mod baselines;
 pub mod load;
+pub mod procfs;
 
 use std::fmt;
 use std::time::Duration;

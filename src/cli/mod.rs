@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 pub mod cat;
 mod ctl;
 mod daemon;
@@ -55,6 +56,9 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// Write a dataset (gulp directory, L5Kit zarr, roverd trace) straight to a new roverd trace.
     Import(replay::ImportArgs),
+    /// Benchmark the daemon's ingest path against same-run baselines (dd, a socket sink, the
+    /// upstream-style Python writer); checks that every sample sent is on disk.
+    Bench(bench::Args),
 }
 
 /// What a command reports besides success: `Problems` maps to exit code 1.
@@ -80,6 +84,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Daemon(a) => return daemon::main(a),
         Command::Ctl(a) => return ctl::main(a),
+        Command::Bench(a) => return bench::main(a),
         Command::Info(a) => trace_cmds::info(a),
         Command::Validate(a) => trace_cmds::validate(a),
         Command::Recover(a) => trace_cmds::recover(a),

@@ -1,0 +1,90 @@
+//! `roverlog bench --quick --json` runs end to end: every scenario reports positive figures,
+//! the daemon exits 0 and every sample sent is on disk. No timing is asserted here (the
+//! machine is shared and noisy): whether targets are met is for `BENCHMARKS.md`, not a test.
+
+mod common;
+
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn quick_bench_reports_every_scenario_and_loses_nothing() {
+    let base = tempfile::tempdir().unwrap();
+    let out = Command::new(common::roverlog_bin())
+        .args(["bench", "--quick", "--json", "--sensors", "2", "--dir"])
+        .arg(base.path())
+        .arg("--python")
+        .arg(common::python())
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "bench failed: {:?}\n{stderr}",
+        out.status
+    );
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+
+    assert_eq!(r["ok"], true, "{r:#}");
+    // A fresh daemon per scenario, each stopped with SIGTERM.
+    let exits = r["daemon_exits"].as_array().unwrap();
+    assert_eq!(exits.len(), 4, "{exits:?}");
+    assert!(exits.iter().all(|e| e["exit"] == 0), "{exits:?}");
+    assert_eq!(r["data_check"]["ok"], true, "{:#}", r["data_check"]);
+    let checks = r["data_check"]["sensors"].as_array().unwrap();
+    // 2 large + 2 imu + 2 batched + 1 lidar sensors, each with every sample.
+    assert_eq!(checks.len(), 7, "{checks:#?}");
+    for c in checks {
+        assert_eq!(c["ok"], true, "{c}");
+        assert_eq!(c["sent"], c["on_disk"], "{c}");
+    }
+
+    let rows = r["scenarios"].as_array().unwrap();
+    for scenario in ["large", "imu", "batched", "lzmaf"] {
+        let of: Vec<&Value> = rows.iter().filter(|x| x["scenario"] == scenario).collect();
+        assert!(!of.is_empty(), "no {scenario} row in {rows:#?}");
+        for row in of {
+            assert!(row["ours"]["mb_per_s"].as_f64().unwrap() > 0.0, "{row}");
+            assert!(row["ours"]["samples"].as_u64().unwrap() > 0, "{row}");
+            if scenario != "batched" {
+                // Every baseline was measured (the Python one too: the venv is set up).
+                let b = &row["baseline"];
+                assert!(b["error"].is_null(), "{scenario} baseline: {b}");
+                assert!(row["ratio"].as_f64().unwrap() > 0.0, "{row}");
+            }
+        }
+    }
+    // imu is compared with both the socket sink and the Python writer.
+    assert_eq!(rows.iter().filter(|x| x["scenario"] == "imu").count(), 2);
+
+    let mem = r["rss"].as_array().unwrap();
+    assert_eq!(mem.len(), 4, "{mem:?}");
+    for m in mem {
+        for k in [
+            "idle_bytes",
+            "during_max_bytes",
+            "hwm_bytes",
+            "budget_bytes",
+        ] {
+            assert!(m[k].as_u64().unwrap() > 0, "{k}: {m}");
+        }
+    }
+    assert!(r["filesystem"]["type"].is_string(), "{}", r["filesystem"]);
+    // Nothing left behind on success.
+    assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn unknown_scenario_is_a_usage_error() {
+    let base = tempfile::tempdir().unwrap();
+    let out = Command::new(common::roverlog_bin())
+        .args(["bench", "--quick", "--only", "nosuch", "--dir"])
+        .arg(base.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nosuch"));
+}
