@@ -224,7 +224,15 @@ impl Connection {
                             self.drop_event(sensor, &d, slot);
                         }
                         match slot.ask(WriterMsg::Sync).await {
-                            Ok(n) => self.write(json!({"ok": true, "durable": n})).await?,
+                            Ok(n) => {
+                                // `recording: false`: no trace is open (stopped, or the disk
+                                // guard stopped it), frames are being discarded.
+                                let recording = self.rec.current().is_some();
+                                self.write(
+                                    json!({"ok": true, "durable": n, "recording": recording}),
+                                )
+                                .await?
+                            }
                             Err(e) => break 'conn Err(format!("sensor {sensor:?} failed: {e}")),
                         }
                     }

@@ -192,8 +192,15 @@ impl Daemon {
                     }
                 },
                 Some(n) = notices.recv() => match n {
-                    WriterNotice::DiskFull { sensor, error } => {
-                        rec.stop_for(format!("disk full (sensor {sensor}: {error})")).await;
+                    WriterNotice::DiskFull { sensor, error, trace } => {
+                        // Several writers of one trace may report; a late report must not
+                        // stop a trace started since.
+                        let why = format!("disk full (sensor {sensor}: {error})");
+                        if rec.current_dir().as_deref() == Some(trace.as_path()) {
+                            rec.stop_for(why).await;
+                        } else {
+                            tracing::warn!("{why} (trace {} already closed)", trace.display());
+                        }
                     }
                 },
                 _ = stats_tick.tick() => {

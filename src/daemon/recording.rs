@@ -131,6 +131,11 @@ impl Recorder {
             .map(|t| (t.name.clone(), t.events.clone()))
     }
 
+    /// The open trace's directory.
+    pub fn current_dir(&self) -> Option<PathBuf> {
+        self.lock().trace.as_ref().map(|t| t.dir.clone())
+    }
+
     /// Writes an event to the open trace, if any.
     pub fn event(&self, kind: &str, fields: Value) {
         if let Some((_, ev)) = self.current() {

@@ -24,7 +24,9 @@ use super::config::FsyncPolicy;
 use super::events::EventLog;
 use super::protocol::FrameLayout;
 use super::stats::SensorStats;
-use crate::format::{lzma, ChannelFormat, SensorMeta, SensorWriter as FileWriter, WriterOptions};
+use crate::format::{
+    lzma, recover_sensor, ChannelFormat, SensorMeta, SensorWriter as FileWriter, WriterOptions,
+};
 
 /// A reply carrying a sample count, or why there is none.
 pub type CountReply = oneshot::Sender<Result<u64, String>>;
@@ -57,8 +59,12 @@ pub enum WriterMsg {
 /// Something the daemon must act on.
 #[derive(Debug)]
 pub enum WriterNotice {
-    /// A write failed with ENOSPC/EDQUOT: stop recording.
-    DiskFull { sensor: String, error: String },
+    /// A write failed with ENOSPC/EDQUOT in `trace`: stop recording it.
+    DiskFull {
+        sensor: String,
+        error: String,
+        trace: PathBuf,
+    },
 }
 
 /// Fixed settings of a writer.
@@ -401,13 +407,49 @@ impl Writer {
             o.events
                 .write("error", json!({"sensor": self.sensor, "error": msg}));
             // The files are dropped, not finished: finishing would retry the failed write.
+            let dir = o.files.dir().to_path_buf();
             drop(o.files);
+            self.recover_after_failure(&dir, &o.events);
+            self.notice_disk_full(&e, &dir, msg);
         }
-        if super::disk::is_disk_full(&e) {
+    }
+
+    /// Tells the daemon when `e` means the disk is full, so it stops recording the trace
+    /// holding the sensor directory `dir`.
+    fn notice_disk_full(&self, e: &crate::Error, dir: &std::path::Path, msg: String) {
+        if super::disk::is_disk_full(e) {
             let _ = self.notices.send(WriterNotice::DiskFull {
                 sensor: self.sensor.clone(),
                 error: msg,
+                trace: dir.parent().unwrap_or(dir).to_path_buf(),
             });
+        }
+    }
+
+    /// After a failed write, flush or fsync the sensor's files may end in a torn sample or
+    /// disagree on their count (a full disk stops one channel mid-sample). The trace will be
+    /// closed with a `stop` event, so crash recovery at the next start would not look at it:
+    /// cut the torn tails now, while the failure is known. Shortening files needs no free
+    /// space, so this works on a full disk; it never cuts below the durable watermark
+    /// (those samples are whole in every channel).
+    fn recover_after_failure(&mut self, dir: &std::path::Path, events: &EventLog) {
+        match recover_sensor(dir) {
+            Ok(r) => {
+                let cuts: Vec<String> = r.cuts.iter().map(|c| c.to_string()).collect();
+                tracing::warn!(sensor = %self.sensor, len = r.len, "recovered after a write failure: {cuts:?}");
+                events.write(
+                    "recovered",
+                    json!({"sensor": self.sensor, "len": r.len, "cuts": cuts,
+                           "left_alone": r.left_alone, "after": "write failure"}),
+                );
+                self.stats.samples.store(r.len, Relaxed);
+            }
+            Err(e) => {
+                let msg =
+                    format!("recovery after the failure failed: {e} (run `roverlog recover`)");
+                tracing::error!(sensor = %self.sensor, "{msg}");
+                events.write("error", json!({"sensor": self.sensor, "error": msg}));
+            }
         }
     }
 
@@ -476,6 +518,7 @@ impl Writer {
                 None => Ok(0),
             };
         };
+        let dir = o.files.dir().to_path_buf();
         match o.files.finish() {
             Ok(n) => {
                 self.stats.durable.store(n, Relaxed);
@@ -493,6 +536,8 @@ impl Writer {
                 o.events
                     .write("error", json!({"sensor": self.sensor, "error": msg}));
                 self.stats.set_failed(msg.clone());
+                self.recover_after_failure(&dir, &o.events);
+                self.notice_disk_full(&e, &dir, msg.clone());
                 Err(msg)
             }
         }
