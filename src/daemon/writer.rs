@@ -76,8 +76,11 @@ pub struct WriterSettings {
     pub debug_delay: Duration,
     /// Threads compressing one sensor's `lzmaf` samples in parallel.
     pub compress_threads: usize,
-    /// The daemon's start, for `last_fsync_ms`.
+    /// The daemon's start, for `last_fsync_ms` and the heartbeat.
     pub epoch: Instant,
+    /// The writer beats at least this often while idle (see [`SensorStats::beat`]): well
+    /// within the watchdog's bound, so only a writer stuck in I/O stops the pings.
+    pub heartbeat: Duration,
 }
 
 struct Open {
@@ -142,6 +145,7 @@ impl Writer {
     /// The thread's body: runs until `Exit` or until every sender is gone.
     pub fn run(mut self) {
         loop {
+            self.beat();
             let msg = match self.rx.recv_timeout(self.next_timer()) {
                 Ok(m) => Some(m),
                 Err(RecvTimeoutError::Timeout) => None,
@@ -151,6 +155,7 @@ impl Writer {
                 if !self.handle(m) {
                     return;
                 }
+                self.beat();
                 // Batch what is already queued before looking at the timers.
                 for _ in 0..256 {
                     match self.rx.try_recv() {
@@ -158,6 +163,7 @@ impl Writer {
                             if !self.handle(m) {
                                 return;
                             }
+                            self.beat();
                         }
                         Err(_) => break,
                     }
@@ -168,12 +174,18 @@ impl Writer {
         let _ = self.close();
     }
 
+    /// Proves progress to the watchdog (see [`SensorStats::beat`]).
+    fn beat(&self) {
+        self.stats.beat(self.settings.epoch);
+    }
+
     fn next_timer(&self) -> Duration {
+        let idle = self.settings.heartbeat.min(Duration::from_secs(1));
         let Some(o) = &self.open else {
-            return Duration::from_secs(1);
+            return idle;
         };
         let now = Instant::now();
-        let mut due = now + Duration::from_secs(1);
+        let mut due = now + idle;
         if o.unflushed {
             due = due.min(o.last_flush + self.settings.flush_interval);
         }
@@ -294,6 +306,7 @@ impl Writer {
                     error = Some(e);
                     break;
                 }
+                self.stats.beat(self.settings.epoch);
                 written += 1;
                 bytes += 8 + slices.iter().map(|s| s.len() as u64).sum::<u64>();
             }
