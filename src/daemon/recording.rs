@@ -548,8 +548,11 @@ pub fn recover_unfinished(root: &Path) -> Result<Option<PathBuf>> {
     let Ok(rd) = std::fs::read_dir(root) else {
         return Ok(None);
     };
+    // Only real directories: a symbolic link under data_root (made by someone else, pointing
+    // anywhere) must not get its files cut by recovery or recorded into.
     let mut traces: Vec<PathBuf> = rd
         .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path())
         .filter(|p| p.join(super::events::EVENTS_DIR).is_dir())
         .collect();

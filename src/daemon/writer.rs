@@ -469,7 +469,15 @@ impl Writer {
     fn open(&mut self, trace: PathBuf, events: Arc<EventLog>) -> Result<u64, String> {
         self.stats.clear_failed();
         let dir = trace.join(&self.sensor);
-        let opened = if dir.exists() {
+        let is_link = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
+        let opened = if is_link {
+            // Someone else put it there; following it would write (and recover, i.e.
+            // truncate) files outside the trace.
+            Err(crate::Error::io(
+                &dir,
+                std::io::Error::other("is a symbolic link, not a sensor directory of this trace"),
+            ))
+        } else if dir.exists() {
             FileWriter::resume(&dir, self.meta.clone(), &self.settings.opts).map(|(w, rec)| {
                 if !rec.cuts.is_empty() || !rec.left_alone.is_empty() {
                     let cuts: Vec<String> = rec.cuts.iter().map(|c| c.to_string()).collect();
