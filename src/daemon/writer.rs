@@ -346,21 +346,23 @@ impl Writer {
             .flat_map(|(_, s)| self.lzmaf.iter().map(move |&ch| s[ch]))
             .collect();
         let preset = self.settings.opts.lzmaf_preset;
+        // Compressing a chunk of large samples takes long: each finished sample is progress
+        // for the watchdog, so only a compression that is really stuck stops the pings.
+        let (stats, epoch) = (&*self.stats, self.settings.epoch);
+        let compress = move |j: &&[u8]| {
+            let out = lzma::compress(j, preset);
+            stats.beat(epoch);
+            out
+        };
         let threads = self.settings.compress_threads.max(1).min(jobs.len());
         if threads <= 1 {
-            return jobs.iter().map(|j| lzma::compress(j, preset)).collect();
+            return jobs.iter().map(compress).collect();
         }
         let per = jobs.len().div_ceil(threads);
         std::thread::scope(|scope| {
             let handles: Vec<_> = jobs
                 .chunks(per)
-                .map(|part| {
-                    scope.spawn(move || {
-                        part.iter()
-                            .map(|j| lzma::compress(j, preset))
-                            .collect::<Vec<_>>()
-                    })
-                })
+                .map(|part| scope.spawn(move || part.iter().map(compress).collect::<Vec<_>>()))
                 .collect();
             handles
                 .into_iter()
