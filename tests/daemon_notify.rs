@@ -74,9 +74,9 @@ fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
 
 #[test]
 fn ready_watchdog_only_while_writers_progress_status_and_stopping() {
-    // debug_write_delay_ms (test only): every sample takes 4 s to write, so one frame stalls
+    // debug_write_delay_ms (test only): every sample takes 5 s to write, so one frame stalls
     // its writer past the 1 s watchdog bound, while an idle writer is healthy.
-    let mut d = TestDaemon::create(json!({"debug_write_delay_ms": 4000, "stats_interval_ms": 300}));
+    let mut d = TestDaemon::create(json!({"debug_write_delay_ms": 5000, "stats_interval_ms": 300}));
     let (notify, got, ready) = listen(&d);
     // WATCHDOG_PID must name the daemon: the shell execs it, so its pid is the daemon's.
     let mut cmd = Command::new("sh");
@@ -99,13 +99,13 @@ fn ready_watchdog_only_while_writers_progress_status_and_stopping() {
     let healthy = pings_between(&got, t0, Instant::now());
     assert!(healthy >= 3, "{healthy} pings in 2.6 s while healthy");
 
-    // A writer stuck 4 s in one sample write: after its 1 s bound, no ping at all.
+    // A writer stuck 5 s in one sample write: after its 1 s bound, no ping at all.
     let (mut c, r) = d.connect(&raw_hello("slow", 4));
     assert_eq!(r["ok"], true, "{r}");
     c.send(&frame(1.0, None, &[(&[1, 2, 3, 4], false)]));
     let stall = Instant::now();
-    std::thread::sleep(Duration::from_millis(3700));
-    let stalled = pings_between(&got, stall + Duration::from_millis(1300), Instant::now());
+    std::thread::sleep(Duration::from_millis(4600));
+    let stalled = pings_between(&got, stall + Duration::from_millis(1700), Instant::now());
     assert_eq!(stalled, 0, "pinged while a writer was stuck");
     assert!(
         d.log().contains("withholding the watchdog ping"),
@@ -114,7 +114,7 @@ fn ready_watchdog_only_while_writers_progress_status_and_stopping() {
     );
     // Once the writes finish, the pings resume.
     wait_until("pings resume", 10, || {
-        pings_between(&got, stall + Duration::from_millis(4000), Instant::now()) > 0
+        pings_between(&got, stall + Duration::from_millis(5000), Instant::now()) > 0
     });
     assert_eq!(c.sync(), 1);
 
