@@ -80,6 +80,7 @@ pub fn main(args: Args) -> ExitCode {
             return ExitCode::from(if in_use { 3 } else { 1 });
         }
     };
+    daemon.set_watchdog(roverlog::daemon::notify::watchdog_interval());
     daemon.set_notifier(|state| {
         if let Err(e) = roverlog::daemon::notify::notify(state) {
             tracing::warn!("sd_notify {state:?}: {e}");

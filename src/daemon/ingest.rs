@@ -18,7 +18,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
 use super::config::QueuePolicy;
-use super::protocol::{error_line, line, parse_hello, Check, FrameLayout, Hello};
+use super::protocol::{accept_hello, error_line, line, Check, FrameLayout, Hello};
 use super::recording::{Recorder, Slot};
 use super::shutdown::Shutdown;
 use super::writer::WriterMsg;
@@ -130,7 +130,7 @@ impl Connection {
         }
     }
 
-    async fn hello(&mut self) -> Result<Hello, String> {
+    async fn hello(&mut self) -> Result<(Hello, FrameLayout), String> {
         let cfg = self.rec.cfg.clone();
         peer_allowed(&self.stream, &cfg.allow_uids, &cfg.allow_gids)?;
         let limit = cfg.max_hello_bytes;
@@ -154,18 +154,23 @@ impl Connection {
         let l = tokio::time::timeout(HELLO_TIMEOUT, read)
             .await
             .map_err(|_| format!("no hello within {HELLO_TIMEOUT:?}"))??;
-        parse_hello(&l[..l.len() - 1], cfg.max_channels)
+        accept_hello(&l[..l.len() - 1], cfg.max_channels, cfg.max_frame_bytes)
     }
 
     async fn run(&mut self) -> Result<(), String> {
-        let hello = self.hello().await?;
+        let (hello, layout) = self.hello().await?;
         let slot = self.rec.attach(&hello)?;
-        let r = self.serve(&hello, &slot).await;
+        let r = self.serve(&hello, &layout, &slot).await;
         self.rec.detach(&slot);
         r
     }
 
-    async fn serve(&mut self, hello: &Hello, slot: &Arc<Slot>) -> Result<(), String> {
+    async fn serve(
+        &mut self,
+        hello: &Hello,
+        layout: &FrameLayout,
+        slot: &Arc<Slot>,
+    ) -> Result<(), String> {
         let samples = match slot.ask(WriterMsg::Barrier).await {
             Ok(n) => n,
             Err(e) => {
@@ -177,7 +182,7 @@ impl Connection {
         tracing::info!(sensor = %hello.sensor, ?trace, samples, "driver connected");
         self.write(json!({"ok": true, "trace": trace, "samples": samples}))
             .await?;
-        self.frames(hello, slot).await
+        self.frames(hello, layout, slot).await
     }
 
     async fn write(&mut self, v: Value) -> Result<(), String> {
@@ -187,10 +192,13 @@ impl Connection {
             .map_err(|e| format!("write: {e}"))
     }
 
-    async fn frames(&mut self, hello: &Hello, slot: &Arc<Slot>) -> Result<(), String> {
-        let cfg = self.rec.cfg.clone();
-        let layout = FrameLayout::new(hello, cfg.max_frame_bytes);
-        let policy = cfg.queue_policy;
+    async fn frames(
+        &mut self,
+        hello: &Hello,
+        layout: &FrameLayout,
+        slot: &Arc<Slot>,
+    ) -> Result<(), String> {
+        let policy = self.rec.cfg.queue_policy;
         let sensor = hello.sensor.as_str();
         let mut frame_no: u64 = 0;
         let mut last_seq: Option<u64> = None;
@@ -216,7 +224,15 @@ impl Connection {
                             self.drop_event(sensor, &d, slot);
                         }
                         match slot.ask(WriterMsg::Sync).await {
-                            Ok(n) => self.write(json!({"ok": true, "durable": n})).await?,
+                            Ok(n) => {
+                                // `recording: false`: no trace is open (stopped, or the disk
+                                // guard stopped it), frames are being discarded.
+                                let recording = self.rec.current().is_some();
+                                self.write(
+                                    json!({"ok": true, "durable": n, "recording": recording}),
+                                )
+                                .await?
+                            }
                             Err(e) => break 'conn Err(format!("sensor {sensor:?} failed: {e}")),
                         }
                     }

@@ -67,6 +67,7 @@ pub struct Daemon {
     requests_tx: mpsc::UnboundedSender<Request>,
     requests: mpsc::UnboundedReceiver<Request>,
     notify: Notifier,
+    watchdog: Option<Duration>,
 }
 
 /// Runs a daemon with `config` until `shutdown` completes (see [`Daemon::run`]).
@@ -107,6 +108,7 @@ impl Daemon {
             requests_tx,
             requests,
             notify: no_notify,
+            watchdog: None,
         })
     }
 
@@ -118,6 +120,14 @@ impl Daemon {
     /// Sets the service-manager notifier.
     pub fn set_notifier(&mut self, notify: Notifier) {
         self.notify = notify;
+    }
+
+    /// Enables the service manager's watchdog with its timeout (see
+    /// [`notify::watchdog_interval`]): `WATCHDOG=1` is sent every half of `timeout`, and only
+    /// while every writer thread has proved progress within `timeout`, so a writer stuck in a
+    /// write or fsync gets the daemon restarted.
+    pub fn set_watchdog(&mut self, timeout: Option<Duration>) {
+        self.watchdog = timeout.filter(|t| !t.is_zero());
     }
 
     /// Records until `shutdown` completes, then drains: connections stop reading (after what
@@ -132,10 +142,11 @@ impl Daemon {
             requests_tx,
             mut requests,
             notify,
+            watchdog,
         } = self;
         drop(requests_tx);
         let (notice_tx, mut notices) = mpsc::unbounded_channel();
-        let rec = Arc::new(Recorder::new(cfg.clone(), notice_tx)?);
+        let rec = Arc::new(Recorder::new(cfg.clone(), notice_tx, watchdog)?);
         rec.set_disk_free(disk::free_bytes(&cfg.data_root).ok());
 
         let unfinished = recording::recover_unfinished(&cfg.data_root)?;
@@ -181,6 +192,10 @@ impl Daemon {
         let mut disk_tick =
             tokio::time::interval(Duration::from_millis(cfg.disk_check_interval_ms));
         let mut rotate_tick = tokio::time::interval(Duration::from_secs(1));
+        // Without a watchdog the branch is disabled; the period only has to be valid.
+        let mut watchdog_tick =
+            tokio::time::interval(watchdog.map_or(Duration::from_secs(3600), |w| w / 2));
+        let mut withheld = false;
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -192,13 +207,34 @@ impl Daemon {
                     }
                 },
                 Some(n) = notices.recv() => match n {
-                    WriterNotice::DiskFull { sensor, error } => {
-                        rec.stop_for(format!("disk full (sensor {sensor}: {error})")).await;
+                    WriterNotice::DiskFull { sensor, error, trace } => {
+                        // Several writers of one trace may report; a late report must not
+                        // stop a trace started since.
+                        let why = format!("disk full (sensor {sensor}: {error})");
+                        if rec.current_dir().as_deref() == Some(trace.as_path()) {
+                            rec.stop_for(why).await;
+                        } else {
+                            tracing::warn!("{why} (trace {} already closed)", trace.display());
+                        }
                     }
                 },
                 _ = stats_tick.tick() => {
-                    log_stats(&rec);
-                    notify("WATCHDOG=1");
+                    notify(&status_line(&rec, log_stats(&rec)));
+                }
+                _ = watchdog_tick.tick(), if watchdog.is_some() => {
+                    let bound = watchdog.expect("branch enabled by it");
+                    let stalled = rec.stalled_writers(bound);
+                    if stalled.is_empty() {
+                        if withheld {
+                            tracing::info!("every writer makes progress again: watchdog pings resume");
+                            withheld = false;
+                        }
+                        notify(notify::WATCHDOG);
+                    } else if !withheld {
+                        // systemd restarts us unless the writer recovers within the timeout.
+                        tracing::error!(?stalled, "writer(s) made no progress for over {bound:?} (stuck in I/O?): withholding the watchdog ping");
+                        withheld = true;
+                    }
                 }
                 _ = disk_tick.tick() => {
                     let free = disk::free_bytes(&cfg.data_root).ok();
@@ -251,8 +287,32 @@ impl Daemon {
     }
 }
 
-/// One log line per sensor.
-fn log_stats(rec: &Recorder) {
+/// Totals over every sensor at one stats tick, for the `STATUS=` line.
+#[derive(Default)]
+struct Totals {
+    sensors: usize,
+    connected: usize,
+    rate_hz: f64,
+    drops: u64,
+    failed: usize,
+}
+
+/// The `STATUS=` line shown by `systemctl status`.
+fn status_line(rec: &Recorder, t: Totals) -> String {
+    let state = match (rec.current(), rec.stopped_reason()) {
+        (Some((trace, _)), _) => format!("recording {trace}"),
+        (None, Some(why)) => format!("not recording ({why})"),
+        (None, None) => "not recording".to_string(),
+    };
+    format!(
+        "STATUS={state}: {} sensor(s), {} connected, {:.1} samples/s, {} dropped, {} failed",
+        t.sensors, t.connected, t.rate_hz, t.drops, t.failed
+    )
+}
+
+/// One log line per sensor; returns the totals.
+fn log_stats(rec: &Recorder) -> Totals {
+    let mut t = Totals::default();
     for s in rec.slots() {
         let rate = s.stats.update_rate();
         let st = &s.stats;
@@ -268,5 +328,11 @@ fn log_stats(rec: &Recorder) {
             failed = st.failure().as_deref().unwrap_or(""),
             "stats"
         );
+        t.sensors += 1;
+        t.connected += usize::from(st.connected.load(Relaxed));
+        t.rate_hz += rate;
+        t.drops += st.drops.load(Relaxed);
+        t.failed += usize::from(st.failure().is_some());
     }
+    t
 }

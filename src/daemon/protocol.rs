@@ -88,6 +88,26 @@ pub fn parse_hello(line: &[u8], max_channels: usize) -> Result<Hello, String> {
     })
 }
 
+/// The connection task's whole hello step: [`parse_hello`], then the frame layout, refusing a
+/// hello whose smallest possible frame (timestamp, seq, fixed-size channels, length words)
+/// is over `max_frame_bytes`: every one of its frames would be refused, so say so now.
+pub fn accept_hello(
+    line: &[u8],
+    max_channels: usize,
+    max_frame_bytes: u32,
+) -> Result<(Hello, FrameLayout), String> {
+    let hello = parse_hello(line, max_channels)?;
+    let layout = FrameLayout::new(&hello, max_frame_bytes);
+    if layout.min_len() > max_frame_bytes as usize {
+        return Err(format!(
+            "hello: the smallest frame of sensor {:?} is {} bytes, over max_frame_bytes {max_frame_bytes}",
+            hello.sensor,
+            layout.min_len()
+        ));
+    }
+    Ok((hello, layout))
+}
+
 fn parse_channel(c: &Value) -> Result<(String, ChannelMeta), String> {
     let Value::Object(o) = c else {
         return Err("expected an object".into());
@@ -358,6 +378,15 @@ mod tests {
             let e = hello(input).unwrap_err();
             assert!(e.contains(want), "{input}: {e}");
         }
+    }
+
+    #[test]
+    fn a_hello_whose_frames_cannot_fit_is_refused() {
+        let line = br#"{"roverlog": 1, "sensor": "big", "channels": [{"name": "x", "format": "raw", "type": "u1", "shape": [100]}]}"#;
+        // 8 (ts) + 100: fits in 108, not in 107.
+        assert!(accept_hello(line, 16, 108).is_ok());
+        let e = accept_hello(line, 16, 107).unwrap_err();
+        assert!(e.contains("over max_frame_bytes 107"), "{e}");
     }
 
     #[test]

@@ -91,7 +91,12 @@ fn json_err(e: impl std::fmt::Display) -> Value {
 
 impl Recorder {
     /// A recorder with no trace open; writer failures that need the daemon go to `notices`.
-    pub fn new(cfg: Arc<Config>, notices: mpsc::UnboundedSender<WriterNotice>) -> Result<Self> {
+    /// With a `watchdog` timeout, idle writers beat often enough to stay well within it.
+    pub fn new(
+        cfg: Arc<Config>,
+        notices: mpsc::UnboundedSender<WriterNotice>,
+        watchdog: Option<std::time::Duration>,
+    ) -> Result<Self> {
         let epoch = Instant::now();
         let settings = WriterSettings {
             opts: WriterOptions {
@@ -103,6 +108,10 @@ impl Recorder {
             debug_delay: std::time::Duration::from_millis(cfg.debug_write_delay_ms),
             compress_threads: cfg.compress_threads_or_auto(),
             epoch,
+            heartbeat: watchdog
+                .map(|w| w / 4)
+                .unwrap_or(std::time::Duration::from_secs(1))
+                .max(std::time::Duration::from_millis(10)),
         };
         Ok(Recorder {
             cfg,
@@ -129,6 +138,11 @@ impl Recorder {
             .trace
             .as_ref()
             .map(|t| (t.name.clone(), t.events.clone()))
+    }
+
+    /// The open trace's directory.
+    pub fn current_dir(&self) -> Option<PathBuf> {
+        self.lock().trace.as_ref().map(|t| t.dir.clone())
     }
 
     /// Writes an event to the open trace, if any.
@@ -183,6 +197,7 @@ impl Recorder {
         let budget = Arc::new(Semaphore::new(self.cfg.queue_bytes as usize));
         let stats = Arc::new(SensorStats::new(self.cfg.queue_bytes));
         stats.connected.store(true, Relaxed);
+        stats.beat(self.epoch);
         let writer = Writer::new(
             hello.sensor.clone(),
             meta,
@@ -462,6 +477,24 @@ impl Recorder {
         })
     }
 
+    /// The writers whose last heartbeat is older than `bound`, with its age in ms: stuck in
+    /// a write or fsync (or ended without being removed). Empty when all make progress.
+    pub fn stalled_writers(&self, bound: std::time::Duration) -> Vec<(String, u64)> {
+        let now_ms = self.epoch.elapsed().as_millis() as u64;
+        let bound = bound.as_millis() as u64;
+        self.lock()
+            .slots
+            .values()
+            .map(|s| (s.name.clone(), s.stats.heartbeat_age_ms(now_ms)))
+            .filter(|(_, age)| *age > bound)
+            .collect()
+    }
+
+    /// Why recording stopped on its own, if it did.
+    pub fn stopped_reason(&self) -> Option<String> {
+        self.lock().stopped_reason.clone()
+    }
+
     /// Every sensor, for the stats log line.
     pub fn slots(&self) -> Vec<Arc<Slot>> {
         self.lock().slots.values().cloned().collect()
@@ -515,8 +548,11 @@ pub fn recover_unfinished(root: &Path) -> Result<Option<PathBuf>> {
     let Ok(rd) = std::fs::read_dir(root) else {
         return Ok(None);
     };
+    // Only real directories: a symbolic link under data_root (made by someone else, pointing
+    // anywhere) must not get its files cut by recovery or recorded into.
     let mut traces: Vec<PathBuf> = rd
         .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path())
         .filter(|p| p.join(super::events::EVENTS_DIR).is_dir())
         .collect();

@@ -38,6 +38,10 @@ pub struct SensorStats {
     pub connected: AtomicBool,
     /// Why the sensor failed (a write or fsync error); `None` while healthy.
     pub failed: Mutex<Option<String>>,
+    /// Milliseconds since daemon start when the writer last proved progress (a loop turn, a
+    /// sample appended, a flush or fsync done); the watchdog pings only while every writer's
+    /// beat is recent.
+    pub heartbeat_ms: AtomicU64,
     /// Samples at the last rate computation, and the rate then (f64 bits).
     rate_base: Mutex<(u64, Instant)>,
     rate_bits: AtomicU64,
@@ -59,6 +63,7 @@ impl SensorStats {
             queue_high_water: AtomicU64::new(0),
             connected: AtomicBool::new(false),
             failed: Mutex::new(None),
+            heartbeat_ms: AtomicU64::new(0),
             rate_base: Mutex::new((0, Instant::now())),
             rate_bits: AtomicU64::new(0f64.to_bits()),
         }
@@ -83,6 +88,17 @@ impl SensorStats {
     /// Clears the failure (a new trace opens new files).
     pub fn clear_failed(&self) {
         *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// Records a heartbeat now (`epoch`: the daemon's start).
+    pub fn beat(&self, epoch: Instant) {
+        self.heartbeat_ms
+            .store(epoch.elapsed().as_millis() as u64, Relaxed);
+    }
+
+    /// Milliseconds since the last heartbeat, at `now_ms` since the daemon's start.
+    pub fn heartbeat_age_ms(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_sub(self.heartbeat_ms.load(Relaxed))
     }
 
     /// Notes the queue fill after a frame was queued.

@@ -24,7 +24,9 @@ use super::config::FsyncPolicy;
 use super::events::EventLog;
 use super::protocol::FrameLayout;
 use super::stats::SensorStats;
-use crate::format::{lzma, ChannelFormat, SensorMeta, SensorWriter as FileWriter, WriterOptions};
+use crate::format::{
+    lzma, recover_sensor, ChannelFormat, SensorMeta, SensorWriter as FileWriter, WriterOptions,
+};
 
 /// A reply carrying a sample count, or why there is none.
 pub type CountReply = oneshot::Sender<Result<u64, String>>;
@@ -57,8 +59,12 @@ pub enum WriterMsg {
 /// Something the daemon must act on.
 #[derive(Debug)]
 pub enum WriterNotice {
-    /// A write failed with ENOSPC/EDQUOT: stop recording.
-    DiskFull { sensor: String, error: String },
+    /// A write failed with ENOSPC/EDQUOT in `trace`: stop recording it.
+    DiskFull {
+        sensor: String,
+        error: String,
+        trace: PathBuf,
+    },
 }
 
 /// Fixed settings of a writer.
@@ -70,8 +76,11 @@ pub struct WriterSettings {
     pub debug_delay: Duration,
     /// Threads compressing one sensor's `lzmaf` samples in parallel.
     pub compress_threads: usize,
-    /// The daemon's start, for `last_fsync_ms`.
+    /// The daemon's start, for `last_fsync_ms` and the heartbeat.
     pub epoch: Instant,
+    /// The writer beats at least this often while idle (see [`SensorStats::beat`]): well
+    /// within the watchdog's bound, so only a writer stuck in I/O stops the pings.
+    pub heartbeat: Duration,
 }
 
 struct Open {
@@ -136,6 +145,7 @@ impl Writer {
     /// The thread's body: runs until `Exit` or until every sender is gone.
     pub fn run(mut self) {
         loop {
+            self.beat();
             let msg = match self.rx.recv_timeout(self.next_timer()) {
                 Ok(m) => Some(m),
                 Err(RecvTimeoutError::Timeout) => None,
@@ -145,6 +155,7 @@ impl Writer {
                 if !self.handle(m) {
                     return;
                 }
+                self.beat();
                 // Batch what is already queued before looking at the timers.
                 for _ in 0..256 {
                     match self.rx.try_recv() {
@@ -152,6 +163,7 @@ impl Writer {
                             if !self.handle(m) {
                                 return;
                             }
+                            self.beat();
                         }
                         Err(_) => break,
                     }
@@ -162,12 +174,18 @@ impl Writer {
         let _ = self.close();
     }
 
+    /// Proves progress to the watchdog (see [`SensorStats::beat`]).
+    fn beat(&self) {
+        self.stats.beat(self.settings.epoch);
+    }
+
     fn next_timer(&self) -> Duration {
+        let idle = self.settings.heartbeat.min(Duration::from_secs(1));
         let Some(o) = &self.open else {
-            return Duration::from_secs(1);
+            return idle;
         };
         let now = Instant::now();
-        let mut due = now + Duration::from_secs(1);
+        let mut due = now + idle;
         if o.unflushed {
             due = due.min(o.last_flush + self.settings.flush_interval);
         }
@@ -288,6 +306,7 @@ impl Writer {
                     error = Some(e);
                     break;
                 }
+                self.stats.beat(self.settings.epoch);
                 written += 1;
                 bytes += 8 + slices.iter().map(|s| s.len() as u64).sum::<u64>();
             }
@@ -327,21 +346,23 @@ impl Writer {
             .flat_map(|(_, s)| self.lzmaf.iter().map(move |&ch| s[ch]))
             .collect();
         let preset = self.settings.opts.lzmaf_preset;
+        // Compressing a chunk of large samples takes long: each finished sample is progress
+        // for the watchdog, so only a compression that is really stuck stops the pings.
+        let (stats, epoch) = (&*self.stats, self.settings.epoch);
+        let compress = move |j: &&[u8]| {
+            let out = lzma::compress(j, preset);
+            stats.beat(epoch);
+            out
+        };
         let threads = self.settings.compress_threads.max(1).min(jobs.len());
         if threads <= 1 {
-            return jobs.iter().map(|j| lzma::compress(j, preset)).collect();
+            return jobs.iter().map(compress).collect();
         }
         let per = jobs.len().div_ceil(threads);
         std::thread::scope(|scope| {
             let handles: Vec<_> = jobs
                 .chunks(per)
-                .map(|part| {
-                    scope.spawn(move || {
-                        part.iter()
-                            .map(|j| lzma::compress(j, preset))
-                            .collect::<Vec<_>>()
-                    })
-                })
+                .map(|part| scope.spawn(move || part.iter().map(compress).collect::<Vec<_>>()))
                 .collect();
             handles
                 .into_iter()
@@ -401,20 +422,64 @@ impl Writer {
             o.events
                 .write("error", json!({"sensor": self.sensor, "error": msg}));
             // The files are dropped, not finished: finishing would retry the failed write.
+            let dir = o.files.dir().to_path_buf();
             drop(o.files);
+            self.recover_after_failure(&dir, &o.events);
+            self.notice_disk_full(&e, &dir, msg);
         }
-        if super::disk::is_disk_full(&e) {
+    }
+
+    /// Tells the daemon when `e` means the disk is full, so it stops recording the trace
+    /// holding the sensor directory `dir`.
+    fn notice_disk_full(&self, e: &crate::Error, dir: &std::path::Path, msg: String) {
+        if super::disk::is_disk_full(e) {
             let _ = self.notices.send(WriterNotice::DiskFull {
                 sensor: self.sensor.clone(),
                 error: msg,
+                trace: dir.parent().unwrap_or(dir).to_path_buf(),
             });
+        }
+    }
+
+    /// After a failed write, flush or fsync the sensor's files may end in a torn sample or
+    /// disagree on their count (a full disk stops one channel mid-sample). The trace will be
+    /// closed with a `stop` event, so crash recovery at the next start would not look at it:
+    /// cut the torn tails now, while the failure is known. Shortening files needs no free
+    /// space, so this works on a full disk; it never cuts below the durable watermark
+    /// (those samples are whole in every channel).
+    fn recover_after_failure(&mut self, dir: &std::path::Path, events: &EventLog) {
+        match recover_sensor(dir) {
+            Ok(r) => {
+                let cuts: Vec<String> = r.cuts.iter().map(|c| c.to_string()).collect();
+                tracing::warn!(sensor = %self.sensor, len = r.len, "recovered after a write failure: {cuts:?}");
+                events.write(
+                    "recovered",
+                    json!({"sensor": self.sensor, "len": r.len, "cuts": cuts,
+                           "left_alone": r.left_alone, "after": "write failure"}),
+                );
+                self.stats.samples.store(r.len, Relaxed);
+            }
+            Err(e) => {
+                let msg =
+                    format!("recovery after the failure failed: {e} (run `roverlog recover`)");
+                tracing::error!(sensor = %self.sensor, "{msg}");
+                events.write("error", json!({"sensor": self.sensor, "error": msg}));
+            }
         }
     }
 
     fn open(&mut self, trace: PathBuf, events: Arc<EventLog>) -> Result<u64, String> {
         self.stats.clear_failed();
         let dir = trace.join(&self.sensor);
-        let opened = if dir.exists() {
+        let is_link = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
+        let opened = if is_link {
+            // Someone else put it there; following it would write (and recover, i.e.
+            // truncate) files outside the trace.
+            Err(crate::Error::io(
+                &dir,
+                std::io::Error::other("is a symbolic link, not a sensor directory of this trace"),
+            ))
+        } else if dir.exists() {
             FileWriter::resume(&dir, self.meta.clone(), &self.settings.opts).map(|(w, rec)| {
                 if !rec.cuts.is_empty() || !rec.left_alone.is_empty() {
                     let cuts: Vec<String> = rec.cuts.iter().map(|c| c.to_string()).collect();
@@ -476,6 +541,7 @@ impl Writer {
                 None => Ok(0),
             };
         };
+        let dir = o.files.dir().to_path_buf();
         match o.files.finish() {
             Ok(n) => {
                 self.stats.durable.store(n, Relaxed);
@@ -493,6 +559,8 @@ impl Writer {
                 o.events
                     .write("error", json!({"sensor": self.sensor, "error": msg}));
                 self.stats.set_failed(msg.clone());
+                self.recover_after_failure(&dir, &o.events);
+                self.notice_disk_full(&e, &dir, msg.clone());
                 Err(msg)
             }
         }

@@ -276,35 +276,15 @@ fn check_lzmaf(
     }
     let exists = data_len.is_some();
     let (data_len, index_len) = (data_len.unwrap_or(0), index_len.unwrap_or(0));
-    if index_len % 8 != 0 {
-        problems.push(format!(
-            "index has a torn entry ({} bytes past the last whole offset)",
-            index_len % 8
-        ));
-    }
-    let listed = lzmaf::read_index(&index)?;
-    // The offsets we trust: the index's prefix that starts at 0, never decreases and stays
-    // within the data.
-    let mut good = vec![0u64];
-    match listed.first() {
-        None if index_len < 8 && exists => problems.push("index lacks its leading 0".into()),
-        Some(&first) if first != 0 => problems.push(format!("first offset is {first}, not 0")),
-        _ => {
-            for &o in listed.iter().skip(1) {
-                if o < *good.last().unwrap_or(&0) || o > data_len {
-                    break;
-                }
-                good.push(o);
-            }
-            let n = listed.len().saturating_sub(1);
-            if good.len() - 1 < n {
-                problems.push(format!(
-                    "index lists {n} frames but only {} lie within the {data_len}-byte data file in order",
-                    good.len() - 1
-                ));
-            }
-        }
-    }
+    // Read once: a file growing meanwhile must not make the length and the bytes disagree.
+    let index_bytes = lzmaf::read_index_bytes(&index)?;
+    let index_len = index_len.min(index_bytes.len() as u64);
+    let mut good = lzmaf::trusted_prefix(
+        &index_bytes[..index_len as usize],
+        data_len,
+        exists,
+        problems,
+    );
     let mut data = None;
     if depth == Depth::Deep && good.len() > 1 {
         let bytes = fs::read(path).at(path)?;

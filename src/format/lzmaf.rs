@@ -142,15 +142,70 @@ impl LzmafWriter {
 /// Reads an index file as offsets; a missing file reads as empty. A torn trailing partial
 /// entry is ignored here (validation reports it).
 pub fn read_index(path: &Path) -> Result<Vec<u64>> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(path, e)),
-    };
-    Ok(bytes
+    Ok(parse_index(&read_index_bytes(path)?))
+}
+
+/// An index file's bytes; a missing file reads as empty.
+pub fn read_index_bytes(path: &Path) -> Result<Vec<u8>> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// Index bytes as offsets; a torn trailing partial entry is ignored.
+pub fn parse_index(bytes: &[u8]) -> Vec<u64> {
+    bytes
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-        .collect())
+        .collect()
+}
+
+/// The offsets of an index (its file's bytes) that can be trusted against a data file of
+/// `data_len` bytes: the prefix that starts at 0, never decreases and stays within the data.
+/// Always starts with 0. What is wrong with the rest is pushed to `problems`;
+/// `data_exists` says whether a missing leading 0 is a problem (an empty, missing channel
+/// has none).
+///
+/// Pure over bytes, so recovery's trust decision can be fuzzed without files.
+pub fn trusted_prefix(
+    index: &[u8],
+    data_len: u64,
+    data_exists: bool,
+    problems: &mut Vec<String>,
+) -> Vec<u64> {
+    if index.len() % 8 != 0 {
+        problems.push(format!(
+            "index has a torn entry ({} bytes past the last whole offset)",
+            index.len() % 8
+        ));
+    }
+    let mut entries = index
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")));
+    let mut good = vec![0u64];
+    match entries.next() {
+        None if data_exists => problems.push("index lacks its leading 0".into()),
+        None => {}
+        Some(first) if first != 0 => problems.push(format!("first offset is {first}, not 0")),
+        Some(_) => {
+            let listed = index.len() / 8 - 1;
+            for o in entries {
+                if o < *good.last().unwrap_or(&0) || o > data_len {
+                    break;
+                }
+                good.push(o);
+            }
+            if good.len() - 1 < listed {
+                problems.push(format!(
+                    "index lists {listed} frames but only {} lie within the {data_len}-byte data file in order",
+                    good.len() - 1
+                ));
+            }
+        }
+    }
+    good
 }
 
 /// A random-access `lzmaf` channel (data mapped, index in memory).

@@ -29,6 +29,14 @@ pub fn base_config(dir: &Path) -> Value {
 impl TestDaemon {
     /// Starts a daemon with the base config plus `extra` keys.
     pub fn start(extra: Value) -> TestDaemon {
+        let mut d = TestDaemon::create(extra);
+        d.spawn();
+        d
+    }
+
+    /// Writes the config (base plus `extra`) without starting the daemon; start it with
+    /// [`TestDaemon::spawn`] or [`TestDaemon::spawn_cmd`].
+    pub fn create(extra: Value) -> TestDaemon {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = base_config(dir.path());
         for (k, v) in extra.as_object().unwrap() {
@@ -36,29 +44,35 @@ impl TestDaemon {
         }
         let config = dir.path().join("roverlog.json");
         std::fs::write(&config, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
-        let mut d = TestDaemon {
+        TestDaemon {
             dir,
             config,
             child: None,
-        };
-        d.spawn();
-        d
+        }
+    }
+
+    /// `roverlog daemon --config <config>`, not started.
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_roverlog"));
+        cmd.args(["daemon", "--config"]).arg(&self.config);
+        cmd
     }
 
     /// (Re)starts the daemon process with the same config and data.
     pub fn spawn(&mut self) {
+        let cmd = self.command();
+        self.spawn_cmd(cmd);
+    }
+
+    /// Starts `cmd` (which must run the daemon, e.g. [`TestDaemon::command`] with an
+    /// environment) with stderr to `daemon.log`, and waits until the control socket answers.
+    pub fn spawn_cmd(&mut self, mut cmd: Command) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.dir.path().join("daemon.log"))
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_roverlog"))
-            .args(["daemon", "--config"])
-            .arg(&self.config)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
+        let child = cmd.stdout(Stdio::null()).stderr(log).spawn().unwrap();
         self.child = Some(child);
         let t0 = Instant::now();
         loop {

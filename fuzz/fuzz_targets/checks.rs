@@ -1,0 +1,188 @@
+//! The body of every fuzz target, as plain functions over bytes: `fuzz_targets/<name>.rs` calls
+//! them under libFuzzer, and `tests/fuzz_corpus.rs` runs them over the committed seeds in
+//! `fuzz/corpus-seeds/<name>/` with the normal test harness, so a regression of a fixed crash
+//! is caught without cargo-fuzz. Each one panics exactly when an invariant breaks.
+#![allow(dead_code)] // each fuzz binary uses one of these
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use roverlog::daemon::protocol::{accept_hello, Check, FrameLayout};
+use roverlog::format::lzmaf::{parse_index, scan_frames, trusted_prefix};
+use roverlog::format::{lzma, SensorMeta};
+use roverlog::gulp::parse_gmeta;
+
+/// Limits small enough that the fuzzer reaches them, in the same roles as the daemon's.
+const MAX_HELLO: usize = 4096;
+const MAX_CHANNELS: usize = 16;
+const MAX_FRAME: u32 = 4096;
+
+/// `frame`: byte 0 picks the read size, then a hello line, then the frame stream. The hello
+/// goes through [`accept_hello`] like on a connection; the stream goes through
+/// [`FrameLayout::check`] and [`FrameLayout::split`] fed whole and in small reads: both must
+/// give the same frames, sync requests and error, and nothing may be read past its limits.
+pub fn frame(data: &[u8]) {
+    let Some((&step, data)) = data.split_first() else {
+        return;
+    };
+    let step = usize::from(step % 32) + 1;
+    let Some(nl) = data.iter().position(|&b| b == b'\n') else {
+        return;
+    };
+    if nl > MAX_HELLO {
+        return;
+    }
+    let Ok((hello, layout)) = accept_hello(&data[..nl], MAX_CHANNELS, MAX_FRAME) else {
+        return;
+    };
+    assert!(layout.min_len() <= MAX_FRAME as usize);
+    assert_eq!(layout.channel_count(), hello.channels.channels.len());
+    let stream = &data[nl + 1..];
+    let whole = run_frames(&layout, stream, stream.len().max(1));
+    let split = run_frames(&layout, stream, step);
+    assert_eq!(whole, split, "outcomes depend on how the bytes were split");
+}
+
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Frame {
+        total: usize,
+        ts: u64,
+        seq: u64,
+        lens: Vec<usize>,
+    },
+    Sync,
+    Error(String),
+    /// End of input with this many bytes of an incomplete frame buffered.
+    End(usize),
+}
+
+fn run_frames(layout: &FrameLayout, stream: &[u8], step: usize) -> Vec<Outcome> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut fed = 0;
+    let mut out = Vec::new();
+    let mut frame_no = 0;
+    loop {
+        match layout.check(&buf, frame_no) {
+            Err(e) => {
+                out.push(Outcome::Error(e));
+                return out;
+            }
+            Ok(Check::Incomplete(n)) => {
+                assert!(
+                    n > buf.len(),
+                    "incomplete, yet {n} <= {} buffered",
+                    buf.len()
+                );
+                assert!(
+                    n <= 4 + MAX_FRAME as usize,
+                    "asks for {n} bytes, over the limit"
+                );
+                if fed == stream.len() {
+                    out.push(Outcome::End(buf.len()));
+                    return out;
+                }
+                let take = step.min(stream.len() - fed);
+                buf.extend_from_slice(&stream[fed..fed + take]);
+                fed += take;
+            }
+            Ok(Check::SyncRequest) => {
+                buf.drain(..4);
+                out.push(Outcome::Sync);
+            }
+            Ok(Check::Frame { total, ts, seq }) => {
+                assert!(total <= buf.len() && total >= 4 + layout.min_len());
+                assert!(ts.is_finite());
+                // What the writer does with an accepted frame.
+                let mut slices = Vec::new();
+                let ts2 = layout.split(&buf[4..total], &mut slices);
+                assert_eq!(ts2.to_bits(), ts.to_bits());
+                assert_eq!(slices.len(), layout.channel_count());
+                let lens: Vec<usize> = slices.iter().map(|s| s.len()).collect();
+                assert!(lens.iter().sum::<usize>() < total);
+                out.push(Outcome::Frame {
+                    total,
+                    ts: ts.to_bits(),
+                    seq,
+                    lens,
+                });
+                buf.drain(..total);
+                frame_no += 1;
+            }
+        }
+    }
+}
+
+/// `meta_json`: whatever [`SensorMeta::parse`] accepts is valid and survives its own
+/// serialisation unchanged.
+pub fn meta_json(data: &[u8]) {
+    let Ok(meta) = SensorMeta::parse(data, Path::new("meta.json")) else {
+        return;
+    };
+    meta.validate().expect("parse accepted an invalid meta");
+    for (_, ch) in &meta.channels {
+        if ch.format.is_fixed_size() {
+            let n = ch.sample_bytes();
+            assert!(n > 0 && n <= roverlog::format::meta::MAX_SAMPLE_BYTES);
+        }
+    }
+    let again = SensorMeta::parse(&meta.to_json_bytes(), Path::new("meta.json"))
+        .expect("a parsed meta re-parses");
+    assert_eq!(again, meta);
+}
+
+/// `lzmaf_index`: `u16` index length, a sample-size byte, the index bytes, the data bytes.
+/// The trusted prefix recovery keeps must start at 0, ascend, stay within the data and never
+/// list more frames than the index; frames re-found past it must be whole and decompress to
+/// exactly one sample.
+pub fn lzmaf_index(data: &[u8]) {
+    if data.len() < 3 {
+        return;
+    }
+    let ilen = usize::from(u16::from_le_bytes([data[0], data[1]]));
+    let sample_bytes = usize::from(data[2]) + 1;
+    let rest = &data[3..];
+    let (index, bytes) = rest.split_at(ilen.min(rest.len()));
+    for exists in [true, false] {
+        let mut problems = Vec::new();
+        let good = trusted_prefix(index, bytes.len() as u64, exists, &mut problems);
+        assert_eq!(good[0], 0);
+        assert!(good.windows(2).all(|w| w[0] <= w[1]), "{good:?}");
+        assert!(*good.last().unwrap() <= bytes.len() as u64);
+        assert!(good.len() - 1 <= (index.len() / 8).saturating_sub(1));
+        if problems.is_empty() && !index.is_empty() {
+            assert_eq!(good, parse_index(index), "a clean index is trusted whole");
+        }
+        if !exists {
+            continue;
+        }
+        let end = *good.last().unwrap() as usize;
+        let mut prev = 0;
+        for e in scan_frames(&bytes[end..], sample_bytes) {
+            assert!(e > prev && e <= bytes.len() - end);
+            let got = lzma::decompress(&bytes[end + prev..end + e], sample_bytes, Path::new(""))
+                .expect("a re-found frame decompresses");
+            assert_eq!(got.len(), sample_bytes);
+            prev = e;
+        }
+    }
+}
+
+/// `gulp_meta`: `.gmeta` parsing never panics or over-allocates, and what it accepts
+/// satisfies the invariants the reader relies on to slice the data file.
+pub fn gulp_meta(data: &[u8]) {
+    const MAX_FRAMES: usize = 64;
+    let Ok(entries) = parse_gmeta(Path::new("meta_0.gmeta"), data, MAX_FRAMES) else {
+        return;
+    };
+    let mut ids = HashSet::new();
+    for e in &entries {
+        assert!(ids.insert(e.id.as_str()), "duplicate id accepted");
+        assert!(e.frames.len() <= MAX_FRAMES, "frame limit not enforced");
+        for f in &e.frames {
+            assert!(f.pad <= f.length);
+            assert!(f.offset.checked_add(f.length).is_some());
+            assert_eq!(f.end() - f.jpeg_len() - f.pad, f.offset);
+        }
+    }
+}

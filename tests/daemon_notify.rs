@@ -1,0 +1,142 @@
+//! sd_notify through the real daemon process, with a `UnixDatagram` as `$NOTIFY_SOCKET`:
+//! READY=1 only once both sockets accept connections, WATCHDOG=1 only while every writer makes
+//! progress (a writer stuck in I/O stops the pings, so systemd restarts the daemon), STATUS=
+//! lines, STOPPING=1 on SIGTERM.
+
+mod daemon_support;
+
+use std::os::unix::net::{UnixDatagram, UnixStream};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use daemon_support::*;
+use serde_json::json;
+
+/// Every datagram received, with its arrival time.
+type Received = Arc<Mutex<Vec<(Instant, String)>>>;
+
+/// Whether both sockets accepted a connection the moment READY=1 arrived.
+type ReadyCheck = Arc<Mutex<Option<Result<(), String>>>>;
+
+fn listen(d: &TestDaemon) -> (std::path::PathBuf, Received, ReadyCheck) {
+    let path = d.dir.path().join("notify.sock");
+    let sock = UnixDatagram::bind(&path).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let got: Received = Arc::default();
+    let ready: ReadyCheck = Arc::default();
+    let (g, r) = (got.clone(), ready.clone());
+    let (ingest, control) = (d.ingest_path(), d.control_path());
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        loop {
+            match sock.recv(&mut buf) {
+                Ok(n) => {
+                    let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+                    if msg == "READY=1" {
+                        let check = [&ingest, &control].iter().try_for_each(|p| {
+                            UnixStream::connect(p)
+                                .map(drop)
+                                .map_err(|e| format!("{}: {e}", p.display()))
+                        });
+                        *r.lock().unwrap() = Some(check);
+                    }
+                    g.lock().unwrap().push((Instant::now(), msg));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(_) => return,
+            }
+            if Arc::strong_count(&g) == 1 {
+                return; // the test is over
+            }
+        }
+    });
+    (path, got, ready)
+}
+
+fn pings_between(got: &Received, from: Instant, to: Instant) -> usize {
+    got.lock()
+        .unwrap()
+        .iter()
+        .filter(|(t, m)| *t >= from && *t < to && m == "WATCHDOG=1")
+        .count()
+}
+
+fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !ok() {
+        assert!(t0.elapsed() < Duration::from_secs(secs), "{what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ready_watchdog_only_while_writers_progress_status_and_stopping() {
+    // debug_write_delay_ms (test only): every sample takes 5 s to write, so one frame stalls
+    // its writer past the 1 s watchdog bound, while an idle writer is healthy.
+    let mut d = TestDaemon::create(json!({"debug_write_delay_ms": 5000, "stats_interval_ms": 300}));
+    let (notify, got, ready) = listen(&d);
+    // WATCHDOG_PID must name the daemon: the shell execs it, so its pid is the daemon's.
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(r#"WATCHDOG_PID=$$; export WATCHDOG_PID; exec "$0" "$@""#)
+        .arg(d.command().get_program())
+        .args(d.command().get_args())
+        .env("NOTIFY_SOCKET", &notify)
+        .env("WATCHDOG_USEC", "1000000");
+    d.spawn_cmd(cmd);
+
+    wait_until("READY=1", 20, || ready.lock().unwrap().is_some());
+    let r = ready.lock().unwrap().clone().unwrap();
+    assert_eq!(r, Ok(()), "READY=1 before both sockets accept connections");
+    assert_eq!(got.lock().unwrap()[0].1, "READY=1", "READY=1 comes first");
+
+    // Healthy and idle: pinged every half second.
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_millis(2600));
+    let healthy = pings_between(&got, t0, Instant::now());
+    assert!(healthy >= 3, "{healthy} pings in 2.6 s while healthy");
+
+    // A writer stuck 5 s in one sample write: after its 1 s bound, no ping at all.
+    let (mut c, r) = d.connect(&raw_hello("slow", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    c.send(&frame(1.0, None, &[(&[1, 2, 3, 4], false)]));
+    let stall = Instant::now();
+    std::thread::sleep(Duration::from_millis(4600));
+    let stalled = pings_between(&got, stall + Duration::from_millis(1700), Instant::now());
+    assert_eq!(stalled, 0, "pinged while a writer was stuck");
+    assert!(
+        d.log().contains("withholding the watchdog ping"),
+        "{}",
+        d.log()
+    );
+    // Once the writes finish, the pings resume.
+    wait_until("pings resume", 10, || {
+        pings_between(&got, stall + Duration::from_millis(5000), Instant::now()) > 0
+    });
+    assert_eq!(c.sync(), 1);
+
+    let status: Vec<String> = got
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, m)| m.starts_with("STATUS="))
+        .map(|(_, m)| m.clone())
+        .collect();
+    assert!(
+        status
+            .iter()
+            .any(|m| m.starts_with("STATUS=recording ") && m.contains("1 sensor(s), 1 connected")),
+        "{status:?}"
+    );
+    assert!(status
+        .iter()
+        .all(|m| m.contains("samples/s") && m.contains("dropped")));
+
+    assert!(d.stop().success(), "{}", d.log());
+    wait_until("STOPPING=1", 5, || {
+        got.lock().unwrap().iter().any(|(_, m)| m == "STOPPING=1")
+    });
+}
