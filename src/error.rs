@@ -69,6 +69,11 @@ pub enum Error {
         got: usize,
     },
 
+    /// An empty sample for a blob channel: an empty sample file is how a sample lost in a
+    /// power cut looks, so it is never written.
+    #[error("channel {channel:?}: empty sample (a jpg/npz sample needs at least one byte)")]
+    EmptySample { channel: String },
+
     /// Bytes on disk that contradict the format (torn tail, bad index, bad container).
     #[error("{}: {msg}", path.display())]
     Corrupt { path: PathBuf, msg: String },

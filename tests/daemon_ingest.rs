@@ -244,3 +244,29 @@ fn lzmaf_override_and_sequence_gaps_and_clock_steps() {
     assert_eq!(gaps[1]["missing"], 3);
     assert_eq!(ev.iter().filter(|e| e["event"] == "clock_step").count(), 1);
 }
+
+#[test]
+fn an_empty_jpg_sample_is_refused_before_anything_is_written() {
+    let d = TestDaemon::start(json!({}));
+    let hello = json!({"roverlog": 1, "sensor": "cam", "channels": [
+        {"name": "img", "format": "jpg", "type": "u1", "shape": []}]});
+    let (mut c, r) = d.connect(&hello);
+    assert_eq!(r["ok"], true, "{r}");
+    c.send(&frame(1.0, None, &[(b"\xff\xd8one\xff\xd9", true)]));
+    c.send(&frame(2.0, None, &[(b"\xff\xd8two\xff\xd9", true)]));
+    c.send(&frame(3.0, None, &[(b"", true)]));
+    let reply = c.read_reply();
+    let msg = reply["error"].as_str().unwrap_or_default().to_string();
+    assert!(
+        msg.contains("empty sample") && msg.contains("frame 2"),
+        "{reply}"
+    );
+    let (mut c2, r) = d.connect(&hello);
+    assert_eq!(r["samples"], 2, "{r}");
+    assert_eq!(c2.sync(), 2);
+    let check =
+        roverlog::format::check_sensor(&d.trace_dir().join("cam"), roverlog::format::Depth::Deep)
+            .unwrap();
+    assert!(check.is_ok(), "{:?}", check.all_problems());
+    assert!(d.status()["sensors"]["cam"]["failed"].is_null());
+}

@@ -222,10 +222,42 @@ fn wrong_sample_sizes_are_refused_before_anything_is_written() {
     let err = w.append(1.0, &[&[0u8; 12], &[0u8; 3]]).unwrap_err();
     assert!(err.to_string().contains("expected 2"), "{err}");
     assert!(w.append(f64::NAN, &[&[0u8; 12], &[0u8; 2]]).is_err());
+    // Before anything is written: a wrong-size sample in a later channel.
+    assert!(w.append(1.0, &[&[0u8; 12], &[0u8; 5]]).is_err());
     assert!(w.append(1.0, &[&[0u8; 12]]).is_err());
     w.finish().unwrap();
     assert_eq!(std::fs::metadata(dir.join("a")).unwrap().len(), 0);
     assert_eq!(std::fs::metadata(dir.join("ts")).unwrap().len(), 0);
+}
+
+#[test]
+fn bad_lzmaf_or_empty_blob_samples_leave_no_partial_sample() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = meta(vec![
+        (
+            "a",
+            ChannelMeta::new(ChannelFormat::Raw, DType::U1, vec![2], ""),
+        ),
+        (
+            "z",
+            ChannelMeta::new(ChannelFormat::Lzmaf, DType::U1, vec![4], ""),
+        ),
+        (
+            "j",
+            ChannelMeta::new(ChannelFormat::Blob("jpg".into()), DType::U1, vec![], ""),
+        ),
+    ]);
+    let dir = tmp.path().join("s");
+    let mut w = SensorWriter::create(&dir, m, &WriterOptions::default()).unwrap();
+    let err = w.append(1.0, &[&[1, 2], &[0u8; 3], &[9]]).unwrap_err();
+    assert!(err.to_string().contains("expected 4"), "{err}");
+    let err = w.append(1.0, &[&[1, 2], &[0u8; 4], &[]]).unwrap_err();
+    assert!(err.to_string().contains("empty sample"), "{err}");
+    w.append(2.0, &[&[1, 2], &[0u8; 4], &[9]]).unwrap();
+    assert_eq!(w.finish().unwrap(), 1);
+    let check = format::check_sensor(&dir, format::Depth::Deep).unwrap();
+    assert!(check.is_ok(), "{:?}", check.all_problems());
+    assert_eq!(check.consistent_len(), 1);
 }
 
 #[test]

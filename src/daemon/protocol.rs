@@ -270,7 +270,13 @@ impl FrameLayout {
                         ));
                     };
                     pos += 4;
-                    u32::from_le_bytes(w.try_into().expect("4 bytes")) as usize
+                    let n = u32::from_le_bytes(w.try_into().expect("4 bytes")) as usize;
+                    if n == 0 {
+                        return Err(format!(
+                            "frame {frame_no}: channel {i}: empty sample (jpg/npz samples need at least one byte)"
+                        ));
+                    }
+                    n
                 }
             };
             if body.len() - pos < n {

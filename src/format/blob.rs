@@ -77,8 +77,14 @@ impl BlobWriter {
         }
     }
 
-    /// Writes one sample as the next file.
+    /// Writes one sample as the next file. Empty samples are refused: recovery takes an
+    /// empty sample file for one a power cut emptied.
     pub fn append(&mut self, bytes: &[u8]) -> Result<()> {
+        if bytes.is_empty() {
+            return Err(Error::EmptySample {
+                channel: self.dir.display().to_string(),
+            });
+        }
         if let Some(msg) = &self.failed {
             return Err(Error::io(
                 &self.dir,

@@ -257,21 +257,18 @@ impl SensorWriter {
     /// Appends one sample: `samples` holds one buffer per data channel in declared order
     /// (decoded bytes; `lzmaf` channels are compressed here).
     pub fn append(&mut self, ts: f64, samples: &[&[u8]]) -> Result<()> {
-        self.append_with(ts, samples, ChannelWriter::append)
+        self.append_with(ts, samples, false)
     }
 
     /// Like [`SensorWriter::append`], but `lzmaf` samples arrive already compressed (see
     /// [`super::lzma::compress`]).
     pub fn append_encoded(&mut self, ts: f64, samples: &[&[u8]]) -> Result<()> {
-        self.append_with(ts, samples, ChannelWriter::append_encoded)
+        self.append_with(ts, samples, true)
     }
 
-    fn append_with(
-        &mut self,
-        ts: f64,
-        samples: &[&[u8]],
-        put: fn(&mut ChannelWriter, &[u8]) -> Result<()>,
-    ) -> Result<()> {
+    /// Checks the whole sample before writing any of it, so a bad one leaves no partial
+    /// sample behind; `encoded`: `lzmaf` samples arrive compressed (their size is not known).
+    fn append_with(&mut self, ts: f64, samples: &[&[u8]], encoded: bool) -> Result<()> {
         if samples.len() != self.channels.len() {
             return Err(Error::SampleSize {
                 channel: format!("{} (channel count)", self.dir.display()),
@@ -286,19 +283,27 @@ impl SensorWriter {
             });
         }
         for ((name, ch), sample) in self.meta.data_channels().zip(samples) {
-            if ch.format.is_fixed_size()
-                && ch.format != ChannelFormat::Lzmaf
-                && sample.len() != ch.sample_bytes()
-            {
+            let sized =
+                ch.format.is_fixed_size() && !(encoded && ch.format == ChannelFormat::Lzmaf);
+            if sized && sample.len() != ch.sample_bytes() {
                 return Err(Error::SampleSize {
                     channel: name.to_string(),
                     expected: ch.sample_bytes(),
                     got: sample.len(),
                 });
             }
+            if matches!(ch.format, ChannelFormat::Blob(_)) && sample.is_empty() {
+                return Err(Error::EmptySample {
+                    channel: name.to_string(),
+                });
+            }
         }
         for (w, sample) in self.channels.iter_mut().zip(samples) {
-            put(w, sample)?;
+            if encoded {
+                w.append_encoded(sample)?;
+            } else {
+                w.append(sample)?;
+            }
         }
         self.ts.append(&ts.to_le_bytes())?;
         self.len += 1;
