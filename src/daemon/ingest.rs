@@ -350,7 +350,18 @@ impl Connection {
         if *frames == 0 {
             return Ok(());
         }
-        let data = self.buf.split_to(*bytes).freeze();
+        let n = *bytes;
+        // A queued run keeps its whole receive allocation alive, but the byte budget charges
+        // only the run: hand the allocation over without a copy only when the run fills most
+        // of it (large frames); otherwise copy the run out (small frames, cheap) and keep
+        // reading into the same buffer, so memory stays within the budget plus 25 %.
+        let data = if self.buf.capacity() <= n + n / 4 {
+            self.buf.split_to(n).freeze()
+        } else {
+            let d = bytes::Bytes::copy_from_slice(&self.buf[..n]);
+            bytes::Buf::advance(&mut self.buf, n);
+            d
+        };
         let msg = WriterMsg::Batch {
             data,
             frames: *frames,
