@@ -48,3 +48,13 @@ fn lzmaf_index_seeds() {
 fn gulp_meta_seeds() {
     run_seeds("gulp_meta", checks::gulp_meta);
 }
+
+#[test]
+fn zarr_meta_seeds() {
+    run_seeds("zarr_meta", checks::zarr_meta);
+}
+
+#[test]
+fn blosc_chunk_seeds() {
+    run_seeds("blosc_chunk", checks::blosc_chunk);
+}

@@ -11,6 +11,7 @@ use roverlog::daemon::protocol::{accept_hello, Check, FrameLayout};
 use roverlog::format::lzmaf::{parse_index, scan_frames, trusted_prefix};
 use roverlog::format::{lzma, SensorMeta};
 use roverlog::gulp::parse_gmeta;
+use roverlog::zarr::{blosc, ArrayMeta, Compressor};
 
 /// Limits small enough that the fuzzer reaches them, in the same roles as the daemon's.
 const MAX_HELLO: usize = 4096;
@@ -183,6 +184,61 @@ pub fn gulp_meta(data: &[u8]) {
             assert!(f.pad <= f.length);
             assert!(f.offset.checked_add(f.length).is_some());
             assert_eq!(f.end() - f.jpeg_len() - f.pad, f.offset);
+        }
+    }
+}
+
+/// `zarr_meta`: `.zarray` parsing. Arbitrary bytes give metadata or an error, never a panic or
+/// a huge allocation; whatever parses must be safe to describe and address.
+pub fn zarr_meta(data: &[u8]) {
+    let Ok(meta) = ArrayMeta::parse(data, Path::new("fuzz/.zarray")) else {
+        return;
+    };
+    let _ = meta.check_readable(Path::new("fuzz"));
+    let _ = meta.dtype.to_string();
+    let _ = meta.compressor.to_string();
+    let plan = meta.dtype.swap_plan();
+    let mut row = vec![0u8; meta.dtype.itemsize()];
+    plan.apply(&mut row);
+    let grid = meta.chunk_grid();
+    let last: Vec<u64> = grid.iter().map(|g| g.saturating_sub(1)).collect();
+    let _ = meta.chunk_key(&last);
+    let _ = meta.chunk_bytes();
+    for f in meta.dtype.fields() {
+        let _ = meta.dtype.find_field(&f.name);
+    }
+}
+
+/// `blosc_chunk`: chunk decoding with every codec. The first byte picks the codec, the next
+/// two the decoded size the metadata would promise, the rest is the chunk. Errors are fine;
+/// panics, crashes in c-blosc/zstd/zlib/lz4, over-reads and over-writes are not.
+pub fn blosc_chunk(data: &[u8]) {
+    if data.len() < 3 {
+        return;
+    }
+    let expected = u16::from_le_bytes([data[1], data[2]]) as usize;
+    let chunk = &data[3..];
+    let codec = match data[0] % 6 {
+        0 => Compressor::Blosc {
+            cname: "lz4".into(),
+            clevel: 5,
+            shuffle: 1,
+            blocksize: 0,
+        },
+        1 => Compressor::Zstd { level: 1 },
+        2 => Compressor::Zlib { level: 1 },
+        3 => Compressor::GZip { level: 1 },
+        4 => Compressor::Lz4 { acceleration: 1 },
+        _ => Compressor::None,
+    };
+    let mut dst = vec![0u8; expected];
+    let _ = codec.decode_into(chunk, &mut dst, "fuzz");
+    // The header check on its own, with the size the chunk claims (bounded).
+    if chunk.len() >= blosc::HEADER_LEN {
+        let claimed = u32::from_le_bytes(chunk[4..8].try_into().unwrap()) as usize;
+        if claimed <= 1 << 16 {
+            let mut dst = vec![0u8; claimed];
+            let _ = blosc::decompress_into(chunk, &mut dst);
         }
     }
 }
