@@ -33,17 +33,9 @@ fn info_reports_samples_duration_rate_and_sizes() {
             .unwrap();
     }
     w.finish().unwrap();
-    let out = Command::new(common::roverlog_bin())
-        .args(["info", "--json"])
-        .arg(tmp.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = common::roverlog(&["info".as_ref(), "--json".as_ref(), tmp.path().as_os_str()]);
+    assert!(r.ok(), "{}", r.text());
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     let s = &v["sensors"][0];
     assert_eq!(s["sensor"], "lidar");
     assert_eq!(s["samples"], 101);

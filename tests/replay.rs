@@ -88,6 +88,15 @@ fn write_trace(dir: &Path) {
     }
 }
 
+/// Runs `roverlog replay SRC --socket <the daemon's> ARGS...`.
+fn replay_into(src: &Path, d: &TestDaemon, args: &[&str]) -> common::Run {
+    let mut all = vec!["replay".as_ref(), src.as_os_str(), "--socket".as_ref()];
+    let sock = d.ingest_path();
+    all.push(sock.as_os_str());
+    all.extend(args.iter().map(std::ffi::OsStr::new));
+    common::roverlog(&all)
+}
+
 /// Every file of every sensor directory, relative path -> bytes.
 fn files(sensor_dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     let mut out = std::collections::BTreeMap::new();
@@ -114,13 +123,7 @@ fn replayed_trace_comes_back_byte_for_byte() {
     let src = tmp.path().join("recorded");
     write_trace(&src);
     let mut d = TestDaemon::start(json!({}));
-    let r = common::roverlog(&[
-        "replay".as_ref(),
-        src.as_os_str(),
-        "--socket".as_ref(),
-        d.ingest_path().as_os_str(),
-        "--max-speed".as_ref(),
-    ]);
+    let r = replay_into(&src, &d, &["--max-speed"]);
     assert!(r.ok(), "{}", r.text());
     assert!(r.out().contains("sent 68 samples"), "{}", r.text());
     let trace = d.trace_dir();
@@ -155,21 +158,21 @@ fn replay_at_real_time_is_paced_and_reports_lateness() {
     let mut d = TestDaemon::start(json!({}));
     // 0.4 s of imu only, at double speed: about 0.2 s.
     let t0 = std::time::Instant::now();
-    let r = common::roverlog(&[
-        "replay".as_ref(),
-        src.as_os_str(),
-        "--socket".as_ref(),
-        d.ingest_path().as_os_str(),
-        "--rate".as_ref(),
-        "2".as_ref(),
-        "--sensors".as_ref(),
-        "imu".as_ref(),
-        "--start".as_ref(),
-        "0.05".as_ref(),
-        "--duration".as_ref(),
-        "0.4".as_ref(),
-        "--json".as_ref(),
-    ]);
+    let r = replay_into(
+        &src,
+        &d,
+        &[
+            "--rate",
+            "2",
+            "--sensors",
+            "imu",
+            "--start",
+            "0.05",
+            "--duration",
+            "0.4",
+            "--json",
+        ],
+    );
     let took = t0.elapsed().as_secs_f64();
     assert!(r.ok(), "{}", r.text());
     let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
@@ -412,13 +415,7 @@ fn l5kit_fixture_imports_with_every_expected_value_and_replays_the_same() {
 
     // Replaying the dataset into a daemon writes the same files as importing it.
     let mut d = TestDaemon::start(json!({}));
-    let r = common::roverlog(&[
-        "replay".as_ref(),
-        fixture.as_os_str(),
-        "--socket".as_ref(),
-        d.ingest_path().as_os_str(),
-        "--max-speed".as_ref(),
-    ]);
+    let r = replay_into(&fixture, &d, &["--max-speed"]);
     assert!(r.ok(), "{}", r.text());
     let trace = d.trace_dir();
     assert!(d.stop().success(), "{}", d.log());
