@@ -490,3 +490,59 @@ pub fn min_med_max(v: &[u64]) -> (u64, u64, u64) {
     }
     (s[0], s[s.len() / 2], s[s.len() - 1])
 }
+
+/// The seqs held by `<trace>/<sensor>`, in file order, after checking that the sensor
+/// validates, the seqs strictly increase, and every sample has its seq's `ts` and exact bytes
+/// in every channel. For sensors that may miss samples (the `drop` policy).
+pub fn seqs_on_disk(trace: &Path, spec: &Spec) -> Result<Vec<u64>, String> {
+    let dir = trace.join(&spec.name);
+    let name = &spec.name;
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    let check = check_sensor(&dir, Depth::Structure).map_err(|e| format!("{name}: {e}"))?;
+    if !check.is_ok() {
+        return Err(format!("{name}: check_sensor: {:?}", check.all_problems()));
+    }
+    let s = Sensor::open(&dir).map_err(|e| format!("{name}: {e}"))?;
+    let ts = s.timestamps().map_err(|e| format!("{name}: {e}"))?;
+    let mut seqs = Vec::with_capacity(ts.len());
+    let mut want = Vec::new();
+    for c in 0..spec.chans.len() {
+        let mut r = s
+            .channel(&format!("c{c}"))
+            .map_err(|e| format!("{name}: {e}"))?;
+        for i in 0..ts.len() as u64 {
+            let got = r
+                .get(i)
+                .map_err(|e| format!("{name}/c{c} sample {i}: {e}"))?;
+            let seq = u64::from_le_bytes(got[..8].try_into().unwrap());
+            if c == 0 {
+                if seqs.last().is_some_and(|&p| p >= seq) {
+                    return Err(format!(
+                        "{name} sample {i}: seq {seq} after {:?}",
+                        seqs.last()
+                    ));
+                }
+                if ts[i as usize] != spec.ts(seq) {
+                    return Err(format!("{name} sample {i}: ts does not match seq {seq}"));
+                }
+                seqs.push(seq);
+            } else if seqs[i as usize] != seq {
+                return Err(format!(
+                    "{name}/c{c} sample {i}: seq {seq}, channel c0 has {}",
+                    seqs[i as usize]
+                ));
+            }
+            spec.content(c, seq, &mut want);
+            if *got != want[..] {
+                return Err(format!("{name}/c{c} sample {i} (seq {seq}): bytes differ"));
+            }
+        }
+        let n = r.len().map_err(|e| format!("{name}/c{c}: {e}"))?;
+        if n != ts.len() as u64 {
+            return Err(format!("{name}/c{c}: {n} samples, ts has {}", ts.len()));
+        }
+    }
+    Ok(seqs)
+}
