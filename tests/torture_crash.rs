@@ -71,6 +71,7 @@ fn kill9_loop_keeps_every_acknowledged_sample_and_resumes_exactly() {
         let pid = d.child.as_ref().unwrap().id();
         max_hwm = max_hwm.max(roverlog::bench::procfs::status_bytes(pid, "VmHWM").unwrap_or(0));
         let g = ctl.gen.load(SeqCst);
+        ctl.killing.store(g, SeqCst);
         d.kill9();
         wait_parked(&drivers, g);
 

@@ -289,11 +289,23 @@ pub struct DriverState {
     pub violations: Mutex<Vec<String>>,
 }
 
-/// The harness's side: a generation counter (bumped when the daemon is up again) and stop.
-#[derive(Default)]
+/// The harness's side: a generation counter (bumped when the daemon is up again), the
+/// generation whose daemon the harness is killing (a connection failing in any other is a
+/// violation), and stop.
 pub struct Control {
     pub gen: AtomicU64,
+    pub killing: AtomicU64,
     pub stop: AtomicBool,
+}
+
+impl Default for Control {
+    fn default() -> Control {
+        Control {
+            gen: AtomicU64::new(0),
+            killing: AtomicU64::new(u64::MAX),
+            stop: AtomicBool::new(false),
+        }
+    }
 }
 
 /// A driver thread: (re)connects in each generation, resumes at the hello's `samples` (the
@@ -412,7 +424,13 @@ fn drive(
         };
         match session() {
             Ok(_) => return,
-            Err(_) => {
+            Err(e) => {
+                if ctl.killing.load(SeqCst) != g {
+                    violation(
+                        st,
+                        format!("{}: connection failed with no kill: {e}", spec.name),
+                    );
+                }
                 st.parked.store(g, SeqCst);
                 while ctl.gen.load(SeqCst) == g && !ctl.stop.load(SeqCst) {
                     std::thread::sleep(Duration::from_millis(5));
