@@ -145,3 +145,66 @@ fn kill9_loop_keeps_every_acknowledged_sample_and_resumes_exactly() {
         max_hwm as f64 / (1 << 20) as f64
     );
 }
+
+#[test]
+fn kill9_during_a_rotation_leaves_both_traces_valid() {
+    // A slow writer with a long queue: the rotation waits for it to write everything queued
+    // before it, and the kill falls while the old trace's files are still being appended.
+    let mut d = TestDaemon::start(json!({
+        "debug_write_delay_ms": 2, "flush_interval_ms": 20, "buffer_bytes": 16384,
+    }));
+    let first = d.trace_dir();
+    let spec = Spec::new(
+        "radar",
+        7,
+        vec![Chan::Raw(6000), Chan::Lzmaf(4096), Chan::Jpg(100, 9000)],
+        0.0,
+        (0, 0),
+    );
+    let (mut c, _) =
+        roverlog::client::Driver::connect(&d.ingest_path(), &spec.name, &spec.meta(), true)
+            .unwrap();
+    let mut bufs = vec![Vec::new(); 3];
+    for seq in 0..1000 {
+        for (ch, b) in bufs.iter_mut().enumerate() {
+            spec.content(ch, seq, b);
+        }
+        let refs: Vec<&[u8]> = bufs.iter().map(|b| &b[..]).collect();
+        c.send(spec.ts(seq), Some(seq), &refs).unwrap();
+    }
+    let control = d.control_path();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        if let Ok(mut s) = std::os::unix::net::UnixStream::connect(control) {
+            let _ = s.write_all(b"{\"cmd\": \"rotate\"}\n");
+            let _ = s.read_to_end(&mut Vec::new());
+        }
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let ev = events(&first);
+    assert!(
+        ev.iter().any(|e| e["event"] == "rotate") && !ev.iter().any(|e| e["event"] == "stop"),
+        "the kill must fall inside the rotation: {ev:#?}"
+    );
+    d.kill9();
+    drop(c);
+
+    d.spawn();
+    let second = d.trace_dir();
+    assert_ne!(second, first, "the restart resumes the newest trace");
+    // The trace the rotation was leaving was being written when the daemon died: it must be
+    // recovered too, not only the one resumed.
+    let old = verify_sensor(&first, &spec, Some(0), 0, 1)
+        .unwrap_or_else(|e| panic!("{e}\n{:#?}", events(&first)));
+    assert!(old.len > 0);
+    assert!(events(&first).iter().any(|e| e["event"] == "crash"));
+    let st = d.status();
+    assert!(d.stop().success(), "{st}\n{}", d.log());
+    // Nothing was sent after the rotation: the new trace holds no radar samples.
+    assert_eq!(
+        verify_sensor(&second, &spec, Some(old.len), 0, 1)
+            .unwrap()
+            .len,
+        0
+    );
+}
