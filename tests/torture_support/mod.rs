@@ -162,8 +162,23 @@ impl Spec {
         out.extend_from_slice(&tag.to_le_bytes());
         let s = seq.wrapping_mul(31).wrapping_add(tag.wrapping_mul(13)) as usize;
         match self.chans[ch] {
-            // Runs of 64 equal bytes: compresses well, like smooth sensor data.
-            Chan::Lzmaf(_) => out.extend((16..n).map(|k| ((k >> 6) + s) as u8)),
+            // Like the lidar frames of `benches/lzma_codec.rs`: little-endian u16 that vary
+            // smoothly, with 4 bits of noise, so compression costs what it costs on real data.
+            Chan::Lzmaf(_) => {
+                let mut rng = Rng::new(mix(tag, seq));
+                let mut noise = 0u64;
+                for k in 16..n {
+                    if k % 2 == 0 {
+                        if k % 32 == 0 {
+                            noise = rng.next_u64();
+                        }
+                        let nib = (noise >> ((k % 32) * 2)) as u8 & 0x0f;
+                        out.push(((k >> 1) as u8) << 4 | nib);
+                    } else {
+                        out.push(((k >> 10) + s) as u8);
+                    }
+                }
+            }
             _ => out.extend((16..n).map(|k| (k.wrapping_mul(7) + s) as u8)),
         }
     }
