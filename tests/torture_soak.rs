@@ -86,6 +86,16 @@ fn check_trace(trace: &Path, specs: &[Spec], next: &mut [u64]) -> Vec<u64> {
         .collect()
 }
 
+/// When the trace's last `stop` was written (a rotation is complete once it is).
+fn stop_time(trace: &Path) -> f64 {
+    events(trace)
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "stop")
+        .and_then(|e| e["t"].as_f64())
+        .unwrap_or(f64::MAX)
+}
+
 struct Sample {
     at: f64,
     rss: u64,
@@ -115,6 +125,8 @@ fn soak_sixteen_sensors_flat_memory_no_drops_counts_agree() {
     let mut next = vec![0u64; specs.len()];
     let mut checked: Vec<PathBuf> = Vec::new();
     let mut traces_checked = 0;
+    // When the newest trace the daemon finished was closed (its rotation complete).
+    let mut last_stop_t = 0f64;
     while t0.elapsed() < Duration::from_secs(secs) {
         std::thread::sleep(Duration::from_secs(1));
         let st = d.status();
@@ -145,6 +157,7 @@ fn soak_sixteen_sensors_flat_memory_no_drops_counts_agree() {
                 break;
             }
             check_trace(&t, &specs, &mut next);
+            last_stop_t = last_stop_t.max(stop_time(&t));
             std::fs::remove_dir_all(&t).unwrap();
             checked.push(t);
             traces_checked += 1;
@@ -154,13 +167,12 @@ fn soak_sixteen_sensors_flat_memory_no_drops_counts_agree() {
     stop_drivers(&ctl, &mut drivers);
     let v = violations(&drivers);
     assert!(v.is_empty(), "{v:#?}");
+    let status_t = roverlog::daemon::events::now_epoch();
     let st = d.status();
     let hwm = status_bytes(pid, "VmHWM").unwrap_or(0);
     let stop = d.ctl(json!({"cmd": "stop"}));
     assert_eq!(stop["ok"], true, "{stop}");
-    // (A rotation may fall between the status and the stop.)
     let last = d.data_root().join(stop["trace"].as_str().unwrap());
-    let same_trace = st["trace"] == stop["trace"];
     // Traces finished between the last check and the stop, then the last one.
     let mut rest: Vec<PathBuf> = std::fs::read_dir(d.data_root())
         .unwrap()
@@ -173,7 +185,14 @@ fn soak_sixteen_sensors_flat_memory_no_drops_counts_agree() {
     for t in &rest {
         last_counts = check_trace(t, &specs, &mut next);
         traces_checked += 1;
+        if *t != last {
+            last_stop_t = last_stop_t.max(stop_time(t));
+        }
     }
+    // A rotation may fall between the status and the stop, and during a rotation status
+    // already names the new trace while some sensors still count the old one: compare the
+    // status with the files only when the last rotation had completed before it was taken.
+    let status_is_of_last = st["trace"] == stop["trace"] && last_stop_t < status_t;
     assert!(d.stop().success(), "{}", d.log());
 
     let mut report = Vec::new();
@@ -192,7 +211,7 @@ fn soak_sixteen_sensors_flat_memory_no_drops_counts_agree() {
             stop["sensors"][name]["samples"], last_counts[i],
             "{name}: stop reply vs files of the last trace"
         );
-        if same_trace {
+        if status_is_of_last {
             assert_eq!(s["samples"], last_counts[i], "{name}: status vs files");
         }
         report.push((
