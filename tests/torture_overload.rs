@@ -12,6 +12,7 @@ mod torture_support;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
+use std::time::Duration;
 
 use daemon_support::{events, TestDaemon};
 use serde_json::json;
@@ -149,4 +150,43 @@ fn drop_loses_exactly_the_samples_the_events_name() {
         total_drops > 0,
         "the slow writer must have caused drops: {st}"
     );
+}
+
+#[test]
+fn periodic_fsync_keeps_its_interval_through_a_backlog() {
+    // A writer 30 ms per sample with 150 samples queued needs 4.5 s; the fsync interval is
+    // 100 ms. The durable watermark must move while the backlog is written, not only at its
+    // end (it did only at the end: the writer looked at its timers every 257 messages).
+    let d = TestDaemon::start(json!({
+        "debug_write_delay_ms": 30, "fsync_interval_ms": 100, "flush_interval_ms": 50,
+    }));
+    let spec = Spec::new("radar", 16, vec![Chan::Raw(40 << 10)], 0.0, (0, 0));
+    let (mut c, _) =
+        roverlog::client::Driver::connect(&d.ingest_path(), &spec.name, &spec.meta(), true)
+            .unwrap();
+    let n = 150u64;
+    let mut b = Vec::new();
+    for seq in 0..n {
+        spec.content(0, seq, &mut b);
+        c.send(spec.ts(seq), Some(seq), &[&b]).unwrap();
+    }
+    let mut durable_mid_backlog = 0;
+    loop {
+        let s = &d.status()["sensors"]["radar"];
+        let (samples, durable) = (
+            s["samples"].as_u64().unwrap(),
+            s["durable"].as_u64().unwrap(),
+        );
+        if samples == n {
+            break;
+        }
+        durable_mid_backlog = durable_mid_backlog.max(durable);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        durable_mid_backlog > 0,
+        "no fsync while {n} samples were written over ~4.5 s with fsync_interval_ms 100"
+    );
+    assert_eq!(c.sync().unwrap(), n);
+    verify_sensor(&d.trace_dir(), &spec, Some(0), 0, 1).unwrap();
 }
