@@ -14,7 +14,7 @@ mod daemon_support;
 mod torture_support;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -121,48 +121,61 @@ fn soak_sixteen_sensors_flat_memory_no_drops_counts_agree() {
         .collect();
 
     let t0 = Instant::now();
-    let mut samples: Vec<Sample> = Vec::new();
     let mut next = vec![0u64; specs.len()];
     let mut checked: Vec<PathBuf> = Vec::new();
     let mut traces_checked = 0;
     // When the newest trace the daemon finished was closed (its rotation complete).
     let mut last_stop_t = 0f64;
-    while t0.elapsed() < Duration::from_secs(secs) {
-        std::thread::sleep(Duration::from_secs(1));
-        let st = d.status();
-        let queued = st["sensors"]
-            .as_object()
-            .map(|m| {
-                m.values()
-                    .map(|s| s["queue_bytes"].as_u64().unwrap_or(0))
-                    .sum()
-            })
-            .unwrap_or(0);
-        samples.push(Sample {
-            at: t0.elapsed().as_secs_f64(),
-            rss: status_bytes(pid, "VmRSS").unwrap_or(0),
-            fds: fd_count(pid).unwrap_or(0),
-            queued,
-        });
-        // Check and delete the traces the daemon finished (oldest first).
-        let current = st["trace_dir"].as_str().map(PathBuf::from);
-        let mut traces: Vec<PathBuf> = std::fs::read_dir(d.data_root())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| Some(p) != current.as_ref() && !checked.contains(p))
-            .collect();
-        traces.sort();
-        for t in traces {
-            if !finished(&t) {
-                break;
+    let sampling = AtomicBool::new(true);
+    let samples: Vec<Sample> = std::thread::scope(|scope| {
+        // RSS, descriptors and queue fill every second, on their own thread: checking a
+        // finished trace takes a while.
+        let sampler = scope.spawn(|| {
+            let mut v = Vec::new();
+            while sampling.load(SeqCst) {
+                let st = d.status();
+                let queued = st["sensors"]
+                    .as_object()
+                    .map(|m| {
+                        m.values()
+                            .map(|s| s["queue_bytes"].as_u64().unwrap_or(0))
+                            .sum()
+                    })
+                    .unwrap_or(0);
+                v.push(Sample {
+                    at: t0.elapsed().as_secs_f64(),
+                    rss: status_bytes(pid, "VmRSS").unwrap_or(0),
+                    fds: fd_count(pid).unwrap_or(0),
+                    queued,
+                });
+                std::thread::sleep(Duration::from_secs(1));
             }
-            check_trace(&t, &specs, &mut next);
-            last_stop_t = last_stop_t.max(stop_time(&t));
-            std::fs::remove_dir_all(&t).unwrap();
-            checked.push(t);
-            traces_checked += 1;
+            v
+        });
+        while t0.elapsed() < Duration::from_secs(secs) {
+            std::thread::sleep(Duration::from_secs(1));
+            // Check and delete the traces the daemon finished (oldest first).
+            let current = d.status()["trace_dir"].as_str().map(PathBuf::from);
+            let mut traces: Vec<PathBuf> = std::fs::read_dir(d.data_root())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| Some(p) != current.as_ref() && !checked.contains(p))
+                .collect();
+            traces.sort();
+            for t in traces {
+                if !finished(&t) {
+                    break;
+                }
+                check_trace(&t, &specs, &mut next);
+                last_stop_t = last_stop_t.max(stop_time(&t));
+                std::fs::remove_dir_all(&t).unwrap();
+                checked.push(t);
+                traces_checked += 1;
+            }
         }
-    }
+        sampling.store(false, SeqCst);
+        sampler.join().unwrap()
+    });
     let run = t0.elapsed();
     stop_drivers(&ctl, &mut drivers);
     let v = violations(&drivers);
@@ -220,6 +233,7 @@ fn soak_sixteen_sensors_flat_memory_no_drops_counts_agree() {
             sent as f64 / run.as_secs_f64(),
             dr.spec.rate_hz,
             dr.state.write_wait_us.load(SeqCst) as f64 / 1e6,
+            dr.state.sync_wait_us.load(SeqCst) as f64 / 1e6,
             s["queue_high_water"].as_u64().unwrap(),
         ));
     }
@@ -247,9 +261,10 @@ fn soak_sixteen_sensors_flat_memory_no_drops_counts_agree() {
         fds.iter().max().unwrap(),
         mib(*qs.iter().max().unwrap()),
     );
-    for (name, sent, rate, target, wait, hw) in report {
+    for (name, sent, rate, target, wait, sync, hw) in report {
         eprintln!(
-            "  {name:<7} {sent:>8} samples {rate:>8.1}/s (target {target}) blocked {wait:>7.2} s, queue high water {:.1} MiB",
+            "  {name:<7} {sent:>8} samples {rate:>8.1}/s (target {target}) blocked in write {wait:>6.2} s, \
+             waiting for durable {sync:>6.2} s, queue high water {:.1} MiB",
             mib(hw)
         );
     }

@@ -300,6 +300,8 @@ pub struct DriverState {
     pub syncs: AtomicU64,
     /// Time spent blocked in `write` (backpressure), microseconds.
     pub write_wait_us: AtomicU64,
+    /// Time spent waiting for durability replies, microseconds.
+    pub sync_wait_us: AtomicU64,
     /// Broken promises seen by the driver itself (hello reply, durable replies).
     pub violations: Mutex<Vec<String>>,
 }
@@ -429,7 +431,10 @@ fn drive(
                 if until_sync > 0 {
                     until_sync -= 1;
                     if until_sync == 0 {
+                        let w0 = Instant::now();
                         let durable = d.sync().map_err(|e| e.to_string())?;
+                        st.sync_wait_us
+                            .fetch_add(w0.elapsed().as_micros() as u64, SeqCst);
                         st.syncs.fetch_add(1, SeqCst);
                         note_durable(st, spec, durable, seq_is_index);
                         until_sync = next_sync(&mut rng, spec);
