@@ -542,8 +542,14 @@ impl Recorder {
     }
 }
 
-/// The newest trace under `root` whose event log has no `stop` (the daemon died while
-/// recording it): its sensors are recovered (torn tails cut) and it is returned.
+/// The newest trace under `root` whose event log has no `stop` after its last `start` (the
+/// daemon died while recording it): its sensors are recovered (torn tails cut) and it is
+/// returned, to be resumed.
+///
+/// A crash during a rotation leaves the trace being left unfinished too: its writers were
+/// still appending what was queued before the switch. So older traces are recovered as well,
+/// newest first, up to the first finished one; they are not resumed but closed with a `stop`
+/// (reason `crash`), which also keeps the next start from looking at them again.
 pub fn recover_unfinished(root: &Path) -> Result<Option<PathBuf>> {
     let Ok(rd) = std::fs::read_dir(root) else {
         return Ok(None);
@@ -557,34 +563,47 @@ pub fn recover_unfinished(root: &Path) -> Result<Option<PathBuf>> {
         .filter(|p| p.join(super::events::EVENTS_DIR).is_dir())
         .collect();
     traces.sort();
-    let Some(last) = traces.pop() else {
-        return Ok(None);
-    };
-    let events = read_events(&last);
-    if events.iter().rev().any(|e| e["event"] == "stop") {
-        // A trace is finished when its last start/resume is followed by a stop.
-        let last_stop = events.iter().rposition(|e| e["event"] == "stop");
-        let last_start = events.iter().rposition(|e| e["event"] == "start");
-        if last_stop > last_start {
-            return Ok(None);
+    let mut resume = None;
+    for (k, trace) in traces.iter().rev().enumerate() {
+        if is_finished(trace) {
+            break;
         }
-    }
-    let log = EventLog::open(&last)?;
-    for name in sensor_dirs(&last)? {
-        let r = recover_sensor(&last.join(&name))?;
-        let cuts: Vec<String> = r.cuts.iter().map(|c| c.to_string()).collect();
-        tracing::warn!(trace = %last.display(), sensor = %name, len = r.len, "recovered after a crash: {cuts:?}");
+        let log = EventLog::open(trace)?;
+        let mut counts = serde_json::Map::new();
+        for name in sensor_dirs(trace)? {
+            let r = recover_sensor(&trace.join(&name))?;
+            let cuts: Vec<String> = r.cuts.iter().map(|c| c.to_string()).collect();
+            tracing::warn!(trace = %trace.display(), sensor = %name, len = r.len, "recovered after a crash: {cuts:?}");
+            log.write(
+                "recovered",
+                json!({"sensor": name, "len": r.len, "cuts": cuts, "left_alone": r.left_alone}),
+            );
+            counts.insert(name, json!({"samples": r.len}));
+        }
         log.write(
-            "recovered",
-            json!({"sensor": name, "len": r.len, "cuts": cuts, "left_alone": r.left_alone}),
+            "crash",
+            json!({"note": "the daemon ended without stopping this trace"}),
         );
+        if k == 0 {
+            resume = Some(trace.clone());
+        } else {
+            let name = trace.file_name().unwrap_or_default().to_string_lossy();
+            log.write(
+                "stop",
+                json!({"trace": name, "reason": "crash", "sensors": counts}),
+            );
+        }
+        log.sync();
     }
-    log.write(
-        "crash",
-        json!({"note": "the daemon ended without stopping this trace"}),
-    );
-    log.sync();
-    Ok(Some(last))
+    Ok(resume)
+}
+
+/// Whether a trace's last `start` (or resume) is followed by a `stop`.
+fn is_finished(trace: &Path) -> bool {
+    let events = read_events(trace);
+    let last_stop = events.iter().rposition(|e| e["event"] == "stop");
+    let last_start = events.iter().rposition(|e| e["event"] == "start");
+    last_stop.is_some() && last_stop > last_start
 }
 
 /// Local time as `YYYY.MM.DD-HH.MM.SS` (the collector's trace names).

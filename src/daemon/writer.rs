@@ -156,7 +156,9 @@ impl Writer {
                     return;
                 }
                 self.beat();
-                // Batch what is already queued before looking at the timers.
+                // Take what is already queued without sleeping, but look at the timers after
+                // each message: with a backlog (slow disk, compression) a message can take
+                // long, and the periodic fsync must not wait for 256 of them.
                 for _ in 0..256 {
                     match self.rx.try_recv() {
                         Ok(m) => {
@@ -164,6 +166,7 @@ impl Writer {
                                 return;
                             }
                             self.beat();
+                            self.timers();
                         }
                         Err(_) => break,
                     }
