@@ -192,3 +192,76 @@ fn symbolic_links_under_data_root_are_not_followed() {
     ok.send(&frame(1.0, None, &[(&[1; 4], false)]));
     assert_eq!(ok.sync(), 1);
 }
+
+fn open_fds(d: &TestDaemon) -> usize {
+    let pid = d.child.as_ref().unwrap().id();
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}
+
+/// Thousands of connections that never say hello: beyond `max_sensors` + 16 they are refused at
+/// once with "too many connections"; the daemon's memory and descriptors stay bounded, a
+/// running sensor does not notice, and once they go away a new sensor connects.
+#[test]
+fn thousands_of_idle_connections_are_bounded_and_refused_clearly() {
+    let d = TestDaemon::start(json!({"max_sensors": 8}));
+    let mut steady = Steady::new(&d);
+    steady.tick();
+    let (rss0, fds0) = (rss_kib(&d), open_fds(&d));
+    let conns: Vec<UnixStream> = (0..2000)
+        .map(|_| UnixStream::connect(d.ingest_path()).unwrap())
+        .collect();
+    // Refusals are answered at once; give the daemon time to answer all, then sort: a
+    // connection with a reply was refused, one without is held waiting for its hello.
+    std::thread::sleep(Duration::from_secs(2));
+    let (mut idle, mut refused) = (Vec::new(), 0);
+    for mut s in conns {
+        s.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 256];
+        match s.read(&mut buf) {
+            Ok(n) if n > 0 => {
+                let line = String::from_utf8_lossy(&buf[..n]);
+                assert!(line.contains("too many connections"), "{line}");
+                refused += 1;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => idle.push(s),
+            other => panic!("neither refused nor held: {other:?}"),
+        }
+    }
+    // One permit is the steady sensor's: max_sensors + 16 - 1 idle connections fit.
+    assert_eq!(idle.len(), 8 + 16 - 1, "idle connections held");
+    assert_eq!(refused, 2000 - idle.len());
+    steady.tick();
+    let (rss1, fds1) = (rss_kib(&d), open_fds(&d));
+    assert!(
+        rss1 < rss0 + (32 << 10),
+        "RSS grew from {rss0} to {rss1} KiB"
+    );
+    assert!(
+        fds1 <= fds0 + idle.len() + 4,
+        "descriptors grew from {fds0} to {fds1}"
+    );
+    drop(idle);
+    // The slots free up as the daemon sees the connections close.
+    let t0 = Instant::now();
+    loop {
+        let (mut c, r) = d.connect(&raw_hello("late", 4));
+        if r["ok"] == true {
+            c.send(&frame(1.0, None, &[(&[1; 4], false)]));
+            assert_eq!(c.sync(), 1);
+            break;
+        }
+        assert!(
+            r["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("too many connections"),
+            "{r}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(10), "slots never freed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    steady.tick();
+    assert!(d.status()["sensors"]["steady"]["failed"].is_null());
+}
