@@ -88,6 +88,18 @@ fn write_trace(dir: &Path) {
     }
 }
 
+/// `roverlog import SRC OUT ARGS...`, then `validate --deep` and the upstream-style reader
+/// on the result.
+fn import_and_check(src: &Path, out: &Path, args: &[&str]) {
+    let mut all = vec!["import".as_ref(), src.as_os_str(), out.as_os_str()];
+    all.extend(args.iter().map(std::ffi::OsStr::new));
+    let r = common::roverlog(&all);
+    assert!(r.ok(), "{}", r.text());
+    let r = common::roverlog(&["validate".as_ref(), "--deep".as_ref(), out.as_os_str()]);
+    assert!(r.ok(), "{}", r.text());
+    common::assert_upstream_reads_same(out);
+}
+
 /// Runs `roverlog replay SRC --socket <the daemon's> ARGS...`.
 fn replay_into(src: &Path, d: &TestDaemon, args: &[&str]) -> common::Run {
     let mut all = vec!["replay".as_ref(), src.as_os_str(), "--socket".as_ref()];
@@ -233,20 +245,7 @@ fn gulp_fixture_imports_with_every_expected_value() {
     let tmp = tempfile::tempdir().unwrap();
     let out_trace = tmp.path().join("imported");
     let fixture = common::root().join("tests/data/gulp_small");
-    let r = common::roverlog(&[
-        "import".as_ref(),
-        fixture.as_os_str(),
-        out_trace.as_os_str(),
-        "--fps".as_ref(),
-        "25".as_ref(),
-    ]);
-    assert!(r.ok(), "{}", r.text());
-    let r = common::roverlog(&[
-        "validate".as_ref(),
-        "--deep".as_ref(),
-        out_trace.as_os_str(),
-    ]);
-    assert!(r.ok(), "{}", r.text());
+    import_and_check(&fixture, &out_trace, &["--fps", "25"]);
 
     let expected: serde_json::Value = serde_json::from_slice(
         &std::fs::read(common::root().join("tests/data/gulp_small.expected.json")).unwrap(),
@@ -303,19 +302,7 @@ fn l5kit_fixture_imports_with_every_expected_value_and_replays_the_same() {
     let tmp = tempfile::tempdir().unwrap();
     let out_trace = tmp.path().join("imported");
     let fixture = common::root().join("tests/data/l5kit_single_scene.zarr");
-    let r = common::roverlog(&[
-        "import".as_ref(),
-        fixture.as_os_str(),
-        out_trace.as_os_str(),
-    ]);
-    assert!(r.ok(), "{}", r.text());
-    let r = common::roverlog(&[
-        "validate".as_ref(),
-        "--deep".as_ref(),
-        out_trace.as_os_str(),
-    ]);
-    assert!(r.ok(), "{}", r.text());
-    common::assert_upstream_reads_same(&out_trace);
+    import_and_check(&fixture, &out_trace, &[]);
 
     let expected: serde_json::Value = serde_json::from_slice(
         &std::fs::read(common::root().join("tests/data/l5kit_single_scene.expected.json")).unwrap(),
