@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::format::{SensorMeta, TS_CHANNEL};
+use crate::format::SensorMeta;
 
 /// Longest reply line we accept from the daemon.
 const MAX_REPLY: u64 = 64 * 1024;
@@ -95,10 +95,8 @@ impl Driver {
             frame: Vec::new(),
             sent: 0,
         };
-        if meta.get(TS_CHANNEL).is_some() && meta.channels.len() == 1 {
-            return Err(Error::Protocol(format!(
-                "sensor {sensor:?}: no data channel besides \"ts\""
-            )));
+        if meta.data_channels().next().is_none() {
+            return Err(d.refused("no data channel to send (\"ts\" is implicit)".into()));
         }
         d.stream
             .write_all(&hello_line(sensor, meta, seq))
