@@ -75,6 +75,11 @@ impl Driver {
         meta: &SensorMeta,
         seq: bool,
     ) -> Result<(Driver, HelloReply)> {
+        if meta.data_channels().next().is_none() {
+            return Err(Error::Protocol(format!(
+                "sensor {sensor:?}: no data channel to send (\"ts\" is implicit)"
+            )));
+        }
         let io = |e| Error::io(socket, e);
         let stream = UnixStream::connect(socket).map_err(io)?;
         stream
@@ -95,9 +100,6 @@ impl Driver {
             frame: Vec::new(),
             sent: 0,
         };
-        if meta.data_channels().next().is_none() {
-            return Err(d.refused("no data channel to send (\"ts\" is implicit)".into()));
-        }
         d.stream
             .write_all(&hello_line(sensor, meta, seq))
             .map_err(io)?;
@@ -228,5 +230,43 @@ impl Driver {
                 .unwrap_or_else(|| reply.to_string());
             Err(self.refused(msg))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{ChannelFormat, ChannelMeta, DType};
+
+    #[test]
+    fn hello_line_and_frame_encoding_follow_the_protocol() {
+        let meta = SensorMeta {
+            channels: vec![
+                ("ts".into(), ChannelMeta::timestamps()),
+                (
+                    "acc".into(),
+                    ChannelMeta::new(ChannelFormat::Raw, DType::F4, vec![3], "m/s^2"),
+                ),
+            ],
+        };
+        let line = hello_line("imu", &meta, true);
+        assert_eq!(line.last(), Some(&b'\n'));
+        let v: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["sensor"], "imu");
+        assert_eq!(v["seq"], true);
+        assert_eq!(
+            v["channels"].as_array().unwrap().len(),
+            1,
+            "ts is implicit: {v}"
+        );
+        assert_eq!(v["channels"][0]["type"], "f4");
+
+        let only_ts = SensorMeta {
+            channels: vec![("ts".into(), ChannelMeta::timestamps())],
+        };
+        let err = Driver::connect(Path::new("/nonexistent.sock"), "x", &only_ts, false)
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("no data channel"), "{err}");
     }
 }
