@@ -121,6 +121,14 @@ impl Driver {
         ))
     }
 
+    /// How long to wait for a reply (default 60 s; a final fsync of a large backlog can take
+    /// longer).
+    pub fn set_reply_timeout(&mut self, timeout: Duration) -> Result<()> {
+        self.stream
+            .set_read_timeout(Some(timeout))
+            .map_err(|e| Error::io(&self.socket, e))
+    }
+
     /// Frames sent on this connection.
     pub fn sent(&self) -> u64 {
         self.sent

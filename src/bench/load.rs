@@ -7,19 +7,15 @@
 //! final durability request is answered: a figure is for samples *on disk*, not samples
 //! accepted into buffers.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde_json::{json, Value};
-
 use super::Throughput;
+use crate::client::Driver;
 use crate::error::{Error, Result};
+use crate::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
 
-/// Longest reply line we accept from the daemon.
-const MAX_REPLY: u64 = 1 << 20;
 /// How long to wait for any one reply (a final fsync of a large backlog can be slow).
 const REPLY_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -179,23 +175,42 @@ fn check_workload(w: &Workload) -> Result<()> {
 }
 
 /// The hello for a workload.
-fn hello(sensor: &str, w: &Workload) -> Value {
-    let channels = match w {
-        Workload::Imu | Workload::ImuBatched { .. } => json!([
-            {"name": "acc", "format": "raw", "type": "f4", "shape": [3], "desc": "m/s^2"},
-            {"name": "gyro", "format": "raw", "type": "f4", "shape": [3], "desc": "rad/s"},
-        ]),
-        Workload::Large { bytes } => json!([
-            {"name": "data", "format": "raw", "type": "u1", "shape": [bytes], "desc": "bench"},
-        ]),
-        Workload::Lidar { bytes } => json!([
-            {"name": "rng", "format": "raw", "type": "u2", "shape": [bytes / 2], "desc": "mm"},
-        ]),
-        Workload::Blob { .. } => json!([
-            {"name": "img", "format": "jpg", "type": "u1", "shape": [480, 640, 3], "desc": "bench"},
-        ]),
+/// The channels each workload declares (`ts` is implicit).
+fn meta(w: &Workload) -> SensorMeta {
+    let ch = |name: &str, format: ChannelFormat, dtype: DType, shape: Vec<usize>, desc: &str| {
+        (
+            name.to_string(),
+            ChannelMeta::new(format, dtype, shape, desc),
+        )
     };
-    json!({"roverlog": 1, "sensor": sensor, "seq": true, "channels": channels})
+    let channels = match *w {
+        Workload::Imu | Workload::ImuBatched { .. } => vec![
+            ch("acc", ChannelFormat::Raw, DType::F4, vec![3], "m/s^2"),
+            ch("gyro", ChannelFormat::Raw, DType::F4, vec![3], "rad/s"),
+        ],
+        Workload::Large { bytes } => vec![ch(
+            "data",
+            ChannelFormat::Raw,
+            DType::U1,
+            vec![bytes],
+            "bench",
+        )],
+        Workload::Lidar { bytes } => vec![ch(
+            "rng",
+            ChannelFormat::Raw,
+            DType::U2,
+            vec![bytes / 2],
+            "mm",
+        )],
+        Workload::Blob { .. } => vec![ch(
+            "img",
+            ChannelFormat::Blob("jpg".into()),
+            DType::U1,
+            vec![480, 640, 3],
+            "bench",
+        )],
+    };
+    SensorMeta { channels }
 }
 
 /// Bytes after `len` and before the channels: ts + seq.
@@ -329,20 +344,10 @@ fn session(
     spec: &LoadSpec,
     barrier: &mut Option<&Barrier>,
 ) -> Result<(SensorReport, Instant)> {
-    let io = |e| Error::io(socket, e);
     let refused = |msg: String| Error::Protocol(format!("bench sensor {sensor:?}: {msg}"));
-    let mut stream = UnixStream::connect(socket).map_err(io)?;
-    stream.set_read_timeout(Some(REPLY_TIMEOUT)).map_err(io)?;
-    let mut replies = BufReader::new(stream.try_clone().map_err(io)?);
-
-    let mut line = serde_json::to_vec(&hello(sensor, &spec.workload)).expect("json");
-    line.push(b'\n');
-    stream.write_all(&line).map_err(io)?;
-    let reply = read_reply(&mut replies, socket).map_err(&refused)?;
-    let resumed_from = reply
-        .get("samples")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| refused(format!("hello reply without a \"samples\" count: {reply}")))?;
+    let (mut driver, hello) = Driver::connect(socket, sensor, &meta(&spec.workload), true)?;
+    driver.set_reply_timeout(REPLY_TIMEOUT)?;
+    let resumed_from = hello.samples;
 
     let mut frames = FrameBuilder::new(&spec.workload);
     let per_write = frames.per_write() as u64;
@@ -359,22 +364,16 @@ fn session(
     while sent < spec.samples_per_sensor {
         let n = per_write.min(spec.samples_per_sensor - sent);
         let buf = frames.frames(resumed_from + sent, n as usize);
-        if let Err(e) = stream.write_all(buf) {
-            // The daemon refused a frame and closed: its reason is the better message.
-            return Err(match read_reply(&mut replies, socket) {
-                Err(msg) => refused(format!("after {sent} samples: {msg}")),
-                Ok(_) => io(e),
-            });
-        }
+        driver.send_encoded(buf, n)?;
         sent += n;
         bytes += buf.len() as u64;
         if sent >= next_sync {
-            sync(&mut stream, &mut replies, socket).map_err(&refused)?;
+            driver.sync()?;
             bytes += 4;
             next_sync = next_sync.saturating_add(spec.sync_every);
         }
     }
-    let durable = sync(&mut stream, &mut replies, socket).map_err(&refused)?;
+    let durable = driver.sync()?;
     let end = Instant::now();
     bytes += 4;
     if durable < resumed_from + sent {
@@ -393,56 +392,6 @@ fn session(
         },
         end,
     ))
-}
-
-/// Sends a durability request and returns `durable`.
-fn sync(
-    stream: &mut UnixStream,
-    replies: &mut BufReader<UnixStream>,
-    socket: &Path,
-) -> std::result::Result<u64, String> {
-    stream
-        .write_all(&0u32.to_le_bytes())
-        .map_err(|e| match read_reply(replies, socket) {
-            Err(msg) => msg,
-            Ok(_) => format!("durability request: {e}"),
-        })?;
-    let reply = read_reply(replies, socket)?;
-    reply
-        .get("durable")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| format!("reply to a durability request without \"durable\": {reply}"))
-}
-
-/// Reads one reply line; `Err` holds the daemon's error message (or what went wrong).
-fn read_reply(
-    replies: &mut BufReader<UnixStream>,
-    socket: &Path,
-) -> std::result::Result<Value, String> {
-    let mut line = Vec::new();
-    let n = replies
-        .by_ref()
-        .take(MAX_REPLY)
-        .read_until(b'\n', &mut line)
-        .map_err(|e| format!("{}: reading a reply: {e}", socket.display()))?;
-    if n == 0 {
-        return Err("connection closed without a reply".into());
-    }
-    let reply: Value = serde_json::from_slice(&line).map_err(|e| {
-        format!(
-            "reply is not JSON ({e}): {}",
-            String::from_utf8_lossy(&line)
-        )
-    })?;
-    if reply.get("ok") == Some(&Value::Bool(true)) {
-        Ok(reply)
-    } else {
-        Err(reply
-            .get("error")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("refused: {reply}")))
-    }
 }
 
 fn now() -> f64 {
@@ -474,9 +423,12 @@ impl XorShift {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
     use std::collections::BTreeMap;
     use std::io::Read;
+    use std::io::{BufRead, BufReader, Write};
     use std::os::unix::net::UnixListener;
+    use std::os::unix::net::UnixStream;
     use std::path::PathBuf;
     use std::sync::Mutex;
 
