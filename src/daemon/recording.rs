@@ -415,10 +415,12 @@ impl Recorder {
     /// Stops because of the disk (guard or ENOSPC): remembered for status.
     pub async fn stop_for(&self, why: String) {
         let _op = self.ops.lock().await;
+        // The reason first: `status` must never show recording stopped without saying why
+        // (closing waits for every writer, and status is answered meanwhile).
+        self.lock().stopped_reason = Some(why.clone());
         if self.close_all(&why).await.is_some() {
             tracing::error!("recording stopped: {why}");
         }
-        self.lock().stopped_reason = Some(why);
     }
 
     /// `rotate`: a new trace with the same label rules; every sensor switches at one point of
