@@ -32,6 +32,7 @@ pub mod daemon;
 pub mod error;
 pub mod format;
 pub mod gulp;
+mod io;
 pub mod replay;
 pub mod zarr;
 

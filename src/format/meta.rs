@@ -160,7 +160,7 @@ impl SensorMeta {
     /// Reads and validates `<dir>/meta.json`.
     pub fn read(dir: &Path) -> Result<SensorMeta> {
         let path = dir.join(META_FILE);
-        let bytes = read_limited(&path, MAX_META_BYTES)?;
+        let bytes = crate::io::read_limited_required(&path, MAX_META_BYTES, "sensor metadata")?;
         SensorMeta::parse(&bytes, &path)
     }
 
@@ -359,22 +359,6 @@ pub fn validate_name(kind: &'static str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Reads a whole file, refusing one larger than `limit` bytes.
-pub(crate) fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
-    use std::io::Read;
-    let file = fs::File::open(path).at(path)?;
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes).at(path)?;
-    if bytes.len() as u64 > limit {
-        return Err(Error::TooLarge {
-            what: path.display().to_string(),
-            got: fs::metadata(path).map(|m| m.len()).unwrap_or(limit + 1),
-            limit,
-        });
-    }
-    Ok(bytes)
-}
-
 /// Writes `path` atomically: `<path>.tmp`, fsync, rename over `path`, fsync the directory.
 pub fn write_file_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -483,6 +467,21 @@ mod tests {
         assert!(validate_name("sensor", "_radar").is_err());
         assert!(validate_name("virtual sensor", "_radar").is_ok());
         assert!(validate_name("sensor", "a\nb").is_err());
+    }
+
+    #[test]
+    fn oversized_or_missing_meta_json_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = SensorMeta::read(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("meta.json"), "{err}");
+        fs::write(
+            dir.path().join(META_FILE),
+            vec![b' '; MAX_META_BYTES as usize + 1],
+        )
+        .unwrap();
+        let err = SensorMeta::read(dir.path()).unwrap_err();
+        assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+        assert!(err.to_string().contains("meta.json"), "{err}");
     }
 
     #[test]

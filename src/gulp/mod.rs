@@ -23,7 +23,7 @@ pub mod meta;
 pub mod select;
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
@@ -180,24 +180,7 @@ pub fn chunk_files(dir: &Path) -> Result<Vec<ChunkFiles>> {
 
 /// Reads a `.gmeta` file, refusing one over `opts.max_meta_bytes`, and parses it.
 pub fn read_gmeta(path: &Path, opts: &GulpOptions) -> Result<Vec<GmetaEntry>> {
-    let file = std::fs::File::open(path).at(path)?;
-    let len = file.metadata().at(path)?.len();
-    let too_large = |got| Error::TooLarge {
-        what: path.display().to_string(),
-        got,
-        limit: opts.max_meta_bytes,
-    };
-    if len > opts.max_meta_bytes {
-        return Err(too_large(len));
-    }
-    // The file may grow while we read it: never read past the limit.
-    let mut bytes = Vec::with_capacity(len as usize);
-    file.take(opts.max_meta_bytes + 1)
-        .read_to_end(&mut bytes)
-        .at(path)?;
-    if bytes.len() as u64 > opts.max_meta_bytes {
-        return Err(too_large(bytes.len() as u64));
-    }
+    let bytes = crate::io::read_limited_required(path, opts.max_meta_bytes, "gulp metadata")?;
     parse_gmeta(path, &bytes, opts.max_frames_per_id)
 }
 

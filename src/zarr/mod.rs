@@ -32,10 +32,9 @@ pub use dtype::{Column, DType, Field, Scalar, ScalarKind, Values};
 pub use info::{cat, describe, ArrayInfo, ZarrInfo};
 pub use meta::{ArrayMeta, Order};
 
-use std::io::Read;
 use std::path::Path;
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::Error;
 
 /// Largest metadata file (`.zarray`, `.zgroup`, `.zattrs`) we read.
 pub const MAX_META_BYTES: u64 = 1 << 20;
@@ -50,43 +49,7 @@ pub const MAX_DTYPE_DEPTH: usize = 8;
 /// Largest item (one array element, e.g. one structured row) in bytes.
 pub const MAX_ITEMSIZE: u64 = 1 << 20;
 
-/// Reads a whole file that must not exceed `limit` bytes. `Ok(None)` when it does not exist.
-pub(crate) fn read_limited(path: &Path, limit: u64, what: &str) -> Result<Option<Vec<u8>>> {
-    let mut buf = Vec::new();
-    Ok(read_limited_into(path, limit, what, &mut buf)?.then_some(buf))
-}
-
-/// Like [`read_limited`] into a reused buffer (cleared first); `Ok(false)` when the file does
-/// not exist.
-pub(crate) fn read_limited_into(
-    path: &Path,
-    limit: u64,
-    what: &str,
-    buf: &mut Vec<u8>,
-) -> Result<bool> {
-    buf.clear();
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(Error::io(path, e)),
-    };
-    let len = file.metadata().at(path)?.len();
-    let too_large = |got| Error::TooLarge {
-        what: format!("{what} {}", path.display()),
-        got,
-        limit,
-    };
-    if len > limit {
-        return Err(too_large(len));
-    }
-    buf.reserve(len as usize);
-    // `take` guards against a file that grows between metadata() and read.
-    file.take(limit + 1).read_to_end(buf).at(path)?;
-    if buf.len() as u64 > limit {
-        return Err(too_large(buf.len() as u64));
-    }
-    Ok(true)
-}
+pub(crate) use crate::io::{read_limited, read_limited_into};
 
 /// A `Zarr` error for `path`.
 pub(crate) fn zerr(path: &Path, msg: impl Into<String>) -> Error {

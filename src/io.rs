@@ -1,0 +1,55 @@
+//! Reading untrusted files with a size limit: one implementation for `meta.json`, `.gmeta`,
+//! zarr metadata and zarr chunks.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::error::{Error, IoContext, Result};
+
+/// Reads a whole file into `buf` (cleared first), refusing one over `limit` bytes before
+/// reading it, and never reading past the limit if the file grows meanwhile. `what` names the
+/// kind of file in the error. `Ok(false)` when the file does not exist.
+pub(crate) fn read_limited_into(
+    path: &Path,
+    limit: u64,
+    what: &str,
+    buf: &mut Vec<u8>,
+) -> Result<bool> {
+    buf.clear();
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let len = file.metadata().at(path)?.len();
+    let too_large = |got| Error::TooLarge {
+        what: format!("{what} {}", path.display()),
+        got,
+        limit,
+    };
+    if len > limit {
+        return Err(too_large(len));
+    }
+    buf.reserve(len as usize);
+    file.take(limit + 1).read_to_end(buf).at(path)?;
+    if buf.len() as u64 > limit {
+        return Err(too_large(buf.len() as u64));
+    }
+    Ok(true)
+}
+
+/// Like [`read_limited_into`] into a new buffer; `Ok(None)` when the file does not exist.
+pub(crate) fn read_limited(path: &Path, limit: u64, what: &str) -> Result<Option<Vec<u8>>> {
+    let mut buf = Vec::new();
+    Ok(read_limited_into(path, limit, what, &mut buf)?.then_some(buf))
+}
+
+/// Like [`read_limited`], a missing file being an error too.
+pub(crate) fn read_limited_required(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
+    read_limited(path, limit, what)?.ok_or_else(|| {
+        Error::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+        )
+    })
+}
