@@ -10,8 +10,12 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+#[path = "support/mod.rs"]
+mod support;
+
+use support::best;
+
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
 use roverlog::gulp::GulpDirectory;
 use serde_json::Value;
@@ -29,18 +33,6 @@ fn py(args: &[&str]) -> Value {
     let script = std::fs::read_to_string(common::root().join("tests/py/gulp_bench.py")).unwrap();
     let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
     serde_json::from_str(&common::run_python(&script, &args)).unwrap()
-}
-
-fn best<T>(mut f: impl FnMut() -> T) -> (Duration, T) {
-    let mut best = Duration::MAX;
-    let mut out = None;
-    for _ in 0..REPEATS {
-        let t = Instant::now();
-        let r = f();
-        best = best.min(t.elapsed());
-        out = Some(r);
-    }
-    (best, out.unwrap())
 }
 
 fn main() {
@@ -70,10 +62,10 @@ fn main() {
         created["seconds"].as_f64().unwrap()
     );
 
-    let (open, gd) = best(|| GulpDirectory::open(&dir).unwrap());
+    let (open, gd) = best(REPEATS, || GulpDirectory::open(&dir).unwrap());
     // A fresh open per run, so the map's page faults are paid every time (gulpio2 pays
     // read syscalls every time).
-    let (copy, (n, bytes)) = best(|| {
+    let (copy, (n, bytes)) = best(REPEATS, || {
         let gd = GulpDirectory::open(&dir).unwrap();
         let mut buf = Vec::new();
         let (mut n, mut bytes) = (0usize, 0usize);
@@ -88,7 +80,7 @@ fn main() {
         }
         (n, bytes)
     });
-    let (copy_mapped, _) = best(|| {
+    let (copy_mapped, _) = best(REPEATS, || {
         let mut buf = Vec::new();
         for v in gd.videos() {
             for f in v.frames() {
@@ -98,7 +90,7 @@ fn main() {
             }
         }
     });
-    let (zero_copy, _) = best(|| {
+    let (zero_copy, _) = best(REPEATS, || {
         let mut bytes = 0usize;
         for v in gd.videos() {
             for f in v.frames() {

@@ -9,21 +9,14 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+#[path = "support/mod.rs"]
+mod support;
+
+use support::best;
+
 use std::time::{Duration, Instant};
 
 use roverlog::zarr::ZarrArray;
-
-fn best<T>(repeats: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
-    let mut out = None;
-    let mut best = Duration::MAX;
-    for _ in 0..repeats {
-        let t = Instant::now();
-        let r = f();
-        best = best.min(t.elapsed());
-        out = Some(r);
-    }
-    (best, out.unwrap())
-}
 
 fn main() {
     let rows: u64 = std::env::var("ZARR_BENCH_ROWS")
