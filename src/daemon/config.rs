@@ -72,6 +72,10 @@ pub struct Config {
     pub fsync_interval_ms: u64,
     pub fsync_bytes: u64,
     pub buffer_bytes: usize,
+    /// Write large `raw` channels with `O_DIRECT` (see `format::direct`).
+    pub direct_io: bool,
+    /// With `direct_io`: `raw` channels whose samples have at least this many bytes.
+    pub direct_io_min_sample_bytes: usize,
     pub lzmaf_preset: u32,
     /// Threads compressing one sensor's `lzmaf` samples; 0: one per CPU (at most 8).
     pub compress_threads: usize,
@@ -112,6 +116,8 @@ impl Default for Config {
             fsync_interval_ms: 1000,
             fsync_bytes: 64 << 20,
             buffer_bytes: 256 << 10,
+            direct_io: false,
+            direct_io_min_sample_bytes: 64 << 10,
             lzmaf_preset: 0,
             compress_threads: 0,
             formats: BTreeMap::new(),
@@ -169,6 +175,10 @@ impl Config {
             ("max_channels", self.max_channels),
             ("max_hello_bytes", self.max_hello_bytes),
             ("buffer_bytes", self.buffer_bytes),
+            (
+                "direct_io_min_sample_bytes",
+                self.direct_io_min_sample_bytes,
+            ),
         ] {
             if v == 0 {
                 return Err(bad(format!("{k} must be positive")));

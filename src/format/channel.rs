@@ -139,6 +139,9 @@ pub struct WriterOptions {
     pub buffer_bytes: usize,
     /// `.xz` preset for `lzmaf` channels (upstream uses 0).
     pub lzmaf_preset: u32,
+    /// Write `raw` channels whose samples have at least this many bytes with `O_DIRECT`
+    /// (see [`super::direct`]); `None`: never.
+    pub direct_io_min_sample_bytes: Option<usize>,
 }
 
 impl Default for WriterOptions {
@@ -146,6 +149,7 @@ impl Default for WriterOptions {
         WriterOptions {
             buffer_bytes: super::append::DEFAULT_BUFFER_BYTES,
             lzmaf_preset: super::lzma::DEFAULT_PRESET,
+            direct_io_min_sample_bytes: None,
         }
     }
 }
@@ -162,7 +166,11 @@ impl ChannelWriter {
         let path = channel_path(sensor_dir, name);
         let s = meta.sample_bytes();
         let (b, p) = (opts.buffer_bytes, opts.lzmaf_preset);
+        let direct = opts.direct_io_min_sample_bytes.is_some_and(|min| s >= min);
         Ok(match (&meta.format, append) {
+            (ChannelFormat::Raw, a) if direct => {
+                ChannelWriter::Raw(RawWriter::open_direct(&path, s, b, a)?)
+            }
             (ChannelFormat::Raw, false) => ChannelWriter::Raw(RawWriter::create(&path, s, b)?),
             (ChannelFormat::Raw, true) => ChannelWriter::Raw(RawWriter::open_append(&path, s, b)?),
             (ChannelFormat::Lzmaf, false) => {

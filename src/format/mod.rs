@@ -12,6 +12,7 @@ pub mod append;
 pub mod blob;
 pub mod channel;
 pub mod check;
+pub mod direct;
 pub mod dtype;
 pub mod lzma;
 pub mod lzmaf;

@@ -30,7 +30,25 @@ impl RawWriter {
     /// Opens an existing channel file to append. It must hold whole samples only (run
     /// recovery first after a crash).
     pub fn open_append(path: &Path, sample_bytes: usize, buffer_bytes: usize) -> Result<RawWriter> {
-        let file = AppendFile::open_append(path, buffer_bytes)?;
+        RawWriter::checked(AppendFile::open_append(path, buffer_bytes)?, sample_bytes)
+    }
+
+    /// [`RawWriter::create`] (or, with `append`, [`RawWriter::open_append`]) written with
+    /// `O_DIRECT` where the filesystem allows it (see [`super::direct`]).
+    pub fn open_direct(
+        path: &Path,
+        sample_bytes: usize,
+        buffer_bytes: usize,
+        append: bool,
+    ) -> Result<RawWriter> {
+        RawWriter::checked(
+            AppendFile::open_direct(path, buffer_bytes, append)?,
+            sample_bytes,
+        )
+    }
+
+    fn checked(file: AppendFile, sample_bytes: usize) -> Result<RawWriter> {
+        let path = file.path();
         if file.len() % sample_bytes as u64 != 0 {
             return Err(Error::corrupt(
                 path,
