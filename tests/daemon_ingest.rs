@@ -270,3 +270,52 @@ fn an_empty_jpg_sample_is_refused_before_anything_is_written() {
     assert!(check.is_ok(), "{:?}", check.all_problems());
     assert!(d.status()["sensors"]["cam"]["failed"].is_null());
 }
+
+#[test]
+fn large_frames_split_across_writes_and_a_truncated_one() {
+    // Frames of 256 KiB and more are received into pooled buffers (daemon::ingest): written
+    // in odd pieces, two frames in one write, a sync in between, and a frame cut short.
+    let d = TestDaemon::start(json!({}));
+    let n = 400_000;
+    let (mut c, _) = d.connect(&raw_hello("big", n));
+    let frames: Vec<Vec<u8>> = (0..6)
+        .map(|i| frame(i as f64, None, &[(&sample(5, i, n), false)]))
+        .collect();
+    let mut stream = Vec::new();
+    stream.extend_from_slice(&frames[0]);
+    stream.extend_from_slice(&frames[1][..3]);
+    c.send(&stream);
+    c.send(&frames[1][3..300_001]);
+    let mut rest = frames[1][300_001..].to_vec();
+    rest.extend_from_slice(&frames[2]);
+    rest.extend_from_slice(&frames[3]);
+    c.send(&rest);
+    assert_eq!(c.sync(), 4);
+    c.send(&frames[4]);
+    c.send(&frames[5][..123_456]);
+    drop(c);
+    // The daemon notices the end of the stream by itself.
+    let t0 = std::time::Instant::now();
+    while d.status()["sensors"]["big"]["connected"] != false {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(30), "{}", d.status());
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+
+    let (mut again, r) = d.connect(&raw_hello("big", n));
+    assert_eq!(r["samples"], 5, "{r}");
+    assert_eq!(again.sync(), 5);
+    let trace = d.trace_dir();
+    let (ts, x) = read_sensor(&trace, "big", "x");
+    assert_eq!(ts, [0.0, 1.0, 2.0, 3.0, 4.0]);
+    for (i, s) in x.iter().enumerate() {
+        assert!(*s == sample(5, i as u64, n), "sample {i} differs");
+    }
+    let ev = events(&trace);
+    assert!(
+        ev.iter().any(|e| e["event"] == "partial_frame"
+            && e["sensor"] == "big"
+            && e["frame"] == 5
+            && e["bytes"] == 123_456),
+        "{ev:?}"
+    );
+}

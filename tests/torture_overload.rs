@@ -34,22 +34,64 @@ fn load() -> Vec<Spec> {
     ]
 }
 
+/// Frames of 256 KiB and more are received into pooled buffers of their own (a separate
+/// path in `daemon::ingest`): raw and variable-size jpg samples of that size.
+fn large_load() -> Vec<Spec> {
+    vec![
+        Spec::new("radar", 21, vec![Chan::Raw(300_000)], 0.0, (0, 0)),
+        Spec::new("cam", 22, vec![Chan::Jpg(200_000, 450_000)], 0.0, (0, 0)),
+        Spec::new("imu", 23, vec![Chan::Raw(64)], 0.0, (0, 0)),
+    ]
+}
+
+const QUEUE: u64 = 64 << 10;
+const LARGE_QUEUE: u64 = 1 << 20;
+
 fn overloaded(policy: &str) -> TestDaemon {
     TestDaemon::start(json!({
-        "queue_policy": policy, "queue_bytes": 64 << 10, "max_frame_bytes": 32 << 10,
+        "queue_policy": policy, "queue_bytes": QUEUE, "max_frame_bytes": 32 << 10,
         "debug_write_delay_ms": 2, "compress_threads": 1,
+    }))
+}
+
+fn overloaded_large(policy: &str) -> TestDaemon {
+    TestDaemon::start(json!({
+        "queue_policy": policy, "queue_bytes": LARGE_QUEUE, "max_frame_bytes": 512 << 10,
+        "debug_write_delay_ms": 20,
     }))
 }
 
 #[test]
 fn block_slows_every_driver_and_loses_nothing() {
-    let seed = seed("torture_overload block");
     let n = knob("ROVERLOG_OVERLOAD_FRAMES", 400, 3000);
-    let d = overloaded("block");
+    block_case(
+        "torture_overload block",
+        overloaded("block"),
+        load(),
+        n,
+        QUEUE,
+    );
+}
+
+#[test]
+fn block_with_large_frames_loses_nothing() {
+    let n = knob("ROVERLOG_OVERLOAD_FRAMES", 60, 1000);
+    let d = overloaded_large("block");
+    block_case(
+        "torture_overload block large",
+        d,
+        large_load(),
+        n,
+        LARGE_QUEUE,
+    );
+}
+
+fn block_case(test: &str, d: TestDaemon, load: Vec<Spec>, n: u64, queue: u64) {
+    let seed = seed(test);
     let trace = d.trace_dir();
     let ctl = Arc::new(Control::default());
     let t0 = std::time::Instant::now();
-    let mut drivers: Vec<DriverThread> = load()
+    let mut drivers: Vec<DriverThread> = load
         .into_iter()
         .map(|s| spawn_driver(&d.ingest_path(), s, seed, ctl.clone(), Some(n), true))
         .collect();
@@ -70,7 +112,7 @@ fn block_slows_every_driver_and_loses_nothing() {
         assert_eq!(s["drops"], 0, "{s}");
         assert_eq!(s["samples"], n, "{s}");
         let hw = s["queue_high_water"].as_u64().unwrap();
-        assert!(hw > 0 && hw <= 64 << 10, "{name}: {s}");
+        assert!(hw > 0 && hw <= queue, "{name}: {s}");
         eprintln!(
             "block {name}: {n} frames in {:.2} s, {:.2} s blocked in write, queue high water {hw}",
             elapsed.as_secs_f64(),
@@ -82,12 +124,22 @@ fn block_slows_every_driver_and_loses_nothing() {
 
 #[test]
 fn drop_loses_exactly_the_samples_the_events_name() {
-    let seed = seed("torture_overload drop");
     let n = knob("ROVERLOG_OVERLOAD_FRAMES", 400, 3000);
-    let d = overloaded("drop");
+    drop_case("torture_overload drop", overloaded("drop"), load(), n);
+}
+
+#[test]
+fn drop_with_large_frames_loses_exactly_the_samples_the_events_name() {
+    let n = knob("ROVERLOG_OVERLOAD_FRAMES", 60, 1000);
+    let d = overloaded_large("drop");
+    drop_case("torture_overload drop large", d, large_load(), n);
+}
+
+fn drop_case(test: &str, d: TestDaemon, load: Vec<Spec>, n: u64) {
+    let seed = seed(test);
     let trace = d.trace_dir();
     let ctl = Arc::new(Control::default());
-    let mut drivers: Vec<DriverThread> = load()
+    let mut drivers: Vec<DriverThread> = load
         .into_iter()
         .map(|s| spawn_driver(&d.ingest_path(), s, seed, ctl.clone(), Some(n), false))
         .collect();

@@ -17,6 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
+use super::bufpool::{BufPool, PoolBuf};
 use super::config::QueuePolicy;
 use super::protocol::{accept_hello, error_line, line, Check, FrameLayout, Hello};
 use super::recording::{Recorder, Slot};
@@ -29,6 +30,8 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 const DRAIN_QUIET: Duration = Duration::from_millis(100);
 /// Smallest read: reading less per syscall would cost throughput for small frames.
 const READ_CHUNK: usize = 64 << 10;
+/// Frames at least this large are received into a pooled buffer of their own.
+pub const POOLED_FRAME: usize = 256 << 10;
 
 /// Accepts connections until shutdown; each connection holds a permit of `conns`.
 pub async fn accept_loop(
@@ -38,9 +41,15 @@ pub async fn accept_loop(
     conns: Arc<Semaphore>,
     done: tokio::sync::mpsc::Sender<()>,
 ) {
+    let pool = Arc::new(BufPool::default());
+    let mut idle_tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
+            _ = idle_tick.tick() => {
+                pool.release_idle();
+                continue;
+            }
             _ = shutdown.recv() => return,
         };
         let stream = match accepted {
@@ -56,7 +65,8 @@ pub async fn accept_loop(
             let _ = s.write_all(&error_line("too many connections")).await;
             continue;
         };
-        let (rec, shutdown, done) = (rec.clone(), shutdown.clone(), done.clone());
+        let (rec, shutdown, done, pool) =
+            (rec.clone(), shutdown.clone(), done.clone(), pool.clone());
         tokio::spawn(async move {
             let mut conn = Connection {
                 stream,
@@ -64,6 +74,7 @@ pub async fn accept_loop(
                 rec,
                 shutdown,
                 draining: false,
+                pool: pool.clone(),
             };
             if let Err(msg) = conn.run().await {
                 tracing::info!("ingest connection closed: {msg}");
@@ -101,6 +112,20 @@ struct Connection {
     rec: Arc<Recorder>,
     shutdown: Shutdown,
     draining: bool,
+    pool: Arc<BufPool>,
+}
+
+/// A connection's frame bookkeeping.
+#[derive(Default)]
+struct Tally {
+    frame_no: u64,
+    last_seq: Option<u64>,
+    last_ts: Option<f64>,
+    drops: Option<DropRun>,
+    /// Accepted frames at the front of `buf` not yet sent: bytes, frames, permits.
+    pend_bytes: usize,
+    pend_frames: u32,
+    pend_cost: usize,
 }
 
 /// A run of dropped frames, written as one event when it ends.
@@ -127,6 +152,21 @@ impl Connection {
         match tokio::time::timeout(DRAIN_QUIET, self.stream.read_buf(&mut self.buf)).await {
             Ok(r) => r.map(|n| n > 0).map_err(|e| format!("read: {e}")),
             Err(_) => Ok(false),
+        }
+    }
+
+    /// Reads into `dst`, as [`Connection::fill`] does into `buf`; 0 at end of stream (or
+    /// when draining found no more).
+    async fn read_into(&mut self, dst: &mut [u8]) -> Result<usize, String> {
+        if !self.draining {
+            tokio::select! {
+                r = self.stream.read(dst) => return r.map_err(|e| format!("read: {e}")),
+                _ = self.shutdown.recv() => { self.draining = true; }
+            }
+        }
+        match tokio::time::timeout(DRAIN_QUIET, self.stream.read(dst)).await {
+            Ok(r) => r.map_err(|e| format!("read: {e}")),
+            Err(_) => Ok(0),
         }
     }
 
@@ -198,30 +238,25 @@ impl Connection {
         layout: &FrameLayout,
         slot: &Arc<Slot>,
     ) -> Result<(), String> {
-        let policy = self.rec.cfg.queue_policy;
-        let sensor = hello.sensor.as_str();
-        let mut frame_no: u64 = 0;
-        let mut last_seq: Option<u64> = None;
-        let mut last_ts: Option<f64> = None;
-        let mut drops: Option<DropRun> = None;
-        // Accepted frames at the front of `buf` not yet sent: bytes, frames, permits.
-        let (mut pend_bytes, mut pend_frames, mut pend_cost) = (0usize, 0u32, 0usize);
+        let mut t = Tally::default();
         let mut want;
         let result: Result<(), String> = 'conn: loop {
             // Check frames in place after the pending run.
             loop {
-                match layout.check(&self.buf[pend_bytes..], frame_no) {
+                match layout.check(&self.buf[t.pend_bytes..], t.frame_no) {
                     Err(e) => break 'conn Err(e),
                     Ok(Check::Incomplete(n)) => {
-                        want = pend_bytes + n;
+                        // Bytes needed from the frame's start, which is where `buf` starts
+                        // once the pending run is sent (below).
+                        want = n;
                         break;
                     }
                     Ok(Check::SyncRequest) => {
-                        self.send(slot, &mut pend_bytes, &mut pend_frames, &mut pend_cost)?;
+                        self.send(slot, &mut t)?;
                         self.buf.advance(4);
                         // The reply must find every drop so far in the event log.
-                        if let Some(d) = drops.take() {
-                            self.drop_event(sensor, &d, slot);
+                        if let Some(d) = t.drops.take() {
+                            self.drop_event(&hello.sensor, &d);
                         }
                         match slot.ask(WriterMsg::Sync).await {
                             Ok(n) => {
@@ -233,85 +268,58 @@ impl Connection {
                                 )
                                 .await?
                             }
-                            Err(e) => break 'conn Err(format!("sensor {sensor:?} failed: {e}")),
+                            Err(e) => {
+                                break 'conn Err(format!("sensor {:?} failed: {e}", hello.sensor))
+                            }
                         }
                     }
                     Ok(Check::Frame { total, ts, seq }) => {
-                        let no = frame_no;
-                        frame_no += 1;
-                        if let Some(prev) = last_ts {
-                            if ts < prev {
-                                slot.stats.clock_steps.fetch_add(1, Relaxed);
-                                self.rec.event(
-                                    "clock_step",
-                                    json!({"sensor": sensor, "frame": no, "from": prev, "to": ts}),
-                                );
-                            }
-                        }
-                        last_ts = Some(ts);
-                        if hello.seq {
-                            if let Some(p) = last_seq {
-                                if seq > p.wrapping_add(1) && seq > p {
-                                    let missing = seq - p - 1;
-                                    slot.stats.gaps.fetch_add(missing, Relaxed);
-                                    self.rec.event("gap", json!({"sensor": sensor, "frame": no, "missing": missing, "after_seq": p, "seq": seq, "ts": ts}));
-                                } else if seq <= p {
-                                    self.rec.event("seq_reset", json!({"sensor": sensor, "frame": no, "after_seq": p, "seq": seq}));
-                                }
-                            }
-                            last_seq = Some(seq);
-                        }
-                        let cost = total;
-                        let got = match slot.budget.try_acquire_many(cost as u32) {
-                            Ok(p) => {
-                                p.forget();
-                                true
-                            }
-                            Err(_) if policy == QueuePolicy::Block => {
-                                self.send(slot, &mut pend_bytes, &mut pend_frames, &mut pend_cost)?;
-                                match slot.budget.acquire_many(cost as u32).await {
-                                    Ok(p) => p.forget(),
-                                    Err(_) => break 'conn Err("queue closed".into()),
-                                }
-                                true
-                            }
-                            Err(_) => false,
-                        };
-                        if got {
-                            if let Some(d) = drops.take() {
-                                self.drop_event(sensor, &d, slot);
-                            }
-                            slot.stats.note_fill(slot.queue_fill());
-                            pend_bytes += total;
-                            pend_frames += 1;
-                            pend_cost += cost;
+                        if self.admit(&mut t, hello, slot, total, ts, seq).await? {
+                            t.pend_bytes += total;
+                            t.pend_frames += 1;
+                            t.pend_cost += total;
                         } else {
-                            slot.stats.drops.fetch_add(1, Relaxed);
-                            let d = drops.get_or_insert(DropRun {
-                                count: 0,
-                                first_frame: no,
-                                first_ts: ts,
-                                last_ts: ts,
-                            });
-                            d.count += 1;
-                            d.last_ts = ts;
-                            self.send(slot, &mut pend_bytes, &mut pend_frames, &mut pend_cost)?;
+                            self.send(slot, &mut t)?;
                             self.buf.advance(total);
                         }
                     }
                 }
             }
-            self.send(slot, &mut pend_bytes, &mut pend_frames, &mut pend_cost)?;
+            self.send(slot, &mut t)?;
+            debug_assert_eq!(t.pend_bytes, 0);
             if let Some(f) = slot.stats.failure() {
-                break Err(format!("sensor {sensor:?} failed: {f}"));
+                break Err(format!("sensor {:?} failed: {f}", hello.sensor));
             }
-            match self.fill(want).await {
-                Ok(true) => {}
-                Ok(false) => {
-                    if !self.buf.is_empty() {
+            // A large frame with nothing pending before it: received into a pooled buffer
+            // and queued as it is (see `bufpool`).
+            let got = if want >= POOLED_FRAME {
+                match self.read_large(want).await {
+                    Ok(Ok(big)) => {
+                        let Check::Frame { total, ts, seq } =
+                            layout.check(big.as_ref(), t.frame_no)?
+                        else {
+                            unreachable!("a whole frame checks as a frame or an error");
+                        };
+                        if self.admit(&mut t, hello, slot, total, ts, seq).await? {
+                            self.send_batch(slot, big.into_bytes(), 1, total)?;
+                        }
+                        continue;
+                    }
+                    Ok(Err(partial)) => Ok(Some(partial)),
+                    Err(e) => Err(e),
+                }
+            } else {
+                self.fill(want)
+                    .await
+                    .map(|more| if more { None } else { Some(self.buf.len()) })
+            };
+            match got {
+                Ok(None) => {}
+                Ok(Some(partial)) => {
+                    if partial > 0 {
                         self.rec.event(
                             "partial_frame",
-                            json!({"sensor": sensor, "frame": frame_no, "bytes": self.buf.len()}),
+                            json!({"sensor": hello.sensor, "frame": t.frame_no, "bytes": partial}),
                         );
                     }
                     break if self.draining {
@@ -324,14 +332,105 @@ impl Connection {
             }
         };
         // Frames fully received before an error are kept.
-        let sent = self.send(slot, &mut pend_bytes, &mut pend_frames, &mut pend_cost);
-        if let Some(d) = drops.take() {
-            self.drop_event(sensor, &d, slot);
+        let sent = self.send(slot, &mut t);
+        if let Some(d) = t.drops.take() {
+            self.drop_event(&hello.sensor, &d);
         }
         result.and(sent)
     }
 
-    fn drop_event(&self, sensor: &str, d: &DropRun, _slot: &Arc<Slot>) {
+    /// The bookkeeping of one received, valid frame: clock steps, sequence gaps, and its
+    /// place in the sensor's byte budget (waiting for it under `block`). Returns whether the
+    /// frame is to be queued (false: dropped and counted).
+    async fn admit(
+        &mut self,
+        t: &mut Tally,
+        hello: &Hello,
+        slot: &Arc<Slot>,
+        total: usize,
+        ts: f64,
+        seq: u64,
+    ) -> Result<bool, String> {
+        let sensor = hello.sensor.as_str();
+        let no = t.frame_no;
+        t.frame_no += 1;
+        if let Some(prev) = t.last_ts {
+            if ts < prev {
+                slot.stats.clock_steps.fetch_add(1, Relaxed);
+                self.rec.event(
+                    "clock_step",
+                    json!({"sensor": sensor, "frame": no, "from": prev, "to": ts}),
+                );
+            }
+        }
+        t.last_ts = Some(ts);
+        if hello.seq {
+            if let Some(p) = t.last_seq {
+                if seq > p.wrapping_add(1) && seq > p {
+                    let missing = seq - p - 1;
+                    slot.stats.gaps.fetch_add(missing, Relaxed);
+                    self.rec.event("gap", json!({"sensor": sensor, "frame": no, "missing": missing, "after_seq": p, "seq": seq, "ts": ts}));
+                } else if seq <= p {
+                    self.rec.event(
+                        "seq_reset",
+                        json!({"sensor": sensor, "frame": no, "after_seq": p, "seq": seq}),
+                    );
+                }
+            }
+            t.last_seq = Some(seq);
+        }
+        let got = match slot.budget.try_acquire_many(total as u32) {
+            Ok(p) => {
+                p.forget();
+                true
+            }
+            Err(_) if self.rec.cfg.queue_policy == QueuePolicy::Block => {
+                self.send(slot, t)?;
+                match slot.budget.acquire_many(total as u32).await {
+                    Ok(p) => p.forget(),
+                    Err(_) => return Err("queue closed".into()),
+                }
+                true
+            }
+            Err(_) => false,
+        };
+        if got {
+            if let Some(d) = t.drops.take() {
+                self.drop_event(sensor, &d);
+            }
+            slot.stats.note_fill(slot.queue_fill());
+        } else {
+            slot.stats.drops.fetch_add(1, Relaxed);
+            let d = t.drops.get_or_insert(DropRun {
+                count: 0,
+                first_frame: no,
+                first_ts: ts,
+                last_ts: ts,
+            });
+            d.count += 1;
+            d.last_ts = ts;
+        }
+        Ok(got)
+    }
+
+    /// Receives the rest of a frame of `total` bytes, whose start is all `buf` holds, into a
+    /// pooled buffer. `Ok(Err(n))`: the stream ended (or the drain went quiet) with `n` bytes
+    /// of the frame received.
+    async fn read_large(&mut self, total: usize) -> Result<Result<PoolBuf, usize>, String> {
+        let mut big = self.pool.take(total);
+        let mut filled = self.buf.len();
+        big.as_mut()[..filled].copy_from_slice(&self.buf);
+        self.buf.clear();
+        while filled < total {
+            match self.read_into(&mut big.as_mut()[filled..]).await? {
+                0 => return Ok(Err(filled)),
+                n => filled += n,
+            }
+        }
+        Ok(Ok(big))
+    }
+
+    fn drop_event(&self, sensor: &str, d: &DropRun) {
         self.rec.event(
             "drop",
             json!({"sensor": sensor, "count": d.count, "first_frame": d.first_frame,
@@ -340,17 +439,11 @@ impl Connection {
     }
 
     /// Sends the pending run of accepted frames to the writer as one `Bytes`.
-    fn send(
-        &mut self,
-        slot: &Slot,
-        bytes: &mut usize,
-        frames: &mut u32,
-        cost: &mut usize,
-    ) -> Result<(), String> {
-        if *frames == 0 {
+    fn send(&mut self, slot: &Slot, t: &mut Tally) -> Result<(), String> {
+        if t.pend_frames == 0 {
             return Ok(());
         }
-        let n = *bytes;
+        let n = t.pend_bytes;
         // A queued run keeps its whole receive allocation alive, but the byte budget charges
         // only the run: hand the allocation over without a copy only when the run fills most
         // of it (large frames); otherwise copy the run out (small frames, cheap) and keep
@@ -362,12 +455,19 @@ impl Connection {
             bytes::Buf::advance(&mut self.buf, n);
             d
         };
-        let msg = WriterMsg::Batch {
-            data,
-            frames: *frames,
-            cost: *cost,
-        };
-        (*bytes, *frames, *cost) = (0, 0, 0);
+        let (frames, cost) = (t.pend_frames, t.pend_cost);
+        (t.pend_bytes, t.pend_frames, t.pend_cost) = (0, 0, 0);
+        self.send_batch(slot, data, frames, cost)
+    }
+
+    fn send_batch(
+        &self,
+        slot: &Slot,
+        data: bytes::Bytes,
+        frames: u32,
+        cost: usize,
+    ) -> Result<(), String> {
+        let msg = WriterMsg::Batch { data, frames, cost };
         slot.tx
             .send(msg)
             .map_err(|_| format!("sensor {:?}: writer has ended", slot.name))

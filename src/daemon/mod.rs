@@ -18,6 +18,7 @@
 //! channels, then `ts`) → flush to the kernel every `flush_interval_ms` → fsync per
 //! [`config::FsyncPolicy`] → durable watermark.
 
+pub mod bufpool;
 pub mod config;
 pub mod control;
 pub mod disk;
