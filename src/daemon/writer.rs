@@ -143,7 +143,27 @@ impl Writer {
     }
 
     /// The thread's body: runs until `Exit` or until every sender is gone.
+    ///
+    /// A panic (a bug) fails this sensor like a write error would, and the writer goes on
+    /// answering its queue with that failure, so the driver gets an error instead of a
+    /// connection that hangs with its queue never drained; the other sensors keep running.
     pub fn run(mut self) {
+        let mut panics = 0;
+        while let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve())) {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".into());
+            self.fail_msg(format!("internal error: the writer panicked: {msg}"), None);
+            panics += 1;
+            if panics > 1 {
+                return;
+            }
+        }
+    }
+
+    fn serve(&mut self) {
         loop {
             self.beat();
             let msg = match self.rx.recv_timeout(self.next_timer()) {
@@ -418,7 +438,11 @@ impl Writer {
     /// A write, flush or fsync failed: those files are not trusted again (the format library
     /// remembers the failure too); the sensor is reported failed, the others keep running.
     fn fail(&mut self, what: &str, e: crate::Error) {
-        let msg = format!("{what} failed: {e}");
+        self.fail_msg(format!("{what} failed: {e}"), Some(&e));
+    }
+
+    /// [`Writer::fail`] with the message made; `e` tells whether the disk is full.
+    fn fail_msg(&mut self, msg: String, e: Option<&crate::Error>) {
         tracing::error!(sensor = %self.sensor, "{msg}");
         self.stats.set_failed(msg.clone());
         if let Some(o) = self.open.take() {
@@ -428,7 +452,9 @@ impl Writer {
             let dir = o.files.dir().to_path_buf();
             drop(o.files);
             self.recover_after_failure(&dir, &o.events);
-            self.notice_disk_full(&e, &dir, msg);
+            if let Some(e) = e {
+                self.notice_disk_full(e, &dir, msg);
+            }
         }
     }
 
