@@ -23,7 +23,7 @@ use roverlog::daemon::events::EVENTS_DIR;
 use roverlog::daemon::Config;
 use roverlog::format::{check_sensor, Depth};
 
-const SCENARIOS: [&str; 4] = ["large", "imu", "batched", "lzmaf"];
+const SCENARIOS: [&str; 5] = ["large", "direct", "imu", "batched", "lzmaf"];
 /// Bytes of one frame in the large-frame scenario.
 const LARGE_FRAME: usize = 4 << 20;
 /// Bytes of one lidar-like frame (u2 128 x 1024) in the `lzmaf` scenario, and the rate it must
@@ -37,7 +37,8 @@ const PER_WRITE: usize = 256;
 ///
 /// Starts `roverlog daemon` (this executable) with its data and sockets under DIR, drives it
 /// with synthetic sensors, stops it with SIGTERM and checks every sample sent is on disk.
-/// Scenarios: large (4 MiB frames vs dd conv=fdatasync), imu (one write() per 44-byte sample
+/// Scenarios: large (4 MiB frames vs dd conv=fdatasync), direct (the same with the daemon's
+/// direct_io on, vs dd oflag=direct), imu (one write() per 44-byte sample
 /// vs a plain socket sink and the upstream-style Python writer), batched (256 samples per
 /// write()), lzmaf (256 KiB frames compressed, vs a 20 Hz lidar). The daemon's resident
 /// memory is sampled throughout and compared with its configured budgets.
@@ -61,7 +62,7 @@ pub struct Args {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
-    /// Run only these scenarios (comma-separated): large, imu, batched, lzmaf.
+    /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Python with numpy for the upstream-style baseline. Default: scripts/py-env.sh's venv.
@@ -427,6 +428,15 @@ fn run_scenario(
     let buffers = cfg.buffer_bytes as u64;
     // Per live connection: its read buffer holds at least 64 KiB, or one whole frame.
     let read_buf = |frame: usize| (frame as u64 + 20).max(64 << 10);
+    // Large frames are received into pooled buffers; the pool keeps up to FREE_MAX of them
+    // free (released after a second without large frames).
+    let pool = |frame: usize| {
+        if frame + 12 >= roverlog::daemon::ingest::POOLED_FRAME {
+            roverlog::daemon::bufpool::FREE_MAX as u64
+        } else {
+            0
+        }
+    };
     let drive = |spec: &LoadSpec, expected: &mut BTreeMap<String, u64>| -> Result<Throughput> {
         let report = load::drive(ingest, spec).with_context(|| format!("driving {scenario}"))?;
         for s in &report.sensors {
@@ -438,35 +448,65 @@ fn run_scenario(
         Ok(report.total)
     };
     let (rows, budget) = match scenario {
-        "large" => {
+        "large" | "direct" => {
+            let direct = scenario == "direct";
             let total = sizes.large_sensors as u64 * sizes.large_frames * LARGE_FRAME as u64;
             let mut spec = LoadSpec::new(
                 sizes.large_sensors,
                 Workload::Large { bytes: LARGE_FRAME },
                 sizes.large_frames,
             );
-            spec.prefix = "large".into();
-            let (mut dd, mut sink, mut ours) = (Ok(Vec::new()), Ok(Vec::new()), Vec::new());
+            spec.prefix = scenario.into();
+            let (mut dd, mut other, mut ours) = (Ok(Vec::new()), Ok(Vec::new()), Vec::new());
             for _ in 0..sizes.rounds {
-                push_round(
-                    &mut dd,
-                    baselines::dd_fdatasync(data_dir, total >> 20).map_err(|e| e.to_string()),
-                );
-                // The same bytes through a socket into a file with no format: the copies
-                // dd does not make (dd writes one cache-hot buffer of zeros).
-                push_round(
-                    &mut sink,
-                    concurrent_sinks(work, sizes.large_sensors, sizes.large_frames, LARGE_FRAME),
-                );
+                let mib = total >> 20;
+                if direct {
+                    // Target: dd oflag=direct; dd through the page cache for comparison.
+                    push_round(
+                        &mut dd,
+                        baselines::dd_direct(data_dir, mib).map_err(|e| e.to_string()),
+                    );
+                    push_round(
+                        &mut other,
+                        baselines::dd_fdatasync(data_dir, mib).map_err(|e| e.to_string()),
+                    );
+                } else {
+                    push_round(
+                        &mut dd,
+                        baselines::dd_fdatasync(data_dir, mib).map_err(|e| e.to_string()),
+                    );
+                    // The same bytes through a socket into a file with no format: the
+                    // copies dd does not make (dd writes one cache-hot buffer of zeros).
+                    push_round(
+                        &mut other,
+                        concurrent_sinks(
+                            work,
+                            sizes.large_sensors,
+                            sizes.large_frames,
+                            LARGE_FRAME,
+                        ),
+                    );
+                }
                 ours.push(drive(&spec, expected)?);
             }
             files_open += 2 * sizes.large_sensors as u64;
+            let target = if direct { 0.85 } else { 1.0 };
             let rows = vec![
-                Row::new(scenario, &ours, Some(dd), Unit::MbPerSec, Some(1.0)),
-                Row::new(scenario, &ours, Some(sink), Unit::MbPerSec, None),
+                Row::new(scenario, &ours, Some(dd), Unit::MbPerSec, Some(target)),
+                Row::new(scenario, &ours, Some(other), Unit::MbPerSec, None),
             ];
             let live = sizes.large_sensors as u64;
-            (rows, live * (queue + read_buf(LARGE_FRAME)))
+            // A direct channel's staging buffer is at least 1 MiB instead of buffer_bytes.
+            let staging = if direct {
+                let b = cfg.buffer_bytes as u64;
+                live * (b.max(roverlog::format::direct::MIN_DIRECT_BUFFER as u64) - b)
+            } else {
+                0
+            };
+            (
+                rows,
+                live * (queue + read_buf(LARGE_FRAME)) + staging + pool(LARGE_FRAME),
+            )
         }
         "imu" => {
             let mut spec = LoadSpec::new(n, Workload::Imu, sizes.imu_samples);
@@ -544,7 +584,10 @@ fn run_scenario(
             )];
             // Compression in flight: a chunk of 4 x compress_threads frames' outputs.
             let chunk = 4 * cfg.compress_threads_or_auto() as u64 * LIDAR_FRAME as u64;
-            (rows, queue + read_buf(LIDAR_FRAME) + chunk)
+            (
+                rows,
+                queue + read_buf(LIDAR_FRAME) + chunk + pool(LIDAR_FRAME),
+            )
         }
         other => unreachable!("scenario {other}"),
     };
@@ -580,6 +623,9 @@ fn write_config(work: &Path, scenario: &str, extra: Option<&str>) -> Result<(Con
         "formats": {"lidar0": {"rng": "lzmaf"}},
         "shutdown_deadline_ms": 60000,
     });
+    if scenario == "direct" {
+        v["direct_io"] = json!(true);
+    }
     if let Some(extra) = extra {
         let extra: Value = serde_json::from_str(extra).context("--daemon-config")?;
         let Some(keys) = extra.as_object() else {
@@ -906,7 +952,7 @@ fn print_table(report: &Value, rows: &[Row], memory: &[Memory]) {
     println!();
     println!("Daemon memory, a fresh daemon per scenario (limit = budget + idle RSS):");
     println!();
-    println!("| scenario | idle RSS | max RSS sampled | VmHWM | RSS after | budget (queues + read + write buffers) | limit | met |");
+    println!("| scenario | idle RSS | max RSS sampled | VmHWM | RSS after | budget (queues + read + write buffers + pool) | limit | met |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
     for m in memory {
         println!(
