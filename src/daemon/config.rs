@@ -66,6 +66,8 @@ pub struct Config {
     pub max_sensors: usize,
     pub max_channels: usize,
     pub max_hello_bytes: usize,
+    /// A connection that has not sent its whole hello line by then is refused.
+    pub hello_timeout_ms: u64,
     pub flush_interval_ms: u64,
     /// `"periodic"` or `"on_request"`.
     pub fsync: String,
@@ -111,6 +113,7 @@ impl Default for Config {
             max_sensors: 64,
             max_channels: 64,
             max_hello_bytes: 64 << 10,
+            hello_timeout_ms: 10_000,
             flush_interval_ms: 100,
             fsync: "periodic".into(),
             fsync_interval_ms: 1000,
@@ -183,6 +186,9 @@ impl Config {
             if v == 0 {
                 return Err(bad(format!("{k} must be positive")));
             }
+        }
+        if self.hello_timeout_ms == 0 {
+            return Err(bad("hello_timeout_ms must be positive"));
         }
         if self.flush_interval_ms == 0 || self.stats_interval_ms == 0 {
             return Err(bad(

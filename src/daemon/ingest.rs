@@ -24,8 +24,6 @@ use super::recording::{Recorder, Slot};
 use super::shutdown::Shutdown;
 use super::writer::WriterMsg;
 
-/// How long a driver may take to send its hello.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// During shutdown, a connection stops draining after this long without new bytes.
 const DRAIN_QUIET: Duration = Duration::from_millis(100);
 /// Smallest read: reading less per syscall would cost throughput for small frames.
@@ -191,9 +189,10 @@ impl Connection {
                 }
             }
         };
-        let l = tokio::time::timeout(HELLO_TIMEOUT, read)
+        let limit = Duration::from_millis(cfg.hello_timeout_ms);
+        let l = tokio::time::timeout(limit, read)
             .await
-            .map_err(|_| format!("no hello within {HELLO_TIMEOUT:?}"))??;
+            .map_err(|_| format!("no hello within {limit:?}"))??;
         accept_hello(&l[..l.len() - 1], cfg.max_channels, cfg.max_frame_bytes)
     }
 
