@@ -152,3 +152,56 @@ fn sanity_check_and_describe() {
     assert!(roverlog::gulp::is_gulp_dir(dir.path()));
     assert!(!roverlog::gulp::is_gulp_dir(common::root().join("src")));
 }
+
+#[test]
+fn read_all_gives_every_frame_once_with_any_thread_count() {
+    let (dir, _) = fixture();
+    let want: Vec<(String, usize, Vec<u8>)> = dir
+        .videos()
+        .flat_map(|v| {
+            v.frames()
+                .enumerate()
+                .map(move |(i, f)| (v.id().to_string(), i, f.to_vec()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(want.len() > 3);
+    for threads in [1, 2, 8] {
+        let got = std::sync::Mutex::new(Vec::new());
+        dir.read_all(threads, |v, i, bytes| {
+            got.lock()
+                .unwrap()
+                .push((v.id().to_string(), i, bytes.to_vec()))
+        })
+        .unwrap();
+        let mut got = got.into_inner().unwrap();
+        got.sort();
+        let mut want = want.clone();
+        want.sort();
+        assert!(got == want, "{threads} threads: frames differ");
+    }
+}
+
+#[test]
+fn read_all_reports_a_data_file_that_shrank_after_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = common::root().join("tests/data/gulp_small");
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), tmp.path().join(e.file_name())).unwrap();
+    }
+    let dir = GulpDirectory::open(tmp.path()).unwrap();
+    let data = tmp.path().join("data_0.gulp");
+    let len = std::fs::metadata(&data).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&data)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let err = dir.read_all(2, |_, _, _| {}).unwrap_err().to_string();
+    assert!(
+        err.contains("data_0.gulp") && err.contains("shorter than when opened"),
+        "{err}"
+    );
+}

@@ -239,6 +239,86 @@ impl GulpDirectory {
         Ok(dir)
     }
 
+    /// Reads every frame of every video and hands it to `f(video, frame index, JPEG bytes)`:
+    /// the bulk path (training epochs, import). Each of `threads` threads takes whole chunk
+    /// files and reads each video's records with one `pread` into a buffer it reuses, so the
+    /// bytes are copied once and no fresh map is faulted in page by page; a data file that
+    /// shrank since [`GulpDirectory::open`] is an error naming it (the map would SIGBUS).
+    /// Videos of one chunk come in order; chunks in parallel, so `f` is called from several
+    /// threads. Stops at the first error.
+    pub fn read_all<F>(&self, threads: usize, f: F) -> Result<()>
+    where
+        F: Fn(VideoRef<'_>, usize, &[u8]) + Sync,
+    {
+        use std::os::unix::fs::FileExt;
+        use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+        // Videos of a chunk are contiguous in `self.videos` (added chunk by chunk).
+        let mut ranges = vec![0..0; self.chunks.len()];
+        for (i, v) in self.videos.iter().enumerate() {
+            let r = &mut ranges[v.chunk];
+            if r.start == r.end {
+                *r = i..i;
+            }
+            r.end = i + 1;
+        }
+        let next = AtomicUsize::new(0);
+        let work = || -> Result<()> {
+            let mut buf = Vec::new();
+            loop {
+                let c = next.fetch_add(1, Relaxed);
+                let Some(range) = ranges.get(c) else {
+                    return Ok(());
+                };
+                let path = &self.chunks[c].files.data;
+                let file = std::fs::File::open(path).at(path)?;
+                let read = |buf: &mut Vec<u8>, lo: u64, hi: u64| -> Result<()> {
+                    let n = (hi - lo) as usize;
+                    if buf.len() < n {
+                        buf.resize(n, 0);
+                    }
+                    file.read_exact_at(&mut buf[..n], lo)
+                        .map_err(|e| match e.kind() {
+                            std::io::ErrorKind::UnexpectedEof => Error::Gulp {
+                                path: path.clone(),
+                                msg: format!("shorter than when opened: bytes {lo}..{hi} are gone"),
+                            },
+                            _ => Error::io(path, e),
+                        })
+                };
+                for video in &self.videos[range.clone()] {
+                    let v = VideoRef { dir: self, video };
+                    let lo = video.frames.iter().map(|f| f.offset).min().unwrap_or(0);
+                    let hi = video.frames.iter().map(FrameInfo::end).max().unwrap_or(0);
+                    let payload: u64 = video.frames.iter().map(|f| f.length).sum();
+                    if hi - lo <= 2 * payload + (1 << 20) {
+                        // The usual layout: a video's records back to back, one read.
+                        read(&mut buf, lo, hi)?;
+                        for (i, fi) in video.frames.iter().enumerate() {
+                            let s = (fi.offset - lo) as usize;
+                            f(v, i, &buf[s..s + fi.jpeg_len() as usize]);
+                        }
+                    } else {
+                        // Scattered records (a hand-made .gmeta): one read per frame rather
+                        // than a buffer spanning the gaps.
+                        for (i, fi) in video.frames.iter().enumerate() {
+                            read(&mut buf, fi.offset, fi.offset + fi.jpeg_len())?;
+                            f(v, i, &buf[..fi.jpeg_len() as usize]);
+                        }
+                    }
+                }
+            }
+        };
+        let threads = threads.clamp(1, self.chunks.len().max(1));
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("gulp reader thread panicked"))
+                .collect::<Result<Vec<()>>>()
+                .map(|_| ())
+        })
+    }
+
     /// The directory this was opened from.
     pub fn path(&self) -> &Path {
         &self.path
