@@ -297,7 +297,11 @@ fn large_frames_split_across_writes_and_a_truncated_one() {
     // The daemon notices the end of the stream by itself.
     let t0 = std::time::Instant::now();
     while d.status()["sensors"]["big"]["connected"] != false {
-        assert!(t0.elapsed() < std::time::Duration::from_secs(30), "{}", d.status());
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "{}",
+            d.status()
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 

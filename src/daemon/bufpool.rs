@@ -78,7 +78,6 @@ pub struct PoolBuf {
 }
 
 impl PoolBuf {
-
     /// The first `len` bytes as `Bytes`, without a copy.
     pub fn into_bytes(self) -> bytes::Bytes {
         bytes::Bytes::from_owner(self)
