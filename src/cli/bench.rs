@@ -26,6 +26,8 @@ use roverlog::format::{check_sensor, Depth};
 const SCENARIOS: [&str; 5] = ["large", "direct", "imu", "batched", "lzmaf"];
 /// Bytes of one frame in the large-frame scenario.
 const LARGE_FRAME: usize = 4 << 20;
+/// Largest `--frame-bytes` (the daemon's default `max_frame_bytes` less the frame header).
+const MAX_LARGE_FRAME: usize = (32 << 20) - 64;
 /// Bytes of one lidar-like frame (u2 128 x 1024) in the `lzmaf` scenario, and the rate it must
 /// keep up with.
 const LIDAR_FRAME: usize = 256 << 10;
@@ -71,6 +73,10 @@ pub struct Args {
     /// Keep the working directory (traces, config, daemon.log) afterwards.
     #[arg(long)]
     keep: bool,
+    /// Bytes per frame in the large and direct scenarios (the same total bytes are sent:
+    /// fewer frames when larger).
+    #[arg(long, default_value_t = LARGE_FRAME)]
+    frame_bytes: usize,
     /// Daemon config keys to set on top of the bench's (a JSON object), e.g.
     /// '{"fsync": "on_request"}': to see what a setting costs.
     #[arg(long, value_name = "JSON")]
@@ -300,6 +306,12 @@ fn run(args: Args) -> Result<bool> {
     if args.sensors == 0 {
         bail!("--sensors must be at least 1");
     }
+    if !(1..=MAX_LARGE_FRAME).contains(&args.frame_bytes) {
+        bail!(
+            "--frame-bytes must be 1..={MAX_LARGE_FRAME}, got {}",
+            args.frame_bytes
+        );
+    }
     let sizes = Sizes::new(args.quick);
     let work = make_work_dir(args.dir.as_deref())?;
     let fs = procfs::filesystem_of(&work);
@@ -450,11 +462,13 @@ fn run_scenario(
     let (rows, budget) = match scenario {
         "large" | "direct" => {
             let direct = scenario == "direct";
-            let total = sizes.large_sensors as u64 * sizes.large_frames * LARGE_FRAME as u64;
+            let frame = args.frame_bytes;
+            let frames = (sizes.large_frames * LARGE_FRAME as u64 / frame as u64).max(1);
+            let total = sizes.large_sensors as u64 * frames * frame as u64;
             let mut spec = LoadSpec::new(
                 sizes.large_sensors,
-                Workload::Large { bytes: LARGE_FRAME },
-                sizes.large_frames,
+                Workload::Large { bytes: frame },
+                frames,
             );
             spec.prefix = scenario.into();
             let (mut dd, mut other, mut ours) = (Ok(Vec::new()), Ok(Vec::new()), Vec::new());
@@ -479,12 +493,7 @@ fn run_scenario(
                     // copies dd does not make (dd writes one cache-hot buffer of zeros).
                     push_round(
                         &mut other,
-                        concurrent_sinks(
-                            work,
-                            sizes.large_sensors,
-                            sizes.large_frames,
-                            LARGE_FRAME,
-                        ),
+                        concurrent_sinks(work, sizes.large_sensors, frames, frame),
                     );
                 }
                 ours.push(drive(&spec, expected)?);
@@ -505,7 +514,7 @@ fn run_scenario(
             };
             (
                 rows,
-                live * (queue + read_buf(LARGE_FRAME)) + staging + pool(LARGE_FRAME),
+                live * (queue + read_buf(frame)) + staging + pool(frame),
             )
         }
         "imu" => {
