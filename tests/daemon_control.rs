@@ -270,3 +270,64 @@ fn block_policy_loses_nothing_and_max_sensors_is_enforced() {
     assert_eq!(r["ok"], false);
     assert!(r["error"].as_str().unwrap().contains("max_sensors"), "{r}");
 }
+
+/// The `stats` log lines print the same counters as `status`; both must match the files.
+#[test]
+fn stats_log_lines_and_status_agree_with_the_files() {
+    let d = TestDaemon::start(json!({"stats_interval_ms": 200, "fsync": "on_request"}));
+    let (mut a, _) = d.connect(&raw_hello("a", 100));
+    let (mut b, _) = d.connect(&raw_hello("b", 7));
+    for i in 0..500u64 {
+        a.send(&frame(i as f64, None, &[(&sample(1, i, 100), false)]));
+        if i % 5 == 0 {
+            b.send(&frame(i as f64, None, &[(&sample(2, i, 7), false)]));
+        }
+    }
+    assert_eq!(a.sync(), 500);
+    assert_eq!(b.sync(), 100);
+    // A stats round printed after the syncs (log lines have no sequence: wait for one whose
+    // counts are final, and fail if none comes).
+    let t0 = std::time::Instant::now();
+    let fields = |log: &str, sensor: &str| -> Option<Vec<(String, String)>> {
+        let line = log
+            .lines()
+            .rfind(|l| l.contains(&format!(" stats sensor={sensor} ")))?;
+        let at = line.find(" stats ").unwrap() + 7;
+        Some(
+            line[at..]
+                .split_whitespace()
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+                .collect(),
+        )
+    };
+    let get =
+        |f: &[(String, String)], k: &str| f.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone());
+    let trace = d.trace_dir();
+    loop {
+        let log = d.log();
+        let (fa, fb) = (fields(&log, "a"), fields(&log, "b"));
+        if let (Some(fa), Some(fb)) = (&fa, &fb) {
+            if get(fa, "durable").as_deref() == Some("500")
+                && get(fb, "durable").as_deref() == Some("100")
+            {
+                for (f, name, n) in [(fa, "a", 500usize), (fb, "b", 100)] {
+                    let (ts, _) = read_sensor(&trace, name, "x");
+                    assert_eq!(ts.len(), n);
+                    assert_eq!(get(f, "samples"), Some(n.to_string()), "{f:?}");
+                    assert_eq!(get(f, "drops").as_deref(), Some("0"), "{f:?}");
+                    assert_eq!(get(f, "failed").as_deref(), Some(""), "{f:?}");
+                    let st = d.status();
+                    assert_eq!(st["sensors"][name]["samples"], n, "{st}");
+                    assert_eq!(st["sensors"][name]["durable"], n, "{st}");
+                }
+                break;
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no stats line with the final counts:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
