@@ -70,11 +70,9 @@ fn kill9_then_restart_keeps_every_durable_sample_and_resumes() {
     }
     // Once the writer has appended everything and a flush interval passed, everything
     // sent is in the kernel (queued samples would be lost: the documented bound).
-    let t0 = std::time::Instant::now();
-    while d.status()["sensors"]["imu"]["samples"] != 800 {
-        assert!(t0.elapsed() < Duration::from_secs(60));
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    d.wait_status("all 800 appended", |st| {
+        st["sensors"]["imu"]["samples"] == 800
+    });
     std::thread::sleep(Duration::from_millis(100));
     d.kill9();
 
@@ -186,31 +184,6 @@ fn a_shutdown_past_its_deadline_exits_1() {
     assert_eq!(status.code(), Some(1), "{}", d.log());
 }
 
-/// `O_DIRECT` flags of the daemon's open descriptors for `file`, read from
-/// `/proc/<pid>/fdinfo` (`flags` is octal; `O_DIRECT` is 0o40000 on x86-64 and aarch64).
-fn open_with_direct(pid: u32, file: &std::path::Path) -> Vec<bool> {
-    let want = std::fs::canonicalize(file).unwrap();
-    let mut found = Vec::new();
-    for e in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap() {
-        let e = e.unwrap();
-        if std::fs::read_link(e.path()).ok().as_deref() != Some(want.as_path()) {
-            continue;
-        }
-        let info = std::fs::read_to_string(format!(
-            "/proc/{pid}/fdinfo/{}",
-            e.file_name().to_str().unwrap()
-        ))
-        .unwrap();
-        let flags = info
-            .lines()
-            .find_map(|l| l.strip_prefix("flags:"))
-            .map(|f| u32::from_str_radix(f.trim(), 8).unwrap())
-            .unwrap();
-        found.push(flags & libc::O_DIRECT as u32 != 0);
-    }
-    found
-}
-
 #[test]
 fn direct_io_writes_the_same_bytes_and_survives_kill9() {
     // Samples of an odd size, so records straddle 4 KiB blocks and flushes leave partial
@@ -233,11 +206,10 @@ fn direct_io_writes_the_same_bytes_and_survives_kill9() {
     }
     assert_eq!(c.sync(), 100);
     // Only the large channel is written with O_DIRECT; `ts` and the small one are not.
-    let pid = d.child.as_ref().unwrap().id();
     let sensor = trace.join("cam");
-    assert!(open_with_direct(pid, &sensor.join("big")).contains(&true));
-    assert_eq!(open_with_direct(pid, &sensor.join("small")), [false]);
-    assert_eq!(open_with_direct(pid, &sensor.join("ts")), [false]);
+    assert!(d.open_with_direct(&sensor.join("big")).contains(&true));
+    assert_eq!(d.open_with_direct(&sensor.join("small")), [false]);
+    assert_eq!(d.open_with_direct(&sensor.join("ts")), [false]);
     // Durable means on disk whole: exactly 100 samples, no padding.
     assert_eq!(
         std::fs::metadata(sensor.join("big")).unwrap().len(),
@@ -247,11 +219,9 @@ fn direct_io_writes_the_same_bytes_and_survives_kill9() {
     for i in 100..250 {
         send(&mut c, i);
     }
-    let t0 = std::time::Instant::now();
-    while d.status()["sensors"]["cam"]["samples"] != 250 {
-        assert!(t0.elapsed() < Duration::from_secs(60));
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    d.wait_status("all 250 appended", |st| {
+        st["sensors"]["cam"]["samples"] == 250
+    });
     std::thread::sleep(Duration::from_millis(100));
     d.kill9();
 

@@ -295,15 +295,9 @@ fn large_frames_split_across_writes_and_a_truncated_one() {
     c.send(&frames[5][..123_456]);
     drop(c);
     // The daemon notices the end of the stream by itself.
-    let t0 = std::time::Instant::now();
-    while d.status()["sensors"]["big"]["connected"] != false {
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(30),
-            "{}",
-            d.status()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    d.wait_status("the connection ends", |st| {
+        st["sensors"]["big"]["connected"] == false
+    });
 
     let (mut again, r) = d.connect(&raw_hello("big", n));
     assert_eq!(r["samples"], 5, "{r}");

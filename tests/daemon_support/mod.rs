@@ -166,6 +166,44 @@ impl TestDaemon {
         c.wait().unwrap();
     }
 
+    /// Polls `status` until `ok` holds (at most 60 s, then fails naming `what`); returns it.
+    pub fn wait_status(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+        let t0 = Instant::now();
+        loop {
+            let st = self.status();
+            if ok(&st) {
+                return st;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(60), "{what}: {st}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// For each of the daemon's open descriptors of `file`: whether it has `O_DIRECT`, from
+    /// `/proc/<pid>/fdinfo` (`flags` is octal).
+    pub fn open_with_direct(&self, file: &Path) -> Vec<bool> {
+        let pid = self.child.as_ref().expect("daemon running").id();
+        let want = std::fs::canonicalize(file).unwrap();
+        let mut found = Vec::new();
+        for e in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap() {
+            let e = e.unwrap();
+            if std::fs::read_link(e.path()).ok().as_deref() != Some(want.as_path()) {
+                continue;
+            }
+            let fd = e.file_name();
+            let info =
+                std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", fd.to_str().unwrap()))
+                    .unwrap();
+            let flags = info
+                .lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .map(|f| u32::from_str_radix(f.trim(), 8).unwrap())
+                .unwrap();
+            found.push(flags & libc::O_DIRECT as u32 != 0);
+        }
+        found
+    }
+
     pub fn connect(&self, hello: &Value) -> (Driver, Value) {
         Driver::connect(&self.ingest_path(), hello)
     }
