@@ -443,6 +443,7 @@ fn run_scenario(
     // Large frames are received into pooled buffers; the pool keeps up to FREE_MAX of them
     // free (released after a second without large frames).
     let pool = |frame: usize| {
+        // A frame on the wire: `u32 len`, `f64 ts`, then the sample (the bench sends no seq).
         if frame + 12 >= roverlog::daemon::ingest::POOLED_FRAME {
             roverlog::daemon::bufpool::FREE_MAX as u64
         } else {
