@@ -78,6 +78,9 @@ pub struct Config {
     pub direct_io: bool,
     /// With `direct_io`: `raw` channels whose samples have at least this many bytes.
     pub direct_io_min_sample_bytes: usize,
+    /// Start the kernel's writeback of a channel file every this many bytes (see
+    /// `format::append`); 0: leave it to the kernel's own thresholds.
+    pub writeback_bytes: u64,
     pub lzmaf_preset: u32,
     /// Threads compressing one sensor's `lzmaf` samples; 0: one per CPU (at most 8).
     pub compress_threads: usize,
@@ -121,6 +124,7 @@ impl Default for Config {
             buffer_bytes: 256 << 10,
             direct_io: false,
             direct_io_min_sample_bytes: 64 << 10,
+            writeback_bytes: crate::format::append::DEFAULT_WRITEBACK_BYTES,
             lzmaf_preset: 0,
             compress_threads: 0,
             formats: BTreeMap::new(),

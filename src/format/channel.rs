@@ -142,6 +142,9 @@ pub struct WriterOptions {
     /// Write `raw` channels whose samples have at least this many bytes with `O_DIRECT`
     /// (see [`super::direct`]); `None`: never.
     pub direct_io_min_sample_bytes: Option<usize>,
+    /// Start the kernel's writeback of a channel file every this many bytes (see
+    /// [`super::append`]); 0: leave it to the kernel.
+    pub writeback_bytes: u64,
 }
 
 impl Default for WriterOptions {
@@ -150,6 +153,7 @@ impl Default for WriterOptions {
             buffer_bytes: super::append::DEFAULT_BUFFER_BYTES,
             lzmaf_preset: super::lzma::DEFAULT_PRESET,
             direct_io_min_sample_bytes: None,
+            writeback_bytes: super::append::DEFAULT_WRITEBACK_BYTES,
         }
     }
 }
@@ -167,7 +171,7 @@ impl ChannelWriter {
         let s = meta.sample_bytes();
         let (b, p) = (opts.buffer_bytes, opts.lzmaf_preset);
         let direct = opts.direct_io_min_sample_bytes.is_some_and(|min| s >= min);
-        Ok(match (&meta.format, append) {
+        let mut w = match (&meta.format, append) {
             (ChannelFormat::Raw, a) if direct => {
                 ChannelWriter::Raw(RawWriter::open_direct(&path, s, b, a)?)
             }
@@ -191,7 +195,14 @@ impl ChannelWriter {
                     format: format!("{} (not writable)", f.as_str()),
                 })
             }
-        })
+        };
+        match &mut w {
+            ChannelWriter::Raw(r) => r.file_mut().set_writeback_bytes(opts.writeback_bytes),
+            ChannelWriter::Lzmaf(l) => l.data_mut().set_writeback_bytes(opts.writeback_bytes),
+            // One small file per sample, fsynced one by one.
+            ChannelWriter::Blob(_) => {}
+        }
+        Ok(w)
     }
 
     /// Appends one sample (decoded bytes; `lzmaf` compresses it here).

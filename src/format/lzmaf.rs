@@ -120,6 +120,11 @@ impl LzmafWriter {
         self.len == 0
     }
 
+    /// The data file underneath (not the index), for its settings.
+    pub fn data_mut(&mut self) -> &mut AppendFile {
+        &mut self.data
+    }
+
     /// Data to the kernel first, then the index.
     pub fn flush(&mut self) -> Result<()> {
         self.data.flush()?;
