@@ -57,8 +57,15 @@ fn quick_bench_reports_every_scenario_and_loses_nothing() {
             }
         }
     }
-    // imu is compared with both the socket sink and the Python writer.
-    assert_eq!(rows.iter().filter(|x| x["scenario"] == "imu").count(), 2);
+    // imu is compared with the socket sink and the Python writer (targets), and the no-work
+    // socket reader is shown against both (the ceiling).
+    let imu: Vec<&Value> = rows.iter().filter(|x| x["scenario"] == "imu").collect();
+    assert_eq!(imu.len(), 4, "{imu:#?}");
+    let named = |row: &Value, k: &str| row[k]["name"].as_str().unwrap_or("").to_string();
+    assert!(imu[2]["ours"]["name"].as_str().unwrap().contains("no work"));
+    assert!(named(imu[2], "baseline").contains("python"));
+    assert!(named(imu[3], "baseline").contains("no work"));
+    assert!(imu[2]["met"].is_null() && imu[3]["met"].is_null());
 
     let mem = r["rss"].as_array().unwrap();
     assert_eq!(mem.len(), 5, "{mem:?}");

@@ -9,6 +9,8 @@
 //!   with one `write()`, fed one record per `write()`: the cost of the socket and the
 //!   syscalls alone, with no format, checks or fsync policy. The daemon's per-sample
 //!   overhead is measured against this.
+//! - [`socket_discard`]: the same sender, and a reader that only counts what it receives: the
+//!   most any server behind a one-`write()`-per-record driver can take on this machine.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Write};
@@ -72,6 +74,15 @@ fn dd(dir: &Path, mib: u64, flags: &str, name: &str) -> Result<Throughput> {
 /// fdatasyncs at the end. Each record goes out as one `write()` of `u32 len` + payload.
 /// Timed from the first send until the server's fdatasync returns.
 pub fn socket_sink(dir: &Path, records: u64, record_bytes: usize) -> Result<Throughput> {
+    socket_server(dir, records, record_bytes, true)
+}
+
+/// [`socket_sink`] with a server that reads (64 KiB at a time) and counts, and writes nothing.
+pub fn socket_discard(dir: &Path, records: u64, record_bytes: usize) -> Result<Throughput> {
+    socket_server(dir, records, record_bytes, false)
+}
+
+fn socket_server(dir: &Path, records: u64, record_bytes: usize, keep: bool) -> Result<Throughput> {
     let sock_path = dir.join("sink.bench.sock");
     let file_path = dir.join("sink.bench");
     let _ = std::fs::remove_file(&sock_path);
@@ -85,7 +96,10 @@ pub fn socket_sink(dir: &Path, records: u64, record_bytes: usize) -> Result<Thro
 
     let server = std::thread::spawn(move || -> std::io::Result<(u64, u64)> {
         let (stream, _) = listener.accept()?;
-        sink(stream, file)
+        match keep {
+            true => sink(stream, file),
+            false => discard(stream, record_bytes),
+        }
     });
 
     let run = || -> std::io::Result<Instant> {
@@ -116,7 +130,10 @@ pub fn socket_sink(dir: &Path, records: u64, record_bytes: usize) -> Result<Thro
         )));
     }
     Ok(Throughput {
-        name: format!("socket sink {record_bytes} B records"),
+        name: match keep {
+            true => format!("socket sink {record_bytes} B records"),
+            false => format!("socket reader {record_bytes} B records, no work"),
+        },
         bytes,
         samples: got,
         elapsed,
@@ -148,6 +165,20 @@ fn sink(stream: UnixStream, mut file: File) -> std::io::Result<(u64, u64)> {
     Ok((n, bytes))
 }
 
+/// Reads until EOF and counts: (messages, payload bytes), from the stream's length alone.
+fn discard(mut stream: UnixStream, record_bytes: usize) -> std::io::Result<(u64, u64)> {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    loop {
+        match stream.read(&mut buf)? {
+            0 => break,
+            n => total += n as u64,
+        }
+    }
+    let n = total / (4 + record_bytes as u64);
+    Ok((n, n * record_bytes as u64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,6 +189,15 @@ mod tests {
         let t = socket_sink(dir.path(), 1000, 44).unwrap();
         assert_eq!((t.samples, t.bytes), (1000, 44_000));
         // Nothing left behind in the target directory.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn socket_discard_counts_every_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = socket_discard(dir.path(), 1000, 44).unwrap();
+        assert_eq!((t.samples, t.bytes), (1000, 44_000));
+        assert!(t.name.contains("no work"), "{}", t.name);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 

@@ -494,7 +494,7 @@ fn run_scenario(
                     // copies dd does not make (dd writes one cache-hot buffer of zeros).
                     push_round(
                         &mut other,
-                        concurrent_sinks(work, sizes.large_sensors, frames, frame),
+                        concurrent_sinks(work, sizes.large_sensors, frames, frame, true),
                     );
                 }
                 ours.push(drive(&spec, expected)?);
@@ -522,8 +522,16 @@ fn run_scenario(
             let mut spec = LoadSpec::new(n, Workload::Imu, sizes.imu_samples);
             spec.prefix = "imu".into();
             let (mut sink, mut python, mut ours) = (Ok(Vec::new()), Ok(Vec::new()), Vec::new());
+            let mut ceiling = Ok(Vec::new());
             for _ in 0..sizes.rounds {
-                push_round(&mut sink, concurrent_sinks(work, n, sizes.imu_samples, 44));
+                push_round(
+                    &mut sink,
+                    concurrent_sinks(work, n, sizes.imu_samples, 44, true),
+                );
+                push_round(
+                    &mut ceiling,
+                    concurrent_sinks(work, n, sizes.imu_samples, 44, false),
+                );
                 let p = match py {
                     Ok((py, script)) => python_imu(py, script, work, n, sizes.imu_samples),
                     Err(e) => Err(e.clone()),
@@ -532,16 +540,34 @@ fn run_scenario(
                 ours.push(drive(&spec, expected)?);
             }
             files_open += 3 * n as u64;
-            let rows = vec![
+            let mut rows = vec![
                 Row::new(scenario, &ours, Some(sink), Unit::SamplesPerSec, Some(0.8)),
                 Row::new(
                     scenario,
                     &ours,
-                    Some(python),
+                    Some(python.clone()),
                     Unit::SamplesPerSec,
                     Some(6.0),
                 ),
             ];
+            // The socket path alone, with a reader that does nothing: how close the daemon
+            // is to it, and the most any server could be against the Python writer here.
+            if let Ok(c) = &ceiling {
+                rows.push(Row::new(
+                    scenario,
+                    c,
+                    Some(python),
+                    Unit::SamplesPerSec,
+                    None,
+                ));
+            }
+            rows.push(Row::new(
+                scenario,
+                &ours,
+                Some(ceiling),
+                Unit::SamplesPerSec,
+                None,
+            ));
             (rows, n as u64 * (queue + read_buf(0)))
         }
         "batched" => {
@@ -744,18 +770,24 @@ fn ctl(socket: &Path, cmd: Value) -> Result<Value> {
 
 /// `n` socket sinks at once (one connection and thread each, in their own directories), as
 /// the daemon gets `n` sensors: total records over the slowest one's time.
+/// With `keep` false the servers only count what they read ([`baselines::socket_discard`]).
 fn concurrent_sinks(
     work: &Path,
     n: usize,
     records: u64,
     bytes: usize,
+    keep: bool,
 ) -> std::result::Result<Throughput, String> {
     let handles: Vec<_> = (0..n)
         .map(|i| {
             let dir = work.join(format!("sink{i}"));
             std::thread::spawn(move || {
                 std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-                let r = baselines::socket_sink(&dir, records, bytes).map_err(|e| e.to_string());
+                let r = match keep {
+                    true => baselines::socket_sink(&dir, records, bytes),
+                    false => baselines::socket_discard(&dir, records, bytes),
+                };
+                let r = r.map_err(|e| e.to_string());
                 let _ = std::fs::remove_dir(&dir);
                 r
             })
@@ -765,10 +797,8 @@ fn concurrent_sinks(
         .into_iter()
         .map(|h| h.join().expect("sink thread"))
         .collect::<std::result::Result<_, _>>()?;
-    Ok(aggregate(
-        format!("{n} x socket sink {bytes} B records"),
-        &results,
-    ))
+    let name = results.first().map_or(String::new(), |t| t.name.clone());
+    Ok(aggregate(format!("{n} x {name}"), &results))
 }
 
 fn aggregate(name: String, parts: &[Throughput]) -> Throughput {
