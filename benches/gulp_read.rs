@@ -8,6 +8,11 @@
 //! `read` does); the zero-copy figure (slices only) is printed too. `GulpDirectory::read_all`
 //! (one `pread` per video into a reused buffer, chunk files on parallel threads) is timed
 //! with 1 thread and with one per CPU; each frame is summed over a few bytes in the callback.
+//!
+//! The ceiling, same run: the same bytes copied frame by frame into a reused buffer from an
+//! ordinary in-memory buffer (no file, no syscall, no page fault), i.e. what any reader that
+//! hands out a copy of every frame must at least spend here; and how many times gulpio2's time
+//! that is.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -123,6 +128,38 @@ fn main() {
         bytes
     });
 
+    // The memcpy ceiling: every frame's bytes, at the same sizes, from resident memory.
+    let sizes: Vec<usize> = gd
+        .videos()
+        .flat_map(|v| v.frames().map(|f| f.len()).collect::<Vec<_>>())
+        .collect();
+    let src: Vec<u8> = (0..bytes).map(|i| (i * 131 + 7) as u8).collect();
+    // `threads` threads, each copying a contiguous share of the frames.
+    let memcpy = |threads: usize| {
+        let per = sizes.len().div_ceil(threads);
+        best(REPEATS, || {
+            std::thread::scope(|s| {
+                let mut at = 0;
+                for part in sizes.chunks(per) {
+                    let len: usize = part.iter().sum();
+                    let src = &src[at..at + len];
+                    at += len;
+                    s.spawn(move || {
+                        let (mut buf, mut off) = (Vec::new(), 0);
+                        for &n in part {
+                            buf.clear();
+                            buf.extend_from_slice(&src[off..off + n]);
+                            black_box(&buf);
+                            off += n;
+                        }
+                    });
+                }
+            })
+        })
+        .0
+    };
+    let (memcpy_1, memcpy_n) = (memcpy(1), memcpy(cpus));
+
     let theirs = py(&["read", dir_s, &REPEATS.to_string()]);
     assert_eq!(theirs["frames"].as_u64().unwrap() as usize, n);
     assert_eq!(theirs["bytes"].as_u64().unwrap() as usize, bytes);
@@ -165,6 +202,14 @@ fn main() {
         rate(zero_copy.as_secs_f64())
     );
     println!(
+        "memcpy per frame from RAM, 1 thread   {}",
+        rate(memcpy_1.as_secs_f64())
+    );
+    println!(
+        "memcpy per frame from RAM, {cpus} threads  {}",
+        rate(memcpy_n.as_secs_f64())
+    );
+    println!(
         "read via gd[id]            gulpio2 {}",
         rate(secs("getitem"))
     );
@@ -184,5 +229,10 @@ fn main() {
         "ratio, open + read all frames, bulk path: gulpio2 / ours read_all 1 thread: {:.1}x, {cpus} threads: {:.1}x",
         (py_read + secs("open")) / all_1.as_secs_f64(),
         (py_read + secs("open")) / all_n.as_secs_f64()
+    );
+    println!(
+        "ceiling: gulpio2 open + best read / memcpy per frame from RAM: 1 thread {:.1}x, {cpus} threads {:.1}x (a reader that copies every frame once cannot beat these with as many threads)",
+        (py_read + secs("open")) / memcpy_1.as_secs_f64(),
+        (py_read + secs("open")) / memcpy_n.as_secs_f64()
     );
 }
