@@ -205,3 +205,49 @@ fn read_all_reports_a_data_file_that_shrank_after_open() {
         "{err}"
     );
 }
+
+#[test]
+fn read_all_handles_large_scattered_and_reordered_records() {
+    // Records as a hand-made .gmeta may lay them out: one frame larger than a read group,
+    // a gap between records, frames listed out of file order, pads of 0..3.
+    let tmp = tempfile::tempdir().unwrap();
+    let frame = |n: usize, seed: u8| -> Vec<u8> { (0..n).map(|i| (i as u8) ^ seed).collect() };
+    let want = [
+        frame(roverlog::gulp::READ_GROUP as usize + 12_345, 1),
+        frame(5_000, 2),
+        frame(70_001, 3),
+        frame(9, 4),
+    ];
+    let (mut data, mut at) = (Vec::new(), Vec::new());
+    for (i, f) in want.iter().enumerate() {
+        if i == 2 {
+            data.extend_from_slice(&[0xee; 4096]); // a gap no record covers
+        }
+        let pad = (4 - f.len() % 4) % 4;
+        at.push(serde_json::json!([data.len(), pad, f.len() + pad]));
+        data.extend_from_slice(f);
+        data.extend(std::iter::repeat_n(0u8, pad));
+    }
+    // Video "a" lists its frames in the order 2, 3, 0, 1 of the file: 2 and 3 are adjacent
+    // (one read), 0 and 1 too but 0 alone is more than a read group.
+    let order = [2usize, 3, 0, 1];
+    let infos: Vec<_> = order.iter().map(|&i| at[i].clone()).collect();
+    let meta = serde_json::json!({"a": {"frame_info": infos, "meta_data": [{}]}});
+    std::fs::write(tmp.path().join("data_0.gulp"), &data).unwrap();
+    std::fs::write(tmp.path().join("meta_0.gmeta"), meta.to_string()).unwrap();
+
+    let dir = GulpDirectory::open(tmp.path()).unwrap();
+    let got = std::sync::Mutex::new(Vec::new());
+    dir.read_all(1, |v, i, bytes| {
+        got.lock()
+            .unwrap()
+            .push((v.id().to_string(), i, bytes.to_vec()))
+    })
+    .unwrap();
+    let got = got.into_inner().unwrap();
+    assert_eq!(got.len(), 4);
+    for (k, (id, i, bytes)) in got.iter().enumerate() {
+        assert_eq!((id.as_str(), *i), ("a", k));
+        assert!(*bytes == want[order[k]], "frame {k}: {} bytes", bytes.len());
+    }
+}

@@ -38,6 +38,11 @@ pub use select::FrameSelection;
 use crate::error::IoContext;
 use crate::{Error, Result};
 
+/// Largest read of [`GulpDirectory::read_all`] (unless one frame is larger): its buffer stays
+/// this small however many frames a video has. Speed is the same from 64 KiB to one read per
+/// whole video (`cargo bench --bench gulp_read`, BENCHMARKS.md "Gulp reader").
+pub const READ_GROUP: u64 = 256 << 10;
+
 /// Limits applied to the untrusted `.gmeta` files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GulpOptions {
@@ -241,8 +246,9 @@ impl GulpDirectory {
 
     /// Reads every frame of every video and hands it to `f(video, frame index, JPEG bytes)`:
     /// the bulk path (training epochs, import). Each of `threads` threads takes whole chunk
-    /// files and reads each video's records with one `pread` into a buffer it reuses, so the
-    /// bytes are copied once and no fresh map is faulted in page by page; a data file that
+    /// files and reads runs of adjacent records with one `pread` of at most [`READ_GROUP`]
+    /// bytes into a buffer it reuses, so the bytes are copied once, memory stays bounded, and
+    /// no fresh map is faulted in page by page; a data file that
     /// shrank since [`GulpDirectory::open`] is an error naming it (the map would SIGBUS).
     /// Videos of one chunk come in order; chunks in parallel, so `f` is called from several
     /// threads. Stops at the first error.
@@ -287,23 +293,26 @@ impl GulpDirectory {
                 };
                 for video in &self.videos[range.clone()] {
                     let v = VideoRef { dir: self, video };
-                    let lo = video.frames.iter().map(|f| f.offset).min().unwrap_or(0);
-                    let hi = video.frames.iter().map(FrameInfo::end).max().unwrap_or(0);
-                    let payload: u64 = video.frames.iter().map(|f| f.length).sum();
-                    if hi - lo <= 2 * payload + (1 << 20) {
-                        // The usual layout: a video's records back to back, one read.
+                    let frames = &video.frames;
+                    let mut i = 0;
+                    while i < frames.len() {
+                        // Frames i..j, back to back in the file, in one read of at most
+                        // READ_GROUP bytes (or one larger frame alone).
+                        let lo = frames[i].offset;
+                        let (mut j, mut hi) = (i + 1, frames[i].end());
+                        while let Some(next) = frames.get(j) {
+                            if next.offset != hi || next.end() - lo > READ_GROUP {
+                                break;
+                            }
+                            hi = next.end();
+                            j += 1;
+                        }
                         read(&mut buf, lo, hi)?;
-                        for (i, fi) in video.frames.iter().enumerate() {
+                        for (k, fi) in frames.iter().enumerate().take(j).skip(i) {
                             let s = (fi.offset - lo) as usize;
-                            f(v, i, &buf[s..s + fi.jpeg_len() as usize]);
+                            f(v, k, &buf[s..s + fi.jpeg_len() as usize]);
                         }
-                    } else {
-                        // Scattered records (a hand-made .gmeta): one read per frame rather
-                        // than a buffer spanning the gaps.
-                        for (i, fi) in video.frames.iter().enumerate() {
-                            read(&mut buf, fi.offset, fi.offset + fi.jpeg_len())?;
-                            f(v, i, &buf[..fi.jpeg_len() as usize]);
-                        }
+                        i = j;
                     }
                 }
             }
