@@ -95,3 +95,15 @@ fn unknown_scenario_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nosuch"));
 }
+
+#[test]
+fn zero_rounds_is_a_usage_error() {
+    let base = tempfile::tempdir().unwrap();
+    let out = Command::new(common::roverlog_bin())
+        .args(["bench", "--quick", "--rounds", "0", "--dir"])
+        .arg(base.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--rounds"));
+}

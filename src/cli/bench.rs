@@ -81,6 +81,10 @@ pub struct Args {
     /// '{"fsync": "on_request"}': to see what a setting costs.
     #[arg(long, value_name = "JSON")]
     daemon_config: Option<String>,
+    /// Alternating rounds (baseline, daemon) in the large, direct and imu scenarios; more
+    /// rounds average out more noise. Default 3 (1 with --quick).
+    #[arg(long)]
+    rounds: Option<usize>,
 }
 
 /// How much each scenario sends.
@@ -153,6 +157,8 @@ struct Row {
     target: Option<f64>,
     /// The ratio of each round alone (when there were several): the noise, in view.
     rounds: Vec<f64>,
+    /// Each round's figures in `unit`, ours then the baseline's (when there were several).
+    round_figures: Vec<(f64, f64)>,
 }
 
 type Rounds = std::result::Result<Vec<Throughput>, String>;
@@ -186,14 +192,15 @@ impl Row {
         unit: Unit,
         target: Option<f64>,
     ) -> Row {
-        let rounds = match &baseline {
+        let round_figures: Vec<(f64, f64)> = match &baseline {
             Some(Ok(b)) if b.len() == ours.len() && ours.len() > 1 => ours
                 .iter()
                 .zip(b)
-                .map(|(o, b)| unit.of(o) / unit.of(b).max(1e-9))
+                .map(|(o, b)| (unit.of(o), unit.of(b)))
                 .collect(),
             _ => Vec::new(),
         };
+        let rounds = round_figures.iter().map(|(o, b)| o / b.max(1e-9)).collect();
         Row {
             scenario,
             ours: sum_rounds(ours),
@@ -201,6 +208,7 @@ impl Row {
             unit,
             target,
             rounds,
+            round_figures,
         }
     }
 
@@ -241,6 +249,7 @@ impl Row {
             },
             "ratio": self.ratio(),
             "round_ratios": self.rounds,
+            "round_figures": self.round_figures,
             "target": self.target_text(),
             "met": self.met(),
         })
@@ -312,7 +321,12 @@ fn run(args: Args) -> Result<bool> {
             args.frame_bytes
         );
     }
-    let sizes = Sizes::new(args.quick);
+    let mut sizes = Sizes::new(args.quick);
+    match args.rounds {
+        Some(0) => bail!("--rounds must be at least 1"),
+        Some(n) => sizes.rounds = n,
+        None => {}
+    }
     let work = make_work_dir(args.dir.as_deref())?;
     let fs = procfs::filesystem_of(&work);
     let load_before = load_average();
