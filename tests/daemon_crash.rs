@@ -43,7 +43,10 @@ fn sigterm_drains_everything_sent_and_exits_0() {
 
 #[test]
 fn kill9_then_restart_keeps_every_durable_sample_and_resumes() {
-    let mut d = TestDaemon::start(json!({"fsync_interval_ms": 200, "flush_interval_ms": 20}));
+    // writeback_bytes 4096: early writeback is started every few samples, before and after
+    // the kill (on files reopened to append), and must change no byte.
+    let mut d = TestDaemon::start(json!({
+        "fsync_interval_ms": 200, "flush_interval_ms": 20, "writeback_bytes": 4096}));
     let hello = json!({"roverlog": 1, "sensor": "imu", "channels": [
         {"name": "acc", "format": "raw", "type": "f4", "shape": [3]},
         {"name": "img", "format": "jpg", "type": "u1", "shape": [8]},
