@@ -57,15 +57,21 @@ fn quick_bench_reports_every_scenario_and_loses_nothing() {
             }
         }
     }
-    // imu is compared with the socket sink and the Python writer (targets), and the no-work
-    // socket reader is shown against both (the ceiling).
+    // imu is compared with the socket sink and the Python writer (targets); the no-work
+    // socket readers (threads, then tokio tasks) are shown against Python (the ceilings), and
+    // the daemon against the first of them.
     let imu: Vec<&Value> = rows.iter().filter(|x| x["scenario"] == "imu").collect();
-    assert_eq!(imu.len(), 4, "{imu:#?}");
+    assert_eq!(imu.len(), 5, "{imu:#?}");
     let named = |row: &Value, k: &str| row[k]["name"].as_str().unwrap_or("").to_string();
-    assert!(imu[2]["ours"]["name"].as_str().unwrap().contains("no work"));
-    assert!(named(imu[2], "baseline").contains("python"));
-    assert!(named(imu[3], "baseline").contains("no work"));
-    assert!(imu[2]["met"].is_null() && imu[3]["met"].is_null());
+    for (i, ours, baseline) in [
+        (2, "no work", "python"),
+        (3, "tokio tasks, no work", "python"),
+        (4, "ingest", "no work"),
+    ] {
+        assert!(named(imu[i], "ours").contains(ours), "{}", imu[i]);
+        assert!(named(imu[i], "baseline").contains(baseline), "{}", imu[i]);
+        assert!(imu[i]["met"].is_null(), "{}", imu[i]);
+    }
 
     let mem = r["rss"].as_array().unwrap();
     assert_eq!(mem.len(), 5, "{mem:?}");

@@ -11,6 +11,8 @@
 //!   overhead is measured against this.
 //! - [`socket_discard`]: the same sender, and a reader that only counts what it receives: the
 //!   most any server behind a one-`write()`-per-record driver can take on this machine.
+//! - [`tokio_discard`]: `n` such readers as tasks of one tokio runtime, as the daemon's
+//!   connection tasks are: the same ceiling for a server built that way.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Write};
@@ -104,9 +106,7 @@ fn socket_server(dir: &Path, records: u64, record_bytes: usize, keep: bool) -> R
 
     let run = || -> std::io::Result<Instant> {
         let mut client = UnixStream::connect(&sock_path)?;
-        let mut record = Vec::with_capacity(4 + record_bytes);
-        record.extend_from_slice(&(record_bytes as u32).to_le_bytes());
-        record.extend((0..record_bytes).map(|i| (i * 31) as u8));
+        let record = record(record_bytes);
         let start = Instant::now();
         for _ in 0..records {
             client.write_all(&record)?;
@@ -165,6 +165,92 @@ fn sink(stream: UnixStream, mut file: File) -> std::io::Result<(u64, u64)> {
     Ok((n, bytes))
 }
 
+/// `n` connections (socket pairs), each fed `records` records of `record_bytes` by its own
+/// thread with one `write()` per record (`u32 len` + payload), each read by a task of one
+/// multi-thread tokio runtime (a worker per CPU, the daemon's default) that reads 64 KiB at a
+/// time and counts. Timed from the first send until every reader has seen EOF.
+pub fn tokio_discard(n: usize, records: u64, record_bytes: usize) -> Result<Throughput> {
+    use tokio::io::AsyncReadExt;
+    let io = |e: std::io::Error| Error::io(Path::new("socketpair"), e);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_io()
+        .build()
+        .map_err(io)?;
+    let (mut senders, mut readers) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        let (a, b) = UnixStream::pair().map_err(io)?;
+        b.set_nonblocking(true).map_err(io)?;
+        senders.push(a);
+        readers.push(b);
+    }
+    let record = record(record_bytes);
+    let start = Instant::now();
+    let threads: Vec<_> = senders
+        .into_iter()
+        .map(|mut a| {
+            let record = record.clone();
+            std::thread::spawn(move || -> std::io::Result<()> {
+                for _ in 0..records {
+                    a.write_all(&record)?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    let totals: Vec<std::io::Result<u64>> = rt.block_on(async {
+        let tasks: Vec<_> = readers
+            .into_iter()
+            .map(|b| {
+                tokio::spawn(async move {
+                    let mut s = tokio::net::UnixStream::from_std(b)?;
+                    let mut buf = vec![0u8; 1 << 16];
+                    let mut total = 0u64;
+                    loop {
+                        match s.read(&mut buf).await? {
+                            0 => return Ok(total),
+                            k => total += k as u64,
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.unwrap_or_else(|e| Err(std::io::Error::other(e))));
+        }
+        out
+    });
+    let elapsed = start.elapsed();
+    for t in threads {
+        t.join().expect("sender thread panicked").map_err(io)?;
+    }
+    let total: u64 = totals
+        .into_iter()
+        .sum::<std::io::Result<u64>>()
+        .map_err(io)?;
+    let got = total / (4 + record_bytes as u64);
+    if got != n as u64 * records {
+        return Err(Error::Protocol(format!(
+            "tokio readers received {got} of {} records",
+            n as u64 * records
+        )));
+    }
+    Ok(Throughput {
+        name: format!("{n} x socket reader {record_bytes} B records, tokio tasks, no work"),
+        bytes: got * record_bytes as u64,
+        samples: got,
+        elapsed,
+    })
+}
+
+/// One message as the socket baselines send it: `u32 len`, then `len` bytes.
+fn record(record_bytes: usize) -> Vec<u8> {
+    let mut record = Vec::with_capacity(4 + record_bytes);
+    record.extend_from_slice(&(record_bytes as u32).to_le_bytes());
+    record.extend((0..record_bytes).map(|i| (i * 31) as u8));
+    record
+}
+
 /// Reads until EOF and counts: (messages, payload bytes), from the stream's length alone.
 fn discard(mut stream: UnixStream, record_bytes: usize) -> std::io::Result<(u64, u64)> {
     let mut buf = vec![0u8; 1 << 16];
@@ -199,6 +285,13 @@ mod tests {
         assert_eq!((t.samples, t.bytes), (1000, 44_000));
         assert!(t.name.contains("no work"), "{}", t.name);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn tokio_discard_counts_every_record() {
+        let t = tokio_discard(3, 1000, 44).unwrap();
+        assert_eq!((t.samples, t.bytes), (3000, 132_000));
+        assert!(t.name.contains("tokio"), "{}", t.name);
     }
 
     #[test]

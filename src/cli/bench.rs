@@ -536,7 +536,7 @@ fn run_scenario(
             let mut spec = LoadSpec::new(n, Workload::Imu, sizes.imu_samples);
             spec.prefix = "imu".into();
             let (mut sink, mut python, mut ours) = (Ok(Vec::new()), Ok(Vec::new()), Vec::new());
-            let mut ceiling = Ok(Vec::new());
+            let (mut ceiling, mut tokio_ceiling) = (Ok(Vec::new()), Ok(Vec::new()));
             for _ in 0..sizes.rounds {
                 push_round(
                     &mut sink,
@@ -545,6 +545,10 @@ fn run_scenario(
                 push_round(
                     &mut ceiling,
                     concurrent_sinks(work, n, sizes.imu_samples, 44, false),
+                );
+                push_round(
+                    &mut tokio_ceiling,
+                    baselines::tokio_discard(n, sizes.imu_samples, 44).map_err(|e| e.to_string()),
                 );
                 let p = match py {
                     Ok((py, script)) => python_imu(py, script, work, n, sizes.imu_samples),
@@ -567,6 +571,16 @@ fn run_scenario(
             // The socket path alone, with a reader that does nothing: how close the daemon
             // is to it, and the most any server could be against the Python writer here.
             if let Ok(c) = &ceiling {
+                rows.push(Row::new(
+                    scenario,
+                    c,
+                    Some(python.clone()),
+                    Unit::SamplesPerSec,
+                    None,
+                ));
+            }
+            // The same with the readers as tokio tasks, as the daemon's connections are.
+            if let Ok(c) = &tokio_ceiling {
                 rows.push(Row::new(
                     scenario,
                     c,
