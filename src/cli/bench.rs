@@ -570,6 +570,11 @@ fn run_scenario(
             ];
             // The socket path alone, with a reader that does nothing: how close the daemon
             // is to it, and the most any server could be against the Python writer here.
+            for (what, r) in [("threads", &ceiling), ("tokio tasks", &tokio_ceiling)] {
+                if let Err(e) = r {
+                    eprintln!("bench: imu: the no-work readers ({what}) failed, row left out: {e}");
+                }
+            }
             if let Ok(c) = &ceiling {
                 rows.push(Row::new(
                     scenario,

@@ -111,8 +111,8 @@ impl AppendFile {
         self.writeback_bytes = bytes;
     }
 
-    /// Where writeback was last started: every byte before it has been handed to the device
-    /// (or is written already). For tests and diagnostics.
+    /// Where writeback was last started: the kernel was asked to write every byte before it
+    /// (not necessarily done yet). For tests and diagnostics.
     pub fn writeback_started_to(&self) -> u64 {
         self.writeback_from
     }
