@@ -3,8 +3,11 @@
 //! lost), status says why, the daemon stays up, and recording resumes after `start` once space
 //! is freed.
 //!
-//! These tests need to mount a tmpfs (root, or CAP_SYS_ADMIN). They fail, never skip, when
-//! they cannot: a skipped disk-full test is a disk-full path nobody has run.
+//! Also `direct_io` on a filesystem that refuses `O_DIRECT` (ramfs): the daemon falls back to
+//! the page cache and writes the same bytes.
+//!
+//! These tests need to mount a tmpfs or ramfs (root, or CAP_SYS_ADMIN). They fail, never skip,
+//! when they cannot: a skipped disk-full test is a disk-full path nobody has run.
 
 mod daemon_support;
 
@@ -18,22 +21,28 @@ use daemon_support::*;
 use roverlog::format::{check_sensor, Depth};
 use serde_json::{json, Value};
 
-/// A tmpfs mounted on a temp directory, unmounted on drop.
+/// A tmpfs (or ramfs) mounted on a temp directory, unmounted on drop.
 struct Tmpfs {
     dir: tempfile::TempDir,
 }
 
 impl Tmpfs {
     fn mount(size: &str) -> Tmpfs {
+        Tmpfs::mount_fs("tmpfs", &["-o", &format!("size={size}")])
+    }
+
+    fn mount_fs(fstype: &str, opts: &[&str]) -> Tmpfs {
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .args(["-t", fstype])
+            .args(opts)
+            .arg(fstype)
             .arg(dir.path())
             .output()
             .expect("running mount(8)");
         assert!(
             out.status.success(),
-            "this test must mount a {size} tmpfs on {} and could not (it needs root or \
+            "this test must mount a {fstype} {opts:?} on {} and could not (it needs root or \
              CAP_SYS_ADMIN; CI runs as root): {}",
             dir.path().display(),
             String::from_utf8_lossy(&out.stderr)
@@ -357,4 +366,41 @@ fn enospc_case(extra: Value) {
     assert!(d.stop().success(), "{}", d.log());
     // After the stop, the first trace is still whole (the new trace did not touch it).
     assert_eq!(verify_trace(&first, durable), kept);
+}
+
+#[test]
+fn direct_io_on_a_filesystem_without_o_direct_falls_back_and_writes_the_same_bytes() {
+    use std::os::unix::fs::OpenOptionsExt;
+    const BIG: usize = 70_001;
+    let mnt = Tmpfs::mount_fs("ramfs", &[]);
+    // The premise: this filesystem refuses O_DIRECT (else the test would prove nothing).
+    let probe = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(mnt.path().join("probe"));
+    assert!(probe.is_err(), "ramfs accepted O_DIRECT here");
+    // ramfs reports no free space at all: no disk guard on it.
+    let mut d = TestDaemon::start(json!({
+        "data_root": data_root(&mnt), "min_free_bytes": 0,
+        "direct_io": true, "direct_io_min_sample_bytes": 65536}));
+    let (mut c, r) = d.connect(&raw_hello("cam", BIG));
+    assert_eq!(r["ok"], true, "{r}");
+    let trace = d.trace_dir();
+    for i in 0..30 {
+        c.send(&frame(i as f64, None, &[(&sample(1, i, BIG), false)]));
+    }
+    assert_eq!(c.sync(), 30);
+    // Written through the page cache, and the log says why.
+    assert_eq!(d.open_with_direct(&trace.join("cam").join("x")), [false]);
+    let log = d.log();
+    assert!(log.contains("refuses O_DIRECT"), "{log}");
+    assert!(d.stop().success());
+
+    let (ts, x) = read_sensor(&trace, "cam", "x");
+    assert_eq!(ts.len(), 30);
+    for i in 0..30 {
+        assert_eq!(ts[i], i as f64);
+        assert_eq!(x[i], sample(1, i as u64, BIG), "sample {i}");
+    }
 }
