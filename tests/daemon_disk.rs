@@ -22,16 +22,16 @@ use roverlog::format::{check_sensor, Depth};
 use serde_json::{json, Value};
 
 /// A tmpfs (or ramfs) mounted on a temp directory, unmounted on drop.
-struct Tmpfs {
+struct Mounted {
     dir: tempfile::TempDir,
 }
 
-impl Tmpfs {
-    fn mount(size: &str) -> Tmpfs {
-        Tmpfs::mount_fs("tmpfs", &["-o", &format!("size={size}")])
+impl Mounted {
+    fn tmpfs(size: &str) -> Mounted {
+        Mounted::mount_fs("tmpfs", &["-o", &format!("size={size}")])
     }
 
-    fn mount_fs(fstype: &str, opts: &[&str]) -> Tmpfs {
+    fn mount_fs(fstype: &str, opts: &[&str]) -> Mounted {
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new("mount")
             .args(["-t", fstype])
@@ -47,7 +47,7 @@ impl Tmpfs {
             dir.path().display(),
             String::from_utf8_lossy(&out.stderr)
         );
-        Tmpfs { dir }
+        Mounted { dir }
     }
 
     fn path(&self) -> &Path {
@@ -55,7 +55,7 @@ impl Tmpfs {
     }
 }
 
-impl Drop for Tmpfs {
+impl Drop for Mounted {
     fn drop(&mut self) {
         // Lazy: a daemon that outlived a failed assertion must not make the unmount fail.
         let _ = Command::new("umount")
@@ -176,13 +176,13 @@ fn assert_alive(d: &mut TestDaemon) {
     assert!(c.try_wait().unwrap().is_none(), "daemon died:\n{}", d.log());
 }
 
-fn data_root(mnt: &Tmpfs) -> PathBuf {
+fn data_root(mnt: &Mounted) -> PathBuf {
     mnt.path().join("data")
 }
 
 #[test]
 fn the_disk_guard_stops_recording_cleanly_and_start_resumes_after_space_is_freed() {
-    let mnt = Tmpfs::mount("8m");
+    let mnt = Mounted::tmpfs("8m");
     ballast(&mnt.path().join("ballast"), 3 << 20);
     let mut d = TestDaemon::start(json!({
         "data_root": data_root(&mnt),
@@ -279,7 +279,7 @@ fn enospc_with_direct_io_stops_recording_cleanly_and_loses_nothing_durable() {
 }
 
 fn enospc_case(extra: Value) {
-    let mnt = Tmpfs::mount("8m");
+    let mnt = Mounted::tmpfs("8m");
     ballast(&mnt.path().join("ballast"), 2 << 20);
     let mut cfg = json!({
         "data_root": data_root(&mnt),
@@ -372,7 +372,7 @@ fn enospc_case(extra: Value) {
 fn direct_io_on_a_filesystem_without_o_direct_falls_back_and_writes_the_same_bytes() {
     use std::os::unix::fs::OpenOptionsExt;
     const BIG: usize = 70_001;
-    let mnt = Tmpfs::mount_fs("ramfs", &[]);
+    let mnt = Mounted::mount_fs("ramfs", &[]);
     // The premise: this filesystem refuses O_DIRECT (else the test would prove nothing).
     let probe = std::fs::OpenOptions::new()
         .write(true)
