@@ -13,7 +13,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use roverlog::bench::{baselines, load};
+use roverlog::bench::baselines::{self, Input, Leave};
+use roverlog::bench::load;
 
 fn main() -> ExitCode {
     // `cargo bench` appends `--bench`; ignore it.
@@ -53,10 +54,10 @@ fn run(args: &[String]) -> Result<(), String> {
             let records = num("--records", 1_000_000)?;
             println!("target directory: {}", dir.display());
             for r in [
-                baselines::dd_fdatasync(&dir, mib),
-                baselines::dd_direct(&dir, mib),
-                baselines::socket_sink(&dir, records, 44),
-                baselines::socket_sink(&dir, (mib / 4).max(1), 4 << 20),
+                baselines::dd_fdatasync(&dir, mib, Input::Zeros, Leave::Removed),
+                baselines::dd_direct(&dir, mib, Input::Zeros, Leave::Removed),
+                baselines::socket_sink(&dir, records, 44, Leave::Removed),
+                baselines::socket_sink(&dir, (mib / 4).max(1), 4 << 20, Leave::Removed),
             ] {
                 match r {
                     Ok(t) => println!("{t}"),

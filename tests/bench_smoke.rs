@@ -57,6 +57,22 @@ fn quick_bench_reports_every_scenario_and_loses_nothing() {
             }
         }
     }
+    // large: dd of random data from memory (the target), dd of zeros and the socket sink.
+    let large: Vec<&Value> = rows.iter().filter(|x| x["scenario"] == "large").collect();
+    let names: Vec<&str> = large
+        .iter()
+        .map(|r| r["baseline"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(
+        names[0].ends_with("random data") && names[1].ends_with("zeros"),
+        "{names:?}"
+    );
+    assert!(
+        large[0]["met"].is_boolean() && large[1]["met"].is_null(),
+        "{large:?}"
+    );
+
     // imu is compared with the socket sink and the Python writer (targets); the no-work
     // socket readers (threads, then tokio tasks) are shown against Python (the ceilings), and
     // the daemon against the first of them.

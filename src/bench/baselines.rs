@@ -24,26 +24,92 @@ use std::time::Instant;
 use super::Throughput;
 use crate::error::{Error, IoContext, Result};
 
-/// `dd if=/dev/zero of=<dir>/dd.bench bs=1M count=<mib> conv=fdatasync`, timed from spawn
-/// to exit; the file is removed afterwards.
-pub fn dd_fdatasync(dir: &Path, mib: u64) -> Result<Throughput> {
-    dd(dir, mib, "conv=fdatasync", "dd bs=1M conv=fdatasync")
+/// What becomes of a baseline's file once it is timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leave {
+    /// Removed at once.
+    Removed,
+    /// Left for the caller to remove (give each call its own directory): a disk whose speed
+    /// depends on how much recently written data it holds then sees the same from every side.
+    Kept,
 }
 
-/// `dd if=/dev/zero of=<dir>/dd.bench bs=1M count=<mib> oflag=direct conv=fdatasync`.
-pub fn dd_direct(dir: &Path, mib: u64) -> Result<Throughput> {
+/// What `dd` copies.
+#[derive(Debug, Clone, Copy)]
+pub enum Input<'a> {
+    /// `/dev/zero`. Some virtual disks store zeros almost for free (this VM's did), so on
+    /// those this is not the speed of the disk for real data.
+    Zeros,
+    /// A file of the same size, e.g. from [`random_source`] (in memory), read as dd writes.
+    File(&'a Path),
+}
+
+/// `dd if=<input> of=<dir>/dd.bench bs=1M count=<mib> conv=fdatasync`, timed from spawn to
+/// exit.
+pub fn dd_fdatasync(dir: &Path, mib: u64, input: Input, leave: Leave) -> Result<Throughput> {
+    dd(
+        dir,
+        mib,
+        "conv=fdatasync",
+        "dd bs=1M conv=fdatasync",
+        input,
+        leave,
+    )
+}
+
+/// `dd if=<input> of=<dir>/dd.bench bs=1M count=<mib> oflag=direct conv=fdatasync`.
+pub fn dd_direct(dir: &Path, mib: u64, input: Input, leave: Leave) -> Result<Throughput> {
     dd(
         dir,
         mib,
         "oflag=direct conv=fdatasync",
         "dd bs=1M oflag=direct",
+        input,
+        leave,
     )
 }
 
-fn dd(dir: &Path, mib: u64, flags: &str, name: &str) -> Result<Throughput> {
+/// A file of `mib` MiB of random bytes for [`Input::File`], in `/dev/shm` when there is one
+/// (so reading it costs a memory copy, not a disk read), else the system temp directory.
+/// The caller removes it.
+pub fn random_source(mib: u64) -> Result<std::path::PathBuf> {
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let path = dir.join(format!("roverlog-bench-{}.random", std::process::id()));
+    let mut f = File::create(&path).at(&path)?;
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut block = vec![0u8; 1 << 20];
+    for _ in 0..mib {
+        for chunk in block.chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
+        }
+        f.write_all(&block).at(&path)?;
+    }
+    Ok(path)
+}
+
+fn dd(
+    dir: &Path,
+    mib: u64,
+    flags: &str,
+    name: &str,
+    input: Input,
+    leave: Leave,
+) -> Result<Throughput> {
     let target = dir.join("dd.bench");
+    let (input, name) = match input {
+        Input::Zeros => (Path::new("/dev/zero"), format!("{name}, zeros")),
+        Input::File(p) => (p, format!("{name}, random data")),
+    };
     let mut cmd = Command::new("dd");
-    cmd.arg("if=/dev/zero")
+    cmd.arg(format!("if={}", input.display()))
         .arg(format!("of={}", target.display()))
         .arg("bs=1M")
         .arg(format!("count={mib}"))
@@ -53,7 +119,9 @@ fn dd(dir: &Path, mib: u64, flags: &str, name: &str) -> Result<Throughput> {
     let start = Instant::now();
     let out = cmd.output().at(Path::new("dd"))?;
     let elapsed = start.elapsed();
-    let _ = std::fs::remove_file(&target);
+    if leave == Leave::Removed || !out.status.success() {
+        let _ = std::fs::remove_file(&target);
+    }
     if !out.status.success() {
         return Err(Error::io(
             &target,
@@ -64,7 +132,7 @@ fn dd(dir: &Path, mib: u64, flags: &str, name: &str) -> Result<Throughput> {
         ));
     }
     Ok(Throughput {
-        name: name.to_string(),
+        name,
         bytes: mib << 20,
         samples: 0,
         elapsed,
@@ -75,16 +143,27 @@ fn dd(dir: &Path, mib: u64, flags: &str, name: &str) -> Result<Throughput> {
 /// server thread that appends every message to a file in `dir` with one `write()` and
 /// fdatasyncs at the end. Each record goes out as one `write()` of `u32 len` + payload.
 /// Timed from the first send until the server's fdatasync returns.
-pub fn socket_sink(dir: &Path, records: u64, record_bytes: usize) -> Result<Throughput> {
-    socket_server(dir, records, record_bytes, true)
+pub fn socket_sink(
+    dir: &Path,
+    records: u64,
+    record_bytes: usize,
+    leave: Leave,
+) -> Result<Throughput> {
+    socket_server(dir, records, record_bytes, Some(leave))
 }
 
 /// [`socket_sink`] with a server that reads (64 KiB at a time) and counts, and writes nothing.
 pub fn socket_discard(dir: &Path, records: u64, record_bytes: usize) -> Result<Throughput> {
-    socket_server(dir, records, record_bytes, false)
+    socket_server(dir, records, record_bytes, None)
 }
 
-fn socket_server(dir: &Path, records: u64, record_bytes: usize, keep: bool) -> Result<Throughput> {
+/// `sink`: write what is read to a file, then leave it so; `None`: only count.
+fn socket_server(
+    dir: &Path,
+    records: u64,
+    record_bytes: usize,
+    sink: Option<Leave>,
+) -> Result<Throughput> {
     let sock_path = dir.join("sink.bench.sock");
     let file_path = dir.join("sink.bench");
     let _ = std::fs::remove_file(&sock_path);
@@ -98,9 +177,9 @@ fn socket_server(dir: &Path, records: u64, record_bytes: usize, keep: bool) -> R
 
     let server = std::thread::spawn(move || -> std::io::Result<(u64, u64)> {
         let (stream, _) = listener.accept()?;
-        match keep {
-            true => sink(stream, file),
-            false => discard(stream, record_bytes),
+        match sink {
+            Some(_) => write_all_to(stream, file),
+            None => discard(stream, record_bytes),
         }
     });
 
@@ -122,7 +201,9 @@ fn socket_server(dir: &Path, records: u64, record_bytes: usize, keep: bool) -> R
     let served = server.join().expect("sink thread panicked");
     let elapsed = started.at(&sock_path)?.elapsed();
     let _ = std::fs::remove_file(&sock_path);
-    let _ = std::fs::remove_file(&file_path);
+    if sink != Some(Leave::Kept) {
+        let _ = std::fs::remove_file(&file_path);
+    }
     let (got, bytes) = served.at(&file_path)?;
     if got != records {
         return Err(Error::Protocol(format!(
@@ -130,9 +211,9 @@ fn socket_server(dir: &Path, records: u64, record_bytes: usize, keep: bool) -> R
         )));
     }
     Ok(Throughput {
-        name: match keep {
-            true => format!("socket sink {record_bytes} B records"),
-            false => format!("socket reader {record_bytes} B records, no work"),
+        name: match sink {
+            Some(_) => format!("socket sink {record_bytes} B records"),
+            None => format!("socket reader {record_bytes} B records, no work"),
         },
         bytes,
         samples: got,
@@ -142,7 +223,7 @@ fn socket_server(dir: &Path, records: u64, record_bytes: usize, keep: bool) -> R
 
 /// The sink server: `u32 len` + payload per message, one `write()` per message; returns
 /// (messages, payload bytes) once the peer closes and the file is synced.
-fn sink(stream: UnixStream, mut file: File) -> std::io::Result<(u64, u64)> {
+fn write_all_to(stream: UnixStream, mut file: File) -> std::io::Result<(u64, u64)> {
     // Reading is buffered (as any sane server does); writing is not: one write() each.
     let mut r = BufReader::with_capacity(1 << 16, stream);
     let mut buf = Vec::new();
@@ -272,10 +353,32 @@ mod tests {
     #[test]
     fn socket_sink_counts_every_record() {
         let dir = tempfile::tempdir().unwrap();
-        let t = socket_sink(dir.path(), 1000, 44).unwrap();
+        let t = socket_sink(dir.path(), 1000, 44, Leave::Removed).unwrap();
         assert_eq!((t.samples, t.bytes), (1000, 44_000));
         // Nothing left behind in the target directory.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // Kept: the file stays, with every record's payload.
+        socket_sink(dir.path(), 1000, 44, Leave::Kept).unwrap();
+        let kept = std::fs::metadata(dir.path().join("sink.bench")).unwrap();
+        assert_eq!(kept.len(), 44_000);
+    }
+
+    #[test]
+    fn dd_copies_a_random_source_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = random_source(2).unwrap();
+        let t = dd_fdatasync(dir.path(), 2, Input::File(&src), Leave::Kept).unwrap();
+        assert!(t.name.ends_with("random data"), "{}", t.name);
+        let (a, b) = (
+            std::fs::read(&src).unwrap(),
+            std::fs::read(dir.path().join("dd.bench")),
+        );
+        std::fs::remove_file(&src).unwrap();
+        assert_eq!(a.len(), 2 << 20);
+        assert!(a == b.unwrap(), "dd wrote other bytes");
+        // Not zeros, and not one repeated block.
+        assert!(a.iter().filter(|&&x| x == 0).count() < a.len() / 100);
+        assert_ne!(a[..1 << 20], a[1 << 20..]);
     }
 
     #[test]
@@ -297,15 +400,23 @@ mod tests {
     #[test]
     fn dd_writes_and_cleans_up() {
         let dir = tempfile::tempdir().unwrap();
-        let t = dd_fdatasync(dir.path(), 2).unwrap();
+        let t = dd_fdatasync(dir.path(), 2, Input::Zeros, Leave::Removed).unwrap();
         assert_eq!(t.bytes, 2 << 20);
-        assert!(t.mb_per_sec() > 0.0);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        dd_fdatasync(dir.path(), 2, Input::Zeros, Leave::Kept).unwrap();
+        assert_eq!(
+            std::fs::metadata(dir.path().join("dd.bench"))
+                .unwrap()
+                .len(),
+            2 << 20
+        );
+        assert!(t.mb_per_sec() > 0.0);
     }
 
     #[test]
     fn dd_failure_is_an_error_naming_the_target() {
-        let err = dd_fdatasync(Path::new("/nonexistent-dir"), 1).unwrap_err();
+        let err =
+            dd_fdatasync(Path::new("/nonexistent-dir"), 1, Input::Zeros, Leave::Kept).unwrap_err();
         assert!(err.to_string().contains("/nonexistent-dir"), "{err}");
     }
 }

@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
+use roverlog::bench::baselines::{self, Input, Leave};
 use roverlog::bench::load::{self, LoadSpec, Workload};
-use roverlog::bench::{baselines, procfs, Throughput};
+use roverlog::bench::{procfs, Throughput};
 use roverlog::daemon::events::EVENTS_DIR;
 use roverlog::daemon::Config;
 use roverlog::format::{check_sensor, Depth};
@@ -445,7 +446,6 @@ fn run_scenario(
     py: &std::result::Result<(PathBuf, PathBuf), String>,
     expected: &mut BTreeMap<String, u64>,
 ) -> Result<(Vec<Row>, u64)> {
-    let data_dir = &cfg.data_root;
     let ingest = &cfg.ingest_socket;
     // Channel files (ts + data channels, + the lzmaf index) each keep a write buffer.
     let mut files_open = 0u64;
@@ -486,39 +486,72 @@ fn run_scenario(
                 frames,
             );
             spec.prefix = scenario.into();
-            let (mut dd, mut other, mut ours) = (Ok(Vec::new()), Ok(Vec::new()), Vec::new());
-            for _ in 0..sizes.rounds {
-                let mib = total >> 20;
+            let (mut dd, mut zeros, mut other, mut ours) =
+                (Ok(Vec::new()), Ok(Vec::new()), Ok(Vec::new()), Vec::new());
+            let mib = total >> 20;
+            // dd copies random bytes from memory, as incompressible as the daemon's frames:
+            // this VM's disk stored dd's zeros far faster than any real data (BENCHMARKS.md).
+            // The zeros are timed too, for comparison.
+            let source = RemoveOnDrop(baselines::random_source(mib).context("the dd source")?);
+            let random = Input::File(&source.0);
+            // The baselines' files stay until the scenario ends, as the daemon's traces do: a
+            // disk that slows down as recently written data piles up (this VM's does) then
+            // sees the same from every side.
+            let kept = work.join(format!("kept-{scenario}"));
+            for round in 0..sizes.rounds {
+                let dirs: Vec<PathBuf> =
+                    (0..3).map(|i| kept.join(format!("{round}.{i}"))).collect();
+                for d in &dirs {
+                    std::fs::create_dir_all(d).with_context(|| d.display().to_string())?;
+                }
+                let leave = Leave::Kept;
                 if direct {
                     // Target: dd oflag=direct; dd through the page cache for comparison.
                     push_round(
                         &mut dd,
-                        baselines::dd_direct(data_dir, mib).map_err(|e| e.to_string()),
+                        baselines::dd_direct(&dirs[0], mib, random, leave)
+                            .map_err(|e| e.to_string()),
                     );
                     push_round(
                         &mut other,
-                        baselines::dd_fdatasync(data_dir, mib).map_err(|e| e.to_string()),
+                        baselines::dd_fdatasync(&dirs[1], mib, random, leave)
+                            .map_err(|e| e.to_string()),
                     );
                 } else {
                     push_round(
                         &mut dd,
-                        baselines::dd_fdatasync(data_dir, mib).map_err(|e| e.to_string()),
+                        baselines::dd_fdatasync(&dirs[0], mib, random, leave)
+                            .map_err(|e| e.to_string()),
+                    );
+                    push_round(
+                        &mut zeros,
+                        baselines::dd_fdatasync(&dirs[1], mib, Input::Zeros, leave)
+                            .map_err(|e| e.to_string()),
                     );
                     // The same bytes through a socket into a file with no format: the
-                    // copies dd does not make (dd writes one cache-hot buffer of zeros).
+                    // copies dd does not make.
                     push_round(
                         &mut other,
-                        concurrent_sinks(work, sizes.large_sensors, frames, frame, true),
+                        concurrent_sinks(&dirs[2], sizes.large_sensors, frames, frame, Some(leave)),
                     );
                 }
                 ours.push(drive(&spec, expected)?);
             }
+            drop(source);
+            let _ = std::fs::remove_dir_all(&kept);
             files_open += 2 * sizes.large_sensors as u64;
             let target = if direct { 0.85 } else { 1.0 };
-            let rows = vec![
-                Row::new(scenario, &ours, Some(dd), Unit::MbPerSec, Some(target)),
-                Row::new(scenario, &ours, Some(other), Unit::MbPerSec, None),
-            ];
+            let mut rows = vec![Row::new(
+                scenario,
+                &ours,
+                Some(dd),
+                Unit::MbPerSec,
+                Some(target),
+            )];
+            if !direct {
+                rows.push(Row::new(scenario, &ours, Some(zeros), Unit::MbPerSec, None));
+            }
+            rows.push(Row::new(scenario, &ours, Some(other), Unit::MbPerSec, None));
             let live = sizes.large_sensors as u64;
             // A direct channel's staging buffer is at least 1 MiB instead of buffer_bytes.
             let staging = if direct {
@@ -540,11 +573,11 @@ fn run_scenario(
             for _ in 0..sizes.rounds {
                 push_round(
                     &mut sink,
-                    concurrent_sinks(work, n, sizes.imu_samples, 44, true),
+                    concurrent_sinks(work, n, sizes.imu_samples, 44, Some(Leave::Removed)),
                 );
                 push_round(
                     &mut ceiling,
-                    concurrent_sinks(work, n, sizes.imu_samples, 44, false),
+                    concurrent_sinks(work, n, sizes.imu_samples, 44, None),
                 );
                 push_round(
                     &mut tokio_ceiling,
@@ -803,22 +836,33 @@ fn ctl(socket: &Path, cmd: Value) -> Result<Value> {
 
 /// `n` socket sinks at once (one connection and thread each, in their own directories), as
 /// the daemon gets `n` sensors: total records over the slowest one's time.
-/// With `keep` false the servers only count what they read ([`baselines::socket_discard`]).
+/// A file removed when this goes out of scope, also on an early error (the dd source lives
+/// in memory, outside the work directory).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// With `sink` `None` the servers only count what they read ([`baselines::socket_discard`]);
+/// otherwise they write it to a file left as `sink` says.
 fn concurrent_sinks(
     work: &Path,
     n: usize,
     records: u64,
     bytes: usize,
-    keep: bool,
+    sink: Option<Leave>,
 ) -> std::result::Result<Throughput, String> {
     let handles: Vec<_> = (0..n)
         .map(|i| {
             let dir = work.join(format!("sink{i}"));
             std::thread::spawn(move || {
                 std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-                let r = match keep {
-                    true => baselines::socket_sink(&dir, records, bytes),
-                    false => baselines::socket_discard(&dir, records, bytes),
+                let r = match sink {
+                    Some(leave) => baselines::socket_sink(&dir, records, bytes, leave),
+                    None => baselines::socket_discard(&dir, records, bytes),
                 };
                 let r = r.map_err(|e| e.to_string());
                 let _ = std::fs::remove_dir(&dir);
