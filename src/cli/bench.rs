@@ -505,37 +505,48 @@ fn run_scenario(
                     std::fs::create_dir_all(d).with_context(|| d.display().to_string())?;
                 }
                 let leave = Leave::Kept;
-                if direct {
-                    // Target: dd oflag=direct; dd through the page cache for comparison.
-                    push_round(
-                        &mut dd,
-                        baselines::dd_direct(&dirs[0], mib, random, leave)
-                            .map_err(|e| e.to_string()),
-                    );
-                    push_round(
-                        &mut other,
-                        baselines::dd_fdatasync(&dirs[1], mib, random, leave)
-                            .map_err(|e| e.to_string()),
-                    );
-                } else {
-                    push_round(
-                        &mut dd,
-                        baselines::dd_fdatasync(&dirs[0], mib, random, leave)
-                            .map_err(|e| e.to_string()),
-                    );
-                    push_round(
-                        &mut zeros,
-                        baselines::dd_fdatasync(&dirs[1], mib, Input::Zeros, leave)
-                            .map_err(|e| e.to_string()),
-                    );
-                    // The same bytes through a socket into a file with no format: the
-                    // copies dd does not make.
-                    push_round(
-                        &mut other,
-                        concurrent_sinks(&dirs[2], sizes.large_sensors, frames, frame, Some(leave)),
-                    );
+                // Who writes when rotates from round to round: with every file kept, each
+                // writer meets the disk after the others' writes equally often (over as many
+                // rounds as there are writers), instead of the daemon always writing last.
+                let steps = if direct { 3 } else { 4 };
+                for step in 0..steps {
+                    match ((step + round) % steps, direct) {
+                        // Target: dd oflag=direct; dd through the page cache for comparison.
+                        (0, true) => push_round(
+                            &mut dd,
+                            baselines::dd_direct(&dirs[0], mib, random, leave)
+                                .map_err(|e| e.to_string()),
+                        ),
+                        (1, true) => push_round(
+                            &mut other,
+                            baselines::dd_fdatasync(&dirs[1], mib, random, leave)
+                                .map_err(|e| e.to_string()),
+                        ),
+                        (0, false) => push_round(
+                            &mut dd,
+                            baselines::dd_fdatasync(&dirs[0], mib, random, leave)
+                                .map_err(|e| e.to_string()),
+                        ),
+                        (1, false) => push_round(
+                            &mut zeros,
+                            baselines::dd_fdatasync(&dirs[1], mib, Input::Zeros, leave)
+                                .map_err(|e| e.to_string()),
+                        ),
+                        // The same bytes through a socket into a file with no format: the
+                        // copies dd does not make.
+                        (2, false) => push_round(
+                            &mut other,
+                            concurrent_sinks(
+                                &dirs[2],
+                                sizes.large_sensors,
+                                frames,
+                                frame,
+                                Some(leave),
+                            ),
+                        ),
+                        _ => ours.push(drive(&spec, expected)?),
+                    }
                 }
-                ours.push(drive(&spec, expected)?);
             }
             drop(source);
             let _ = std::fs::remove_dir_all(&kept);
