@@ -102,30 +102,37 @@ fn quick_bench_reports_every_scenario_and_loses_nothing() {
         }
     }
     assert!(r["filesystem"]["type"].is_string(), "{}", r["filesystem"]);
-    // Nothing left behind on success.
+    // Nothing left behind on success: not in the work directory, not the dd source in memory.
     assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0);
+    if let Ok(shm) = std::fs::read_dir("/dev/shm") {
+        let left: Vec<_> = shm
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("roverlog-bench-") && n.ends_with(".random"))
+            .collect();
+        assert!(left.is_empty(), "dd sources left in /dev/shm: {left:?}");
+    }
+}
+
+/// `roverlog bench --quick <args>` exits 2 with `needle` in its error.
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let base = tempfile::tempdir().unwrap();
+    let out = Command::new(common::roverlog_bin())
+        .args(["bench", "--quick"])
+        .args(args)
+        .arg("--dir")
+        .arg(base.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(needle));
 }
 
 #[test]
 fn unknown_scenario_is_a_usage_error() {
-    let base = tempfile::tempdir().unwrap();
-    let out = Command::new(common::roverlog_bin())
-        .args(["bench", "--quick", "--only", "nosuch", "--dir"])
-        .arg(base.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("nosuch"));
+    assert_usage_error(&["--only", "nosuch"], "nosuch");
 }
 
 #[test]
 fn zero_rounds_is_a_usage_error() {
-    let base = tempfile::tempdir().unwrap();
-    let out = Command::new(common::roverlog_bin())
-        .args(["bench", "--quick", "--rounds", "0", "--dir"])
-        .arg(base.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--rounds"));
+    assert_usage_error(&["--rounds", "0"], "--rounds");
 }

@@ -498,17 +498,19 @@ fn run_scenario(
             // disk that slows down as recently written data piles up (this VM's does) then
             // sees the same from every side.
             let kept = work.join(format!("kept-{scenario}"));
+            // Who writes when rotates from round to round: with every file kept, each writer
+            // meets the disk after the others' writes equally often (over as many rounds as
+            // there are writers), instead of the daemon always writing last.
+            let steps = if direct { 3 } else { 4 };
             for round in 0..sizes.rounds {
-                let dirs: Vec<PathBuf> =
-                    (0..3).map(|i| kept.join(format!("{round}.{i}"))).collect();
+                // One directory per baseline (the daemon writes to its data root).
+                let dirs: Vec<PathBuf> = (0..steps - 1)
+                    .map(|i| kept.join(format!("{round}.{i}")))
+                    .collect();
                 for d in &dirs {
                     std::fs::create_dir_all(d).with_context(|| d.display().to_string())?;
                 }
                 let leave = Leave::Kept;
-                // Who writes when rotates from round to round: with every file kept, each
-                // writer meets the disk after the others' writes equally often (over as many
-                // rounds as there are writers), instead of the daemon always writing last.
-                let steps = if direct { 3 } else { 4 };
                 for step in 0..steps {
                     match ((step + round) % steps, direct) {
                         // Target: dd oflag=direct; dd through the page cache for comparison.
