@@ -170,8 +170,14 @@ impl AppendFile {
         }
         let r = sync_file_range_write(w.get_ref(), self.writeback_from, end - self.writeback_from);
         self.writeback_from = end;
+        self.writeback_outcome(r)
+    }
+
+    /// What the result of starting writeback means for the file: a filesystem or file type
+    /// that cannot do it (`EINVAL`, `ESPIPE`) loses only the head start, and writeback stays
+    /// off for this file; any other error is a failed write, and fails the file.
+    fn writeback_outcome(&mut self, r: std::io::Result<()>) -> Result<()> {
         match r {
-            // A filesystem that cannot do it (EINVAL, ESPIPE) loses only the head start.
             Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ESPIPE)) => {
                 self.writeback_bytes = 0;
                 Ok(())
@@ -283,6 +289,64 @@ mod tests {
         assert!(starts.windows(2).all(|w| w[1] - w[0] >= MIB), "{starts:?}");
         f.finish().unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), want);
+    }
+
+    #[test]
+    fn writeback_refused_by_the_kernel_turns_itself_off_and_loses_nothing() {
+        use std::io::Read;
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::OpenOptionsExt;
+
+        // sync_file_range on a FIFO fails with ESPIPE: the real refusal, through the syscall.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fifo");
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let mut reader = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .unwrap();
+        let mut f = AppendFile::open_append(&path, 4096).unwrap();
+        f.set_writeback_bytes(4096);
+        // Larger than the buffer: it goes straight to the kernel, and writeback is asked for.
+        f.append(&[1; 10_000]).unwrap();
+        assert_eq!(f.writeback_started_to(), 10_000, "asked once");
+        f.append(&[2; 10_000]).unwrap();
+        assert_eq!(
+            f.writeback_started_to(),
+            10_000,
+            "not asked again after the refusal"
+        );
+        f.flush().unwrap();
+        let mut got = vec![0; 20_000];
+        reader.read_exact(&mut got).unwrap();
+        assert!(got[..10_000].iter().all(|&b| b == 1) && got[10_000..].iter().all(|&b| b == 2));
+    }
+
+    #[test]
+    fn writeback_error_other_than_unsupported_fails_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("raw");
+        let mut f = AppendFile::create_new(&path, 4096).unwrap();
+        f.set_writeback_bytes(4096);
+        // EINVAL (a filesystem without it) is not a failure: writeback just stays off.
+        f.writeback_outcome(Err(std::io::Error::from_raw_os_error(libc::EINVAL)))
+            .unwrap();
+        assert_eq!(f.writeback_bytes, 0);
+        f.append(b"kept").unwrap();
+        // EIO when starting writeback is a failed write: reported, and the file is not trusted.
+        let e = f
+            .writeback_outcome(Err(std::io::Error::from_raw_os_error(libc::EIO)))
+            .unwrap_err();
+        assert!(e.to_string().contains("raw"), "{e}");
+        for e in [f.append(b"x").unwrap_err(), f.sync().unwrap_err()] {
+            assert!(
+                e.to_string().contains("earlier failure, not retried"),
+                "{e}"
+            );
+        }
     }
 
     #[test]
