@@ -71,10 +71,13 @@ fn start_stop_rotate_mark_and_ctl() {
     let (code, out) = ctl_cli(&d, &["status"]);
     assert_eq!(code, Some(0));
     assert!(out.contains("recording") && out.contains("\ns "), "{out}");
-    let (code, out) = ctl_cli(&d, &["--json", "status"]);
-    assert_eq!(code, Some(0));
-    let st: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(st["sensors"]["s"]["samples"], 3);
+    // The options go before or after the command, as people type them.
+    for args in [["--json", "status"], ["status", "--json"]] {
+        let (code, out) = ctl_cli(&d, &args);
+        assert_eq!(code, Some(0), "{args:?}: {out}");
+        let st: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(st["sensors"]["s"]["samples"], 3);
+    }
 
     let r = d.ctl(json!({"cmd": "stop"}));
     assert_eq!(r["ok"], true, "{r}");

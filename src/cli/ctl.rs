@@ -16,16 +16,16 @@ use serde_json::{json, Value};
 #[command(verbatim_doc_comment)]
 pub struct Args {
     /// Control socket (default: from --config, else ./run/control.sock).
-    #[arg(long, short)]
+    #[arg(long, short, global = true)]
     socket: Option<PathBuf>,
     /// The daemon's JSON config, to find its control socket.
-    #[arg(long, short)]
+    #[arg(long, short, global = true)]
     config: Option<PathBuf>,
     /// Print the raw JSON reply (for scripts).
-    #[arg(long)]
+    #[arg(long, global = true)]
     json: bool,
     /// Seconds to wait for the reply.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, global = true)]
     timeout: u64,
     #[command(subcommand)]
     cmd: Cmd,
@@ -114,7 +114,11 @@ fn print_reply(r: &Value) {
     }
     if let Some(s) = r["sensors"].as_object() {
         for (name, v) in s {
-            println!("  {name}: {v}");
+            match (v["samples"].as_u64(), v["error"].as_str()) {
+                (Some(n), _) => println!("  {name}: {n} samples"),
+                (None, Some(e)) => println!("  {name}: FAILED: {e}"),
+                (None, None) => println!("  {name}: {v}"),
+            }
         }
     }
 }
