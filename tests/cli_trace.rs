@@ -9,6 +9,58 @@ use roverlog::format::{
     ChannelFormat, ChannelMeta, DType, SensorMeta, SensorWriter, WriterOptions,
 };
 
+/// A trace directory `<root>/<name>` with one raw sensor of `samples` samples.
+fn small_trace(root: &std::path::Path, name: &str, samples: usize) -> std::path::PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.yaml"), "{}\n").unwrap();
+    let m = SensorMeta {
+        channels: vec![(
+            "x".into(),
+            ChannelMeta::new(ChannelFormat::Raw, DType::U1, vec![2], ""),
+        )],
+    };
+    let mut w = SensorWriter::create(&dir.join("s"), m, &WriterOptions::default()).unwrap();
+    for i in 0..samples {
+        w.append(i as f64, &[&[i as u8, 0]]).unwrap();
+    }
+    w.finish().unwrap();
+    dir
+}
+
+#[test]
+fn info_on_a_data_root_describes_every_trace_below_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = small_trace(tmp.path(), "2026.11.22-08.00.00", 3);
+    let b = small_trace(&tmp.path().join("day2"), "2026.11.23-08.00.00", 5);
+    let r = common::roverlog(&["info".as_ref(), "--json".as_ref(), tmp.path().as_os_str()]);
+    assert!(r.ok(), "{}", r.text());
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let mut got: Vec<(String, u64)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let p = t["trace"].as_str().unwrap().to_string();
+            (p, t["sensors"][0]["samples"].as_u64().unwrap())
+        })
+        .collect();
+    got.sort();
+    let want = [(a.display().to_string(), 3), (b.display().to_string(), 5)];
+    assert_eq!(got, want);
+    let r = common::roverlog(&["info".as_ref(), tmp.path().as_os_str()]);
+    assert!(
+        r.ok() && r.out().contains("2026.11.23-08.00.00"),
+        "{}",
+        r.text()
+    );
+
+    // A directory with no trace below it is still an error that says so.
+    let empty = tempfile::tempdir().unwrap();
+    let r = common::roverlog(&["info".as_ref(), empty.path().as_os_str()]);
+    assert!(!r.ok() && r.text().contains("not a trace"), "{}", r.text());
+}
+
 #[test]
 fn info_reports_samples_duration_rate_and_sizes() {
     let tmp = tempfile::tempdir().unwrap();

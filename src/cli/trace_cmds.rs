@@ -11,8 +11,8 @@ use roverlog::format::{self, check_sensor, recover_sensor, trace, Depth, Trace};
 
 #[derive(Args)]
 pub struct InfoArgs {
-    /// The dataset: a roverd trace (or a single sensor directory), a gulp directory, or a zarr
-    /// group or array.
+    /// The dataset: a roverd trace (or a single sensor directory), a gulp directory, a zarr
+    /// group or array, or a directory holding traces (each is described).
     pub path: PathBuf,
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -78,8 +78,37 @@ pub fn info(args: InfoArgs) -> Result<Outcome> {
         print!("{}", g.describe());
         return Ok(Outcome::Ok);
     }
+    let is_trace =
+        args.path.join(format::meta::META_FILE).is_file() || Trace::open(&args.path).is_ok();
+    if !is_trace {
+        // A data root: every trace below it, as `validate` finds them.
+        let traces = trace::find_traces(&args.path)
+            .with_context(|| format!("searching {} for traces", args.path.display()))?;
+        if traces.is_empty() {
+            // Not a dataset, and no trace below: the trace reader's error says why.
+            Trace::open(&args.path)?;
+        }
+        let mut all = Vec::new();
+        for t in traces {
+            all.push(describe_trace(&t, args.all, args.json)?);
+        }
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&all)?);
+        }
+        return Ok(Outcome::Ok);
+    }
+    let out = describe_trace(&args.path, args.all, args.json)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Describes one trace (or sensor directory): printed as a table unless `json`; the JSON
+/// object is returned either way.
+fn describe_trace(path: &std::path::Path, all: bool, json: bool) -> Result<serde_json::Value> {
     let mut sensors_json = Vec::new();
-    for dir in sensor_dirs(&args.path, args.all)? {
+    for dir in sensor_dirs(path, all)? {
         let s = format::Sensor::open(&dir)?;
         let n = s.len()?;
         let ts = s.timestamps()?;
@@ -116,21 +145,22 @@ pub fn info(args: InfoArgs) -> Result<Outcome> {
             "channels": channels,
         }));
     }
-    if args.json {
-        let out = json!({"trace": args.path, "sensors": sensors_json});
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(Outcome::Ok);
+    let out = json!({"trace": path, "sensors": sensors_json});
+    if json {
+        return Ok(out);
     }
-    println!("{}", args.path.display());
-    let width = sensors_json
-        .iter()
+    println!("{}", path.display());
+    let width = out["sensors"]
+        .as_array()
+        .into_iter()
+        .flatten()
         .flat_map(|s| s["channels"].as_array().into_iter().flatten())
         .filter_map(|c| c["name"].as_str())
         .map(str::len)
         .max()
         .unwrap_or(0)
         .max(14);
-    for s in &sensors_json {
+    for s in out["sensors"].as_array().into_iter().flatten() {
         println!(
             "  {:<16} {:>10} samples {:>10.2} s {:>10.2} Hz {:>12}",
             s["sensor"].as_str().unwrap_or_default(),
@@ -158,7 +188,7 @@ pub fn info(args: InfoArgs) -> Result<Outcome> {
             );
         }
     }
-    Ok(Outcome::Ok)
+    Ok(out)
 }
 
 pub fn validate(args: ValidateArgs) -> Result<Outcome> {
