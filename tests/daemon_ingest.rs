@@ -317,3 +317,22 @@ fn large_frames_split_across_writes_and_a_truncated_one() {
         "{ev:?}"
     );
 }
+
+#[test]
+fn a_channel_named_like_the_meta_temporary_file_does_not_corrupt_meta_json() {
+    // `meta.json` is written as `meta.json.tmp` then renamed: a raw channel of that name had
+    // its file truncated, filled with the meta and renamed over `meta.json`, and its samples
+    // were then appended to `meta.json`, making the whole sensor unreadable.
+    let d = TestDaemon::start(json!({}));
+    let hello = json!({"roverlog": 1, "sensor": "odd", "channels": [
+        {"name": "meta.json.tmp", "format": "raw", "type": "u1", "shape": [4]}]});
+    let (mut c, r) = d.connect(&hello);
+    assert_eq!(r["ok"], true, "{r}");
+    for i in 0..3 {
+        c.send(&frame(i as f64, None, &[(&sample(4, i, 4), false)]));
+    }
+    assert_eq!(c.sync(), 3);
+    let (ts, x) = read_sensor(&d.trace_dir(), "odd", "meta.json.tmp");
+    assert_eq!(ts, [0.0, 1.0, 2.0]);
+    assert_eq!(x[2], sample(4, 2, 4));
+}
