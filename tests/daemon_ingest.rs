@@ -336,3 +336,37 @@ fn a_channel_named_like_the_meta_temporary_file_does_not_corrupt_meta_json() {
     assert_eq!(ts, [0.0, 1.0, 2.0]);
     assert_eq!(x[2], sample(4, 2, 4));
 }
+
+#[test]
+fn drops_before_a_bad_large_frame_are_in_the_event_log() {
+    // Frames of 256 KiB and more take their own path (daemon::ingest): a bad one there ended
+    // the connection without writing the pending `drop` event, so `status` counted drops
+    // that events.jsonl never named.
+    let d = TestDaemon::start(json!({
+        "queue_policy": "drop", "queue_bytes": 1 << 20, "max_frame_bytes": 512 << 10,
+        "debug_write_delay_ms": 500,
+    }));
+    let n = 300_000;
+    let (mut c, r) = d.connect(&raw_hello("big", n));
+    assert_eq!(r["ok"], true, "{r}");
+    // Three frames fill the 1 MiB queue while the writer sleeps on the first: 3 and 4 drop.
+    for i in 0..5 {
+        c.send(&frame(i as f64, None, &[(&sample(6, i, n), false)]));
+    }
+    c.send(&frame(f64::NAN, None, &[(&sample(6, 5, n), false)]));
+    let reply = c.read_reply();
+    let msg = reply["error"].as_str().unwrap_or_default().to_string();
+    assert!(
+        msg.contains("frame 5") && msg.contains("not finite"),
+        "{reply}"
+    );
+    let st = d.status();
+    assert_eq!(st["sensors"]["big"]["drops"], 2, "{st}");
+    let ev = events(&d.trace_dir());
+    let drops: Vec<_> = ev.iter().filter(|e| e["event"] == "drop").collect();
+    assert_eq!(drops.len(), 1, "{ev:?}");
+    assert_eq!(drops[0]["count"], 2);
+    assert_eq!(drops[0]["first_frame"], 3);
+    assert_eq!(drops[0]["from_ts"], 3.0);
+    assert_eq!(drops[0]["to_ts"], 4.0);
+}

@@ -294,8 +294,13 @@ impl Connection {
             let got = if want >= POOLED_FRAME {
                 match self.read_large(want).await {
                     Ok(Ok(big)) => {
+                        // A bad frame ends the connection like one checked in `buf` does
+                        // (below the loop: pending drops still reach the event log).
                         let Check::Frame { total, ts, seq } =
-                            layout.check(big.as_ref(), t.frame_no)?
+                            (match layout.check(big.as_ref(), t.frame_no) {
+                                Ok(c) => c,
+                                Err(e) => break 'conn Err(e),
+                            })
                         else {
                             unreachable!("a whole frame checks as a frame or an error");
                         };
