@@ -370,3 +370,32 @@ fn drops_before_a_bad_large_frame_are_in_the_event_log() {
     assert_eq!(drops[0]["from_ts"], 3.0);
     assert_eq!(drops[0]["to_ts"], 4.0);
 }
+
+#[test]
+fn a_channel_named_like_a_jpg_partial_file_keeps_both_channels() {
+    // A jpg sample is written to `<sensor>/.<channel>.partial` and renamed into place: a raw
+    // channel of that name had its file truncated by each jpg sample and renamed away.
+    let d = TestDaemon::start(json!({}));
+    let hello = json!({"roverlog": 1, "sensor": "cam", "channels": [
+        {"name": "img", "format": "jpg", "type": "u1", "shape": []},
+        {"name": ".img.partial", "format": "raw", "type": "u1", "shape": [4]}]});
+    let (mut c, r) = d.connect(&hello);
+    assert_eq!(r["ok"], true, "{r}");
+    for i in 0..3 {
+        let jpg = sample(7, i, 10 + i as usize);
+        c.send(&frame(
+            i as f64,
+            None,
+            &[(&jpg, true), (&sample(8, i, 4), false)],
+        ));
+    }
+    assert_eq!(c.sync(), 3);
+    let trace = d.trace_dir();
+    let (ts, img) = read_sensor(&trace, "cam", "img");
+    let (_, x) = read_sensor(&trace, "cam", ".img.partial");
+    assert_eq!(ts, [0.0, 1.0, 2.0]);
+    for i in 0..3 {
+        assert_eq!(img[i], sample(7, i as u64, 10 + i));
+        assert_eq!(x[i], sample(8, i as u64, 4));
+    }
+}
