@@ -399,3 +399,27 @@ fn a_channel_named_like_a_jpg_partial_file_keeps_both_channels() {
         assert_eq!(x[i], sample(8, i as u64, 4));
     }
 }
+
+#[test]
+fn max_hello_bytes_counts_the_newline() {
+    // protocol.md 2.5: the limit is on the hello line including its `\n`.
+    let d = TestDaemon::start(json!({"max_hello_bytes": 4096}));
+    let line = |sensor: &str, total: usize| {
+        let mut h = raw_hello(sensor, 4);
+        h["channels"][0]["desc"] = json!("");
+        let base = serde_json::to_vec(&h).unwrap().len() + 1;
+        h["channels"][0]["desc"] = json!("d".repeat(total - base));
+        let mut l = serde_json::to_vec(&h).unwrap();
+        l.push(b'\n');
+        assert_eq!(l.len(), total);
+        l
+    };
+    let (_a, r) = Driver::connect_raw(&d.ingest_path(), &line("fits", 4096));
+    assert_eq!(r["ok"], true, "{r}");
+    let (_b, r) = Driver::connect_raw(&d.ingest_path(), &line("over", 4097));
+    assert_eq!(r["ok"], false, "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("max_hello_bytes"),
+        "{r}"
+    );
+}

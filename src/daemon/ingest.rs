@@ -175,7 +175,8 @@ impl Connection {
         let read = async {
             loop {
                 if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
-                    if i > limit {
+                    // The line is `i + 1` bytes with its newline: that is what the limit bounds.
+                    if i >= limit {
                         break Err(format!("hello is over max_hello_bytes ({limit})"));
                     }
                     let l = self.buf.split_to(i + 1);
