@@ -423,3 +423,43 @@ fn max_hello_bytes_counts_the_newline() {
         "{r}"
     );
 }
+
+#[test]
+fn seq_is_not_part_of_the_sensor_identity() {
+    // protocol.md 4 and 7: sequence numbers are not stored and not part of the sensor's
+    // identity; a reconnect with the same channels continues the sensor, seq on or off.
+    let d = TestDaemon::start(json!({}));
+    let (mut a, r) = d.connect(&raw_hello("imu", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    for i in 0..2 {
+        a.send(&frame(i as f64, None, &[(&sample(1, i, 4), false)]));
+    }
+    assert_eq!(a.sync(), 2);
+    drop(a);
+    d.wait_status("the connection ends", |st| {
+        st["sensors"]["imu"]["connected"] == false
+    });
+    let mut with_seq = raw_hello("imu", 4);
+    with_seq["seq"] = json!(true);
+    let (mut b, r) = d.connect(&with_seq);
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["samples"], 2);
+    for i in 2..4 {
+        b.send(&frame(i as f64, Some(i), &[(&sample(1, i, 4), false)]));
+    }
+    assert_eq!(b.sync(), 4);
+    drop(b);
+    d.wait_status("the connection ends", |st| {
+        st["sensors"]["imu"]["connected"] == false
+    });
+    let (mut c, r) = d.connect(&raw_hello("imu", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["samples"], 4);
+    c.send(&frame(4.0, None, &[(&sample(1, 4, 4), false)]));
+    assert_eq!(c.sync(), 5);
+    let (ts, x) = read_sensor(&d.trace_dir(), "imu", "x");
+    assert_eq!(ts, [0.0, 1.0, 2.0, 3.0, 4.0]);
+    for (i, s) in x.iter().enumerate() {
+        assert_eq!(*s, sample(1, i as u64, 4), "sample {i}");
+    }
+}

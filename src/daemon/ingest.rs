@@ -116,6 +116,8 @@ struct Connection {
 /// A connection's frame bookkeeping.
 #[derive(Default)]
 struct Tally {
+    /// This connection's frames carry a sequence number.
+    seq: bool,
     frame_no: u64,
     last_seq: Option<u64>,
     last_ts: Option<f64>,
@@ -238,7 +240,10 @@ impl Connection {
         layout: &FrameLayout,
         slot: &Arc<Slot>,
     ) -> Result<(), String> {
-        let mut t = Tally::default();
+        let mut t = Tally {
+            seq: hello.seq,
+            ..Tally::default()
+        };
         let mut want;
         let result: Result<(), String> = 'conn: loop {
             // Check frames in place after the pending run.
@@ -306,7 +311,7 @@ impl Connection {
                             unreachable!("a whole frame checks as a frame or an error");
                         };
                         if self.admit(&mut t, hello, slot, total, ts, seq).await? {
-                            self.send_batch(slot, big.into_bytes(), 1, total)?;
+                            self.send_batch(slot, big.into_bytes(), 1, total, t.seq)?;
                         }
                         continue;
                     }
@@ -462,7 +467,7 @@ impl Connection {
         };
         let (frames, cost) = (t.pend_frames, t.pend_cost);
         (t.pend_bytes, t.pend_frames, t.pend_cost) = (0, 0, 0);
-        self.send_batch(slot, data, frames, cost)
+        self.send_batch(slot, data, frames, cost, t.seq)
     }
 
     fn send_batch(
@@ -471,8 +476,14 @@ impl Connection {
         data: bytes::Bytes,
         frames: u32,
         cost: usize,
+        seq: bool,
     ) -> Result<(), String> {
-        let msg = WriterMsg::Batch { data, frames, cost };
+        let msg = WriterMsg::Batch {
+            data,
+            frames,
+            cost,
+            seq,
+        };
         slot.tx
             .send(msg)
             .map_err(|_| format!("sensor {:?}: writer has ended", slot.name))

@@ -179,9 +179,11 @@ impl Recorder {
                     hello.sensor
                 ));
             }
-            if slot.hello != *hello {
+            // `seq` is not part of a sensor's identity (protocol.md 4): each batch says
+            // whether its frames carry one.
+            if slot.hello.channels != hello.channels {
                 return Err(format!(
-                    "sensor {:?} exists in this trace with different channels (or seq); use a new sensor name or rotate",
+                    "sensor {:?} exists in this trace with different channels; use a new sensor name or rotate",
                     hello.sensor
                 ));
             }

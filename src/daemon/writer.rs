@@ -34,11 +34,13 @@ pub type CountReply = oneshot::Sender<Result<u64, String>>;
 /// What a sensor's queue carries.
 pub enum WriterMsg {
     /// Whole frames back to back (each with its `u32` length); `cost` permits of the queue's
-    /// byte budget are returned once they are written.
+    /// byte budget are returned once they are written. `seq`: the frames carry a sequence
+    /// number (the connection's hello said so).
     Batch {
         data: Bytes,
         frames: u32,
         cost: usize,
+        seq: bool,
     },
     /// fsync now; reply with the durable count.
     Sync(CountReply),
@@ -97,7 +99,8 @@ struct Open {
 pub struct Writer {
     sensor: String,
     meta: SensorMeta,
-    layout: FrameLayout,
+    /// The frame layout without and with a sequence number.
+    layouts: [FrameLayout; 2],
     settings: WriterSettings,
     rx: Receiver<WriterMsg>,
     budget: Arc<Semaphore>,
@@ -132,7 +135,7 @@ impl Writer {
             lzmaf,
             sensor,
             meta,
-            layout,
+            layouts: [layout.with_seq(false), layout.with_seq(true)],
             settings,
             rx,
             budget,
@@ -240,11 +243,16 @@ impl Writer {
     /// Handles one message; `false` ends the thread.
     fn handle(&mut self, msg: WriterMsg) -> bool {
         match msg {
-            WriterMsg::Batch { data, frames, cost } => {
+            WriterMsg::Batch {
+                data,
+                frames,
+                cost,
+                seq,
+            } => {
                 // The permits go back even if writing panics (see `run`): lost permits would
                 // shrink the budget until a `block` driver waits forever.
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    self.write_batch(&data, frames)
+                    self.write_batch(&data, frames, seq)
                 }));
                 self.budget.add_permits(cost);
                 if let Err(p) = r {
@@ -289,7 +297,7 @@ impl Writer {
         true
     }
 
-    fn write_batch(&mut self, data: &[u8], frames: u32) {
+    fn write_batch(&mut self, data: &[u8], frames: u32, seq: bool) {
         if self.open.is_none() {
             self.stats.discarded.fetch_add(u64::from(frames), Relaxed);
             return;
@@ -313,8 +321,9 @@ impl Writer {
                     u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes")) as usize;
                 let body = &data[pos + 4..pos + 4 + len];
                 pos += 4 + len;
-                let mut slices = Vec::with_capacity(self.layout.channel_count());
-                let ts = self.layout.split(body, &mut slices);
+                let layout = &self.layouts[usize::from(seq)];
+                let mut slices = Vec::with_capacity(layout.channel_count());
+                let ts = layout.split(body, &mut slices);
                 frames_of_chunk.push((ts, slices));
             }
             let compressed = self.compress(&frames_of_chunk);
@@ -663,6 +672,7 @@ mod tests {
             data: Bytes::from(bad),
             frames: 1,
             cost: 20,
+            seq: false,
         })
         .unwrap();
         let synced = ask(&|reply| WriterMsg::Sync(reply));
