@@ -463,3 +463,39 @@ fn seq_is_not_part_of_the_sensor_identity() {
         assert_eq!(*s, sample(1, i as u64, 4), "sample {i}");
     }
 }
+
+#[test]
+fn a_hello_answered_during_a_rotation_names_the_trace_its_samples_count() {
+    // The hello's barrier waits behind the previous connection's backlog; a rotation meanwhile
+    // makes the new trace current before this sensor's writer switches. The reply named the
+    // new trace with the old trace's count, so the driver's numbering was off by that count.
+    let d = TestDaemon::start(json!({"debug_write_delay_ms": 100}));
+    let old = d.status()["trace"].as_str().unwrap().to_string();
+    let (mut a, r) = d.connect(&raw_hello("cam", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    for i in 0..20 {
+        a.send(&frame(i as f64, None, &[(&sample(2, i, 4), false)]));
+    }
+    drop(a);
+    d.wait_status("the connection ends", |st| {
+        st["sensors"]["cam"]["connected"] == false
+    });
+    let path = d.ingest_path();
+    let hello = std::thread::spawn(move || Driver::connect(&path, &raw_hello("cam", 4)));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let rot = d.ctl(json!({"cmd": "rotate"}));
+    assert_eq!(rot["ok"], true, "{rot}");
+    let new = rot["trace"].as_str().unwrap().to_string();
+    assert_ne!(new, old);
+    let (mut b, r) = hello.join().unwrap();
+    assert_eq!(r["ok"], true, "{r}");
+    // Either answer is right, as long as trace and count belong together.
+    if r["trace"] == old.as_str() {
+        assert_eq!(r["samples"], 20, "{r}");
+    } else {
+        assert_eq!(r["trace"], new.as_str(), "{r}");
+        assert_eq!(r["samples"], 0, "{r} (20 samples are in {old})");
+    }
+    b.send(&frame(20.0, None, &[(&sample(2, 20, 4), false)]));
+    assert_eq!(b.sync(), 1, "the frame after the hello went to {new}");
+}

@@ -213,14 +213,15 @@ impl Connection {
         layout: &FrameLayout,
         slot: &Arc<Slot>,
     ) -> Result<(), String> {
-        let samples = match slot.ask(WriterMsg::Barrier).await {
-            Ok(n) => n,
+        // Trace and count as the writer sees them: during a rotation the recorder's current
+        // trace is already the new one while this writer still counts in the old one.
+        let (samples, trace) = match slot.ask(WriterMsg::Barrier).await {
+            Ok(r) => r,
             Err(e) => {
                 self.rec.discard_failed(slot);
                 return Err(e);
             }
         };
-        let trace = self.rec.current().map(|(n, _)| n);
         tracing::info!(sensor = %hello.sensor, ?trace, samples, "driver connected");
         self.write(json!({"ok": true, "trace": trace, "samples": samples}))
             .await?;

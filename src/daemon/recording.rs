@@ -22,7 +22,7 @@ use super::config::{validate_label, Config};
 use super::events::{read_events, EventLog};
 use super::protocol::{FrameLayout, Hello};
 use super::stats::SensorStats;
-use super::writer::{CountReply, Writer, WriterMsg, WriterNotice, WriterSettings};
+use super::writer::{Writer, WriterMsg, WriterNotice, WriterSettings};
 use crate::error::{Error, Result};
 use crate::format::meta::write_file_atomic;
 use crate::format::trace::{sensor_dirs, CONFIG_FILE};
@@ -41,8 +41,11 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// Sends `make(reply)` to the writer and waits for the count it answers.
-    pub async fn ask(&self, make: impl FnOnce(CountReply) -> WriterMsg) -> Result<u64, String> {
+    /// Sends `make(reply)` to the writer and waits for the count (or other value) it answers.
+    pub async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T, String>>) -> WriterMsg,
+    ) -> Result<T, String> {
         let (tx, rx) = oneshot::channel();
         self.tx
             .send(make(tx))

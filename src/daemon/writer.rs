@@ -31,6 +31,10 @@ use crate::format::{
 /// A reply carrying a sample count, or why there is none.
 pub type CountReply = oneshot::Sender<Result<u64, String>>;
 
+/// The reply to a hello's barrier: the sample count and the name of the trace it counts in
+/// (`None`: no trace open), read together by the writer.
+pub type BarrierReply = oneshot::Sender<Result<(u64, Option<String>), String>>;
+
 /// What a sensor's queue carries.
 pub enum WriterMsg {
     /// Whole frames back to back (each with its `u32` length); `cost` permits of the queue's
@@ -44,8 +48,9 @@ pub enum WriterMsg {
     },
     /// fsync now; reply with the durable count.
     Sync(CountReply),
-    /// Reply with the sample count once everything queued before is written.
-    Barrier(CountReply),
+    /// Reply with the sample count, and the trace it counts in, once everything queued
+    /// before is written.
+    Barrier(BarrierReply),
     /// Finish the current trace's files (if any) and create or resume `<trace>/<sensor>`.
     Open {
         trace: PathBuf,
@@ -274,7 +279,15 @@ impl Writer {
             WriterMsg::Barrier(reply) => {
                 let r = match self.stats.failure() {
                     Some(f) => Err(f),
-                    None => Ok(self.open.as_ref().map_or(0, |o| o.files.len())),
+                    // The recorder makes a new trace current before each writer switches to
+                    // it, so the writer names the trace its count belongs to.
+                    None => Ok(self.open.as_ref().map_or((0, None), |o| {
+                        let trace = o.files.dir().parent().and_then(|t| t.file_name());
+                        (
+                            o.files.len(),
+                            trace.map(|t| t.to_string_lossy().into_owned()),
+                        )
+                    })),
                 };
                 let _ = reply.send(r);
             }
@@ -683,8 +696,13 @@ mod tests {
         );
         assert!(synced.is_err(), "{synced:?}");
         assert_eq!(budget.available_permits(), 1000);
-        let barrier = ask(&|reply| WriterMsg::Barrier(reply));
-        assert!(barrier.unwrap_err().contains("panicked"));
+        let (reply, barrier) = oneshot::channel();
+        tx.send(WriterMsg::Barrier(reply)).unwrap();
+        assert!(barrier
+            .blocking_recv()
+            .unwrap()
+            .unwrap_err()
+            .contains("panicked"));
         tx.send(WriterMsg::Exit).unwrap();
         thread.join().unwrap();
     }
