@@ -333,11 +333,9 @@ impl Connection {
                             json!({"sensor": hello.sensor, "frame": t.frame_no, "bytes": partial}),
                         );
                     }
-                    break if self.draining {
-                        Err("daemon shutting down".into())
-                    } else {
-                        Ok(())
-                    };
+                    // The end of the stream, or of the drain at shutdown: either way the
+                    // driver sees EOF without an error line (protocol.md 6).
+                    break Ok(());
                 }
                 Err(e) => break Err(e),
             }
