@@ -96,11 +96,13 @@ fn reconnect_continues_the_sensor_and_refuses_other_channels() {
     drop(a);
     std::thread::sleep(std::time::Duration::from_millis(100));
 
-    // Different channels are refused.
+    // Different channels are refused, with an error naming the difference (protocol.md 7).
     let (_c, r) = d.connect(&raw_hello("cam", 9));
     assert_eq!(r["ok"], false);
+    let msg = r["error"].as_str().unwrap();
+    assert!(msg.contains("different channels"), "{r}");
     assert!(
-        r["error"].as_str().unwrap().contains("different channels"),
+        msg.contains("\"x\"") && msg.contains("[9]") && msg.contains("[8]"),
         "{r}"
     );
 

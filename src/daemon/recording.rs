@@ -186,8 +186,9 @@ impl Recorder {
             // whether its frames carry one.
             if slot.hello.channels != hello.channels {
                 return Err(format!(
-                    "sensor {:?} exists in this trace with different channels; use a new sensor name or rotate",
-                    hello.sensor
+                    "sensor {:?} exists in this trace with different channels ({}); use a new sensor name or rotate",
+                    hello.sensor,
+                    channel_difference(&slot.hello.channels, &hello.channels)
                 ));
             }
             slot.stats.connected.store(true, Relaxed);
@@ -549,6 +550,36 @@ impl Recorder {
             }
         }
     }
+}
+
+/// The first difference between a sensor's channels (`had`) and a hello's (`got`), in words.
+fn channel_difference(had: &SensorMeta, got: &SensorMeta) -> String {
+    let describe = |c: &crate::format::ChannelMeta| {
+        format!(
+            "{} {} {:?} desc {:?}",
+            c.format.as_str(),
+            c.dtype,
+            c.shape,
+            c.desc
+        )
+    };
+    for (i, ((hn, hc), (gn, gc))) in had.channels.iter().zip(&got.channels).enumerate() {
+        if hn != gn {
+            return format!("channel {i} is {gn:?}, the sensor has {hn:?}");
+        }
+        if hc != gc {
+            return format!(
+                "channel {gn:?} is {}, the sensor has {}",
+                describe(gc),
+                describe(hc)
+            );
+        }
+    }
+    format!(
+        "{} channels, the sensor has {}",
+        got.channels.len(),
+        had.channels.len()
+    )
 }
 
 /// The newest trace under `root` whose event log has no `stop` after its last `start` (the
