@@ -96,11 +96,13 @@ fn reconnect_continues_the_sensor_and_refuses_other_channels() {
     drop(a);
     std::thread::sleep(std::time::Duration::from_millis(100));
 
-    // Different channels are refused.
+    // Different channels are refused, with an error naming the difference (protocol.md 7).
     let (_c, r) = d.connect(&raw_hello("cam", 9));
     assert_eq!(r["ok"], false);
+    let msg = r["error"].as_str().unwrap();
+    assert!(msg.contains("different channels"), "{r}");
     assert!(
-        r["error"].as_str().unwrap().contains("different channels"),
+        msg.contains("\"x\"") && msg.contains("[9]") && msg.contains("[8]"),
         "{r}"
     );
 
@@ -316,4 +318,186 @@ fn large_frames_split_across_writes_and_a_truncated_one() {
             && e["bytes"] == 123_456),
         "{ev:?}"
     );
+}
+
+#[test]
+fn a_channel_named_like_the_meta_temporary_file_does_not_corrupt_meta_json() {
+    // `meta.json` is written as `meta.json.tmp` then renamed: a raw channel of that name had
+    // its file truncated, filled with the meta and renamed over `meta.json`, and its samples
+    // were then appended to `meta.json`, making the whole sensor unreadable.
+    let d = TestDaemon::start(json!({}));
+    let hello = json!({"roverlog": 1, "sensor": "odd", "channels": [
+        {"name": "meta.json.tmp", "format": "raw", "type": "u1", "shape": [4]}]});
+    let (mut c, r) = d.connect(&hello);
+    assert_eq!(r["ok"], true, "{r}");
+    for i in 0..3 {
+        c.send(&frame(i as f64, None, &[(&sample(4, i, 4), false)]));
+    }
+    assert_eq!(c.sync(), 3);
+    let (ts, x) = read_sensor(&d.trace_dir(), "odd", "meta.json.tmp");
+    assert_eq!(ts, [0.0, 1.0, 2.0]);
+    assert_eq!(x[2], sample(4, 2, 4));
+}
+
+#[test]
+fn drops_before_a_bad_large_frame_are_in_the_event_log() {
+    // Frames of 256 KiB and more take their own path (daemon::ingest): a bad one there ended
+    // the connection without writing the pending `drop` event, so `status` counted drops
+    // that events.jsonl never named.
+    let d = TestDaemon::start(json!({
+        "queue_policy": "drop", "queue_bytes": 1 << 20, "max_frame_bytes": 512 << 10,
+        "debug_write_delay_ms": 500,
+    }));
+    let n = 300_000;
+    let (mut c, r) = d.connect(&raw_hello("big", n));
+    assert_eq!(r["ok"], true, "{r}");
+    // Three frames fill the 1 MiB queue while the writer sleeps on the first: 3 and 4 drop.
+    for i in 0..5 {
+        c.send(&frame(i as f64, None, &[(&sample(6, i, n), false)]));
+    }
+    c.send(&frame(f64::NAN, None, &[(&sample(6, 5, n), false)]));
+    let reply = c.read_reply();
+    let msg = reply["error"].as_str().unwrap_or_default().to_string();
+    assert!(
+        msg.contains("frame 5") && msg.contains("not finite"),
+        "{reply}"
+    );
+    let st = d.status();
+    assert_eq!(st["sensors"]["big"]["drops"], 2, "{st}");
+    let ev = events(&d.trace_dir());
+    let drops: Vec<_> = ev.iter().filter(|e| e["event"] == "drop").collect();
+    assert_eq!(drops.len(), 1, "{ev:?}");
+    assert_eq!(drops[0]["count"], 2);
+    assert_eq!(drops[0]["first_frame"], 3);
+    assert_eq!(drops[0]["from_ts"], 3.0);
+    assert_eq!(drops[0]["to_ts"], 4.0);
+}
+
+#[test]
+fn a_channel_named_like_a_jpg_partial_file_keeps_both_channels() {
+    // A jpg sample is written to `<sensor>/.<channel>.partial` and renamed into place: a raw
+    // channel of that name had its file truncated by each jpg sample and renamed away.
+    let d = TestDaemon::start(json!({}));
+    let hello = json!({"roverlog": 1, "sensor": "cam", "channels": [
+        {"name": "img", "format": "jpg", "type": "u1", "shape": []},
+        {"name": ".img.partial", "format": "raw", "type": "u1", "shape": [4]}]});
+    let (mut c, r) = d.connect(&hello);
+    assert_eq!(r["ok"], true, "{r}");
+    for i in 0..3 {
+        let jpg = sample(7, i, 10 + i as usize);
+        c.send(&frame(
+            i as f64,
+            None,
+            &[(&jpg, true), (&sample(8, i, 4), false)],
+        ));
+    }
+    assert_eq!(c.sync(), 3);
+    let trace = d.trace_dir();
+    let (ts, img) = read_sensor(&trace, "cam", "img");
+    let (_, x) = read_sensor(&trace, "cam", ".img.partial");
+    assert_eq!(ts, [0.0, 1.0, 2.0]);
+    for i in 0..3 {
+        assert_eq!(img[i], sample(7, i as u64, 10 + i));
+        assert_eq!(x[i], sample(8, i as u64, 4));
+    }
+}
+
+#[test]
+fn max_hello_bytes_counts_the_newline() {
+    // protocol.md 2.5: the limit is on the hello line including its `\n`.
+    let d = TestDaemon::start(json!({"max_hello_bytes": 4096}));
+    let line = |sensor: &str, total: usize| {
+        let mut h = raw_hello(sensor, 4);
+        h["channels"][0]["desc"] = json!("");
+        let base = serde_json::to_vec(&h).unwrap().len() + 1;
+        h["channels"][0]["desc"] = json!("d".repeat(total - base));
+        let mut l = serde_json::to_vec(&h).unwrap();
+        l.push(b'\n');
+        assert_eq!(l.len(), total);
+        l
+    };
+    let (_a, r) = Driver::connect_raw(&d.ingest_path(), &line("fits", 4096));
+    assert_eq!(r["ok"], true, "{r}");
+    let (_b, r) = Driver::connect_raw(&d.ingest_path(), &line("over", 4097));
+    assert_eq!(r["ok"], false, "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("max_hello_bytes"),
+        "{r}"
+    );
+}
+
+#[test]
+fn seq_is_not_part_of_the_sensor_identity() {
+    // protocol.md 4 and 7: sequence numbers are not stored and not part of the sensor's
+    // identity; a reconnect with the same channels continues the sensor, seq on or off.
+    let d = TestDaemon::start(json!({}));
+    let (mut a, r) = d.connect(&raw_hello("imu", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    for i in 0..2 {
+        a.send(&frame(i as f64, None, &[(&sample(1, i, 4), false)]));
+    }
+    assert_eq!(a.sync(), 2);
+    drop(a);
+    d.wait_status("the connection ends", |st| {
+        st["sensors"]["imu"]["connected"] == false
+    });
+    let mut with_seq = raw_hello("imu", 4);
+    with_seq["seq"] = json!(true);
+    let (mut b, r) = d.connect(&with_seq);
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["samples"], 2);
+    for i in 2..4 {
+        b.send(&frame(i as f64, Some(i), &[(&sample(1, i, 4), false)]));
+    }
+    assert_eq!(b.sync(), 4);
+    drop(b);
+    d.wait_status("the connection ends", |st| {
+        st["sensors"]["imu"]["connected"] == false
+    });
+    let (mut c, r) = d.connect(&raw_hello("imu", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["samples"], 4);
+    c.send(&frame(4.0, None, &[(&sample(1, 4, 4), false)]));
+    assert_eq!(c.sync(), 5);
+    let (ts, x) = read_sensor(&d.trace_dir(), "imu", "x");
+    assert_eq!(ts, [0.0, 1.0, 2.0, 3.0, 4.0]);
+    for (i, s) in x.iter().enumerate() {
+        assert_eq!(*s, sample(1, i as u64, 4), "sample {i}");
+    }
+}
+
+#[test]
+fn a_hello_answered_during_a_rotation_names_the_trace_its_samples_count() {
+    // The hello's barrier waits behind the previous connection's backlog; a rotation meanwhile
+    // makes the new trace current before this sensor's writer switches. The reply named the
+    // new trace with the old trace's count, so the driver's numbering was off by that count.
+    let d = TestDaemon::start(json!({"debug_write_delay_ms": 100}));
+    let old = d.status()["trace"].as_str().unwrap().to_string();
+    let (mut a, r) = d.connect(&raw_hello("cam", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    for i in 0..20 {
+        a.send(&frame(i as f64, None, &[(&sample(2, i, 4), false)]));
+    }
+    drop(a);
+    d.wait_status("the connection ends", |st| {
+        st["sensors"]["cam"]["connected"] == false
+    });
+    let path = d.ingest_path();
+    let hello = std::thread::spawn(move || Driver::connect(&path, &raw_hello("cam", 4)));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let rot = d.ctl(json!({"cmd": "rotate"}));
+    assert_eq!(rot["ok"], true, "{rot}");
+    let new = rot["trace"].as_str().unwrap().to_string();
+    assert_ne!(new, old);
+    let (mut b, r) = hello.join().unwrap();
+    assert_eq!(r["ok"], true, "{r}");
+    // Either answer is right, as long as trace and count belong together.
+    if r["trace"] == old.as_str() {
+        assert_eq!(r["samples"], 20, "{r}");
+    } else {
+        assert_eq!(r["trace"], new.as_str(), "{r}");
+        assert_eq!(r["samples"], 0, "{r} (20 samples are in {old})");
+    }
+    b.send(&frame(20.0, None, &[(&sample(2, 20, 4), false)]));
+    assert_eq!(b.sync(), 1, "the frame after the hello went to {new}");
 }

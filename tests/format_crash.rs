@@ -213,7 +213,7 @@ fn crash_leftovers_of_blob_and_index_are_flagged_and_recovered() {
             false,
             Box::new(|s: &Path| {
                 fs::remove_file(s.join("img/000005.jpg")).unwrap();
-                fs::write(s.join(".img.partial"), b"half a frame").unwrap();
+                fs::write(s.join(".img..partial"), b"half a frame").unwrap();
             }),
         ),
         (

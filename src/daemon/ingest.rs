@@ -116,6 +116,8 @@ struct Connection {
 /// A connection's frame bookkeeping.
 #[derive(Default)]
 struct Tally {
+    /// This connection's frames carry a sequence number.
+    seq: bool,
     frame_no: u64,
     last_seq: Option<u64>,
     last_ts: Option<f64>,
@@ -175,7 +177,8 @@ impl Connection {
         let read = async {
             loop {
                 if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
-                    if i > limit {
+                    // The line is `i + 1` bytes with its newline: that is what the limit bounds.
+                    if i >= limit {
                         break Err(format!("hello is over max_hello_bytes ({limit})"));
                     }
                     let l = self.buf.split_to(i + 1);
@@ -210,14 +213,15 @@ impl Connection {
         layout: &FrameLayout,
         slot: &Arc<Slot>,
     ) -> Result<(), String> {
-        let samples = match slot.ask(WriterMsg::Barrier).await {
-            Ok(n) => n,
+        // Trace and count as the writer sees them: during a rotation the recorder's current
+        // trace is already the new one while this writer still counts in the old one.
+        let (samples, trace) = match slot.ask(WriterMsg::Barrier).await {
+            Ok(r) => r,
             Err(e) => {
                 self.rec.discard_failed(slot);
                 return Err(e);
             }
         };
-        let trace = self.rec.current().map(|(n, _)| n);
         tracing::info!(sensor = %hello.sensor, ?trace, samples, "driver connected");
         self.write(json!({"ok": true, "trace": trace, "samples": samples}))
             .await?;
@@ -237,7 +241,10 @@ impl Connection {
         layout: &FrameLayout,
         slot: &Arc<Slot>,
     ) -> Result<(), String> {
-        let mut t = Tally::default();
+        let mut t = Tally {
+            seq: hello.seq,
+            ..Tally::default()
+        };
         let mut want;
         let result: Result<(), String> = 'conn: loop {
             // Check frames in place after the pending run.
@@ -294,13 +301,18 @@ impl Connection {
             let got = if want >= POOLED_FRAME {
                 match self.read_large(want).await {
                     Ok(Ok(big)) => {
+                        // A bad frame ends the connection like one checked in `buf` does
+                        // (below the loop: pending drops still reach the event log).
                         let Check::Frame { total, ts, seq } =
-                            layout.check(big.as_ref(), t.frame_no)?
+                            (match layout.check(big.as_ref(), t.frame_no) {
+                                Ok(c) => c,
+                                Err(e) => break 'conn Err(e),
+                            })
                         else {
                             unreachable!("a whole frame checks as a frame or an error");
                         };
                         if self.admit(&mut t, hello, slot, total, ts, seq).await? {
-                            self.send_batch(slot, big.into_bytes(), 1, total)?;
+                            self.send_batch(slot, big.into_bytes(), 1, total, t.seq)?;
                         }
                         continue;
                     }
@@ -321,11 +333,9 @@ impl Connection {
                             json!({"sensor": hello.sensor, "frame": t.frame_no, "bytes": partial}),
                         );
                     }
-                    break if self.draining {
-                        Err("daemon shutting down".into())
-                    } else {
-                        Ok(())
-                    };
+                    // The end of the stream, or of the drain at shutdown: either way the
+                    // driver sees EOF without an error line (protocol.md 6).
+                    break Ok(());
                 }
                 Err(e) => break Err(e),
             }
@@ -456,7 +466,7 @@ impl Connection {
         };
         let (frames, cost) = (t.pend_frames, t.pend_cost);
         (t.pend_bytes, t.pend_frames, t.pend_cost) = (0, 0, 0);
-        self.send_batch(slot, data, frames, cost)
+        self.send_batch(slot, data, frames, cost, t.seq)
     }
 
     fn send_batch(
@@ -465,8 +475,14 @@ impl Connection {
         data: bytes::Bytes,
         frames: u32,
         cost: usize,
+        seq: bool,
     ) -> Result<(), String> {
-        let msg = WriterMsg::Batch { data, frames, cost };
+        let msg = WriterMsg::Batch {
+            data,
+            frames,
+            cost,
+            seq,
+        };
         slot.tx
             .send(msg)
             .map_err(|_| format!("sensor {:?}: writer has ended", slot.name))

@@ -212,6 +212,17 @@ impl FrameLayout {
         }
     }
 
+    /// The same channels with or without the sequence number: a sensor's connections may
+    /// differ in `seq` (it is not part of the sensor's identity).
+    pub fn with_seq(&self, seq: bool) -> FrameLayout {
+        let mut l = self.clone();
+        if l.seq != seq {
+            l.min_len = if seq { l.min_len + 8 } else { l.min_len - 8 };
+            l.seq = seq;
+        }
+        l
+    }
+
     /// The smallest frame `len` (timestamp, sequence number, fixed channels, length words).
     pub fn min_len(&self) -> usize {
         self.min_len

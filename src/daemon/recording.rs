@@ -22,7 +22,7 @@ use super::config::{validate_label, Config};
 use super::events::{read_events, EventLog};
 use super::protocol::{FrameLayout, Hello};
 use super::stats::SensorStats;
-use super::writer::{CountReply, Writer, WriterMsg, WriterNotice, WriterSettings};
+use super::writer::{Writer, WriterMsg, WriterNotice, WriterSettings};
 use crate::error::{Error, Result};
 use crate::format::meta::write_file_atomic;
 use crate::format::trace::{sensor_dirs, CONFIG_FILE};
@@ -41,8 +41,11 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// Sends `make(reply)` to the writer and waits for the count it answers.
-    pub async fn ask(&self, make: impl FnOnce(CountReply) -> WriterMsg) -> Result<u64, String> {
+    /// Sends `make(reply)` to the writer and waits for the count (or other value) it answers.
+    pub async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T, String>>) -> WriterMsg,
+    ) -> Result<T, String> {
         let (tx, rx) = oneshot::channel();
         self.tx
             .send(make(tx))
@@ -179,10 +182,13 @@ impl Recorder {
                     hello.sensor
                 ));
             }
-            if slot.hello != *hello {
+            // `seq` is not part of a sensor's identity (protocol.md 4): each batch says
+            // whether its frames carry one.
+            if slot.hello.channels != hello.channels {
                 return Err(format!(
-                    "sensor {:?} exists in this trace with different channels (or seq); use a new sensor name or rotate",
-                    hello.sensor
+                    "sensor {:?} exists in this trace with different channels ({}); use a new sensor name or rotate",
+                    hello.sensor,
+                    channel_difference(&slot.hello.channels, &hello.channels)
                 ));
             }
             slot.stats.connected.store(true, Relaxed);
@@ -544,6 +550,36 @@ impl Recorder {
             }
         }
     }
+}
+
+/// The first difference between a sensor's channels (`had`) and a hello's (`got`), in words.
+fn channel_difference(had: &SensorMeta, got: &SensorMeta) -> String {
+    let describe = |c: &crate::format::ChannelMeta| {
+        format!(
+            "{} {} {:?} desc {:?}",
+            c.format.as_str(),
+            c.dtype,
+            c.shape,
+            c.desc
+        )
+    };
+    for (i, ((hn, hc), (gn, gc))) in had.channels.iter().zip(&got.channels).enumerate() {
+        if hn != gn {
+            return format!("channel {i} is {gn:?}, the sensor has {hn:?}");
+        }
+        if hc != gc {
+            return format!(
+                "channel {gn:?} is {}, the sensor has {}",
+                describe(gc),
+                describe(hc)
+            );
+        }
+    }
+    format!(
+        "{} channels, the sensor has {}",
+        got.channels.len(),
+        had.channels.len()
+    )
 }
 
 /// The newest trace under `root` whose event log has no `stop` after its last `start` (the

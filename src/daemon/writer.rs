@@ -31,19 +31,26 @@ use crate::format::{
 /// A reply carrying a sample count, or why there is none.
 pub type CountReply = oneshot::Sender<Result<u64, String>>;
 
+/// The reply to a hello's barrier: the sample count and the name of the trace it counts in
+/// (`None`: no trace open), read together by the writer.
+pub type BarrierReply = oneshot::Sender<Result<(u64, Option<String>), String>>;
+
 /// What a sensor's queue carries.
 pub enum WriterMsg {
     /// Whole frames back to back (each with its `u32` length); `cost` permits of the queue's
-    /// byte budget are returned once they are written.
+    /// byte budget are returned once they are written. `seq`: the frames carry a sequence
+    /// number (the connection's hello said so).
     Batch {
         data: Bytes,
         frames: u32,
         cost: usize,
+        seq: bool,
     },
     /// fsync now; reply with the durable count.
     Sync(CountReply),
-    /// Reply with the sample count once everything queued before is written.
-    Barrier(CountReply),
+    /// Reply with the sample count, and the trace it counts in, once everything queued
+    /// before is written.
+    Barrier(BarrierReply),
     /// Finish the current trace's files (if any) and create or resume `<trace>/<sensor>`.
     Open {
         trace: PathBuf,
@@ -97,7 +104,8 @@ struct Open {
 pub struct Writer {
     sensor: String,
     meta: SensorMeta,
-    layout: FrameLayout,
+    /// The frame layout without and with a sequence number.
+    layouts: [FrameLayout; 2],
     settings: WriterSettings,
     rx: Receiver<WriterMsg>,
     budget: Arc<Semaphore>,
@@ -132,7 +140,7 @@ impl Writer {
             lzmaf,
             sensor,
             meta,
-            layout,
+            layouts: [layout.with_seq(false), layout.with_seq(true)],
             settings,
             rx,
             budget,
@@ -240,11 +248,16 @@ impl Writer {
     /// Handles one message; `false` ends the thread.
     fn handle(&mut self, msg: WriterMsg) -> bool {
         match msg {
-            WriterMsg::Batch { data, frames, cost } => {
+            WriterMsg::Batch {
+                data,
+                frames,
+                cost,
+                seq,
+            } => {
                 // The permits go back even if writing panics (see `run`): lost permits would
                 // shrink the budget until a `block` driver waits forever.
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    self.write_batch(&data, frames)
+                    self.write_batch(&data, frames, seq)
                 }));
                 self.budget.add_permits(cost);
                 if let Err(p) = r {
@@ -266,7 +279,15 @@ impl Writer {
             WriterMsg::Barrier(reply) => {
                 let r = match self.stats.failure() {
                     Some(f) => Err(f),
-                    None => Ok(self.open.as_ref().map_or(0, |o| o.files.len())),
+                    // The recorder makes a new trace current before each writer switches to
+                    // it, so the writer names the trace its count belongs to.
+                    None => Ok(self.open.as_ref().map_or((0, None), |o| {
+                        let trace = o.files.dir().parent().and_then(|t| t.file_name());
+                        (
+                            o.files.len(),
+                            trace.map(|t| t.to_string_lossy().into_owned()),
+                        )
+                    })),
                 };
                 let _ = reply.send(r);
             }
@@ -289,7 +310,7 @@ impl Writer {
         true
     }
 
-    fn write_batch(&mut self, data: &[u8], frames: u32) {
+    fn write_batch(&mut self, data: &[u8], frames: u32, seq: bool) {
         if self.open.is_none() {
             self.stats.discarded.fetch_add(u64::from(frames), Relaxed);
             return;
@@ -313,8 +334,9 @@ impl Writer {
                     u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes")) as usize;
                 let body = &data[pos + 4..pos + 4 + len];
                 pos += 4 + len;
-                let mut slices = Vec::with_capacity(self.layout.channel_count());
-                let ts = self.layout.split(body, &mut slices);
+                let layout = &self.layouts[usize::from(seq)];
+                let mut slices = Vec::with_capacity(layout.channel_count());
+                let ts = layout.split(body, &mut slices);
                 frames_of_chunk.push((ts, slices));
             }
             let compressed = self.compress(&frames_of_chunk);
@@ -663,6 +685,7 @@ mod tests {
             data: Bytes::from(bad),
             frames: 1,
             cost: 20,
+            seq: false,
         })
         .unwrap();
         let synced = ask(&|reply| WriterMsg::Sync(reply));
@@ -673,8 +696,13 @@ mod tests {
         );
         assert!(synced.is_err(), "{synced:?}");
         assert_eq!(budget.available_permits(), 1000);
-        let barrier = ask(&|reply| WriterMsg::Barrier(reply));
-        assert!(barrier.unwrap_err().contains("panicked"));
+        let (reply, barrier) = oneshot::channel();
+        tx.send(WriterMsg::Barrier(reply)).unwrap();
+        assert!(barrier
+            .blocking_recv()
+            .unwrap()
+            .unwrap_err()
+            .contains("panicked"));
         tx.send(WriterMsg::Exit).unwrap();
         thread.join().unwrap();
     }

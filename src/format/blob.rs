@@ -1,9 +1,10 @@
 //! Blob channels (`jpg`, `npz`): a directory named after the channel with one file per sample,
 //! `000000.jpg`, `000001.jpg`, ... Samples are variable-size (encoded frames).
 //!
-//! Each sample is written to `<sensor>/.<channel>.partial` and renamed into place once
+//! Each sample is written to `<sensor>/.<channel>..partial` and renamed into place once
 //! complete, so a crash never leaves a truncated file under a sample's name. The partial file
-//! lives outside the channel directory because upstream counts every file in it.
+//! lives outside the channel directory because upstream counts every file in it; its name
+//! contains `..`, so it cannot be another channel's file (no valid name contains `..`).
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -21,7 +22,7 @@ pub fn sample_name(index: u64, ext: &str) -> String {
 pub fn partial_path(dir: &Path) -> PathBuf {
     let mut name = std::ffi::OsString::from(".");
     name.push(dir.file_name().unwrap_or_default());
-    name.push(".partial");
+    name.push("..partial");
     dir.with_file_name(name)
 }
 

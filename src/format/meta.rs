@@ -359,11 +359,13 @@ pub fn validate_name(kind: &'static str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Writes `path` atomically: `<path>.tmp`, fsync, rename over `path`, fsync the directory.
+/// Writes `path` atomically: `<path>..tmp`, fsync, rename over `path`, fsync the directory.
+/// The temporary name contains `..`, so no valid sensor or channel name (see
+/// [`validate_name`]) can be the same file.
 pub fn write_file_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(".tmp");
+    tmp_name.push("..tmp");
     let tmp = dir.join(tmp_name);
     {
         let mut f = fs::File::create(&tmp).at(&tmp)?;
