@@ -331,3 +331,37 @@ fn stats_log_lines_and_status_agree_with_the_files() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// `rotate` without a label (the command, SIGHUP) starts the new trace "with the same label"
+/// (docs/protocol.md 9), i.e. the label of the trace being rotated, not the config's default.
+#[test]
+fn rotation_keeps_the_label_of_the_current_trace() {
+    let d = TestDaemon::start(json!({"autostart": false}));
+    let r = d.ctl(json!({"cmd": "start", "label": "drive1"}));
+    assert_eq!(r["ok"], true, "{r}");
+    let name = |p: &std::path::Path| p.file_name().unwrap().to_str().unwrap().to_string();
+    let first = d.trace_dir();
+    let r = d.ctl(json!({"cmd": "rotate"}));
+    assert_eq!(r["ok"], true, "{r}");
+    let second = d.trace_dir();
+    assert_ne!(first, second);
+    assert!(
+        name(&second).contains("-drive1"),
+        "rotate dropped the label: {} -> {}",
+        name(&first),
+        name(&second)
+    );
+    d.signal(libc::SIGHUP);
+    let t0 = std::time::Instant::now();
+    while d.trace_dir() == second {
+        assert!(t0.elapsed() < Duration::from_secs(10), "no rotation");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let third = d.trace_dir();
+    assert!(
+        name(&third).contains("-drive1"),
+        "SIGHUP dropped the label: {} -> {}",
+        name(&second),
+        name(&third)
+    );
+}

@@ -203,7 +203,7 @@ impl Daemon {
                 _ = &mut shutdown => break,
                 Some(req) = requests.recv() => match req {
                     Request::Rotate => {
-                        let r = rec.rotate("SIGHUP", cfg.label.as_deref()).await;
+                        let r = rec.rotate("SIGHUP", None).await;
                         tracing::info!("rotate: {r}");
                     }
                 },
@@ -252,7 +252,7 @@ impl Daemon {
                         let by_age = cfg.rotate_seconds > 0 && age.as_secs() >= cfg.rotate_seconds;
                         if by_size || by_age {
                             let why = if by_size { "rotate_bytes" } else { "rotate_seconds" };
-                            rec.rotate(why, cfg.label.as_deref()).await;
+                            rec.rotate(why, None).await;
                         }
                     }
                 }

@@ -65,6 +65,8 @@ pub struct OpenTrace {
     pub dir: PathBuf,
     pub events: Arc<EventLog>,
     pub opened: Instant,
+    /// The label the trace was started with; a rotation without one keeps it.
+    pub label: Option<String>,
 }
 
 struct State {
@@ -295,20 +297,22 @@ impl Recorder {
             dir,
             events,
             opened: Instant::now(),
+            label: label.map(str::to_string),
         })
     }
 
     /// Opens `trace` in every sensor's writer and waits for them.
     async fn open_all(&self, trace: OpenTrace, reason: &str, extra: Value) -> Value {
-        let (slots, dir, events, name) = {
+        let (slots, dir, events, name, label) = {
             let mut st = self.lock();
             let slots: Vec<_> = st.slots.values().cloned().collect();
             let (dir, events, name) = (trace.dir.clone(), trace.events.clone(), trace.name.clone());
+            let label = trace.label.clone();
             st.trace = Some(trace);
             st.stopped_reason = None;
-            (slots, dir, events, name)
+            (slots, dir, events, name, label)
         };
-        let mut fields = json!({"trace": name, "reason": reason, "sensors": slots.iter().map(|s| s.name.clone()).collect::<Vec<_>>()});
+        let mut fields = json!({"trace": name, "reason": reason, "label": label, "sensors": slots.iter().map(|s| s.name.clone()).collect::<Vec<_>>()});
         if let (Value::Object(f), Value::Object(x)) = (&mut fields, extra) {
             f.extend(x);
         }
@@ -391,6 +395,13 @@ impl Recorder {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // The label it was started with (its last `start` event), for later rotations.
+        let label = read_events(dir)
+            .iter()
+            .rev()
+            .find(|e| e["event"] == "start")
+            .and_then(|e| e["label"].as_str().map(str::to_string))
+            .or_else(|| self.cfg.label.clone());
         match EventLog::open(dir) {
             Ok(ev) => {
                 let t = OpenTrace {
@@ -398,6 +409,7 @@ impl Recorder {
                     dir: dir.to_path_buf(),
                     events: Arc::new(ev),
                     opened: Instant::now(),
+                    label,
                 };
                 self.open_all(t, "resume", json!({})).await
             }
@@ -425,14 +437,18 @@ impl Recorder {
         }
     }
 
-    /// `rotate`: a new trace with the same label rules; every sensor switches at one point of
-    /// its stream.
+    /// `rotate`: a new trace with `label`, or without one the label of the trace it
+    /// replaces; every sensor switches at one point of its stream.
     pub async fn rotate(&self, reason: &str, label: Option<&str>) -> Value {
         let _op = self.ops.lock().await;
         let Some((old, old_events)) = self.current() else {
             return json_err("not recording");
         };
-        let t = match self.create_trace(label) {
+        let label = match label {
+            Some(l) => Some(l.to_string()),
+            None => self.lock().trace.as_ref().and_then(|t| t.label.clone()),
+        };
+        let t = match self.create_trace(label.as_deref()) {
             Ok(t) => t,
             Err(e) => return json_err(e),
         };
