@@ -255,3 +255,39 @@ fn direct_io_writes_the_same_bytes_and_survives_kill9() {
         assert_eq!(small[i], sample(2, i as u64, 12), "sample {i}");
     }
 }
+
+/// A crash (power cut, or a full disk making the write short) can leave `events.jsonl` ending
+/// in a torn line. The events written after the restart (what recovery cut, the crash, the
+/// resume) must still each be a line of their own, not glued to the torn one and lost.
+#[test]
+fn events_after_a_torn_last_event_line_are_each_readable() {
+    let mut d = TestDaemon::start(json!({}));
+    let (mut c, _) = d.connect(&raw_hello("imu", 4));
+    for i in 0..10 {
+        c.send(&frame(i as f64, None, &[(&sample(1, i, 4), false)]));
+    }
+    assert_eq!(c.sync(), 10);
+    let trace = d.trace_dir();
+    d.kill9();
+    drop(c);
+    let log = trace.join("_roverlog/events.jsonl");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    std::io::Write::write_all(&mut f, b"{\"t\": 1.5, \"event\": \"ma").unwrap();
+    drop(f);
+
+    d.spawn();
+    assert_eq!(d.trace_dir(), trace);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let bad: Vec<&str> = text
+        .lines()
+        .filter(|l| serde_json::from_str::<serde_json::Value>(l).is_err())
+        .collect();
+    assert_eq!(bad.len(), 1, "only the torn line is unreadable: {bad:#?}");
+    let ev = events(&trace);
+    for kind in ["recovered", "crash", "start"] {
+        assert!(
+            ev.iter().skip(1).any(|e| e["event"] == kind),
+            "no {kind} event after the restart: {text}"
+        );
+    }
+}
