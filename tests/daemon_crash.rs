@@ -291,3 +291,53 @@ fn events_after_a_torn_last_event_line_are_each_readable() {
         );
     }
 }
+
+/// Trace names have one-second resolution and a label sorts after the time: a trace started
+/// later in the same second can sort before an earlier one. The trace the daemon was
+/// recording when it was killed must be the one recovered and resumed.
+#[test]
+fn kill9_resumes_the_trace_being_recorded_even_if_its_name_sorts_first() {
+    let mut d = TestDaemon::start(json!({"autostart": false}));
+    let (zz, aa) = loop {
+        let r = d.ctl(json!({"cmd": "start", "label": "zz"}));
+        assert_eq!(r["ok"], true, "{r}");
+        let zz = d.trace_dir();
+        assert_eq!(d.ctl(json!({"cmd": "stop"}))["ok"], true);
+        let r = d.ctl(json!({"cmd": "start", "label": "aa"}));
+        assert_eq!(r["ok"], true, "{r}");
+        let aa = d.trace_dir();
+        let stamp =
+            |p: &std::path::Path| p.file_name().unwrap().to_str().unwrap()[..19].to_string();
+        if stamp(&zz) == stamp(&aa) {
+            break (zz, aa);
+        }
+        // Crossed a second boundary: try again.
+        assert_eq!(d.ctl(json!({"cmd": "stop"}))["ok"], true);
+    };
+    assert!(aa < zz, "names sort against their order: {aa:?} {zz:?}");
+    let (mut c, _) = d.connect(&raw_hello("imu", 4));
+    for i in 0..10 {
+        c.send(&frame(i as f64, None, &[(&sample(1, i, 4), false)]));
+    }
+    assert_eq!(c.sync(), 10);
+    d.kill9();
+    drop(c);
+
+    // With autostart the restart resumes the trace it was recording.
+    let mut cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&d.config).unwrap()).unwrap();
+    cfg["autostart"] = json!(true);
+    std::fs::write(&d.config, serde_json::to_vec(&cfg).unwrap()).unwrap();
+    d.spawn();
+    assert_eq!(
+        d.trace_dir(),
+        aa,
+        "the killed trace was not resumed: {:#?}",
+        events(&aa)
+    );
+    assert!(events(&aa).iter().any(|e| e["event"] == "crash"));
+    let (mut c, r) = d.connect(&raw_hello("imu", 4));
+    assert_eq!(r["samples"], 10, "{r}");
+    c.send(&frame(10.0, None, &[(&sample(1, 10, 4), false)]));
+    assert_eq!(c.sync(), 11);
+}

@@ -582,7 +582,22 @@ pub fn recover_unfinished(root: &Path) -> Result<Option<PathBuf>> {
         .map(|e| e.path())
         .filter(|p| p.join(super::events::EVENTS_DIR).is_dir())
         .collect();
-    traces.sort();
+    // Names sort by their time to the second only: within one second a label or a `.N`
+    // suffix decides, whatever the order the traces were made in. The time of each one's
+    // first event (written when it was created) orders those.
+    let stamp = |p: &Path| {
+        let n = p.file_name().unwrap_or_default().to_string_lossy();
+        n.get(..19).unwrap_or(&n).to_string()
+    };
+    traces.sort_by(|a, b| {
+        stamp(a)
+            .cmp(&stamp(b))
+            .then_with(|| {
+                let (ta, tb) = (created_at(a), created_at(b));
+                ta.partial_cmp(&tb).unwrap_or(std::cmp::Ordering::Equal)
+            })
+            .then_with(|| a.cmp(b))
+    });
     let mut resume = None;
     for (k, trace) in traces.iter().rev().enumerate() {
         if is_finished(trace) {
@@ -616,6 +631,19 @@ pub fn recover_unfinished(root: &Path) -> Result<Option<PathBuf>> {
         log.sync();
     }
     Ok(resume)
+}
+
+/// The time of a trace's first event (its creation), if it has one.
+fn created_at(trace: &Path) -> Option<f64> {
+    use std::io::BufRead;
+    let path = trace
+        .join(super::events::EVENTS_DIR)
+        .join(super::events::EVENTS_FILE);
+    let mut line = String::new();
+    std::io::BufReader::new(std::fs::File::open(path).ok()?)
+        .read_line(&mut line)
+        .ok()?;
+    serde_json::from_str::<Value>(&line).ok()?["t"].as_f64()
 }
 
 /// Whether a trace's last `start` (or resume) is followed by a `stop`.
