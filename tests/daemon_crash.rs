@@ -341,3 +341,35 @@ fn kill9_resumes_the_trace_being_recorded_even_if_its_name_sorts_first() {
     c.send(&frame(10.0, None, &[(&sample(1, 10, 4), false)]));
     assert_eq!(c.sync(), 11);
 }
+
+/// A kill -9 while a sensor directory is being created (after its `mkdir`, before its
+/// `meta.json` is in place) leaves a directory with no sample in it. When the trace is
+/// resumed, the sensor's driver must be able to record into it again.
+#[test]
+fn a_sensor_directory_left_without_meta_json_by_a_crash_is_recreated_on_resume() {
+    let mut d = TestDaemon::start(json!({}));
+    let (mut c, _) = d.connect(&raw_hello("imu", 4));
+    c.send(&frame(0.0, None, &[(&sample(1, 0, 4), false)]));
+    assert_eq!(c.sync(), 1);
+    let trace = d.trace_dir();
+    d.kill9();
+    drop(c);
+    // What `SensorWriter::create` leaves when killed before writing meta.json.
+    let cam = trace.join("cam");
+    std::fs::create_dir(&cam).unwrap();
+    std::fs::write(cam.join("ts"), b"").unwrap();
+    std::fs::write(cam.join("x"), b"").unwrap();
+    std::fs::write(cam.join("meta.json.tmp"), b"{\"ts\": {").unwrap();
+
+    d.spawn();
+    assert_eq!(d.trace_dir(), trace);
+    let (mut c, r) = d.connect(&raw_hello("cam", 4));
+    assert_eq!(r["ok"], true, "{r}\n{}", d.log());
+    assert_eq!(r["samples"], 0, "{r}");
+    c.send(&frame(0.0, None, &[(&sample(2, 0, 4), false)]));
+    assert_eq!(c.sync(), 1);
+    assert!(d.stop().success());
+    let (ts, x) = read_sensor(&trace, "cam", "x");
+    assert_eq!(ts, [0.0]);
+    assert_eq!(x[0], sample(2, 0, 4));
+}

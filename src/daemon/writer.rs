@@ -24,6 +24,7 @@ use super::config::FsyncPolicy;
 use super::events::EventLog;
 use super::protocol::FrameLayout;
 use super::stats::SensorStats;
+use crate::format::meta::META_FILE;
 use crate::format::{
     lzma, recover_sensor, ChannelFormat, SensorMeta, SensorWriter as FileWriter, WriterOptions,
 };
@@ -515,6 +516,11 @@ impl Writer {
                 &dir,
                 std::io::Error::other("is a symbolic link, not a sensor directory of this trace"),
             ))
+        } else if dir.exists() && !dir.join(META_FILE).exists() {
+            // `create` was interrupted (a crash) before `meta.json` was in place: no sample
+            // was ever written there. Start it again.
+            remove_unfinished_sensor_dir(&dir)
+                .and_then(|()| FileWriter::create(&dir, self.meta.clone(), &self.settings.opts))
         } else if dir.exists() {
             FileWriter::resume(&dir, self.meta.clone(), &self.settings.opts).map(|(w, rec)| {
                 if !rec.cuts.is_empty() || !rec.left_alone.is_empty() {
@@ -601,6 +607,24 @@ impl Writer {
             }
         }
     }
+}
+
+/// Removes what an interrupted `SensorWriter::create` leaves in `dir` (empty channel files
+/// and directories, a `meta.json.tmp`), then `dir`; anything else there makes it an error.
+fn remove_unfinished_sensor_dir(dir: &std::path::Path) -> crate::Result<()> {
+    let io = |p: &std::path::Path, e| crate::Error::io(p, e);
+    for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
+        let entry = entry.map_err(|e| io(dir, e))?;
+        let (path, kind) = (entry.path(), entry.file_type().map_err(|e| io(dir, e))?);
+        let tmp = entry.file_name() == format!("{META_FILE}.tmp").as_str();
+        if kind.is_dir() {
+            std::fs::remove_dir(&path).map_err(|e| io(&path, e))?;
+        } else if kind.is_file() && (tmp || entry.metadata().map_err(|e| io(&path, e))?.len() == 0)
+        {
+            std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
+        }
+    }
+    std::fs::remove_dir(dir).map_err(|e| io(dir, e))
 }
 
 #[cfg(test)]
