@@ -365,3 +365,33 @@ fn rotation_keeps_the_label_of_the_current_trace() {
         name(&third)
     );
 }
+
+/// A sensor lives until its trace closes with no connection attached: a rotation closes the
+/// trace, so a sensor whose driver left is not carried into the new trace (no empty directory
+/// there, no `max_sensors` place held for ever).
+#[test]
+fn rotation_forgets_sensors_without_a_connection() {
+    let d = TestDaemon::start(json!({"max_sensors": 1}));
+    let first = d.trace_dir();
+    let (mut c, _) = d.connect(&raw_hello("gone", 4));
+    for i in 0..3 {
+        c.send(&frame(i as f64, None, &[(&sample(1, i, 4), false)]));
+    }
+    assert_eq!(c.sync(), 3);
+    drop(c);
+    d.wait_status("the driver left", |st| {
+        st["sensors"]["gone"]["connected"] == false
+    });
+    let r = d.ctl(json!({"cmd": "rotate"}));
+    assert_eq!(r["ok"], true, "{r}");
+    let second = d.trace_dir();
+    assert_ne!(first, second);
+    assert!(
+        !second.join("gone").exists(),
+        "a sensor without a driver was carried into the new trace"
+    );
+    let (_c, r) = d.connect(&raw_hello("new", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    let (ts, _) = read_sensor(&first, "gone", "x");
+    assert_eq!(ts, [0.0, 1.0, 2.0]);
+}

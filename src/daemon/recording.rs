@@ -303,14 +303,25 @@ impl Recorder {
 
     /// Opens `trace` in every sensor's writer and waits for them.
     async fn open_all(&self, trace: OpenTrace, reason: &str, extra: Value) -> Value {
-        let (slots, dir, events, name, label) = {
+        let (slots, stale, dir, events, name, label) = {
             let mut st = self.lock();
+            // A sensor without a connection ends with the trace it has files in (a rotation
+            // closes that trace): it is not carried into the new one.
+            let stale: Vec<_> = st
+                .slots
+                .values()
+                .filter(|s| !s.stats.connected.load(Relaxed))
+                .cloned()
+                .collect();
+            for s in &stale {
+                st.slots.remove(&s.name);
+            }
             let slots: Vec<_> = st.slots.values().cloned().collect();
             let (dir, events, name) = (trace.dir.clone(), trace.events.clone(), trace.name.clone());
             let label = trace.label.clone();
             st.trace = Some(trace);
             st.stopped_reason = None;
-            (slots, dir, events, name, label)
+            (slots, stale, dir, events, name, label)
         };
         let mut fields = json!({"trace": name, "reason": reason, "label": label, "sensors": slots.iter().map(|s| s.name.clone()).collect::<Vec<_>>()});
         if let (Value::Object(f), Value::Object(x)) = (&mut fields, extra) {
@@ -326,6 +337,10 @@ impl Recorder {
                     reply,
                 })
                 .await;
+        }
+        for s in &stale {
+            let _ = s.ask(WriterMsg::Close).await;
+            let _ = s.tx.send(WriterMsg::Exit);
         }
         tracing::info!(trace = %dir.display(), reason, "recording");
         json!({"ok": true, "trace": name, "dir": dir})
