@@ -395,3 +395,57 @@ fn rotation_forgets_sensors_without_a_connection() {
     let (ts, _) = read_sensor(&first, "gone", "x");
     assert_eq!(ts, [0.0, 1.0, 2.0]);
 }
+
+/// `stop` waits for every writer to finish; a driver whose hello arrives meanwhile must not
+/// be left writing into the trace being stopped: what it sent before the stop is in that
+/// trace, listed in the stop reply and synced, and what it sends after is discarded.
+#[test]
+fn a_sensor_connecting_while_stop_drains_is_stopped_too() {
+    let d = TestDaemon::start(json!({"debug_write_delay_ms": 5}));
+    let trace = d.trace_dir();
+    let (mut a, _) = d.connect(&raw_hello("a", 4));
+    for i in 0..200 {
+        a.send(&frame(i as f64, None, &[(&sample(1, i, 4), false)]));
+    }
+    let control = d.control_path();
+    let stop = std::thread::spawn(move || {
+        use std::io::{BufRead, Write};
+        let mut s = std::os::unix::net::UnixStream::connect(control).unwrap();
+        s.write_all(b"{\"cmd\": \"stop\"}\n").unwrap();
+        let mut l = String::new();
+        std::io::BufReader::new(s).read_line(&mut l).unwrap();
+        serde_json::from_str::<Value>(&l).unwrap()
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        d.status()["recording"],
+        true,
+        "the stop must still be draining"
+    );
+    let (mut b, r) = d.connect(&raw_hello("b", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    let late = r["trace"].is_string();
+    for i in 0..5 {
+        b.send(&frame(i as f64, None, &[(&sample(2, i, 4), false)]));
+    }
+    b.send(&0u32.to_le_bytes());
+    let first = b.read_reply();
+    let stopped = stop.join().unwrap();
+    assert_eq!(stopped["ok"], true, "{stopped}");
+    assert_eq!(d.status()["recording"], false);
+    // After the stop: discarded, not written anywhere.
+    for i in 5..10 {
+        b.send(&frame(i as f64, None, &[(&sample(2, i, 4), false)]));
+    }
+    b.send(&0u32.to_le_bytes());
+    let after = b.read_reply();
+    assert_eq!(after["recording"], false, "{after}");
+    assert_eq!(after["durable"], 0, "written after the stop: {after}");
+    if late && first["recording"] == true {
+        // b joined the trace being stopped: it was stopped with it.
+        let n = first["durable"].as_u64().unwrap();
+        assert_eq!(stopped["sensors"]["b"]["samples"], n, "{stopped}");
+        let (ts, _) = read_sensor(&trace, "b", "x");
+        assert_eq!(ts.len() as u64, n);
+    }
+}

@@ -349,24 +349,42 @@ impl Recorder {
     /// Closes the open trace: every writer finishes (fsync), the stop event records each
     /// sensor's final count. Sensors without a connection are removed.
     async fn close_all(&self, reason: &str) -> Option<(String, Value)> {
-        let (trace, slots) = {
+        let trace = {
             let st = self.lock();
             let t = st.trace.as_ref()?;
-            (
-                (t.name.clone(), t.events.clone(), t.dir.clone()),
-                st.slots.values().cloned().collect::<Vec<_>>(),
-            )
+            (t.name.clone(), t.events.clone(), t.dir.clone())
         };
+        // Closing waits for every writer; a sensor attached meanwhile opened its files in
+        // this trace too, so it is closed as well. The trace ends (no more attaching to it)
+        // once every sensor there was is closed.
         let mut counts = serde_json::Map::new();
-        for s in &slots {
-            let r = s.ask(WriterMsg::Close).await;
-            counts.insert(
-                s.name.clone(),
-                match r {
-                    Ok(n) => json!({"samples": n}),
-                    Err(e) => json!({"error": e}),
-                },
-            );
+        let mut closed: Vec<Arc<Slot>> = Vec::new();
+        loop {
+            let pending: Vec<_> = {
+                let mut st = self.lock();
+                let pending: Vec<_> = st
+                    .slots
+                    .values()
+                    .filter(|s| !closed.iter().any(|c| Arc::ptr_eq(c, s)))
+                    .cloned()
+                    .collect();
+                if pending.is_empty() {
+                    st.trace = None;
+                    break;
+                }
+                pending
+            };
+            for s in &pending {
+                let r = s.ask(WriterMsg::Close).await;
+                counts.insert(
+                    s.name.clone(),
+                    match r {
+                        Ok(n) => json!({"samples": n}),
+                        Err(e) => json!({"error": e}),
+                    },
+                );
+            }
+            closed.extend(pending);
         }
         let counts = Value::Object(counts);
         trace.1.write(
@@ -375,7 +393,6 @@ impl Recorder {
         );
         trace.1.sync();
         let mut st = self.lock();
-        st.trace = None;
         let gone: Vec<String> = st
             .slots
             .iter()
