@@ -449,3 +449,19 @@ fn a_sensor_connecting_while_stop_drains_is_stopped_too() {
         assert_eq!(ts.len() as u64, n);
     }
 }
+
+/// With `autostart`, a daemon started on a disk already under `min_free_bytes` is not
+/// recording because of the disk guard, and status says so like when the guard trips later.
+#[test]
+fn autostart_refused_by_the_disk_guard_says_why_in_status() {
+    let d = TestDaemon::start(json!({"min_free_bytes": u64::MAX / 2}));
+    let st = d.status();
+    assert_eq!(st["recording"], false, "{st}");
+    assert_eq!(st["disk"]["low"], true, "{st}");
+    assert!(
+        st["stopped_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("disk low")),
+        "{st}"
+    );
+}

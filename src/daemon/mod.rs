@@ -154,7 +154,8 @@ impl Daemon {
         if cfg.autostart {
             let r = match (&unfinished, rec.disk_low()) {
                 (_, Some(why)) => {
-                    tracing::error!("not recording: {why}");
+                    // Shown in status like a stop by the guard later on.
+                    rec.stop_for(why.clone()).await;
                     serde_json::json!({"ok": false, "error": why})
                 }
                 (Some(dir), None) if cfg.resume_unfinished => rec.resume(dir).await,
