@@ -373,3 +373,34 @@ fn a_sensor_directory_left_without_meta_json_by_a_crash_is_recreated_on_resume()
     assert_eq!(ts, [0.0]);
     assert_eq!(x[0], sample(2, 0, 4));
 }
+
+/// After a kill -9 the samples a restart finds were flushed to the kernel, not necessarily
+/// fsynced: status may call them durable (known on disk) only once the daemon fsynced them.
+#[test]
+fn after_a_restart_durable_counts_only_what_was_fsynced() {
+    let mut d = TestDaemon::start(json!({"fsync": "on_request", "flush_interval_ms": 20}));
+    let (mut c, _) = d.connect(&raw_hello("imu", 16));
+    for i in 0..50 {
+        c.send(&frame(i as f64, None, &[(&sample(1, i, 16), false)]));
+    }
+    assert_eq!(c.sync(), 50);
+    for i in 50..100 {
+        c.send(&frame(i as f64, None, &[(&sample(1, i, 16), false)]));
+    }
+    d.wait_status("all 100 appended", |st| {
+        st["sensors"]["imu"]["samples"] == 100
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    d.kill9();
+    drop(c);
+
+    d.spawn();
+    let (_c, r) = d.connect(&raw_hello("imu", 16));
+    assert_eq!(r["samples"], 100, "{r}");
+    let st = &d.status()["sensors"]["imu"];
+    let durable = st["durable"].as_u64().unwrap();
+    assert!(
+        durable <= 50 || st["last_fsync_age_ms"].is_u64(),
+        "{durable} samples called durable, but nothing was fsynced since the restart: {st}"
+    );
+}

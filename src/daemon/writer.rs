@@ -508,6 +508,7 @@ impl Writer {
     fn open(&mut self, trace: PathBuf, events: Arc<EventLog>) -> Result<u64, String> {
         self.stats.clear_failed();
         let dir = trace.join(&self.sensor);
+        let mut resumed = false;
         let is_link = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
         let opened = if is_link {
             // Someone else put it there; following it would write (and recover, i.e.
@@ -522,6 +523,7 @@ impl Writer {
             remove_unfinished_sensor_dir(&dir)
                 .and_then(|()| FileWriter::create(&dir, self.meta.clone(), &self.settings.opts))
         } else if dir.exists() {
+            resumed = true;
             FileWriter::resume(&dir, self.meta.clone(), &self.settings.opts).map(|(w, rec)| {
                 if !rec.cuts.is_empty() || !rec.left_alone.is_empty() {
                     let cuts: Vec<String> = rec.cuts.iter().map(|c| c.to_string()).collect();
@@ -540,7 +542,10 @@ impl Writer {
             Ok(files) => {
                 let n = files.len();
                 self.stats.samples.store(n, Relaxed);
-                self.stats.durable.store(files.durable_len(), Relaxed);
+                // Files found after a crash were flushed, not necessarily fsynced: they count
+                // as durable once the fsync below is done.
+                let durable = if resumed { 0 } else { files.durable_len() };
+                self.stats.durable.store(durable, Relaxed);
                 self.stats
                     .bytes
                     .store(n * self.fixed_sample_bytes(), Relaxed);
@@ -553,6 +558,9 @@ impl Writer {
                     last_flush: now,
                     last_sync: now,
                 });
+                if resumed {
+                    self.sync()?;
+                }
                 Ok(n)
             }
             Err(e) => {
