@@ -404,3 +404,36 @@ fn after_a_restart_durable_counts_only_what_was_fsynced() {
         "{durable} samples called durable, but nothing was fsynced since the restart: {st}"
     );
 }
+
+/// A driver whose sensor failed is closed with the error; when it reconnects (docs/protocol.md
+/// 7) its hello is answered like any other and the sensor continues after its last whole
+/// sample, instead of the old failure being sent back as the answer to the new hello.
+#[test]
+fn a_failed_sensor_continues_when_its_driver_reconnects() {
+    let d = TestDaemon::start(json!({}));
+    let cam_hello = json!({"roverlog": 1, "sensor": "cam", "channels": [
+        {"name": "img", "format": "jpg", "type": "u1", "shape": [8]}]});
+    let (mut cam, _) = d.connect(&cam_hello);
+    cam.send(&frame(0.0, None, &[(b"jpeg", true)]));
+    assert_eq!(cam.sync(), 1);
+    let trace = d.trace_dir();
+    // Pull the directory from under the blob writer: its next sample cannot be written.
+    std::fs::remove_dir_all(trace.join("cam/img")).unwrap();
+    cam.send(&frame(1.0, None, &[(b"jpeg", true)]));
+    cam.send(&0u32.to_le_bytes());
+    assert_eq!(cam.read_reply()["ok"], false);
+    drop(cam);
+    d.wait_status("the driver is gone", |st| {
+        st["sensors"]["cam"]["connected"] == false
+    });
+
+    let (mut cam, r) = d.connect(&cam_hello);
+    assert_eq!(r["ok"], true, "{r}");
+    let n = r["samples"].as_u64().unwrap();
+    cam.send(&frame(2.0, None, &[(b"jpeg", true)]));
+    assert_eq!(cam.sync(), n + 1);
+    let st = d.status();
+    assert!(st["sensors"]["cam"]["failed"].is_null(), "{st}");
+    let (ts, _) = read_sensor(&trace, "cam", "img");
+    assert_eq!(ts.len() as u64, n + 1);
+}

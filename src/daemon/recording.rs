@@ -188,6 +188,18 @@ impl Recorder {
                 ));
             }
             slot.stats.connected.store(true, Relaxed);
+            if slot.stats.failure().is_some() {
+                // Its files were given up on a failure: the new connection reopens them
+                // (recovering to the last whole sample) instead of getting the old failure.
+                if let Some(t) = &st.trace {
+                    let (reply, _) = oneshot::channel();
+                    let _ = slot.tx.send(WriterMsg::Open {
+                        trace: t.dir.clone(),
+                        events: t.events.clone(),
+                        reply,
+                    });
+                }
+            }
             return Ok(slot.clone());
         }
         if st.slots.len() >= self.cfg.max_sensors {
