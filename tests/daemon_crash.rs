@@ -437,3 +437,32 @@ fn a_failed_sensor_continues_when_its_driver_reconnects() {
     let (ts, _) = read_sensor(&trace, "cam", "img");
     assert_eq!(ts.len() as u64, n + 1);
 }
+
+/// Crash recovery at start-up cuts files; like the writer, it must not follow a symbolic link
+/// someone put into a trace to a sensor directory elsewhere and cut that one's files.
+#[test]
+fn recovery_at_startup_does_not_cut_files_behind_a_symlinked_sensor_directory() {
+    let mut d = TestDaemon::start(json!({}));
+    let (mut c, _) = d.connect(&raw_hello("imu", 4));
+    c.send(&frame(0.0, None, &[(&sample(1, 0, 4), false)]));
+    assert_eq!(c.sync(), 1);
+    let trace = d.trace_dir();
+    d.kill9();
+    drop(c);
+    // Someone else's sensor directory, whose `ts` ends in 4 bytes recovery would cut.
+    let elsewhere = d.dir.path().join("elsewhere/sensor");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::copy(trace.join("imu/meta.json"), elsewhere.join("meta.json")).unwrap();
+    std::fs::write(elsewhere.join("ts"), [0u8; 12]).unwrap();
+    std::fs::write(elsewhere.join("x"), [0u8; 4]).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, trace.join("link")).unwrap();
+
+    d.spawn();
+    assert_eq!(d.trace_dir(), trace);
+    assert_eq!(
+        std::fs::metadata(elsewhere.join("ts")).unwrap().len(),
+        12,
+        "recovery cut a file outside data_root: {:#?}",
+        events(&trace)
+    );
+}

@@ -650,7 +650,14 @@ pub fn recover_unfinished(root: &Path) -> Result<Option<PathBuf>> {
         let log = EventLog::open(trace)?;
         let mut counts = serde_json::Map::new();
         for name in sensor_dirs(trace)? {
-            let r = recover_sensor(&trace.join(&name))?;
+            let dir = trace.join(&name);
+            if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+                // Not a sensor directory of this trace (see the writer's `open`): its files
+                // are someone else's and are not cut.
+                tracing::warn!(path = %dir.display(), "not recovered: a symbolic link");
+                continue;
+            }
+            let r = recover_sensor(&dir)?;
             let cuts: Vec<String> = r.cuts.iter().map(|c| c.to_string()).collect();
             tracing::warn!(trace = %trace.display(), sensor = %name, len = r.len, "recovered after a crash: {cuts:?}");
             log.write(
