@@ -334,3 +334,137 @@ fn stats_log_lines_and_status_agree_with_the_files() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// `rotate` without a label (the command, SIGHUP) starts the new trace "with the same label"
+/// (docs/protocol.md 9), i.e. the label of the trace being rotated, not the config's default.
+#[test]
+fn rotation_keeps_the_label_of_the_current_trace() {
+    let d = TestDaemon::start(json!({"autostart": false}));
+    let r = d.ctl(json!({"cmd": "start", "label": "drive1"}));
+    assert_eq!(r["ok"], true, "{r}");
+    let name = |p: &std::path::Path| p.file_name().unwrap().to_str().unwrap().to_string();
+    let first = d.trace_dir();
+    let r = d.ctl(json!({"cmd": "rotate"}));
+    assert_eq!(r["ok"], true, "{r}");
+    let second = d.trace_dir();
+    assert_ne!(first, second);
+    assert!(
+        name(&second).contains("-drive1"),
+        "rotate dropped the label: {} -> {}",
+        name(&first),
+        name(&second)
+    );
+    d.signal(libc::SIGHUP);
+    let t0 = std::time::Instant::now();
+    while d.trace_dir() == second {
+        assert!(t0.elapsed() < Duration::from_secs(10), "no rotation");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let third = d.trace_dir();
+    assert!(
+        name(&third).contains("-drive1"),
+        "SIGHUP dropped the label: {} -> {}",
+        name(&second),
+        name(&third)
+    );
+}
+
+/// A sensor lives until its trace closes with no connection attached: a rotation closes the
+/// trace, so a sensor whose driver left is not carried into the new trace (no empty directory
+/// there, no `max_sensors` place held for ever).
+#[test]
+fn rotation_forgets_sensors_without_a_connection() {
+    let d = TestDaemon::start(json!({"max_sensors": 1}));
+    let first = d.trace_dir();
+    let (mut c, _) = d.connect(&raw_hello("gone", 4));
+    for i in 0..3 {
+        c.send(&frame(i as f64, None, &[(&sample(1, i, 4), false)]));
+    }
+    assert_eq!(c.sync(), 3);
+    drop(c);
+    d.wait_status("the driver left", |st| {
+        st["sensors"]["gone"]["connected"] == false
+    });
+    let r = d.ctl(json!({"cmd": "rotate"}));
+    assert_eq!(r["ok"], true, "{r}");
+    let second = d.trace_dir();
+    assert_ne!(first, second);
+    assert!(
+        !second.join("gone").exists(),
+        "a sensor without a driver was carried into the new trace"
+    );
+    let (_c, r) = d.connect(&raw_hello("new", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    let (ts, _) = read_sensor(&first, "gone", "x");
+    assert_eq!(ts, [0.0, 1.0, 2.0]);
+}
+
+/// `stop` waits for every writer to finish; a driver whose hello arrives meanwhile must not
+/// be left writing into the trace being stopped: what it sent before the stop is in that
+/// trace, listed in the stop reply and synced, and what it sends after is discarded.
+#[test]
+fn a_sensor_connecting_while_stop_drains_is_stopped_too() {
+    let d = TestDaemon::start(json!({"debug_write_delay_ms": 5}));
+    let trace = d.trace_dir();
+    let (mut a, _) = d.connect(&raw_hello("a", 4));
+    for i in 0..200 {
+        a.send(&frame(i as f64, None, &[(&sample(1, i, 4), false)]));
+    }
+    let control = d.control_path();
+    let stop = std::thread::spawn(move || {
+        use std::io::{BufRead, Write};
+        let mut s = std::os::unix::net::UnixStream::connect(control).unwrap();
+        s.write_all(b"{\"cmd\": \"stop\"}\n").unwrap();
+        let mut l = String::new();
+        std::io::BufReader::new(s).read_line(&mut l).unwrap();
+        serde_json::from_str::<Value>(&l).unwrap()
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        d.status()["recording"],
+        true,
+        "the stop must still be draining"
+    );
+    let (mut b, r) = d.connect(&raw_hello("b", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    let late = r["trace"].is_string();
+    for i in 0..5 {
+        b.send(&frame(i as f64, None, &[(&sample(2, i, 4), false)]));
+    }
+    b.send(&0u32.to_le_bytes());
+    let first = b.read_reply();
+    let stopped = stop.join().unwrap();
+    assert_eq!(stopped["ok"], true, "{stopped}");
+    assert_eq!(d.status()["recording"], false);
+    // After the stop: discarded, not written anywhere.
+    for i in 5..10 {
+        b.send(&frame(i as f64, None, &[(&sample(2, i, 4), false)]));
+    }
+    b.send(&0u32.to_le_bytes());
+    let after = b.read_reply();
+    assert_eq!(after["recording"], false, "{after}");
+    assert_eq!(after["durable"], 0, "written after the stop: {after}");
+    if late && first["recording"] == true {
+        // b joined the trace being stopped: it was stopped with it.
+        let n = first["durable"].as_u64().unwrap();
+        assert_eq!(stopped["sensors"]["b"]["samples"], n, "{stopped}");
+        let (ts, _) = read_sensor(&trace, "b", "x");
+        assert_eq!(ts.len() as u64, n);
+    }
+}
+
+/// With `autostart`, a daemon started on a disk already under `min_free_bytes` is not
+/// recording because of the disk guard, and status says so like when the guard trips later.
+#[test]
+fn autostart_refused_by_the_disk_guard_says_why_in_status() {
+    let d = TestDaemon::start(json!({"min_free_bytes": u64::MAX / 2}));
+    let st = d.status();
+    assert_eq!(st["recording"], false, "{st}");
+    assert_eq!(st["disk"]["low"], true, "{st}");
+    assert!(
+        st["stopped_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("disk low")),
+        "{st}"
+    );
+}

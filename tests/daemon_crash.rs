@@ -255,3 +255,214 @@ fn direct_io_writes_the_same_bytes_and_survives_kill9() {
         assert_eq!(small[i], sample(2, i as u64, 12), "sample {i}");
     }
 }
+
+/// A crash (power cut, or a full disk making the write short) can leave `events.jsonl` ending
+/// in a torn line. The events written after the restart (what recovery cut, the crash, the
+/// resume) must still each be a line of their own, not glued to the torn one and lost.
+#[test]
+fn events_after_a_torn_last_event_line_are_each_readable() {
+    let mut d = TestDaemon::start(json!({}));
+    let (mut c, _) = d.connect(&raw_hello("imu", 4));
+    for i in 0..10 {
+        c.send(&frame(i as f64, None, &[(&sample(1, i, 4), false)]));
+    }
+    assert_eq!(c.sync(), 10);
+    let trace = d.trace_dir();
+    d.kill9();
+    drop(c);
+    let log = trace.join("_roverlog/events.jsonl");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    std::io::Write::write_all(&mut f, b"{\"t\": 1.5, \"event\": \"ma").unwrap();
+    drop(f);
+
+    d.spawn();
+    assert_eq!(d.trace_dir(), trace);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let bad: Vec<&str> = text
+        .lines()
+        .filter(|l| serde_json::from_str::<serde_json::Value>(l).is_err())
+        .collect();
+    assert_eq!(bad.len(), 1, "only the torn line is unreadable: {bad:#?}");
+    let ev = events(&trace);
+    for kind in ["recovered", "crash", "start"] {
+        assert!(
+            ev.iter().skip(1).any(|e| e["event"] == kind),
+            "no {kind} event after the restart: {text}"
+        );
+    }
+}
+
+/// Trace names have one-second resolution and a label sorts after the time: a trace started
+/// later in the same second can sort before an earlier one. The trace the daemon was
+/// recording when it was killed must be the one recovered and resumed.
+#[test]
+fn kill9_resumes_the_trace_being_recorded_even_if_its_name_sorts_first() {
+    let mut d = TestDaemon::start(json!({"autostart": false}));
+    let (zz, aa) = loop {
+        let r = d.ctl(json!({"cmd": "start", "label": "zz"}));
+        assert_eq!(r["ok"], true, "{r}");
+        let zz = d.trace_dir();
+        assert_eq!(d.ctl(json!({"cmd": "stop"}))["ok"], true);
+        let r = d.ctl(json!({"cmd": "start", "label": "aa"}));
+        assert_eq!(r["ok"], true, "{r}");
+        let aa = d.trace_dir();
+        let stamp =
+            |p: &std::path::Path| p.file_name().unwrap().to_str().unwrap()[..19].to_string();
+        if stamp(&zz) == stamp(&aa) {
+            break (zz, aa);
+        }
+        // Crossed a second boundary: try again.
+        assert_eq!(d.ctl(json!({"cmd": "stop"}))["ok"], true);
+    };
+    assert!(aa < zz, "names sort against their order: {aa:?} {zz:?}");
+    let (mut c, _) = d.connect(&raw_hello("imu", 4));
+    for i in 0..10 {
+        c.send(&frame(i as f64, None, &[(&sample(1, i, 4), false)]));
+    }
+    assert_eq!(c.sync(), 10);
+    d.kill9();
+    drop(c);
+
+    // With autostart the restart resumes the trace it was recording.
+    let mut cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&d.config).unwrap()).unwrap();
+    cfg["autostart"] = json!(true);
+    std::fs::write(&d.config, serde_json::to_vec(&cfg).unwrap()).unwrap();
+    d.spawn();
+    assert_eq!(
+        d.trace_dir(),
+        aa,
+        "the killed trace was not resumed: {:#?}",
+        events(&aa)
+    );
+    assert!(events(&aa).iter().any(|e| e["event"] == "crash"));
+    let (mut c, r) = d.connect(&raw_hello("imu", 4));
+    assert_eq!(r["samples"], 10, "{r}");
+    c.send(&frame(10.0, None, &[(&sample(1, 10, 4), false)]));
+    assert_eq!(c.sync(), 11);
+}
+
+/// A kill -9 while a sensor directory is being created (after its `mkdir`, before its
+/// `meta.json` is in place) leaves a directory with no sample in it. When the trace is
+/// resumed, the sensor's driver must be able to record into it again.
+#[test]
+fn a_sensor_directory_left_without_meta_json_by_a_crash_is_recreated_on_resume() {
+    let mut d = TestDaemon::start(json!({}));
+    let (mut c, _) = d.connect(&raw_hello("imu", 4));
+    c.send(&frame(0.0, None, &[(&sample(1, 0, 4), false)]));
+    assert_eq!(c.sync(), 1);
+    let trace = d.trace_dir();
+    d.kill9();
+    drop(c);
+    // What `SensorWriter::create` leaves when killed before writing meta.json.
+    let cam = trace.join("cam");
+    std::fs::create_dir(&cam).unwrap();
+    std::fs::write(cam.join("ts"), b"").unwrap();
+    std::fs::write(cam.join("x"), b"").unwrap();
+    std::fs::write(cam.join("meta.json.tmp"), b"{\"ts\": {").unwrap();
+
+    d.spawn();
+    assert_eq!(d.trace_dir(), trace);
+    let (mut c, r) = d.connect(&raw_hello("cam", 4));
+    assert_eq!(r["ok"], true, "{r}\n{}", d.log());
+    assert_eq!(r["samples"], 0, "{r}");
+    c.send(&frame(0.0, None, &[(&sample(2, 0, 4), false)]));
+    assert_eq!(c.sync(), 1);
+    assert!(d.stop().success());
+    let (ts, x) = read_sensor(&trace, "cam", "x");
+    assert_eq!(ts, [0.0]);
+    assert_eq!(x[0], sample(2, 0, 4));
+}
+
+/// After a kill -9 the samples a restart finds were flushed to the kernel, not necessarily
+/// fsynced: status may call them durable (known on disk) only once the daemon fsynced them.
+#[test]
+fn after_a_restart_durable_counts_only_what_was_fsynced() {
+    let mut d = TestDaemon::start(json!({"fsync": "on_request", "flush_interval_ms": 20}));
+    let (mut c, _) = d.connect(&raw_hello("imu", 16));
+    for i in 0..50 {
+        c.send(&frame(i as f64, None, &[(&sample(1, i, 16), false)]));
+    }
+    assert_eq!(c.sync(), 50);
+    for i in 50..100 {
+        c.send(&frame(i as f64, None, &[(&sample(1, i, 16), false)]));
+    }
+    d.wait_status("all 100 appended", |st| {
+        st["sensors"]["imu"]["samples"] == 100
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    d.kill9();
+    drop(c);
+
+    d.spawn();
+    let (_c, r) = d.connect(&raw_hello("imu", 16));
+    assert_eq!(r["samples"], 100, "{r}");
+    let st = &d.status()["sensors"]["imu"];
+    let durable = st["durable"].as_u64().unwrap();
+    assert!(
+        durable <= 50 || st["last_fsync_age_ms"].is_u64(),
+        "{durable} samples called durable, but nothing was fsynced since the restart: {st}"
+    );
+}
+
+/// A driver whose sensor failed is closed with the error; when it reconnects (docs/protocol.md
+/// 7) its hello is answered like any other and the sensor continues after its last whole
+/// sample, instead of the old failure being sent back as the answer to the new hello.
+#[test]
+fn a_failed_sensor_continues_when_its_driver_reconnects() {
+    let d = TestDaemon::start(json!({}));
+    let cam_hello = json!({"roverlog": 1, "sensor": "cam", "channels": [
+        {"name": "img", "format": "jpg", "type": "u1", "shape": [8]}]});
+    let (mut cam, _) = d.connect(&cam_hello);
+    cam.send(&frame(0.0, None, &[(b"jpeg", true)]));
+    assert_eq!(cam.sync(), 1);
+    let trace = d.trace_dir();
+    // Pull the directory from under the blob writer: its next sample cannot be written.
+    std::fs::remove_dir_all(trace.join("cam/img")).unwrap();
+    cam.send(&frame(1.0, None, &[(b"jpeg", true)]));
+    cam.send(&0u32.to_le_bytes());
+    assert_eq!(cam.read_reply()["ok"], false);
+    drop(cam);
+    d.wait_status("the driver is gone", |st| {
+        st["sensors"]["cam"]["connected"] == false
+    });
+
+    let (mut cam, r) = d.connect(&cam_hello);
+    assert_eq!(r["ok"], true, "{r}");
+    let n = r["samples"].as_u64().unwrap();
+    cam.send(&frame(2.0, None, &[(b"jpeg", true)]));
+    assert_eq!(cam.sync(), n + 1);
+    let st = d.status();
+    assert!(st["sensors"]["cam"]["failed"].is_null(), "{st}");
+    let (ts, _) = read_sensor(&trace, "cam", "img");
+    assert_eq!(ts.len() as u64, n + 1);
+}
+
+/// Crash recovery at start-up cuts files; like the writer, it must not follow a symbolic link
+/// someone put into a trace to a sensor directory elsewhere and cut that one's files.
+#[test]
+fn recovery_at_startup_does_not_cut_files_behind_a_symlinked_sensor_directory() {
+    let mut d = TestDaemon::start(json!({}));
+    let (mut c, _) = d.connect(&raw_hello("imu", 4));
+    c.send(&frame(0.0, None, &[(&sample(1, 0, 4), false)]));
+    assert_eq!(c.sync(), 1);
+    let trace = d.trace_dir();
+    d.kill9();
+    drop(c);
+    // Someone else's sensor directory, whose `ts` ends in 4 bytes recovery would cut.
+    let elsewhere = d.dir.path().join("elsewhere/sensor");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::copy(trace.join("imu/meta.json"), elsewhere.join("meta.json")).unwrap();
+    std::fs::write(elsewhere.join("ts"), [0u8; 12]).unwrap();
+    std::fs::write(elsewhere.join("x"), [0u8; 4]).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, trace.join("link")).unwrap();
+
+    d.spawn();
+    assert_eq!(d.trace_dir(), trace);
+    assert_eq!(
+        std::fs::metadata(elsewhere.join("ts")).unwrap().len(),
+        12,
+        "recovery cut a file outside data_root: {:#?}",
+        events(&trace)
+    );
+}

@@ -4,7 +4,7 @@
 //! {"cmd": "status"}                  -> {"ok": true, "recording": ..., "sensors": {...}, ...}
 //! {"cmd": "start", "label": "x"}     -> {"ok": true, "trace": "...", "dir": "..."}
 //! {"cmd": "stop"}                    -> {"ok": true, "trace": "...", "sensors": {...}}
-//! {"cmd": "rotate", "label": "x"}    -> {"ok": true, "trace": "...", "dir": "..."}
+//! {"cmd": "rotate", "label": "x"}    -> {"ok": true, "trace": "...", "dir": "..."} (no label: the current trace's)
 //! {"cmd": "mark", "text": "..."}     -> {"ok": true, "trace": "..."}
 //! anything else                      -> {"ok": false, "error": "..."}
 //! ```
@@ -96,10 +96,7 @@ pub async fn execute(rec: &Recorder, cmd: &Value) -> Value {
             rec.start(label, "command").await
         }
         Some("stop") => rec.stop("command").await,
-        Some("rotate") => {
-            rec.rotate("command", label.or(rec.cfg.label.as_deref()))
-                .await
-        }
+        Some("rotate") => rec.rotate("command", label).await,
         Some("mark") => match cmd.get("text").and_then(Value::as_str) {
             Some(t) if t.len() <= 4096 => rec.mark(t),
             Some(_) => json!({"ok": false, "error": "mark text is over 4096 bytes"}),

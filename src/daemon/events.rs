@@ -31,7 +31,9 @@ pub fn now_epoch() -> f64 {
 /// One trace's event log.
 pub struct EventLog {
     path: PathBuf,
-    file: Mutex<File>,
+    /// The file, and whether it may end in a torn line (a crash or a failed write left part
+    /// of one): the next line then starts with a newline, so it stays readable on its own.
+    file: Mutex<(File, bool)>,
 }
 
 impl EventLog {
@@ -42,6 +44,7 @@ impl EventLog {
         let path = dir.join(EVENTS_FILE);
         let created = !path.exists();
         let file = OpenOptions::new()
+            .read(true)
             .create(true)
             .append(true)
             .open(&path)
@@ -51,9 +54,12 @@ impl EventLog {
             crate::format::meta::sync_dir(&dir)?;
             crate::format::meta::sync_dir(trace)?;
         }
+        let torn = last_byte(&file)
+            .map_err(|e| Error::io(&path, e))?
+            .is_some_and(|b| b != b'\n');
         Ok(EventLog {
             path,
-            file: Mutex::new(file),
+            file: Mutex::new((file, torn)),
         })
     }
 
@@ -66,10 +72,14 @@ impl EventLog {
         if let Value::Object(f) = fields {
             m.extend(f);
         }
-        let mut line = serde_json::to_vec(&Value::Object(m)).expect("JSON of a map");
+        let mut line = vec![b'\n'];
+        serde_json::to_writer(&mut line, &Value::Object(m)).expect("JSON of a map");
         line.push(b'\n');
         let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = f.write_all(&line) {
+        let line = if f.1 { &line[..] } else { &line[1..] };
+        f.1 = false;
+        if let Err(e) = f.0.write_all(line) {
+            f.1 = true;
             tracing::error!(path = %self.path.display(), "writing an event: {e}");
         }
     }
@@ -77,10 +87,22 @@ impl EventLog {
     /// fsyncs the log (at stop and rotation).
     pub fn sync(&self) {
         let f = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = f.sync_data() {
+        if let Err(e) = f.0.sync_data() {
             tracing::error!(path = %self.path.display(), "fsync of the event log: {e}");
         }
     }
+}
+
+/// The last byte of `file`, `None` when it is empty.
+fn last_byte(file: &File) -> std::io::Result<Option<u8>> {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    let mut b = [0u8];
+    file.read_exact_at(&mut b, len - 1)?;
+    Ok(Some(b[0]))
 }
 
 /// Reads every event of a trace (for tests and tools); unparsable lines are skipped.

@@ -154,7 +154,8 @@ impl Daemon {
         if cfg.autostart {
             let r = match (&unfinished, rec.disk_low()) {
                 (_, Some(why)) => {
-                    tracing::error!("not recording: {why}");
+                    // Shown in status like a stop by the guard later on.
+                    rec.stop_for(why.clone()).await;
                     serde_json::json!({"ok": false, "error": why})
                 }
                 (Some(dir), None) if cfg.resume_unfinished => rec.resume(dir).await,
@@ -203,7 +204,7 @@ impl Daemon {
                 _ = &mut shutdown => break,
                 Some(req) = requests.recv() => match req {
                     Request::Rotate => {
-                        let r = rec.rotate("SIGHUP", cfg.label.as_deref()).await;
+                        let r = rec.rotate("SIGHUP", None).await;
                         tracing::info!("rotate: {r}");
                     }
                 },
@@ -252,7 +253,7 @@ impl Daemon {
                         let by_age = cfg.rotate_seconds > 0 && age.as_secs() >= cfg.rotate_seconds;
                         if by_size || by_age {
                             let why = if by_size { "rotate_bytes" } else { "rotate_seconds" };
-                            rec.rotate(why, cfg.label.as_deref()).await;
+                            rec.rotate(why, None).await;
                         }
                     }
                 }

@@ -68,6 +68,8 @@ pub struct OpenTrace {
     pub dir: PathBuf,
     pub events: Arc<EventLog>,
     pub opened: Instant,
+    /// The label the trace was started with; a rotation without one keeps it.
+    pub label: Option<String>,
 }
 
 struct State {
@@ -192,6 +194,18 @@ impl Recorder {
                 ));
             }
             slot.stats.connected.store(true, Relaxed);
+            if slot.stats.failure().is_some() {
+                // Its files were given up on a failure: the new connection reopens them
+                // (recovering to the last whole sample) instead of getting the old failure.
+                if let Some(t) = &st.trace {
+                    let (reply, _) = oneshot::channel();
+                    let _ = slot.tx.send(WriterMsg::Open {
+                        trace: t.dir.clone(),
+                        events: t.events.clone(),
+                        reply,
+                    });
+                }
+            }
             return Ok(slot.clone());
         }
         if st.slots.len() >= self.cfg.max_sensors {
@@ -301,20 +315,33 @@ impl Recorder {
             dir,
             events,
             opened: Instant::now(),
+            label: label.map(str::to_string),
         })
     }
 
     /// Opens `trace` in every sensor's writer and waits for them.
     async fn open_all(&self, trace: OpenTrace, reason: &str, extra: Value) -> Value {
-        let (slots, dir, events, name) = {
+        let (slots, stale, dir, events, name, label) = {
             let mut st = self.lock();
+            // A sensor without a connection ends with the trace it has files in (a rotation
+            // closes that trace): it is not carried into the new one.
+            let stale: Vec<_> = st
+                .slots
+                .values()
+                .filter(|s| !s.stats.connected.load(Relaxed))
+                .cloned()
+                .collect();
+            for s in &stale {
+                st.slots.remove(&s.name);
+            }
             let slots: Vec<_> = st.slots.values().cloned().collect();
             let (dir, events, name) = (trace.dir.clone(), trace.events.clone(), trace.name.clone());
+            let label = trace.label.clone();
             st.trace = Some(trace);
             st.stopped_reason = None;
-            (slots, dir, events, name)
+            (slots, stale, dir, events, name, label)
         };
-        let mut fields = json!({"trace": name, "reason": reason, "sensors": slots.iter().map(|s| s.name.clone()).collect::<Vec<_>>()});
+        let mut fields = json!({"trace": name, "reason": reason, "label": label, "sensors": slots.iter().map(|s| s.name.clone()).collect::<Vec<_>>()});
         if let (Value::Object(f), Value::Object(x)) = (&mut fields, extra) {
             f.extend(x);
         }
@@ -329,6 +356,10 @@ impl Recorder {
                 })
                 .await;
         }
+        for s in &stale {
+            let _ = s.ask(WriterMsg::Close).await;
+            let _ = s.tx.send(WriterMsg::Exit);
+        }
         tracing::info!(trace = %dir.display(), reason, "recording");
         json!({"ok": true, "trace": name, "dir": dir})
     }
@@ -336,24 +367,42 @@ impl Recorder {
     /// Closes the open trace: every writer finishes (fsync), the stop event records each
     /// sensor's final count. Sensors without a connection are removed.
     async fn close_all(&self, reason: &str) -> Option<(String, Value)> {
-        let (trace, slots) = {
+        let trace = {
             let st = self.lock();
             let t = st.trace.as_ref()?;
-            (
-                (t.name.clone(), t.events.clone(), t.dir.clone()),
-                st.slots.values().cloned().collect::<Vec<_>>(),
-            )
+            (t.name.clone(), t.events.clone(), t.dir.clone())
         };
+        // Closing waits for every writer; a sensor attached meanwhile opened its files in
+        // this trace too, so it is closed as well. The trace ends (no more attaching to it)
+        // once every sensor there was is closed.
         let mut counts = serde_json::Map::new();
-        for s in &slots {
-            let r = s.ask(WriterMsg::Close).await;
-            counts.insert(
-                s.name.clone(),
-                match r {
-                    Ok(n) => json!({"samples": n}),
-                    Err(e) => json!({"error": e}),
-                },
-            );
+        let mut closed: Vec<Arc<Slot>> = Vec::new();
+        loop {
+            let pending: Vec<_> = {
+                let mut st = self.lock();
+                let pending: Vec<_> = st
+                    .slots
+                    .values()
+                    .filter(|s| !closed.iter().any(|c| Arc::ptr_eq(c, s)))
+                    .cloned()
+                    .collect();
+                if pending.is_empty() {
+                    st.trace = None;
+                    break;
+                }
+                pending
+            };
+            for s in &pending {
+                let r = s.ask(WriterMsg::Close).await;
+                counts.insert(
+                    s.name.clone(),
+                    match r {
+                        Ok(n) => json!({"samples": n}),
+                        Err(e) => json!({"error": e}),
+                    },
+                );
+            }
+            closed.extend(pending);
         }
         let counts = Value::Object(counts);
         trace.1.write(
@@ -362,7 +411,6 @@ impl Recorder {
         );
         trace.1.sync();
         let mut st = self.lock();
-        st.trace = None;
         let gone: Vec<String> = st
             .slots
             .iter()
@@ -397,6 +445,13 @@ impl Recorder {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // The label it was started with (its last `start` event), for later rotations.
+        let label = read_events(dir)
+            .iter()
+            .rev()
+            .find(|e| e["event"] == "start")
+            .and_then(|e| e["label"].as_str().map(str::to_string))
+            .or_else(|| self.cfg.label.clone());
         match EventLog::open(dir) {
             Ok(ev) => {
                 let t = OpenTrace {
@@ -404,6 +459,7 @@ impl Recorder {
                     dir: dir.to_path_buf(),
                     events: Arc::new(ev),
                     opened: Instant::now(),
+                    label,
                 };
                 self.open_all(t, "resume", json!({})).await
             }
@@ -431,14 +487,18 @@ impl Recorder {
         }
     }
 
-    /// `rotate`: a new trace with the same label rules; every sensor switches at one point of
-    /// its stream.
+    /// `rotate`: a new trace with `label`, or without one the label of the trace it
+    /// replaces; every sensor switches at one point of its stream.
     pub async fn rotate(&self, reason: &str, label: Option<&str>) -> Value {
         let _op = self.ops.lock().await;
         let Some((old, old_events)) = self.current() else {
             return json_err("not recording");
         };
-        let t = match self.create_trace(label) {
+        let label = match label {
+            Some(l) => Some(l.to_string()),
+            None => self.lock().trace.as_ref().and_then(|t| t.label.clone()),
+        };
+        let t = match self.create_trace(label.as_deref()) {
             Ok(t) => t,
             Err(e) => return json_err(e),
         };
@@ -602,7 +662,22 @@ pub fn recover_unfinished(root: &Path) -> Result<Option<PathBuf>> {
         .map(|e| e.path())
         .filter(|p| p.join(super::events::EVENTS_DIR).is_dir())
         .collect();
-    traces.sort();
+    // Names sort by their time to the second only: within one second a label or a `.N`
+    // suffix decides, whatever the order the traces were made in. The time of each one's
+    // first event (written when it was created) orders those.
+    let stamp = |p: &Path| {
+        let n = p.file_name().unwrap_or_default().to_string_lossy();
+        n.get(..19).unwrap_or(&n).to_string()
+    };
+    traces.sort_by(|a, b| {
+        stamp(a)
+            .cmp(&stamp(b))
+            .then_with(|| {
+                let (ta, tb) = (created_at(a), created_at(b));
+                ta.partial_cmp(&tb).unwrap_or(std::cmp::Ordering::Equal)
+            })
+            .then_with(|| a.cmp(b))
+    });
     let mut resume = None;
     for (k, trace) in traces.iter().rev().enumerate() {
         if is_finished(trace) {
@@ -611,7 +686,14 @@ pub fn recover_unfinished(root: &Path) -> Result<Option<PathBuf>> {
         let log = EventLog::open(trace)?;
         let mut counts = serde_json::Map::new();
         for name in sensor_dirs(trace)? {
-            let r = recover_sensor(&trace.join(&name))?;
+            let dir = trace.join(&name);
+            if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+                // Not a sensor directory of this trace (see the writer's `open`): its files
+                // are someone else's and are not cut.
+                tracing::warn!(path = %dir.display(), "not recovered: a symbolic link");
+                continue;
+            }
+            let r = recover_sensor(&dir)?;
             let cuts: Vec<String> = r.cuts.iter().map(|c| c.to_string()).collect();
             tracing::warn!(trace = %trace.display(), sensor = %name, len = r.len, "recovered after a crash: {cuts:?}");
             log.write(
@@ -636,6 +718,19 @@ pub fn recover_unfinished(root: &Path) -> Result<Option<PathBuf>> {
         log.sync();
     }
     Ok(resume)
+}
+
+/// The time of a trace's first event (its creation), if it has one.
+fn created_at(trace: &Path) -> Option<f64> {
+    use std::io::BufRead;
+    let path = trace
+        .join(super::events::EVENTS_DIR)
+        .join(super::events::EVENTS_FILE);
+    let mut line = String::new();
+    std::io::BufReader::new(std::fs::File::open(path).ok()?)
+        .read_line(&mut line)
+        .ok()?;
+    serde_json::from_str::<Value>(&line).ok()?["t"].as_f64()
 }
 
 /// Whether a trace's last `start` (or resume) is followed by a `stop`.

@@ -24,6 +24,7 @@ use super::config::FsyncPolicy;
 use super::events::EventLog;
 use super::protocol::FrameLayout;
 use super::stats::SensorStats;
+use crate::format::meta::META_FILE;
 use crate::format::{
     lzma, recover_sensor, ChannelFormat, SensorMeta, SensorWriter as FileWriter, WriterOptions,
 };
@@ -529,6 +530,7 @@ impl Writer {
     fn open(&mut self, trace: PathBuf, events: Arc<EventLog>) -> Result<u64, String> {
         self.stats.clear_failed();
         let dir = trace.join(&self.sensor);
+        let mut resumed = false;
         let is_link = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
         let opened = if is_link {
             // Someone else put it there; following it would write (and recover, i.e.
@@ -537,7 +539,13 @@ impl Writer {
                 &dir,
                 std::io::Error::other("is a symbolic link, not a sensor directory of this trace"),
             ))
+        } else if dir.exists() && !dir.join(META_FILE).exists() {
+            // `create` was interrupted (a crash) before `meta.json` was in place: no sample
+            // was ever written there. Start it again.
+            remove_unfinished_sensor_dir(&dir)
+                .and_then(|()| FileWriter::create(&dir, self.meta.clone(), &self.settings.opts))
         } else if dir.exists() {
+            resumed = true;
             FileWriter::resume(&dir, self.meta.clone(), &self.settings.opts).map(|(w, rec)| {
                 if !rec.cuts.is_empty() || !rec.left_alone.is_empty() {
                     let cuts: Vec<String> = rec.cuts.iter().map(|c| c.to_string()).collect();
@@ -556,7 +564,10 @@ impl Writer {
             Ok(files) => {
                 let n = files.len();
                 self.stats.samples.store(n, Relaxed);
-                self.stats.durable.store(files.durable_len(), Relaxed);
+                // Files found after a crash were flushed, not necessarily fsynced: they count
+                // as durable once the fsync below is done.
+                let durable = if resumed { 0 } else { files.durable_len() };
+                self.stats.durable.store(durable, Relaxed);
                 self.stats
                     .bytes
                     .store(n * self.fixed_sample_bytes(), Relaxed);
@@ -569,6 +580,9 @@ impl Writer {
                     last_flush: now,
                     last_sync: now,
                 });
+                if resumed {
+                    self.sync()?;
+                }
                 Ok(n)
             }
             Err(e) => {
@@ -623,6 +637,24 @@ impl Writer {
             }
         }
     }
+}
+
+/// Removes what an interrupted `SensorWriter::create` leaves in `dir` (empty channel files
+/// and directories, a `meta.json.tmp`), then `dir`; anything else there makes it an error.
+fn remove_unfinished_sensor_dir(dir: &std::path::Path) -> crate::Result<()> {
+    let io = |p: &std::path::Path, e| crate::Error::io(p, e);
+    for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
+        let entry = entry.map_err(|e| io(dir, e))?;
+        let (path, kind) = (entry.path(), entry.file_type().map_err(|e| io(dir, e))?);
+        let tmp = entry.file_name() == format!("{META_FILE}.tmp").as_str();
+        if kind.is_dir() {
+            std::fs::remove_dir(&path).map_err(|e| io(&path, e))?;
+        } else if kind.is_file() && (tmp || entry.metadata().map_err(|e| io(&path, e))?.len() == 0)
+        {
+            std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
+        }
+    }
+    std::fs::remove_dir(dir).map_err(|e| io(dir, e))
 }
 
 #[cfg(test)]
