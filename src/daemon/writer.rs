@@ -640,13 +640,14 @@ impl Writer {
 }
 
 /// Removes what an interrupted `SensorWriter::create` leaves in `dir` (empty channel files
-/// and directories, a `meta.json.tmp`), then `dir`; anything else there makes it an error.
+/// and directories, the temporary `meta.json` of `atomic_tmp_path`), then `dir`; anything
+/// else there makes it an error.
 fn remove_unfinished_sensor_dir(dir: &std::path::Path) -> crate::Result<()> {
     let io = |p: &std::path::Path, e| crate::Error::io(p, e);
     for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
         let entry = entry.map_err(|e| io(dir, e))?;
         let (path, kind) = (entry.path(), entry.file_type().map_err(|e| io(dir, e))?);
-        let tmp = entry.file_name() == format!("{META_FILE}.tmp").as_str();
+        let tmp = path == crate::format::meta::atomic_tmp_path(&dir.join(META_FILE));
         if kind.is_dir() {
             std::fs::remove_dir(&path).map_err(|e| io(&path, e))?;
         } else if kind.is_file() && (tmp || entry.metadata().map_err(|e| io(&path, e))?.len() == 0)

@@ -359,14 +359,20 @@ pub fn validate_name(kind: &'static str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Writes `path` atomically: `<path>..tmp`, fsync, rename over `path`, fsync the directory.
-/// The temporary name contains `..`, so no valid sensor or channel name (see
-/// [`validate_name`]) can be the same file.
-pub fn write_file_atomic(path: &Path, contents: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+/// Where [`write_file_atomic`] writes `path` before renaming it: `<path>..tmp`. The name
+/// contains `..`, so no valid sensor or channel name (see [`validate_name`]) can be the same
+/// file; a crash may leave it behind.
+pub fn atomic_tmp_path(path: &Path) -> PathBuf {
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
     tmp_name.push("..tmp");
-    let tmp = dir.join(tmp_name);
+    path.with_file_name(tmp_name)
+}
+
+/// Writes `path` atomically: [`atomic_tmp_path`], fsync, rename over `path`, fsync the
+/// directory.
+pub fn write_file_atomic(path: &Path, contents: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = atomic_tmp_path(path);
     {
         let mut f = fs::File::create(&tmp).at(&tmp)?;
         f.write_all(contents).at(&tmp)?;
