@@ -404,12 +404,17 @@ fn rotation_forgets_sensors_without_a_connection() {
 /// trace, listed in the stop reply and synced, and what it sends after is discarded.
 #[test]
 fn a_sensor_connecting_while_stop_drains_is_stopped_too() {
-    let d = TestDaemon::start(json!({"debug_write_delay_ms": 5}));
+    let d = TestDaemon::start(json!({"debug_write_delay_ms": 10}));
     let trace = d.trace_dir();
     let (mut a, _) = d.connect(&raw_hello("a", 4));
     for i in 0..200 {
         a.send(&frame(i as f64, None, &[(&sample(1, i, 4), false)]));
     }
+    // The frames must be in the writer's queue before the stop, or the stop has nothing to
+    // drain: 1200 bytes is 75 frames or more, at least 750 ms of writing at 10 ms a sample.
+    d.wait_status("a's frames queued", |st| {
+        st["sensors"]["a"]["queue_bytes"].as_u64() >= Some(1200)
+    });
     let control = d.control_path();
     let stop = std::thread::spawn(move || {
         use std::io::{BufRead, Write};
