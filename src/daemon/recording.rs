@@ -260,24 +260,14 @@ impl Recorder {
         slot.stats.connected.store(false, Relaxed);
         let mut st = self.lock();
         if st.trace.is_none() {
-            if let Some(s) = st.slots.remove(&slot.name) {
-                let _ = s.tx.send(WriterMsg::Exit);
-            }
+            forget(&mut st, slot);
         }
     }
 
     /// Forgets a sensor whose files could not be opened, so a corrected hello can retry.
     pub fn discard_failed(&self, slot: &Arc<Slot>) {
         slot.stats.connected.store(false, Relaxed);
-        let mut st = self.lock();
-        if st
-            .slots
-            .get(&slot.name)
-            .is_some_and(|s| Arc::ptr_eq(s, slot))
-        {
-            st.slots.remove(&slot.name);
-            let _ = slot.tx.send(WriterMsg::Exit);
-        }
+        forget(&mut self.lock(), slot);
     }
 
     /// Creates a new trace directory `<data_root>/<YYYY.MM.DD-HH.MM.SS>[-label]` with
@@ -642,6 +632,19 @@ fn channel_difference(had: &SensorMeta, got: &SensorMeta) -> String {
     )
 }
 
+/// Removes `slot` from the sensors and ends its writer, if it is still the sensor of that
+/// name: a newer connection's sensor (after this one was discarded) is left alone.
+fn forget(st: &mut State, slot: &Arc<Slot>) {
+    if st
+        .slots
+        .get(&slot.name)
+        .is_some_and(|s| Arc::ptr_eq(s, slot))
+    {
+        st.slots.remove(&slot.name);
+        let _ = slot.tx.send(WriterMsg::Exit);
+    }
+}
+
 /// The newest trace under `root` whose event log has no `stop` after its last `start` (the
 /// daemon died while recording it): its sensors are recovered (torn tails cut) and it is
 /// returned, to be resumed.
@@ -759,4 +762,35 @@ pub fn local_timestamp() -> String {
         tm.tm_min,
         tm.tm_sec
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::protocol::accept_hello;
+
+    /// While not recording, a connection whose hello failed is discarded and a new one may
+    /// attach under the same name; the old connection ending late must not take the new
+    /// one's sensor (and writer) with it.
+    #[test]
+    fn a_late_detach_leaves_a_newer_sensor_of_the_same_name_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            data_root: dir.path().join("data"),
+            autostart: false,
+            ..Config::default()
+        };
+        let (notices, _rx) = mpsc::unbounded_channel();
+        let rec = Recorder::new(Arc::new(cfg), notices, None).unwrap();
+        let line = br#"{"roverlog": 1, "sensor": "s", "channels": [{"name": "x", "format": "raw", "type": "u1", "shape": [2]}]}"#;
+        let (hello, _) = accept_hello(line, 8, 1 << 20).unwrap();
+        let old = rec.attach(&hello).unwrap();
+        rec.discard_failed(&old);
+        let new = rec.attach(&hello).unwrap();
+        assert!(!Arc::ptr_eq(&old, &new));
+        rec.detach(&old);
+        let st = rec.lock();
+        let kept = st.slots.get("s").expect("the newer sensor is still there");
+        assert!(Arc::ptr_eq(kept, &new));
+    }
 }
