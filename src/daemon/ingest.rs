@@ -15,7 +15,7 @@ use bytes::{Buf, BytesMut};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, TryAcquireError};
 
 use super::bufpool::{BufPool, PoolBuf};
 use super::config::QueuePolicy;
@@ -393,11 +393,15 @@ impl Connection {
                 p.forget();
                 true
             }
+            // Closed when the writer thread has ended: not a full queue, and not a drop.
+            Err(TryAcquireError::Closed) => {
+                return Err(format!("sensor {:?}: writer has ended", slot.name));
+            }
             Err(_) if self.rec.cfg.queue_policy == QueuePolicy::Block => {
                 self.send(slot, t)?;
                 match slot.budget.acquire_many(total as u32).await {
                     Ok(p) => p.forget(),
-                    Err(_) => return Err("queue closed".into()),
+                    Err(_) => return Err(format!("sensor {:?}: writer has ended", slot.name)),
                 }
                 true
             }

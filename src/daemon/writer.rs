@@ -167,9 +167,12 @@ impl Writer {
             self.fail_msg(format!("internal error: the writer panicked: {msg}"), None);
             panics += 1;
             if panics > 1 {
-                return;
+                break;
             }
         }
+        // Nothing gives permits back from here on: a `block` connection waiting for queue
+        // space would wait forever. Closing the budget answers it with an error instead.
+        self.budget.close();
     }
 
     fn serve(&mut self) {
@@ -738,5 +741,7 @@ mod tests {
             .contains("panicked"));
         tx.send(WriterMsg::Exit).unwrap();
         thread.join().unwrap();
+        // Whoever still waits for queue space learns that the writer has ended.
+        assert!(budget.is_closed());
     }
 }
