@@ -191,6 +191,14 @@ impl Config {
                 return Err(bad(format!("{k} must be positive")));
             }
         }
+        // meta.json holds `ts` besides the data channels.
+        let most = crate::format::meta::MAX_CHANNELS - 1;
+        if self.max_channels > most {
+            return Err(bad(format!(
+                "max_channels ({}) is over {most}, the most data channels a sensor's meta.json may hold",
+                self.max_channels
+            )));
+        }
         if self.hello_timeout_ms == 0 {
             return Err(bad("hello_timeout_ms must be positive"));
         }
@@ -309,6 +317,18 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         Config::default().validate().unwrap();
+    }
+
+    #[test]
+    fn max_channels_cannot_exceed_what_meta_json_may_hold() {
+        let most = crate::format::meta::MAX_CHANNELS - 1;
+        let cfg = |n| Config {
+            max_channels: n,
+            ..Config::default()
+        };
+        cfg(most).validate().unwrap();
+        let e = cfg(most + 1).validate().unwrap_err().to_string();
+        assert!(e.contains("max_channels (1024)"), "{e}");
     }
 
     #[test]
