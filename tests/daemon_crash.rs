@@ -470,3 +470,43 @@ fn recovery_at_startup_does_not_cut_files_behind_a_symlinked_sensor_directory() 
         events(&trace)
     );
 }
+
+/// `rotate_seconds` counts a trace's age from its creation (its first event), also when it
+/// was resumed after a crash: a restart does not give an old trace a fresh hour.
+#[test]
+fn rotate_seconds_counts_a_resumed_trace_from_its_creation() {
+    let mut d = TestDaemon::start(json!({"rotate_seconds": 3600}));
+    let (mut c, _) = d.connect(&raw_hello("imu", 4));
+    c.send(&frame(0.0, None, &[(&sample(1, 0, 4), false)]));
+    assert_eq!(c.sync(), 1);
+    let trace = d.trace_dir();
+    d.kill9();
+    drop(c);
+    // Two hours old: the first event says when the trace was created.
+    let path = trace.join("_roverlog").join("events.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    let mut created: serde_json::Value = serde_json::from_str(first).unwrap();
+    created["t"] = json!(created["t"].as_f64().unwrap() - 7200.0);
+    std::fs::write(&path, format!("{created}\n{rest}")).unwrap();
+
+    d.spawn();
+    d.wait_status("the resumed trace rotated", |st| {
+        st["trace_dir"]
+            .as_str()
+            .is_some_and(|t| std::path::Path::new(t) != trace)
+    });
+    let ev = events(&trace);
+    let resumed = ev
+        .iter()
+        .position(|e| e["event"] == "start" && e["reason"] == "resume");
+    let rotated = ev
+        .iter()
+        .position(|e| e["event"] == "rotate" && e["reason"] == "rotate_seconds");
+    assert!(
+        matches!((resumed, rotated), (Some(a), Some(b)) if a < b),
+        "resumed, then rotated by age: {ev:?}"
+    );
+    let (ts, _) = read_sensor(&trace, "imu", "x");
+    assert_eq!(ts, [0.0]);
+}

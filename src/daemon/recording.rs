@@ -68,6 +68,10 @@ pub struct OpenTrace {
     pub dir: PathBuf,
     pub events: Arc<EventLog>,
     pub opened: Instant,
+    /// How old the trace already was when this daemon opened it: 0 for a new trace, the time
+    /// since its creation for one resumed after a crash (`rotate_seconds` counts from its
+    /// creation, as `rotate_bytes` counts all of its bytes).
+    pub age_before: std::time::Duration,
     /// The label the trace was started with; a rotation without one keeps it.
     pub label: Option<String>,
 }
@@ -305,6 +309,7 @@ impl Recorder {
             dir,
             events,
             opened: Instant::now(),
+            age_before: std::time::Duration::ZERO,
             label: label.map(str::to_string),
         })
     }
@@ -444,11 +449,14 @@ impl Recorder {
             .or_else(|| self.cfg.label.clone());
         match EventLog::open(dir) {
             Ok(ev) => {
+                // Wall-clock time since its first event; 0 if the clock is behind it.
+                let age = created_at(dir).map_or(0.0, |t| super::events::now_epoch() - t);
                 let t = OpenTrace {
                     name,
                     dir: dir.to_path_buf(),
                     events: Arc::new(ev),
                     opened: Instant::now(),
+                    age_before: std::time::Duration::try_from_secs_f64(age).unwrap_or_default(),
                     label,
                 };
                 self.open_all(t, "resume", json!({})).await
@@ -517,7 +525,7 @@ impl Recorder {
         let st = self.lock();
         let t = st.trace.as_ref()?;
         let bytes = st.slots.values().map(|s| s.stats.bytes.load(Relaxed)).sum();
-        Some((t.opened.elapsed(), bytes))
+        Some((t.age_before + t.opened.elapsed(), bytes))
     }
 
     /// Records the last free-space reading.
