@@ -235,6 +235,8 @@ impl Connection {
             .map_err(|e| format!("write: {e}"))
     }
 
+    /// Receives frames until the stream ends or an error; whichever way the connection ends,
+    /// frames fully received are queued and pending drops reach the event log.
     async fn frames(
         &mut self,
         hello: &Hello,
@@ -245,12 +247,29 @@ impl Connection {
             seq: hello.seq,
             ..Tally::default()
         };
+        let result = self.receive(&mut t, hello, layout, slot).await;
+        // Frames fully received before an error are kept.
+        let sent = self.send(slot, &mut t);
+        if let Some(d) = t.drops.take() {
+            self.drop_event(&hello.sensor, &d);
+        }
+        result.and(sent)
+    }
+
+    /// The loop of [`Connection::frames`]; every way out of it, `?` included, goes back there.
+    async fn receive(
+        &mut self,
+        t: &mut Tally,
+        hello: &Hello,
+        layout: &FrameLayout,
+        slot: &Arc<Slot>,
+    ) -> Result<(), String> {
         let mut want;
-        let result: Result<(), String> = 'conn: loop {
+        loop {
             // Check frames in place after the pending run.
             loop {
                 match layout.check(&self.buf[t.pend_bytes..], t.frame_no) {
-                    Err(e) => break 'conn Err(e),
+                    Err(e) => return Err(e),
                     Ok(Check::Incomplete(n)) => {
                         // Bytes needed from the frame's start, which is where `buf` starts
                         // once the pending run is sent (below).
@@ -258,7 +277,7 @@ impl Connection {
                         break;
                     }
                     Ok(Check::SyncRequest) => {
-                        self.send(slot, &mut t)?;
+                        self.send(slot, t)?;
                         self.buf.advance(4);
                         // The reply must find every drop so far in the event log.
                         if let Some(d) = t.drops.take() {
@@ -274,44 +293,37 @@ impl Connection {
                                 )
                                 .await?
                             }
-                            Err(e) => {
-                                break 'conn Err(format!("sensor {:?} failed: {e}", hello.sensor))
-                            }
+                            Err(e) => return Err(format!("sensor {:?} failed: {e}", hello.sensor)),
                         }
                     }
                     Ok(Check::Frame { total, ts, seq }) => {
-                        if self.admit(&mut t, hello, slot, total, ts, seq).await? {
+                        if self.admit(t, hello, slot, total, ts, seq).await? {
                             t.pend_bytes += total;
                             t.pend_frames += 1;
                             t.pend_cost += total;
                         } else {
-                            self.send(slot, &mut t)?;
+                            self.send(slot, t)?;
                             self.buf.advance(total);
                         }
                     }
                 }
             }
-            self.send(slot, &mut t)?;
+            self.send(slot, t)?;
             debug_assert_eq!(t.pend_bytes, 0);
             if let Some(f) = slot.stats.failure() {
-                break Err(format!("sensor {:?} failed: {f}", hello.sensor));
+                return Err(format!("sensor {:?} failed: {f}", hello.sensor));
             }
             // A large frame with nothing pending before it: received into a pooled buffer
             // and queued as it is (see `bufpool`).
             let got = if want >= POOLED_FRAME {
                 match self.read_large(want).await {
                     Ok(Ok(big)) => {
-                        // A bad frame ends the connection like one checked in `buf` does
-                        // (below the loop: pending drops still reach the event log).
                         let Check::Frame { total, ts, seq } =
-                            (match layout.check(big.as_ref(), t.frame_no) {
-                                Ok(c) => c,
-                                Err(e) => break 'conn Err(e),
-                            })
+                            layout.check(big.as_ref(), t.frame_no)?
                         else {
                             unreachable!("a whole frame checks as a frame or an error");
                         };
-                        if self.admit(&mut t, hello, slot, total, ts, seq).await? {
+                        if self.admit(t, hello, slot, total, ts, seq).await? {
                             self.send_batch(slot, big.into_bytes(), 1, total, t.seq)?;
                         }
                         continue;
@@ -335,17 +347,11 @@ impl Connection {
                     }
                     // The end of the stream, or of the drain at shutdown: either way the
                     // driver sees EOF without an error line (protocol.md 6).
-                    break Ok(());
+                    return Ok(());
                 }
-                Err(e) => break Err(e),
+                Err(e) => return Err(e),
             }
-        };
-        // Frames fully received before an error are kept.
-        let sent = self.send(slot, &mut t);
-        if let Some(d) = t.drops.take() {
-            self.drop_event(&hello.sensor, &d);
         }
-        result.and(sent)
     }
 
     /// The bookkeeping of one received, valid frame: clock steps, sequence gaps, and its
