@@ -261,15 +261,7 @@ fn direct_io_writes_the_same_bytes_and_survives_kill9() {
 /// resume) must still each be a line of their own, not glued to the torn one and lost.
 #[test]
 fn events_after_a_torn_last_event_line_are_each_readable() {
-    let mut d = TestDaemon::start(json!({}));
-    let (mut c, _) = d.connect(&raw_hello("imu", 4));
-    for i in 0..10 {
-        c.send(&frame(i as f64, None, &[(&sample(1, i, 4), false)]));
-    }
-    assert_eq!(c.sync(), 10);
-    let trace = d.trace_dir();
-    d.kill9();
-    drop(c);
+    let (mut d, trace) = record_then_kill9(json!({}), 10);
     let log = trace.join("_roverlog/events.jsonl");
     let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
     std::io::Write::write_all(&mut f, b"{\"t\": 1.5, \"event\": \"ma").unwrap();
@@ -347,13 +339,7 @@ fn kill9_resumes_the_trace_being_recorded_even_if_its_name_sorts_first() {
 /// resumed, the sensor's driver must be able to record into it again.
 #[test]
 fn a_sensor_directory_left_without_meta_json_by_a_crash_is_recreated_on_resume() {
-    let mut d = TestDaemon::start(json!({}));
-    let (mut c, _) = d.connect(&raw_hello("imu", 4));
-    c.send(&frame(0.0, None, &[(&sample(1, 0, 4), false)]));
-    assert_eq!(c.sync(), 1);
-    let trace = d.trace_dir();
-    d.kill9();
-    drop(c);
+    let (mut d, trace) = record_then_kill9(json!({}), 1);
     // What `SensorWriter::create` leaves when killed before writing meta.json.
     let cam = trace.join("cam");
     std::fs::create_dir(&cam).unwrap();
@@ -446,13 +432,7 @@ fn a_failed_sensor_continues_when_its_driver_reconnects() {
 /// someone put into a trace to a sensor directory elsewhere and cut that one's files.
 #[test]
 fn recovery_at_startup_does_not_cut_files_behind_a_symlinked_sensor_directory() {
-    let mut d = TestDaemon::start(json!({}));
-    let (mut c, _) = d.connect(&raw_hello("imu", 4));
-    c.send(&frame(0.0, None, &[(&sample(1, 0, 4), false)]));
-    assert_eq!(c.sync(), 1);
-    let trace = d.trace_dir();
-    d.kill9();
-    drop(c);
+    let (mut d, trace) = record_then_kill9(json!({}), 1);
     // Someone else's sensor directory, whose `ts` ends in 4 bytes recovery would cut.
     let elsewhere = d.dir.path().join("elsewhere/sensor");
     std::fs::create_dir_all(&elsewhere).unwrap();
@@ -475,13 +455,7 @@ fn recovery_at_startup_does_not_cut_files_behind_a_symlinked_sensor_directory() 
 /// was resumed after a crash: a restart does not give an old trace a fresh hour.
 #[test]
 fn rotate_seconds_counts_a_resumed_trace_from_its_creation() {
-    let mut d = TestDaemon::start(json!({"rotate_seconds": 3600}));
-    let (mut c, _) = d.connect(&raw_hello("imu", 4));
-    c.send(&frame(0.0, None, &[(&sample(1, 0, 4), false)]));
-    assert_eq!(c.sync(), 1);
-    let trace = d.trace_dir();
-    d.kill9();
-    drop(c);
+    let (mut d, trace) = record_then_kill9(json!({"rotate_seconds": 3600}), 1);
     // Two hours old: the first event says when the trace was created.
     let path = trace.join("_roverlog").join("events.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -509,4 +483,18 @@ fn rotate_seconds_counts_a_resumed_trace_from_its_creation() {
     );
     let (ts, _) = read_sensor(&trace, "imu", "x");
     assert_eq!(ts, [0.0]);
+}
+
+/// Starts a daemon with `config`, records `n` durable samples of a sensor `imu` (one `u1[4]`
+/// channel `x`), and kills it with SIGKILL: the daemon, to be spawned again, and its trace.
+fn record_then_kill9(config: serde_json::Value, n: u64) -> (TestDaemon, std::path::PathBuf) {
+    let mut d = TestDaemon::start(config);
+    let (mut c, _) = d.connect(&raw_hello("imu", 4));
+    for i in 0..n {
+        c.send(&frame(i as f64, None, &[(&sample(1, i, 4), false)]));
+    }
+    assert_eq!(c.sync(), n);
+    let trace = d.trace_dir();
+    d.kill9();
+    (d, trace)
 }

@@ -60,6 +60,17 @@ impl Slot {
             .queue_limit
             .saturating_sub(self.budget.available_permits() as u64)
     }
+
+    /// Asks the writer to open (create or resume) its files in `trace`, without waiting: the
+    /// outcome is seen through the hello's barrier, which reports a failure.
+    fn open_in(&self, trace: &OpenTrace) {
+        let (reply, _) = oneshot::channel();
+        let _ = self.tx.send(WriterMsg::Open {
+            trace: trace.dir.clone(),
+            events: trace.events.clone(),
+            reply,
+        });
+    }
 }
 
 /// The open trace.
@@ -202,12 +213,7 @@ impl Recorder {
                 // Its files were given up on a failure: the new connection reopens them
                 // (recovering to the last whole sample) instead of getting the old failure.
                 if let Some(t) = &st.trace {
-                    let (reply, _) = oneshot::channel();
-                    let _ = slot.tx.send(WriterMsg::Open {
-                        trace: t.dir.clone(),
-                        events: t.events.clone(),
-                        reply,
-                    });
+                    slot.open_in(t);
                 }
             }
             return Ok(slot.clone());
@@ -247,13 +253,7 @@ impl Recorder {
             thread: Mutex::new(Some(thread)),
         });
         if let Some(t) = &st.trace {
-            // The reply is observed through the hello's barrier (which reports the failure).
-            let (reply, _) = oneshot::channel();
-            let _ = slot.tx.send(WriterMsg::Open {
-                trace: t.dir.clone(),
-                events: t.events.clone(),
-                reply,
-            });
+            slot.open_in(t);
         }
         st.slots.insert(hello.sensor.clone(), slot.clone());
         Ok(slot)
