@@ -148,18 +148,12 @@ fn a_live_daemon_socket_is_an_error_and_a_stale_one_is_replaced() {
 #[test]
 fn a_failed_sensor_is_reported_and_the_others_keep_writing() {
     let d = TestDaemon::start(json!({}));
-    let cam_hello = json!({"roverlog": 1, "sensor": "cam", "channels": [
-        {"name": "img", "format": "jpg", "type": "u1", "shape": [8]}]});
-    let (mut cam, _) = d.connect(&cam_hello);
+    let (mut cam, _) = d.connect(&cam_hello());
     let (mut imu, _) = d.connect(&raw_hello("imu", 4));
     cam.send(&frame(0.0, None, &[(b"jpeg", true)]));
     assert_eq!(cam.sync(), 1);
-    // Pull the directory from under the blob writer: its next sample cannot be written.
     let trace = d.trace_dir();
-    std::fs::remove_dir_all(trace.join("cam/img")).unwrap();
-    cam.send(&frame(1.0, None, &[(b"jpeg", true)]));
-    cam.send(&0u32.to_le_bytes());
-    let r = cam.read_reply();
+    let r = break_cam(&mut cam, &trace);
     assert_eq!(r["ok"], false, "{r}");
     assert!(r["error"].as_str().unwrap().contains("failed"), "{r}");
     let st = d.status();
@@ -401,23 +395,17 @@ fn after_a_restart_durable_counts_only_what_was_fsynced() {
 #[test]
 fn a_failed_sensor_continues_when_its_driver_reconnects() {
     let d = TestDaemon::start(json!({}));
-    let cam_hello = json!({"roverlog": 1, "sensor": "cam", "channels": [
-        {"name": "img", "format": "jpg", "type": "u1", "shape": [8]}]});
-    let (mut cam, _) = d.connect(&cam_hello);
+    let (mut cam, _) = d.connect(&cam_hello());
     cam.send(&frame(0.0, None, &[(b"jpeg", true)]));
     assert_eq!(cam.sync(), 1);
     let trace = d.trace_dir();
-    // Pull the directory from under the blob writer: its next sample cannot be written.
-    std::fs::remove_dir_all(trace.join("cam/img")).unwrap();
-    cam.send(&frame(1.0, None, &[(b"jpeg", true)]));
-    cam.send(&0u32.to_le_bytes());
-    assert_eq!(cam.read_reply()["ok"], false);
+    assert_eq!(break_cam(&mut cam, &trace)["ok"], false);
     drop(cam);
     d.wait_status("the driver is gone", |st| {
         st["sensors"]["cam"]["connected"] == false
     });
 
-    let (mut cam, r) = d.connect(&cam_hello);
+    let (mut cam, r) = d.connect(&cam_hello());
     assert_eq!(r["ok"], true, "{r}");
     let n = r["samples"].as_u64().unwrap();
     cam.send(&frame(2.0, None, &[(b"jpeg", true)]));
@@ -497,4 +485,19 @@ fn record_then_kill9(config: serde_json::Value, n: u64) -> (TestDaemon, std::pat
     let trace = d.trace_dir();
     d.kill9();
     (d, trace)
+}
+
+/// A sensor `cam` with one `jpg` channel `img`.
+fn cam_hello() -> serde_json::Value {
+    json!({"roverlog": 1, "sensor": "cam", "channels": [
+        {"name": "img", "format": "jpg", "type": "u1", "shape": [8]}]})
+}
+
+/// Pulls `cam/img` from under the blob writer, so its next sample cannot be written; sends
+/// one, asks for durability, and returns the reply (the failure).
+fn break_cam(cam: &mut Driver, trace: &std::path::Path) -> serde_json::Value {
+    std::fs::remove_dir_all(trace.join("cam/img")).unwrap();
+    cam.send(&frame(1.0, None, &[(b"jpeg", true)]));
+    cam.send(&0u32.to_le_bytes());
+    cam.read_reply()
 }
