@@ -252,6 +252,23 @@ fn looped_replay_reports_no_sequence_gaps_between_loops() {
 }
 
 #[test]
+fn replay_refuses_a_trace_with_a_non_finite_timestamp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("recorded");
+    write_trace(&src);
+    // A NaN in imu's ts (sample 3), as a torn or foreign writer could leave it.
+    let ts_path = src.join("imu").join("ts");
+    let mut ts = std::fs::read(&ts_path).unwrap();
+    ts[24..32].copy_from_slice(&f64::NAN.to_le_bytes());
+    std::fs::write(&ts_path, ts).unwrap();
+    let mut d = TestDaemon::start(json!({}));
+    let r = replay_into(&src, &d, &["--max-speed"]);
+    assert!(!r.ok(), "a sample was silently left out: {}", r.text());
+    assert!(r.text().contains("sample 3"), "{}", r.text());
+    assert!(d.stop().success(), "{}", d.log());
+}
+
+#[test]
 fn merge_over_a_real_trace_orders_by_time_and_keeps_each_sensors_order() {
     let tmp = tempfile::tempdir().unwrap();
     write_trace(tmp.path());
