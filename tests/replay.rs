@@ -212,6 +212,63 @@ fn replay_at_real_time_is_paced_and_reports_lateness() {
 }
 
 #[test]
+fn looped_replay_reports_no_sequence_gaps_between_loops() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("recorded");
+    write_trace(&src);
+    let mut d = TestDaemon::start(json!({}));
+    let mut source = roverlog::replay::TraceSource::open(&src, &["imu".into()]).unwrap();
+    let opts = roverlog::replay::PlayOptions {
+        rate: None,
+        looped: true,
+        ..Default::default()
+    };
+    // Stop after the second loop has been sent in full (progress reports each loop's end).
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut ends = 0;
+    let r = roverlog::replay::play(
+        &mut source,
+        &d.ingest_path(),
+        &opts,
+        &stop,
+        |done, total| {
+            if done == total {
+                ends += 1;
+                if ends == 2 {
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        },
+    )
+    .unwrap();
+    assert_eq!(r.samples, 100, "{r:?}");
+    let st = d.status();
+    assert_eq!(st["sensors"]["imu"]["samples"], 100, "{st}");
+    assert_eq!(
+        st["sensors"]["imu"]["gaps"], 0,
+        "looping loses nothing: {st}"
+    );
+    assert!(d.stop().success(), "{}", d.log());
+}
+
+#[test]
+fn replay_refuses_a_trace_with_a_non_finite_timestamp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("recorded");
+    write_trace(&src);
+    // A NaN in imu's ts (sample 3), as a torn or foreign writer could leave it.
+    let ts_path = src.join("imu").join("ts");
+    let mut ts = std::fs::read(&ts_path).unwrap();
+    ts[24..32].copy_from_slice(&f64::NAN.to_le_bytes());
+    std::fs::write(&ts_path, ts).unwrap();
+    let mut d = TestDaemon::start(json!({}));
+    let r = replay_into(&src, &d, &["--max-speed"]);
+    assert!(!r.ok(), "a sample was silently left out: {}", r.text());
+    assert!(r.text().contains("sample 3"), "{}", r.text());
+    assert!(d.stop().success(), "{}", d.log());
+}
+
+#[test]
 fn merge_over_a_real_trace_orders_by_time_and_keeps_each_sensors_order() {
     let tmp = tempfile::tempdir().unwrap();
     write_trace(tmp.path());

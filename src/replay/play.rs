@@ -127,7 +127,8 @@ pub fn play(
             }
             source.read(m.sensor, m.index, &mut buf)?;
             let refs: Vec<&[u8]> = buf.iter().map(Vec::as_slice).collect();
-            let seq = m.index + k * (u32::MAX as u64);
+            // Consecutive per connection: every sample is sent, so the daemon sees no gap.
+            let seq = sent_per_sensor[m.sensor];
             drivers[m.sensor].0.send(ts, Some(seq), &refs)?;
             if let Some(due) = due {
                 report

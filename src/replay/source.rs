@@ -91,7 +91,16 @@ impl Source for TraceSource {
     }
 
     fn timestamps(&mut self, sensor: usize) -> Result<Vec<f64>> {
-        self.trace.sensor(&self.sensors[sensor].name)?.timestamps()
+        let name = &self.sensors[sensor].name;
+        let ts = self.trace.sensor(name)?.timestamps()?;
+        // The merge cannot place such a sample: it would be left out without a word.
+        if let Some(i) = ts.iter().position(|t| !t.is_finite()) {
+            return Err(Error::corrupt(
+                self.trace.dir().join(name).join(TS_CHANNEL),
+                format!("sample {i} has a non-finite time ({})", ts[i]),
+            ));
+        }
+        Ok(ts)
     }
 
     fn read(&mut self, sensor: usize, index: u64, out: &mut Vec<Vec<u8>>) -> Result<()> {

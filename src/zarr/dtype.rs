@@ -533,13 +533,17 @@ pub fn decode_values(s: &Scalar, bytes: &[u8]) -> Values {
     }
 }
 
-/// A NUL-padded UTF-32LE string; invalid code points become U+FFFD.
+/// A NUL-padded UTF-32LE string (trailing NULs stripped, interior ones kept, as numpy does);
+/// invalid code points become U+FFFD.
 pub fn utf32_str(bytes: &[u8]) -> String {
-    bytes
+    let units: Vec<u32> = bytes
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-        .take_while(|&u| u != 0)
-        .map(|u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect();
+    let end = units.iter().rposition(|&u| u != 0).map_or(0, |p| p + 1);
+    units[..end]
+        .iter()
+        .map(|&u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER))
         .collect()
 }
 
@@ -663,6 +667,24 @@ mod tests {
             deep = json!([["x", deep]]);
         }
         assert!(DType::from_json(&deep).is_err());
+    }
+
+    #[test]
+    fn unicode_keeps_interior_nuls_like_numpy() {
+        // numpy: np.array(['a\x00b', 'é€𝄞'], dtype='<U4') reads back 'a\x00b' and 'é€𝄞'.
+        let s = Scalar {
+            kind: ScalarKind::Unicode,
+            size: 16,
+            big_endian: false,
+        };
+        let bytes: Vec<u8> = ['a', '\0', 'b', '\0', 'é', '€', '𝄞', '\0']
+            .iter()
+            .flat_map(|&c| (c as u32).to_le_bytes())
+            .collect();
+        assert_eq!(
+            decode_values(&s, &bytes),
+            Values::Str(vec!["a\0b".into(), "é€𝄞".into()])
+        );
     }
 
     #[test]
