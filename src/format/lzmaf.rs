@@ -105,6 +105,11 @@ impl LzmafWriter {
     /// worker threads, off the ingest path).
     pub fn append_compressed(&mut self, frame: &[u8]) -> Result<()> {
         self.data.append(frame)?;
+        // The index's buffer is smaller than the data's: when it spills, the frames its
+        // entries point at go to the kernel first.
+        if self.index.append_reaches_kernel(8) {
+            self.data.flush()?;
+        }
         self.index.append(&self.data.len().to_le_bytes())?;
         self.len += 1;
         Ok(())
@@ -348,4 +353,33 @@ pub fn scan_frames(data: &[u8], sample_bytes: usize) -> Vec<usize> {
         }
     }
     ends
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The index's small buffer fills long before the data's: its entries must not reach the
+    /// kernel before the frames they point at, or a reader of the live channel (and a crash)
+    /// finds an index pointing past the data.
+    #[test]
+    fn index_never_reaches_the_kernel_before_its_frames() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rng");
+        let mut w = LzmafWriter::create(&path, 16, lzma::DEFAULT_PRESET, 1 << 20).unwrap();
+        for i in 0..2000u32 {
+            w.append(&[i as u8; 16]).unwrap();
+            let index = read_index(&index_path(&path)).unwrap();
+            let data = std::fs::metadata(&path).unwrap().len();
+            let last = *index.last().unwrap_or(&0);
+            assert!(
+                last <= data,
+                "after sample {i}: the index points at {last} but the data file is {data} bytes"
+            );
+        }
+        let r = LzmafReader::open(&path, 16).unwrap();
+        assert!(r.len() <= 2000);
+        w.finish().unwrap();
+        assert_eq!(LzmafReader::open(&path, 16).unwrap().len(), 2000);
+    }
 }
