@@ -397,3 +397,35 @@ fn visit_streams_every_format_in_order() {
         );
     }
 }
+
+#[test]
+fn a_reader_of_a_live_sensor_never_sees_a_timestamp_before_its_data() {
+    // 1-byte samples: the 8-byte timestamps fill their buffer first. Whatever reaches the
+    // kernel (a reader, a crash) must never hold a timestamp whose data is still buffered.
+    let tmp = tempfile::tempdir().unwrap();
+    let m = meta(vec![(
+        "a",
+        ChannelMeta::new(ChannelFormat::Raw, DType::U1, vec![], ""),
+    )]);
+    let dir = tmp.path().join("s");
+    let opts = WriterOptions {
+        buffer_bytes: 4096,
+        ..WriterOptions::default()
+    };
+    let mut w = SensorWriter::create(&dir, m, &opts).unwrap();
+    for i in 0..2000usize {
+        w.append(1000.0 + i as f64, &[&[i as u8]]).unwrap();
+        let s = format::Sensor::open(&dir).unwrap();
+        let n = s.len().unwrap();
+        let mut a = s.channel("a").unwrap();
+        assert!(
+            a.len().unwrap() >= n,
+            "after sample {i}: ts holds {n} samples, a only {}",
+            a.len().unwrap()
+        );
+        if n > 0 {
+            assert_eq!(&*a.get(n - 1).unwrap(), &[(n - 1) as u8]);
+        }
+    }
+    assert_eq!(w.finish().unwrap(), 2000);
+}

@@ -125,6 +125,11 @@ impl LzmafWriter {
         self.len == 0
     }
 
+    /// The data file underneath (not the index).
+    pub fn data(&self) -> &AppendFile {
+        &self.data
+    }
+
     /// The data file underneath (not the index), for its settings.
     pub fn data_mut(&mut self) -> &mut AppendFile {
         &mut self.data

@@ -305,6 +305,13 @@ impl SensorWriter {
                 w.append(sample)?;
             }
         }
+        // `ts` must trail the data in the kernel too: when its buffer is about to spill, the
+        // data channels' buffered samples go first.
+        if self.ts.append_reaches_kernel(8) {
+            for w in &mut self.channels {
+                w.flush()?;
+            }
+        }
         self.ts.append(&ts.to_le_bytes())?;
         self.len += 1;
         Ok(())
