@@ -429,3 +429,27 @@ fn a_reader_of_a_live_sensor_never_sees_a_timestamp_before_its_data() {
     }
     assert_eq!(w.finish().unwrap(), 2000);
 }
+
+#[test]
+fn a_resumed_writer_counts_nothing_durable_before_its_first_sync() {
+    // What resume finds was flushed by the writer before, maybe never fsynced (a kill -9): it
+    // is not known to be on disk until this writer syncs it.
+    let tmp = tempfile::tempdir().unwrap();
+    let m = meta(vec![(
+        "a",
+        ChannelMeta::new(ChannelFormat::Raw, DType::U1, vec![2], ""),
+    )]);
+    let dir = tmp.path().join("s");
+    let mut w = SensorWriter::create(&dir, m.clone(), &WriterOptions::default()).unwrap();
+    for i in 0..3 {
+        w.append(i as f64, &[&[1, 2]]).unwrap();
+    }
+    w.flush().unwrap();
+    assert_eq!(w.durable_len(), 0);
+    drop(w); // a crash after a flush, before any fsync
+    let (mut w, _) = SensorWriter::resume(&dir, m, &WriterOptions::default()).unwrap();
+    assert_eq!(w.len(), 3);
+    assert_eq!(w.durable_len(), 0, "nothing was fsynced");
+    assert_eq!(w.sync().unwrap(), 3);
+    assert_eq!(w.durable_len(), 3);
+}
