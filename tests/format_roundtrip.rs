@@ -453,3 +453,25 @@ fn a_resumed_writer_counts_nothing_durable_before_its_first_sync() {
     assert_eq!(w.sync().unwrap(), 3);
     assert_eq!(w.durable_len(), 3);
 }
+
+#[test]
+fn a_blob_channel_with_a_huge_declared_shape_reads() {
+    // Blob samples are variable-size: their declared shape is informative only, and no size
+    // is computed from it (meta.json is untrusted input).
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    std::fs::create_dir_all(dir.join("img")).unwrap();
+    std::fs::write(
+        dir.join("meta.json"),
+        r#"{"ts": {"format": "raw", "type": "f8", "shape": [], "desc": ""},
+            "img": {"format": "jpg", "type": "u1", "shape": [4294967296, 4294967296, 3], "desc": ""}}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("ts"), 1.0f64.to_le_bytes()).unwrap();
+    std::fs::write(dir.join("img/000000.jpg"), b"jpeg").unwrap();
+    let s = format::Sensor::open(&dir).unwrap();
+    assert_eq!(&*s.channel("img").unwrap().get(0).unwrap(), b"jpeg");
+    assert!(format::check_sensor(&dir, format::Depth::Deep)
+        .unwrap()
+        .is_ok());
+}
