@@ -397,3 +397,81 @@ fn visit_streams_every_format_in_order() {
         );
     }
 }
+
+#[test]
+fn a_reader_of_a_live_sensor_never_sees_a_timestamp_before_its_data() {
+    // 1-byte samples: the 8-byte timestamps fill their buffer first. Whatever reaches the
+    // kernel (a reader, a crash) must never hold a timestamp whose data is still buffered.
+    let tmp = tempfile::tempdir().unwrap();
+    let m = meta(vec![(
+        "a",
+        ChannelMeta::new(ChannelFormat::Raw, DType::U1, vec![], ""),
+    )]);
+    let dir = tmp.path().join("s");
+    let opts = WriterOptions {
+        buffer_bytes: 4096,
+        ..WriterOptions::default()
+    };
+    let mut w = SensorWriter::create(&dir, m, &opts).unwrap();
+    for i in 0..2000usize {
+        w.append(1000.0 + i as f64, &[&[i as u8]]).unwrap();
+        let s = format::Sensor::open(&dir).unwrap();
+        let n = s.len().unwrap();
+        let mut a = s.channel("a").unwrap();
+        assert!(
+            a.len().unwrap() >= n,
+            "after sample {i}: ts holds {n} samples, a only {}",
+            a.len().unwrap()
+        );
+        if n > 0 {
+            assert_eq!(&*a.get(n - 1).unwrap(), &[(n - 1) as u8]);
+        }
+    }
+    assert_eq!(w.finish().unwrap(), 2000);
+}
+
+#[test]
+fn a_resumed_writer_counts_nothing_durable_before_its_first_sync() {
+    // What resume finds was flushed by the writer before, maybe never fsynced (a kill -9): it
+    // is not known to be on disk until this writer syncs it.
+    let tmp = tempfile::tempdir().unwrap();
+    let m = meta(vec![(
+        "a",
+        ChannelMeta::new(ChannelFormat::Raw, DType::U1, vec![2], ""),
+    )]);
+    let dir = tmp.path().join("s");
+    let mut w = SensorWriter::create(&dir, m.clone(), &WriterOptions::default()).unwrap();
+    for i in 0..3 {
+        w.append(i as f64, &[&[1, 2]]).unwrap();
+    }
+    w.flush().unwrap();
+    assert_eq!(w.durable_len(), 0);
+    drop(w); // a crash after a flush, before any fsync
+    let (mut w, _) = SensorWriter::resume(&dir, m, &WriterOptions::default()).unwrap();
+    assert_eq!(w.len(), 3);
+    assert_eq!(w.durable_len(), 0, "nothing was fsynced");
+    assert_eq!(w.sync().unwrap(), 3);
+    assert_eq!(w.durable_len(), 3);
+}
+
+#[test]
+fn a_blob_channel_with_a_huge_declared_shape_reads() {
+    // Blob samples are variable-size: their declared shape is informative only, and no size
+    // is computed from it (meta.json is untrusted input).
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    std::fs::create_dir_all(dir.join("img")).unwrap();
+    std::fs::write(
+        dir.join("meta.json"),
+        r#"{"ts": {"format": "raw", "type": "f8", "shape": [], "desc": ""},
+            "img": {"format": "jpg", "type": "u1", "shape": [4294967296, 4294967296, 3], "desc": ""}}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("ts"), 1.0f64.to_le_bytes()).unwrap();
+    std::fs::write(dir.join("img/000000.jpg"), b"jpeg").unwrap();
+    let s = format::Sensor::open(&dir).unwrap();
+    assert_eq!(&*s.channel("img").unwrap().get(0).unwrap(), b"jpeg");
+    assert!(format::check_sensor(&dir, format::Depth::Deep)
+        .unwrap()
+        .is_ok());
+}

@@ -186,6 +186,16 @@ impl AppendFile {
         }
     }
 
+    /// Whether appending `n` more bytes may hand buffered bytes to the kernel (the buffer
+    /// spills). A writer that keeps one file behind another (an index behind its data, `ts`
+    /// behind the data channels) flushes the leading files first when this is true.
+    pub fn append_reaches_kernel(&self, n: usize) -> bool {
+        match &self.out {
+            Sink::Buffered(w) => w.buffer().len() + n >= w.capacity(),
+            Sink::Direct(d) => d.append_reaches_kernel(n),
+        }
+    }
+
     /// Hands buffered bytes to the kernel: they then survive a crash of this process.
     pub fn flush(&mut self) -> Result<()> {
         self.check()?;

@@ -237,6 +237,16 @@ impl ChannelWriter {
         self.len() == 0
     }
 
+    /// Whether appending `n` more bytes may hand buffered bytes to the kernel (see
+    /// [`super::append::AppendFile::append_reaches_kernel`]); blob samples always reach it.
+    pub fn append_reaches_kernel(&self, n: usize) -> bool {
+        match self {
+            ChannelWriter::Raw(w) => w.file().append_reaches_kernel(n),
+            ChannelWriter::Lzmaf(w) => w.data().append_reaches_kernel(n),
+            ChannelWriter::Blob(_) => true,
+        }
+    }
+
     /// Hands buffered bytes to the kernel.
     pub fn flush(&mut self) -> Result<()> {
         match self {

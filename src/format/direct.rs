@@ -122,6 +122,11 @@ impl DirectSink {
         Ok(())
     }
 
+    /// Whether appending `n` more bytes writes to the file (the buffer fills).
+    pub fn append_reaches_kernel(&self, n: usize) -> bool {
+        self.filled + n >= self.cap
+    }
+
     /// Writes the first `len` bytes of the buffer (a multiple of `align`) with `O_DIRECT` and
     /// moves what follows them to the buffer's start.
     fn write_blocks(&mut self, len: usize) -> io::Result<()> {

@@ -105,6 +105,11 @@ impl LzmafWriter {
     /// worker threads, off the ingest path).
     pub fn append_compressed(&mut self, frame: &[u8]) -> Result<()> {
         self.data.append(frame)?;
+        // The index's buffer is smaller than the data's: when it spills, the frames its
+        // entries point at go to the kernel first.
+        if self.index.append_reaches_kernel(8) {
+            self.data.flush()?;
+        }
         self.index.append(&self.data.len().to_le_bytes())?;
         self.len += 1;
         Ok(())
@@ -118,6 +123,11 @@ impl LzmafWriter {
     /// Whether no sample was written.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The data file underneath (not the index).
+    pub fn data(&self) -> &AppendFile {
+        &self.data
     }
 
     /// The data file underneath (not the index), for its settings.
@@ -324,8 +334,8 @@ const XZ_FOOTER_MAGIC: [u8; 2] = [b'Y', b'Z'];
 
 /// Finds whole frames at the start of `data` by their `.xz` framing, for re-indexing frames
 /// whose index entries were lost: a frame starts with the stream magic and ends with the footer
-/// magic right before the next stream's magic (or the end); each candidate is only accepted if
-/// it decompresses (checksum included) to exactly `sample_bytes`. Returns the frames' end
+/// magic; each candidate end is only accepted if the bytes up to it decompress (checksum
+/// included) to exactly `sample_bytes`. Returns the frames' end
 /// offsets; stops at the first byte that is not the start of a whole frame.
 pub fn scan_frames(data: &[u8], sample_bytes: usize) -> Vec<usize> {
     let mut ends = Vec::new();
@@ -334,8 +344,9 @@ pub fn scan_frames(data: &[u8], sample_bytes: usize) -> Vec<usize> {
     const MIN_STREAM: usize = 32;
     while data[pos..].starts_with(&XZ_MAGIC) {
         let found = (pos + MIN_STREAM..=data.len()).find(|&q| {
+            // What follows is not looked at: after the last whole frame it may be anything
+            // (the first bytes of a torn frame, bytes a power cut zeroed).
             data[q - 2..q] == XZ_FOOTER_MAGIC
-                && (q == data.len() || data[q..].starts_with(&XZ_MAGIC))
                 && lzma::decompress(&data[pos..q], sample_bytes, Path::new(""))
                     .is_ok_and(|v| v.len() == sample_bytes)
         });
@@ -348,4 +359,59 @@ pub fn scan_frames(data: &[u8], sample_bytes: usize) -> Vec<usize> {
         }
     }
     ends
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The index's small buffer fills long before the data's: its entries must not reach the
+    /// kernel before the frames they point at, or a reader of the live channel (and a crash)
+    /// finds an index pointing past the data.
+    #[test]
+    fn index_never_reaches_the_kernel_before_its_frames() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rng");
+        let mut w = LzmafWriter::create(&path, 16, lzma::DEFAULT_PRESET, 1 << 20).unwrap();
+        for i in 0..2000u32 {
+            w.append(&[i as u8; 16]).unwrap();
+            let index = read_index(&index_path(&path)).unwrap();
+            let data = std::fs::metadata(&path).unwrap().len();
+            let last = *index.last().unwrap_or(&0);
+            assert!(
+                last <= data,
+                "after sample {i}: the index points at {last} but the data file is {data} bytes"
+            );
+        }
+        let r = LzmafReader::open(&path, 16).unwrap();
+        assert!(r.len() <= 2000);
+        w.finish().unwrap();
+        assert_eq!(LzmafReader::open(&path, 16).unwrap().len(), 2000);
+    }
+
+    /// Re-finding frames whose offsets were lost: the last whole frame is kept whatever
+    /// follows it (the first bytes of a torn frame, bytes a power cut zeroed).
+    #[test]
+    fn scan_keeps_the_last_whole_frame_before_any_torn_tail() {
+        let frames: Vec<Vec<u8>> = (0..3u8).map(|i| lzma::compress(&[i; 40], 0)).collect();
+        let whole = frames.concat();
+        let ends: Vec<usize> = frames
+            .iter()
+            .scan(0, |end, f| {
+                *end += f.len();
+                Some(*end)
+            })
+            .collect();
+        for tail in [
+            &frames[0][..3],
+            &frames[0][..5],
+            &[0u8; 64][..],
+            &[0u8; 1][..],
+        ] {
+            let mut data = whole.clone();
+            data.extend_from_slice(tail);
+            assert_eq!(scan_frames(&data, 40), ends, "tail {tail:?}");
+        }
+        assert_eq!(scan_frames(&whole, 40), ends);
+    }
 }

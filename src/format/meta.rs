@@ -109,9 +109,12 @@ impl ChannelMeta {
     }
 
     /// Bytes of one decoded sample: `prod(shape) * itemsize` (checked against
-    /// [`MAX_SAMPLE_BYTES`] when the meta was parsed or validated).
+    /// [`MAX_SAMPLE_BYTES`] when the meta was parsed or validated, for fixed-size formats;
+    /// saturates for the others, whose declared shape nothing checks).
     pub fn sample_bytes(&self) -> usize {
-        self.shape.iter().product::<usize>() * self.dtype.itemsize()
+        self.shape
+            .iter()
+            .fold(self.dtype.itemsize(), |acc, &d| acc.saturating_mul(d))
     }
 
     fn checked_sample_bytes(&self) -> Option<usize> {

@@ -83,6 +83,11 @@ impl RawWriter {
         self.file.is_empty()
     }
 
+    /// The file underneath.
+    pub fn file(&self) -> &AppendFile {
+        &self.file
+    }
+
     /// The file underneath, for its settings.
     pub fn file_mut(&mut self) -> &mut AppendFile {
         &mut self.file

@@ -202,7 +202,10 @@ impl SensorWriter {
             });
         }
         let recovery = recover_sensor(dir)?;
-        let w = SensorWriter::open_channels(dir, meta, opts, true, recovery.len)?;
+        let mut w = SensorWriter::open_channels(dir, meta, opts, true, recovery.len)?;
+        // What was found may have been flushed and never fsynced (a kill -9): it is durable
+        // once this writer syncs it.
+        w.durable = 0;
         Ok((w, recovery))
     }
 
@@ -249,7 +252,8 @@ impl SensorWriter {
         self.len == 0
     }
 
-    /// Samples known to be on disk (as of the last successful [`SensorWriter::sync`]).
+    /// Samples known to be on disk (as of the last successful [`SensorWriter::sync`] of this
+    /// writer; 0 after [`SensorWriter::resume`] until then).
     pub fn durable_len(&self) -> u64 {
         self.durable
     }
@@ -303,6 +307,13 @@ impl SensorWriter {
                 w.append_encoded(sample)?;
             } else {
                 w.append(sample)?;
+            }
+        }
+        // `ts` must trail the data in the kernel too: when its buffer is about to spill, the
+        // data channels' buffered samples go first.
+        if self.ts.append_reaches_kernel(8) {
+            for w in &mut self.channels {
+                w.flush()?;
             }
         }
         self.ts.append(&ts.to_le_bytes())?;
