@@ -120,9 +120,8 @@ pub fn play(
             let ts = m.ts + shift;
             let due = opts.rate.map(|r| Duration::from_secs_f64((ts - from) / r));
             if let Some(due) = due {
-                let now = started.elapsed();
-                if due > now {
-                    std::thread::sleep(due - now);
+                if !sleep_until(started, due, stop) {
+                    break 'outer;
                 }
             }
             source.read(m.sensor, m.index, &mut buf)?;
@@ -165,4 +164,47 @@ pub fn play(
     report.elapsed = started.elapsed();
     report.lateness.sort_by(f64::total_cmp);
     Ok(report)
+}
+
+/// Sleeps until `due` after `started`, in slices short enough that `stop` (Ctrl-C) is seen
+/// within a tenth of a second even across an hours-long gap in the data. `false`: stopped.
+fn sleep_until(started: Instant, due: Duration, stop: &AtomicBool) -> bool {
+    const SLICE: Duration = Duration::from_millis(100);
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = started.elapsed();
+        if now >= due {
+            return true;
+        }
+        std::thread::sleep((due - now).min(SLICE));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_sleep_until_a_far_due_time_ends_soon_after_stop() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            s.store(true, Ordering::Relaxed);
+        });
+        let started = Instant::now();
+        // Due in two minutes: one plain sleep would return then, and report "not stopped".
+        assert!(!sleep_until(started, Duration::from_secs(120), &stop));
+        assert!(started.elapsed() < Duration::from_secs(60));
+        setter.join().unwrap();
+        // Already due: at once, not stopped.
+        assert!(sleep_until(
+            started,
+            Duration::ZERO,
+            &AtomicBool::new(false)
+        ));
+    }
 }
