@@ -46,17 +46,78 @@ pub struct PlayReport {
     pub samples: u64,
     pub bytes: u64,
     pub elapsed: Duration,
-    /// How late each sample was sent against its schedule, in seconds, sorted (empty at
-    /// maximum speed).
-    pub lateness: Vec<f64>,
+    /// How late each sample was sent against its schedule (empty at maximum speed).
+    pub lateness: Lateness,
     pub loops: u64,
 }
 
 impl PlayReport {
-    /// The `q` quantile (0..=1) of lateness, in seconds.
+    /// The `q` quantile (0..=1) of lateness, in seconds (see [`Lateness::quantile`]).
     pub fn late_quantile(&self, q: f64) -> Option<f64> {
-        let n = self.lateness.len();
-        (n > 0).then(|| self.lateness[((n - 1) as f64 * q).round() as usize])
+        self.lateness.quantile(q)
+    }
+}
+
+/// Lateness of the samples sent, in a few KiB however long a replay loops: a histogram with
+/// buckets 1 % apart from 1 us up, and the exact maximum.
+#[derive(Debug, Clone, Default)]
+pub struct Lateness {
+    /// `counts[0]`: under 1 us; `counts[i]`: from `RATIO^(i-1)` to `RATIO^i` us.
+    counts: Vec<u64>,
+    n: u64,
+    max: f64,
+}
+
+impl Lateness {
+    const RATIO: f64 = 1.01;
+    /// 1.01^3000 us is over 100 days: later samples share the last bucket.
+    const BUCKETS: usize = 3001;
+
+    fn bucket(seconds: f64) -> usize {
+        let us = seconds * 1e6;
+        if us.is_nan() || us < 1.0 {
+            return 0;
+        }
+        (1 + (us.ln() / Self::RATIO.ln()) as usize).min(Self::BUCKETS - 1)
+    }
+
+    /// Counts one sample that was `seconds` late.
+    pub fn record(&mut self, seconds: f64) {
+        let b = Self::bucket(seconds);
+        if self.counts.len() <= b {
+            self.counts.resize(b + 1, 0);
+        }
+        self.counts[b] += 1;
+        self.n += 1;
+        self.max = self.max.max(seconds);
+    }
+
+    /// Samples counted.
+    pub fn len(&self) -> u64 {
+        self.n
+    }
+
+    /// Whether no sample was counted.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The `q` quantile (0..=1) in seconds: the upper edge of its bucket (at most 1 % above
+    /// the exact value, or 1 us), never above the maximum.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if self.n == 0 {
+            return None;
+        }
+        let rank = ((self.n - 1) as f64 * q.clamp(0.0, 1.0)).round() as u64;
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen > rank {
+                let upper = Self::RATIO.powi(i as i32) * 1e-6;
+                return Some(upper.min(self.max));
+            }
+        }
+        Some(self.max)
     }
 }
 
@@ -132,7 +193,7 @@ pub fn play(
             if let Some(due) = due {
                 report
                     .lateness
-                    .push(started.elapsed().saturating_sub(due).as_secs_f64());
+                    .record(started.elapsed().saturating_sub(due).as_secs_f64());
             }
             report.bytes += refs.iter().map(|r| r.len() as u64).sum::<u64>();
             report.samples += 1;
@@ -162,7 +223,6 @@ pub fn play(
             .push((names[*i].clone(), sent_per_sensor[*i], durable));
     }
     report.elapsed = started.elapsed();
-    report.lateness.sort_by(f64::total_cmp);
     Ok(report)
 }
 
@@ -206,5 +266,31 @@ mod tests {
             Duration::ZERO,
             &AtomicBool::new(false)
         ));
+    }
+
+    #[test]
+    fn lateness_quantiles_within_one_percent_in_bounded_memory() {
+        let mut l = Lateness::default();
+        assert_eq!(l.quantile(0.5), None);
+        // 1..=1000 ms, in a scrambled order.
+        for i in 0..1000u64 {
+            l.record(((i * 7919) % 1000 + 1) as f64 * 1e-3);
+        }
+        for (q, exact) in [(0.0, 0.001), (0.5, 0.5005), (0.99, 0.990), (1.0, 1.0)] {
+            let got = l.quantile(q).unwrap();
+            // The rank rounds to a neighbour of the exact middle value.
+            assert!(
+                got >= exact - 0.001 && got <= (exact + 0.001) * 1.01,
+                "q {q}: {got}"
+            );
+        }
+        assert_eq!(l.quantile(1.0), Some(1.0), "the maximum is exact");
+        // Sub-microsecond and far too late samples still count; memory stays bounded.
+        for i in 0..2_000_000u64 {
+            l.record(if i % 2 == 0 { 1e-9 } else { 1e9 });
+        }
+        assert_eq!(l.len(), 2_001_000);
+        assert!(l.counts.len() <= Lateness::BUCKETS);
+        assert_eq!(l.quantile(0.0), Some(1e-6));
     }
 }
