@@ -363,7 +363,8 @@ pub struct Recovery {
     pub len: u64,
     /// Every change made, in order; empty when there was nothing to do.
     pub cuts: Vec<Cut>,
-    /// Problems recovery does not fix (stray files, `lzma` channels), left for a person.
+    /// Problems recovery does not fix (stray files, channels of formats it cannot read such
+    /// as `mjpg`), left for a person.
     pub left_alone: Vec<String>,
 }
 
