@@ -470,3 +470,38 @@ fn recovery_at_startup_does_not_cut_files_behind_a_symlinked_sensor_directory() 
         events(&trace)
     );
 }
+
+/// Runs `roverlog daemon --config <d.config>`, which must refuse to start: its exit code and
+/// stderr. A daemon that starts instead (its control socket answers) fails the test.
+fn run_to_exit(d: &TestDaemon) -> (Option<i32>, String) {
+    let err = d.dir.path().join("refused.log");
+    let mut child = d
+        .command()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::os::unix::net::UnixStream::connect(d.control_path()).is_ok() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the daemon started: {}",
+                std::fs::read_to_string(&err).unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status.code(), std::fs::read_to_string(&err).unwrap())
+}
+
+#[test]
+fn a_socket_group_that_does_not_exist_is_a_config_error_exit_2() {
+    let d = TestDaemon::create(json!({"socket_group": "roverlog-no-such-group-x"}));
+    let (code, err) = run_to_exit(&d);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no such group"), "{err}");
+}

@@ -88,7 +88,14 @@ pub fn main(args: Args) -> ExitCode {
         Err(e) => {
             eprintln!("roverlog daemon: {e}");
             let in_use = e.to_string().contains("another daemon is listening");
-            return ExitCode::from(if in_use { 3 } else { 1 });
+            // A config that cannot work (a missing socket_group, a socket path naming
+            // something else) is the operator's to fix: 2, not a runtime failure.
+            let code = match e {
+                _ if in_use => 3,
+                roverlog::Error::Config(_) => 2,
+                _ => 1,
+            };
+            return ExitCode::from(code);
         }
     };
     daemon.set_watchdog(roverlog::daemon::notify::watchdog_interval());
