@@ -505,3 +505,15 @@ fn a_socket_group_that_does_not_exist_is_a_config_error_exit_2() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("no such group"), "{err}");
 }
+
+#[test]
+fn a_socket_path_naming_a_regular_file_is_refused_and_the_file_is_kept() {
+    let d = TestDaemon::create(json!({}));
+    // A typo in the config: the ingest socket names an existing file.
+    std::fs::create_dir_all(d.ingest_path().parent().unwrap()).unwrap();
+    std::fs::write(d.ingest_path(), b"not a socket").unwrap();
+    let (code, err) = run_to_exit(&d);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("not a socket"), "{err}");
+    assert_eq!(std::fs::read(d.ingest_path()).unwrap(), b"not a socket");
+}

@@ -7,7 +7,7 @@
 //! daemon is replaced; one that still answers means another daemon is running: an error.
 
 use std::ffi::CString;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 
@@ -21,7 +21,13 @@ pub fn bind(path: &Path, mode: u32, gid: Option<u32>) -> Result<UnixListener> {
         _ => Path::new("."),
     };
     std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    if path.exists() {
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(Error::Config(format!(
+                "{}: exists and is not a socket; not replacing it",
+                path.display()
+            )));
+        }
         match UnixStream::connect(path) {
             Ok(_) => {
                 return Err(Error::Config(format!(
