@@ -517,3 +517,13 @@ fn a_socket_path_naming_a_regular_file_is_refused_and_the_file_is_kept() {
     assert!(err.contains("not a socket"), "{err}");
     assert_eq!(std::fs::read(d.ingest_path()).unwrap(), b"not a socket");
 }
+
+#[test]
+fn the_same_path_for_both_sockets_is_a_config_error_not_another_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = TestDaemon::create(json!({"control_socket": dir.path().join("both.sock"),
+                                      "ingest_socket": dir.path().join("both.sock")}));
+    let (code, err) = run_to_exit(&d);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(!err.contains("another daemon"), "{err}");
+}
