@@ -194,17 +194,14 @@ impl Daemon {
         let mut disk_tick =
             tokio::time::interval(Duration::from_millis(cfg.disk_check_interval_ms));
         let mut rotate_tick = tokio::time::interval(Duration::from_secs(1));
-        // Without a watchdog the branch is disabled; the period only has to be valid.
-        let mut watchdog_tick =
-            tokio::time::interval(watchdog.map_or(Duration::from_secs(3600), |w| w / 2));
-        let mut withheld = false;
+        let mut wd = Watchdog::new(watchdog);
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,
                 Some(req) = requests.recv() => match req {
                     Request::Rotate => {
-                        let r = rec.rotate("SIGHUP", None).await;
+                        let r = wd.serving(&rec, notify, rec.rotate("SIGHUP", None)).await;
                         tracing::info!("rotate: {r}");
                     }
                 },
@@ -214,7 +211,7 @@ impl Daemon {
                         // stop a trace started since.
                         let why = format!("disk full (sensor {sensor}: {error})");
                         if rec.current_dir().as_deref() == Some(trace.as_path()) {
-                            rec.stop_for(why).await;
+                            wd.serving(&rec, notify, rec.stop_for(why)).await;
                         } else {
                             tracing::warn!("{why} (trace {} already closed)", trace.display());
                         }
@@ -223,27 +220,13 @@ impl Daemon {
                 _ = stats_tick.tick() => {
                     notify(&status_line(&rec, log_stats(&rec)));
                 }
-                _ = watchdog_tick.tick(), if watchdog.is_some() => {
-                    let bound = watchdog.expect("branch enabled by it");
-                    let stalled = rec.stalled_writers(bound);
-                    if stalled.is_empty() {
-                        if withheld {
-                            tracing::info!("every writer makes progress again: watchdog pings resume");
-                            withheld = false;
-                        }
-                        notify(notify::WATCHDOG);
-                    } else if !withheld {
-                        // systemd restarts us unless the writer recovers within the timeout.
-                        tracing::error!(?stalled, "writer(s) made no progress for over {bound:?} (stuck in I/O?): withholding the watchdog ping");
-                        withheld = true;
-                    }
-                }
+                _ = wd.tick.tick(), if wd.bound.is_some() => wd.check(&rec, notify),
                 _ = disk_tick.tick() => {
                     let free = disk::free_bytes(&cfg.data_root).ok();
                     rec.set_disk_free(free);
                     if let Some(why) = rec.disk_low() {
                         if rec.current().is_some() {
-                            rec.stop_for(why).await;
+                            wd.serving(&rec, notify, rec.stop_for(why)).await;
                         }
                     }
                 }
@@ -253,7 +236,7 @@ impl Daemon {
                         let by_age = cfg.rotate_seconds > 0 && age.as_secs() >= cfg.rotate_seconds;
                         if by_size || by_age {
                             let why = if by_size { "rotate_bytes" } else { "rotate_seconds" };
-                            rec.rotate(why, None).await;
+                            wd.serving(&rec, notify, rec.rotate(why, None)).await;
                         }
                     }
                 }
@@ -285,6 +268,61 @@ impl Daemon {
                 "shutdown did not finish within shutdown_deadline_ms ({} ms); queued samples may be lost",
                 cfg.shutdown_deadline_ms
             ))),
+        }
+    }
+}
+
+/// The watchdog pings of the main loop: `WATCHDOG=1` every half of `bound`, and only while
+/// every writer has proved progress within `bound`.
+struct Watchdog {
+    bound: Option<Duration>,
+    tick: tokio::time::Interval,
+    withheld: bool,
+}
+
+impl Watchdog {
+    fn new(bound: Option<Duration>) -> Watchdog {
+        // Without a watchdog the tick is never awaited; the period only has to be valid.
+        let tick = tokio::time::interval(bound.map_or(Duration::from_secs(3600), |w| w / 2));
+        Watchdog {
+            bound,
+            tick,
+            withheld: false,
+        }
+    }
+
+    /// One tick: pings unless a writer is stalled.
+    fn check(&mut self, rec: &Recorder, notify: Notifier) {
+        let Some(bound) = self.bound else { return };
+        let stalled = rec.stalled_writers(bound);
+        if stalled.is_empty() {
+            if self.withheld {
+                tracing::info!("every writer makes progress again: watchdog pings resume");
+                self.withheld = false;
+            }
+            notify(notify::WATCHDOG);
+        } else if !self.withheld {
+            // systemd restarts us unless the writer recovers within the timeout.
+            tracing::error!(?stalled, "writer(s) made no progress for over {bound:?} (stuck in I/O?): withholding the watchdog ping");
+            self.withheld = true;
+        }
+    }
+
+    /// Runs `op` (a rotation or stop, which waits for every writer's backlog: longer than
+    /// the watchdog timeout on a slow disk) while still pinging as long as the writers make
+    /// progress.
+    async fn serving<T>(
+        &mut self,
+        rec: &Recorder,
+        notify: Notifier,
+        op: impl Future<Output = T>,
+    ) -> T {
+        tokio::pin!(op);
+        loop {
+            tokio::select! {
+                r = &mut op => return r,
+                _ = self.tick.tick(), if self.bound.is_some() => self.check(rec, notify),
+            }
         }
     }
 }
