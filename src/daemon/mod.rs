@@ -163,6 +163,9 @@ impl Daemon {
             };
             if r["ok"] != true {
                 tracing::error!("autostart failed: {}", r["error"]);
+                // status and STATUS= say why nothing is recorded, not just the log.
+                let why = r["error"].as_str().unwrap_or("unknown error");
+                rec.note_not_recording(format!("autostart failed: {why}"));
             }
         }
 
