@@ -527,3 +527,41 @@ fn the_same_path_for_both_sockets_is_a_config_error_not_another_daemon() {
     assert_eq!(code, Some(2), "{err}");
     assert!(!err.contains("another daemon"), "{err}");
 }
+
+#[test]
+fn sigterm_during_a_long_rotation_still_ends_by_the_shutdown_deadline() {
+    // Every sample takes 400 ms to write; 80 queued samples are over 30 s of work, and a
+    // rotation (SIGHUP) waits for them. SIGTERM must not wait for the rotation: the
+    // shutdown deadline (1 s) ends the daemon with exit 1 long before.
+    let mut d =
+        TestDaemon::start(json!({"debug_write_delay_ms": 400, "shutdown_deadline_ms": 1000}));
+    let (mut c, r) = d.connect(&raw_hello("busy", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    // One frame at a time, each read before the next is sent (a frame costs 16 bytes of
+    // queue budget until written).
+    for i in 0..80u64 {
+        c.send(&frame(i as f64, None, &[(&[1, 2, 3, 4], false)]));
+        d.wait_status("frame read", |st| {
+            let s = &st["sensors"]["busy"];
+            s["samples"].as_u64().unwrap() * 16 + s["queue_bytes"].as_u64().unwrap() >= (i + 1) * 16
+        });
+    }
+    let traces = || std::fs::read_dir(d.data_root()).unwrap().count();
+    assert_eq!(traces(), 1);
+    d.signal(libc::SIGHUP);
+    // The rotation has begun once the new trace's directory exists.
+    let t0 = std::time::Instant::now();
+    while traces() < 2 {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no rotation");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        d.status()["sensors"]["busy"]["queue_bytes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    d.signal(libc::SIGTERM);
+    let status = d.wait(12);
+    assert_eq!(status.code(), Some(1), "{}", d.log());
+}

@@ -204,8 +204,14 @@ impl Daemon {
                 _ = &mut shutdown => break,
                 Some(req) = requests.recv() => match req {
                     Request::Rotate => {
-                        let r = wd.serving(&rec, notify, rec.rotate("SIGHUP", None)).await;
-                        tracing::info!("rotate: {r}");
+                        let r = rec.clone();
+                        let op = async move {
+                            let r = r.rotate("SIGHUP", None).await;
+                            tracing::info!("rotate: {r}");
+                        };
+                        if !wd.serving(&rec, notify, &mut shutdown, op).await {
+                            break;
+                        }
                     }
                 },
                 Some(n) = notices.recv() => match n {
@@ -214,7 +220,11 @@ impl Daemon {
                         // stop a trace started since.
                         let why = format!("disk full (sensor {sensor}: {error})");
                         if rec.current_dir().as_deref() == Some(trace.as_path()) {
-                            wd.serving(&rec, notify, rec.stop_for(why)).await;
+                            let r = rec.clone();
+                            let op = async move { r.stop_for(why).await };
+                            if !wd.serving(&rec, notify, &mut shutdown, op).await {
+                                break;
+                            }
                         } else {
                             tracing::warn!("{why} (trace {} already closed)", trace.display());
                         }
@@ -229,7 +239,11 @@ impl Daemon {
                     rec.set_disk_free(free);
                     if let Some(why) = rec.disk_low() {
                         if rec.current().is_some() {
-                            wd.serving(&rec, notify, rec.stop_for(why)).await;
+                            let r = rec.clone();
+                            let op = async move { r.stop_for(why).await };
+                            if !wd.serving(&rec, notify, &mut shutdown, op).await {
+                                break;
+                            }
                         }
                     }
                 }
@@ -239,7 +253,11 @@ impl Daemon {
                         let by_age = cfg.rotate_seconds > 0 && age.as_secs() >= cfg.rotate_seconds;
                         if by_size || by_age {
                             let why = if by_size { "rotate_bytes" } else { "rotate_seconds" };
-                            wd.serving(&rec, notify, rec.rotate(why, None)).await;
+                            let r = rec.clone();
+                            let op = async move { r.rotate(why, None).await; };
+                            if !wd.serving(&rec, notify, &mut shutdown, op).await {
+                                break;
+                            }
                         }
                     }
                 }
@@ -313,17 +331,25 @@ impl Watchdog {
 
     /// Runs `op` (a rotation or stop, which waits for every writer's backlog: longer than
     /// the watchdog timeout on a slow disk) while still pinging as long as the writers make
-    /// progress.
-    async fn serving<T>(
+    /// progress. Returns false when `shutdown` completed first: `op` goes on in its own task
+    /// (the drain waits for it, within the shutdown deadline).
+    async fn serving(
         &mut self,
         rec: &Recorder,
         notify: Notifier,
-        op: impl Future<Output = T>,
-    ) -> T {
-        tokio::pin!(op);
+        shutdown: &mut (impl Future<Output = ()> + Unpin),
+        op: impl Future<Output = ()> + Send + 'static,
+    ) -> bool {
+        let mut op = tokio::spawn(op);
         loop {
             tokio::select! {
-                r = &mut op => return r,
+                r = &mut op => {
+                    if let Err(e) = r {
+                        tracing::error!("rotation or stop ended abnormally: {e}");
+                    }
+                    return true;
+                }
+                _ = &mut *shutdown => return false,
                 _ = self.tick.tick(), if self.bound.is_some() => self.check(rec, notify),
             }
         }
