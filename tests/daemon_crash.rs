@@ -565,3 +565,55 @@ fn sigterm_during_a_long_rotation_still_ends_by_the_shutdown_deadline() {
     let status = d.wait(12);
     assert_eq!(status.code(), Some(1), "{}", d.log());
 }
+
+#[test]
+fn a_second_daemon_on_the_same_data_root_is_refused_and_leaves_the_live_trace_alone() {
+    let d = TestDaemon::start(json!({}));
+    let (mut c, _) = d.connect(&raw_hello("imu", 4));
+    for i in 0..10 {
+        c.send(&frame(i as f64, None, &[(&[1; 4], false)]));
+    }
+    assert_eq!(c.sync(), 10);
+    let trace = d.trace_dir();
+    // The same config with other sockets (a debugging run, a second unit): it must not
+    // take the live trace for a crashed one (recover, resume, record into it).
+    let other = tempfile::tempdir().unwrap();
+    let mut cmd = d.command();
+    cmd.arg("--ingest-socket")
+        .arg(other.path().join("i.sock"))
+        .arg("--control-socket")
+        .arg(other.path().join("c.sock"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if std::os::unix::net::UnixStream::connect(other.path().join("c.sock")).is_ok() {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "neither ran nor exited"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    let ev = events(&trace);
+    assert!(
+        !ev.iter()
+            .any(|e| e["event"] == "crash" || e["event"] == "recovered"),
+        "the second daemon recovered the live trace: {ev:?}\n{err}"
+    );
+    let status = status.unwrap_or_else(|| panic!("a second daemon ran on the data_root:\n{err}"));
+    assert_eq!(status.code(), Some(3), "{err}");
+    assert!(err.contains("another daemon"), "{err}");
+    // The first daemon goes on.
+    c.send(&frame(10.0, None, &[(&[1; 4], false)]));
+    assert_eq!(c.sync(), 11);
+}

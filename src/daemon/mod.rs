@@ -69,6 +69,8 @@ pub struct Daemon {
     requests: mpsc::UnboundedReceiver<Request>,
     notify: Notifier,
     watchdog: Option<Duration>,
+    /// `data_root`, opened and `flock`ed for as long as the daemon runs (see [`lock_data_root`]).
+    data_lock: std::fs::File,
 }
 
 /// Runs a daemon with `config` until `shutdown` completes (see [`Daemon::run`]).
@@ -82,6 +84,7 @@ impl Daemon {
     pub fn bind(config: Config) -> Result<Daemon> {
         config.validate()?;
         std::fs::create_dir_all(&config.data_root).map_err(|e| Error::io(&config.data_root, e))?;
+        let data_lock = lock_data_root(&config.data_root)?;
         let mode = config.socket_mode_bits()?;
         let gid = config
             .socket_group
@@ -110,6 +113,7 @@ impl Daemon {
             requests,
             notify: no_notify,
             watchdog: None,
+            data_lock,
         })
     }
 
@@ -144,6 +148,7 @@ impl Daemon {
             mut requests,
             notify,
             watchdog,
+            data_lock: _data_lock,
         } = self;
         drop(requests_tx);
         let (notice_tx, mut notices) = mpsc::unbounded_channel();
@@ -291,6 +296,27 @@ impl Daemon {
             ))),
         }
     }
+}
+
+/// Takes an exclusive `flock` on the `data_root` directory itself (no lock file: a read-only
+/// data_root still starts and says why it cannot record). A second daemon on the same
+/// data_root, whatever its sockets, would take the live trace for a crashed one and cut and
+/// record into its files: it is refused like one on the same sockets.
+fn lock_data_root(root: &std::path::Path) -> Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let dir = std::fs::File::open(root).map_err(|e| Error::io(root, e))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(Error::Config(format!(
+                "{}: another daemon is recording into this data_root (it holds its lock)",
+                root.display()
+            )));
+        }
+        return Err(Error::io(root, e));
+    }
+    Ok(dir)
 }
 
 /// The watchdog pings of the main loop: `WATCHDOG=1` every half of `bound`, and only while
