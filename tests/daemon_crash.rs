@@ -617,3 +617,19 @@ fn a_second_daemon_on_the_same_data_root_is_refused_and_leaves_the_live_trace_al
     c.send(&frame(10.0, None, &[(&[1; 4], false)]));
     assert_eq!(c.sync(), 11);
 }
+
+#[test]
+fn a_socket_path_near_the_unix_length_limit_can_be_bound() {
+    // sun_path holds 107 bytes and a NUL: a 100-byte socket path is valid, and the daemon
+    // must bind it (whatever its pid, whatever its temporary name while binding).
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("run");
+    let pad = 100 - base.as_os_str().len() - "/ingest.sock".len() - 1;
+    let path = base.join("d".repeat(pad)).join("ingest.sock");
+    assert_eq!(path.as_os_str().len(), 100);
+    let d = TestDaemon::start(json!({"ingest_socket": path}));
+    let (mut c, r) = Driver::connect(&path, &raw_hello("imu", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    c.send(&frame(0.0, None, &[(&[1; 4], false)]));
+    assert_eq!(c.sync(), 1, "{}", d.log());
+}

@@ -20,6 +20,9 @@ pub fn bind(path: &Path, mode: u32, gid: Option<u32>) -> Result<UnixListener> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
+    // A path that does not fit sun_path could be bound (see below) but never connected to.
+    std::os::unix::net::SocketAddr::from_pathname(path)
+        .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
     std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     if let Ok(meta) = std::fs::metadata(path) {
         if !meta.file_type().is_socket() {
@@ -47,7 +50,18 @@ pub fn bind(path: &Path, mode: u32, gid: Option<u32>) -> Result<UnixListener> {
         .map_err(|e| Error::io(&private, e))?;
     let result = (|| {
         let tmp = private.join("s");
-        let listener = UnixListener::bind(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        let listener = match UnixListener::bind(&tmp) {
+            // The private directory's name makes `tmp` longer than `path`: a socket path
+            // that fits sun_path (107 bytes) may not with it. Bind through the directory's
+            // descriptor then (a short path), which names the same file.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                use std::os::fd::AsRawFd;
+                let dir = std::fs::File::open(&private).map_err(|e| Error::io(&private, e))?;
+                let short = format!("/proc/self/fd/{}/s", dir.as_raw_fd());
+                UnixListener::bind(short).map_err(|_| Error::io(&tmp, e))?
+            }
+            r => r.map_err(|e| Error::io(&tmp, e))?,
+        };
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
             .map_err(|e| Error::io(&tmp, e))?;
         if let Some(gid) = gid {
