@@ -65,7 +65,17 @@ pub fn bind(path: &Path, mode: u32, gid: Option<u32>) -> Result<UnixListener> {
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
             .map_err(|e| Error::io(&tmp, e))?;
         if let Some(gid) = gid {
-            std::os::unix::fs::chown(&tmp, None, Some(gid)).map_err(|e| Error::io(&tmp, e))?;
+            std::os::unix::fs::chown(&tmp, None, Some(gid)).map_err(|e| {
+                if e.raw_os_error() == Some(libc::EPERM) {
+                    Error::Config(format!(
+                        "socket_group (gid {gid}) for {}: the daemon's user is not a member \
+                         of that group, so it may not give it the socket ({e})",
+                        path.display()
+                    ))
+                } else {
+                    Error::io(&tmp, e)
+                }
+            })?;
         }
         std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
         Ok(listener)
