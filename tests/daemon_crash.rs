@@ -501,3 +501,166 @@ fn break_cam(cam: &mut Driver, trace: &std::path::Path) -> serde_json::Value {
     cam.send(&0u32.to_le_bytes());
     cam.read_reply()
 }
+
+/// Runs `roverlog daemon --config <d.config>`, which must refuse to start: its exit code and
+/// stderr. A daemon that starts instead (its control socket answers) fails the test.
+fn run_to_exit(d: &TestDaemon) -> (Option<i32>, String) {
+    let err = d.dir.path().join("refused.log");
+    let mut child = d
+        .command()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::os::unix::net::UnixStream::connect(d.control_path()).is_ok() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the daemon started: {}",
+                std::fs::read_to_string(&err).unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status.code(), std::fs::read_to_string(&err).unwrap())
+}
+
+#[test]
+fn a_socket_group_that_does_not_exist_is_a_config_error_exit_2() {
+    let d = TestDaemon::create(json!({"socket_group": "roverlog-no-such-group-x"}));
+    let (code, err) = run_to_exit(&d);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no such group"), "{err}");
+}
+
+#[test]
+fn a_socket_path_naming_a_regular_file_is_refused_and_the_file_is_kept() {
+    let d = TestDaemon::create(json!({}));
+    // A typo in the config: the ingest socket names an existing file.
+    std::fs::create_dir_all(d.ingest_path().parent().unwrap()).unwrap();
+    std::fs::write(d.ingest_path(), b"not a socket").unwrap();
+    let (code, err) = run_to_exit(&d);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("not a socket"), "{err}");
+    assert_eq!(std::fs::read(d.ingest_path()).unwrap(), b"not a socket");
+}
+
+#[test]
+fn the_same_path_for_both_sockets_is_a_config_error_not_another_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = TestDaemon::create(json!({"control_socket": dir.path().join("both.sock"),
+                                      "ingest_socket": dir.path().join("both.sock")}));
+    let (code, err) = run_to_exit(&d);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(!err.contains("another daemon"), "{err}");
+}
+
+#[test]
+fn sigterm_during_a_long_rotation_still_ends_by_the_shutdown_deadline() {
+    // Every sample takes 400 ms to write; 80 queued samples are over 30 s of work, and a
+    // rotation (SIGHUP) waits for them. SIGTERM must not wait for the rotation: the
+    // shutdown deadline (1 s) ends the daemon with exit 1 long before.
+    let mut d =
+        TestDaemon::start(json!({"debug_write_delay_ms": 400, "shutdown_deadline_ms": 1000}));
+    let (mut c, r) = d.connect(&raw_hello("busy", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    // One frame at a time, each read before the next is sent (a frame costs 16 bytes of
+    // queue budget until written).
+    for i in 0..80u64 {
+        c.send(&frame(i as f64, None, &[(&[1, 2, 3, 4], false)]));
+        d.wait_status("frame read", |st| {
+            let s = &st["sensors"]["busy"];
+            s["samples"].as_u64().unwrap() * 16 + s["queue_bytes"].as_u64().unwrap() >= (i + 1) * 16
+        });
+    }
+    let traces = || std::fs::read_dir(d.data_root()).unwrap().count();
+    assert_eq!(traces(), 1);
+    d.signal(libc::SIGHUP);
+    // The rotation has begun once the new trace's directory exists.
+    let t0 = std::time::Instant::now();
+    while traces() < 2 {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no rotation");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        d.status()["sensors"]["busy"]["queue_bytes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    d.signal(libc::SIGTERM);
+    let status = d.wait(12);
+    assert_eq!(status.code(), Some(1), "{}", d.log());
+}
+
+#[test]
+fn a_second_daemon_on_the_same_data_root_is_refused_and_leaves_the_live_trace_alone() {
+    let d = TestDaemon::start(json!({}));
+    let (mut c, _) = d.connect(&raw_hello("imu", 4));
+    for i in 0..10 {
+        c.send(&frame(i as f64, None, &[(&[1; 4], false)]));
+    }
+    assert_eq!(c.sync(), 10);
+    let trace = d.trace_dir();
+    // The same config with other sockets (a debugging run, a second unit): it must not
+    // take the live trace for a crashed one (recover, resume, record into it).
+    let other = tempfile::tempdir().unwrap();
+    let mut cmd = d.command();
+    cmd.arg("--ingest-socket")
+        .arg(other.path().join("i.sock"))
+        .arg("--control-socket")
+        .arg(other.path().join("c.sock"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if std::os::unix::net::UnixStream::connect(other.path().join("c.sock")).is_ok() {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "neither ran nor exited"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    let ev = events(&trace);
+    assert!(
+        !ev.iter()
+            .any(|e| e["event"] == "crash" || e["event"] == "recovered"),
+        "the second daemon recovered the live trace: {ev:?}\n{err}"
+    );
+    let status = status.unwrap_or_else(|| panic!("a second daemon ran on the data_root:\n{err}"));
+    assert_eq!(status.code(), Some(3), "{err}");
+    assert!(err.contains("another daemon"), "{err}");
+    // The first daemon goes on.
+    c.send(&frame(10.0, None, &[(&[1; 4], false)]));
+    assert_eq!(c.sync(), 11);
+}
+
+#[test]
+fn a_socket_path_near_the_unix_length_limit_can_be_bound() {
+    // sun_path holds 107 bytes and a NUL: a 100-byte socket path is valid, and the daemon
+    // must bind it (whatever its pid, whatever its temporary name while binding).
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("run");
+    let pad = 100 - base.as_os_str().len() - "/ingest.sock".len() - 1;
+    let path = base.join("d".repeat(pad)).join("ingest.sock");
+    assert_eq!(path.as_os_str().len(), 100);
+    let d = TestDaemon::start(json!({"ingest_socket": path}));
+    let (mut c, r) = Driver::connect(&path, &raw_hello("imu", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    c.send(&frame(0.0, None, &[(&[1; 4], false)]));
+    assert_eq!(c.sync(), 1, "{}", d.log());
+}

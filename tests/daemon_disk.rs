@@ -404,3 +404,18 @@ fn direct_io_on_a_filesystem_without_o_direct_falls_back_and_writes_the_same_byt
         assert_eq!(x[i], sample(1, i as u64, BIG), "sample {i}");
     }
 }
+
+#[test]
+fn autostart_on_a_read_only_data_root_says_why_in_status() {
+    // E.g. a data disk mounted read-only, or ProtectSystem=strict without ReadWritePaths=.
+    let mnt = Mounted::mount_fs("tmpfs", &["-o", "ro,size=1m"]);
+    let d = TestDaemon::start(json!({"data_root": mnt.path()}));
+    let st = d.status();
+    assert_eq!(st["recording"], false, "{st}");
+    assert!(
+        st["stopped_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("Read-only file system")),
+        "{st}"
+    );
+}

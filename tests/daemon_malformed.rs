@@ -265,3 +265,30 @@ fn thousands_of_idle_connections_are_bounded_and_refused_clearly() {
     steady.tick();
     assert!(d.status()["sensors"]["steady"]["failed"].is_null());
 }
+
+#[test]
+fn a_control_connection_over_the_limit_gets_an_error_reply_not_a_silent_close() {
+    let d = TestDaemon::start(json!({}));
+    // Idle control connections (a hung script, a leaking monitor) take every slot; the
+    // daemon accepts them in order, so these 16 hold the slots before the next one.
+    let idle: Vec<UnixStream> = (0..16)
+        .map(|_| UnixStream::connect(d.control_path()).unwrap())
+        .collect();
+    let mut s = UnixStream::connect(d.control_path()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(b"{\"cmd\": \"status\"}\n").unwrap();
+    let mut reply = String::new();
+    // A silent close may also show as a reset: the reply line is what matters.
+    let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(s), &mut reply);
+    let r: serde_json::Value = serde_json::from_str(&reply)
+        .unwrap_or_else(|e| panic!("no JSON reply line ({e}): {reply:?}"));
+    assert_eq!(r["ok"], false, "{r}");
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .contains("too many control connections"),
+        "{r}"
+    );
+    drop(idle);
+}

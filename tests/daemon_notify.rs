@@ -140,3 +140,55 @@ fn ready_watchdog_only_while_writers_progress_status_and_stopping() {
         got.lock().unwrap().iter().any(|(_, m)| m == "STOPPING=1")
     });
 }
+
+#[test]
+fn watchdog_pings_go_on_while_a_rotation_waits_for_busy_but_progressing_writers() {
+    // Every sample takes 400 ms to write: the writer makes progress well within the 2 s
+    // watchdog bound, but a backlog of 60 samples takes 24 s to drain, and a rotation (SIGHUP)
+    // waits for it.
+    let mut d = TestDaemon::create(json!({"debug_write_delay_ms": 400}));
+    let (notify, got, _ready) = listen(&d);
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(r#"WATCHDOG_PID=$$; export WATCHDOG_PID; exec "$0" "$@""#)
+        .arg(d.command().get_program())
+        .args(d.command().get_args())
+        .env("NOTIFY_SOCKET", &notify)
+        .env("WATCHDOG_USEC", "2000000");
+    d.spawn_cmd(cmd);
+
+    let (mut c, r) = d.connect(&raw_hello("busy", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    // One frame at a time, each read by the daemon before the next is sent: each is its own
+    // queue message, so the writer proves progress after every sample. (A frame costs 16
+    // bytes of queue budget until it is written.)
+    for i in 0..60u64 {
+        c.send(&frame(i as f64, None, &[(&[1, 2, 3, 4], false)]));
+        d.wait_status("frame read", |st| {
+            let s = &st["sensors"]["busy"];
+            s["samples"].as_u64().unwrap() * 16 + s["queue_bytes"].as_u64().unwrap() >= (i + 1) * 16
+        });
+    }
+    d.signal(libc::SIGHUP);
+    let hup = Instant::now();
+    std::thread::sleep(Duration::from_millis(7000));
+    let end = Instant::now();
+    // The rotation is still waiting for the backlog...
+    let st = d.status();
+    assert!(
+        st["sensors"]["busy"]["queue_bytes"].as_u64().unwrap() > 0,
+        "backlog drained already: {st}"
+    );
+    // ...and every writer made progress all along: the pings must not stop.
+    let pings = pings_between(&got, hup + Duration::from_millis(3000), end);
+    assert!(
+        pings >= 2,
+        "{pings} pings in 4 s while the writer progressed\n{}",
+        d.log()
+    );
+    assert!(
+        !d.log().contains("withholding the watchdog ping"),
+        "{}",
+        d.log()
+    );
+}

@@ -180,3 +180,25 @@ fn a_peer_whose_gid_is_not_allowed_is_refused_before_its_hello() {
     let (_c, r) = d.connect(&daemon_support::raw_hello("ok", 1));
     assert_eq!(r["ok"], true, "{r}");
 }
+
+#[test]
+fn a_socket_group_the_daemon_user_is_not_in_is_a_config_error_naming_it() {
+    use std::os::unix::process::CommandExt;
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test runs the daemon as nobody and must start as root (CI runs as root)"
+    );
+    // As under the unit (User=roverlog, no capabilities): the daemon may not give its
+    // sockets a group it is not a member of.
+    let d = TestDaemon::create(json!({"socket_group": "0"}));
+    std::fs::set_permissions(d.dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(&d.config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut cmd = d.command();
+    cmd.uid(65534).gid(65534);
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("socket_group"), "{err}");
+    assert!(!d.ingest_path().exists(), "{err}");
+}

@@ -13,7 +13,8 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 ///
 /// Exit codes: 0 stopped cleanly (SIGTERM/SIGINT: queues drained, files fsynced);
 /// 1 runtime failure (shutdown deadline exceeded, I/O error at start);
-/// 2 bad usage or invalid config; 3 the sockets are in use by another running daemon.
+/// 2 bad usage or invalid config; 3 the sockets or data_root are in use by another running
+/// daemon.
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -87,8 +88,15 @@ pub fn main(args: Args) -> ExitCode {
         Ok(d) => d,
         Err(e) => {
             eprintln!("roverlog daemon: {e}");
-            let in_use = e.to_string().contains("another daemon is listening");
-            return ExitCode::from(if in_use { 3 } else { 1 });
+            let in_use = e.to_string().contains("another daemon is");
+            // A config that cannot work (a missing socket_group, a socket path naming
+            // something else) is the operator's to fix: 2, not a runtime failure.
+            let code = match e {
+                _ if in_use => 3,
+                roverlog::Error::Config(_) => 2,
+                _ => 1,
+            };
+            return ExitCode::from(code);
         }
     };
     daemon.set_watchdog(roverlog::daemon::notify::watchdog_interval());

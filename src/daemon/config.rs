@@ -159,6 +159,12 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         self.socket_mode_bits()?;
         self.fsync_policy()?;
+        if self.ingest_socket == self.control_socket {
+            return Err(bad(format!(
+                "ingest_socket and control_socket are the same path ({})",
+                self.ingest_socket.display()
+            )));
+        }
         if self.queue_bytes < 1024 {
             return Err(bad("queue_bytes must be at least 1024"));
         }

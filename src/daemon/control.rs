@@ -38,6 +38,10 @@ pub async fn accept_loop(listener: UnixListener, rec: Arc<Recorder>, mut shutdow
             continue;
         };
         let Ok(permit) = conns.clone().try_acquire_owned() else {
+            // An answer rather than a silent close, which `roverlog ctl` would report as an
+            // unreachable daemon.
+            let _ = stream.try_write(&line(json!({"ok": false, "error": format!(
+                    "too many control connections (at most {MAX_CONTROL_CONNECTIONS} at once)")})));
             continue;
         };
         let (rec, shutdown) = (rec.clone(), shutdown.clone());

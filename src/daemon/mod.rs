@@ -69,6 +69,8 @@ pub struct Daemon {
     requests: mpsc::UnboundedReceiver<Request>,
     notify: Notifier,
     watchdog: Option<Duration>,
+    /// `data_root`, opened and `flock`ed for as long as the daemon runs (see [`lock_data_root`]).
+    data_lock: std::fs::File,
 }
 
 /// Runs a daemon with `config` until `shutdown` completes (see [`Daemon::run`]).
@@ -82,6 +84,7 @@ impl Daemon {
     pub fn bind(config: Config) -> Result<Daemon> {
         config.validate()?;
         std::fs::create_dir_all(&config.data_root).map_err(|e| Error::io(&config.data_root, e))?;
+        let data_lock = lock_data_root(&config.data_root)?;
         let mode = config.socket_mode_bits()?;
         let gid = config
             .socket_group
@@ -110,6 +113,7 @@ impl Daemon {
             requests,
             notify: no_notify,
             watchdog: None,
+            data_lock,
         })
     }
 
@@ -144,6 +148,7 @@ impl Daemon {
             mut requests,
             notify,
             watchdog,
+            data_lock: _data_lock,
         } = self;
         drop(requests_tx);
         let (notice_tx, mut notices) = mpsc::unbounded_channel();
@@ -163,6 +168,9 @@ impl Daemon {
             };
             if r["ok"] != true {
                 tracing::error!("autostart failed: {}", r["error"]);
+                // status and STATUS= say why nothing is recorded, not just the log.
+                let why = r["error"].as_str().unwrap_or("unknown error");
+                rec.note_not_recording(format!("autostart failed: {why}"));
             }
         }
 
@@ -194,18 +202,21 @@ impl Daemon {
         let mut disk_tick =
             tokio::time::interval(Duration::from_millis(cfg.disk_check_interval_ms));
         let mut rotate_tick = tokio::time::interval(Duration::from_secs(1));
-        // Without a watchdog the branch is disabled; the period only has to be valid.
-        let mut watchdog_tick =
-            tokio::time::interval(watchdog.map_or(Duration::from_secs(3600), |w| w / 2));
-        let mut withheld = false;
+        let mut wd = Watchdog::new(watchdog);
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,
                 Some(req) = requests.recv() => match req {
                     Request::Rotate => {
-                        let r = rec.rotate("SIGHUP", None).await;
-                        tracing::info!("rotate: {r}");
+                        let r = rec.clone();
+                        let op = async move {
+                            let r = r.rotate("SIGHUP", None).await;
+                            tracing::info!("rotate: {r}");
+                        };
+                        if !wd.serving(&rec, notify, &mut shutdown, op).await {
+                            break;
+                        }
                     }
                 },
                 Some(n) = notices.recv() => match n {
@@ -214,7 +225,11 @@ impl Daemon {
                         // stop a trace started since.
                         let why = format!("disk full (sensor {sensor}: {error})");
                         if rec.current_dir().as_deref() == Some(trace.as_path()) {
-                            rec.stop_for(why).await;
+                            let r = rec.clone();
+                            let op = async move { r.stop_for(why).await };
+                            if !wd.serving(&rec, notify, &mut shutdown, op).await {
+                                break;
+                            }
                         } else {
                             tracing::warn!("{why} (trace {} already closed)", trace.display());
                         }
@@ -223,27 +238,17 @@ impl Daemon {
                 _ = stats_tick.tick() => {
                     notify(&status_line(&rec, log_stats(&rec)));
                 }
-                _ = watchdog_tick.tick(), if watchdog.is_some() => {
-                    let bound = watchdog.expect("branch enabled by it");
-                    let stalled = rec.stalled_writers(bound);
-                    if stalled.is_empty() {
-                        if withheld {
-                            tracing::info!("every writer makes progress again: watchdog pings resume");
-                            withheld = false;
-                        }
-                        notify(notify::WATCHDOG);
-                    } else if !withheld {
-                        // systemd restarts us unless the writer recovers within the timeout.
-                        tracing::error!(?stalled, "writer(s) made no progress for over {bound:?} (stuck in I/O?): withholding the watchdog ping");
-                        withheld = true;
-                    }
-                }
+                _ = wd.tick.tick(), if wd.bound.is_some() => wd.check(&rec, notify),
                 _ = disk_tick.tick() => {
                     let free = disk::free_bytes(&cfg.data_root).ok();
                     rec.set_disk_free(free);
                     if let Some(why) = rec.disk_low() {
                         if rec.current().is_some() {
-                            rec.stop_for(why).await;
+                            let r = rec.clone();
+                            let op = async move { r.stop_for(why).await };
+                            if !wd.serving(&rec, notify, &mut shutdown, op).await {
+                                break;
+                            }
                         }
                     }
                 }
@@ -253,7 +258,11 @@ impl Daemon {
                         let by_age = cfg.rotate_seconds > 0 && age.as_secs() >= cfg.rotate_seconds;
                         if by_size || by_age {
                             let why = if by_size { "rotate_bytes" } else { "rotate_seconds" };
-                            rec.rotate(why, None).await;
+                            let r = rec.clone();
+                            let op = async move { r.rotate(why, None).await; };
+                            if !wd.serving(&rec, notify, &mut shutdown, op).await {
+                                break;
+                            }
                         }
                     }
                 }
@@ -285,6 +294,90 @@ impl Daemon {
                 "shutdown did not finish within shutdown_deadline_ms ({} ms); queued samples may be lost",
                 cfg.shutdown_deadline_ms
             ))),
+        }
+    }
+}
+
+/// Takes an exclusive `flock` on the `data_root` directory itself (no lock file: a read-only
+/// data_root still starts and says why it cannot record). A second daemon on the same
+/// data_root, whatever its sockets, would take the live trace for a crashed one and cut and
+/// record into its files: it is refused like one on the same sockets.
+fn lock_data_root(root: &std::path::Path) -> Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let dir = std::fs::File::open(root).map_err(|e| Error::io(root, e))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(Error::Config(format!(
+                "{}: another daemon is recording into this data_root (it holds its lock)",
+                root.display()
+            )));
+        }
+        return Err(Error::io(root, e));
+    }
+    Ok(dir)
+}
+
+/// The watchdog pings of the main loop: `WATCHDOG=1` every half of `bound`, and only while
+/// every writer has proved progress within `bound`.
+struct Watchdog {
+    bound: Option<Duration>,
+    tick: tokio::time::Interval,
+    withheld: bool,
+}
+
+impl Watchdog {
+    fn new(bound: Option<Duration>) -> Watchdog {
+        // Without a watchdog the tick is never awaited; the period only has to be valid.
+        let tick = tokio::time::interval(bound.map_or(Duration::from_secs(3600), |w| w / 2));
+        Watchdog {
+            bound,
+            tick,
+            withheld: false,
+        }
+    }
+
+    /// One tick: pings unless a writer is stalled.
+    fn check(&mut self, rec: &Recorder, notify: Notifier) {
+        let Some(bound) = self.bound else { return };
+        let stalled = rec.stalled_writers(bound);
+        if stalled.is_empty() {
+            if self.withheld {
+                tracing::info!("every writer makes progress again: watchdog pings resume");
+                self.withheld = false;
+            }
+            notify(notify::WATCHDOG);
+        } else if !self.withheld {
+            // systemd restarts us unless the writer recovers within the timeout.
+            tracing::error!(?stalled, "writer(s) made no progress for over {bound:?} (stuck in I/O?): withholding the watchdog ping");
+            self.withheld = true;
+        }
+    }
+
+    /// Runs `op` (a rotation or stop, which waits for every writer's backlog: longer than
+    /// the watchdog timeout on a slow disk) while still pinging as long as the writers make
+    /// progress. Returns false when `shutdown` completed first: `op` goes on in its own task
+    /// (the drain waits for it, within the shutdown deadline).
+    async fn serving(
+        &mut self,
+        rec: &Recorder,
+        notify: Notifier,
+        shutdown: &mut (impl Future<Output = ()> + Unpin),
+        op: impl Future<Output = ()> + Send + 'static,
+    ) -> bool {
+        let mut op = tokio::spawn(op);
+        loop {
+            tokio::select! {
+                r = &mut op => {
+                    if let Err(e) = r {
+                        tracing::error!("rotation or stop ended abnormally: {e}");
+                    }
+                    return true;
+                }
+                _ = &mut *shutdown => return false,
+                _ = self.tick.tick(), if self.bound.is_some() => self.check(rec, notify),
+            }
         }
     }
 }

@@ -485,6 +485,15 @@ impl Recorder {
         }
     }
 
+    /// Remembers for status why nothing is being recorded (e.g. autostart failed), unless a
+    /// trace is open or a reason is already shown.
+    pub fn note_not_recording(&self, why: String) {
+        let mut st = self.lock();
+        if st.trace.is_none() && st.stopped_reason.is_none() {
+            st.stopped_reason = Some(why);
+        }
+    }
+
     /// `rotate`: a new trace with `label`, or without one the label of the trace it
     /// replaces; every sensor switches at one point of its stream.
     pub async fn rotate(&self, reason: &str, label: Option<&str>) -> Value {

@@ -7,7 +7,7 @@
 //! daemon is replaced; one that still answers means another daemon is running: an error.
 
 use std::ffi::CString;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 
@@ -20,8 +20,17 @@ pub fn bind(path: &Path, mode: u32, gid: Option<u32>) -> Result<UnixListener> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
+    // A path that does not fit sun_path could be bound (see below) but never connected to.
+    std::os::unix::net::SocketAddr::from_pathname(path)
+        .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
     std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    if path.exists() {
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(Error::Config(format!(
+                "{}: exists and is not a socket; not replacing it",
+                path.display()
+            )));
+        }
         match UnixStream::connect(path) {
             Ok(_) => {
                 return Err(Error::Config(format!(
@@ -41,11 +50,32 @@ pub fn bind(path: &Path, mode: u32, gid: Option<u32>) -> Result<UnixListener> {
         .map_err(|e| Error::io(&private, e))?;
     let result = (|| {
         let tmp = private.join("s");
-        let listener = UnixListener::bind(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        let listener = match UnixListener::bind(&tmp) {
+            // The private directory's name makes `tmp` longer than `path`: a socket path
+            // that fits sun_path (107 bytes) may not with it. Bind through the directory's
+            // descriptor then (a short path), which names the same file.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                use std::os::fd::AsRawFd;
+                let dir = std::fs::File::open(&private).map_err(|e| Error::io(&private, e))?;
+                let short = format!("/proc/self/fd/{}/s", dir.as_raw_fd());
+                UnixListener::bind(short).map_err(|_| Error::io(&tmp, e))?
+            }
+            r => r.map_err(|e| Error::io(&tmp, e))?,
+        };
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
             .map_err(|e| Error::io(&tmp, e))?;
         if let Some(gid) = gid {
-            std::os::unix::fs::chown(&tmp, None, Some(gid)).map_err(|e| Error::io(&tmp, e))?;
+            std::os::unix::fs::chown(&tmp, None, Some(gid)).map_err(|e| {
+                if e.raw_os_error() == Some(libc::EPERM) {
+                    Error::Config(format!(
+                        "socket_group (gid {gid}) for {}: the daemon's user is not a member \
+                         of that group, so it may not give it the socket ({e})",
+                        path.display()
+                    ))
+                } else {
+                    Error::io(&tmp, e)
+                }
+            })?;
         }
         std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
         Ok(listener)
