@@ -182,10 +182,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("gone");
         assert!(notify_to(missing.as_os_str(), READY).is_err());
-        // A socket file whose owner has closed it: connection refused.
+        // A socket file whose owner has closed it: connection refused. A child process that
+        // another test forks holds the socket from its fork until its exec closes it (close
+        // on exec): a send in that window still succeeds, so wait it out.
         let (_d, path, sock) = receiver();
         drop(sock);
-        assert!(notify_to(path.as_os_str(), READY).is_err());
+        let refused = (0..500).any(|_| {
+            let refused = notify_to(path.as_os_str(), READY).is_err();
+            if !refused {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            refused
+        });
+        assert!(refused, "a socket nobody holds must refuse");
     }
 
     /// Runs `child_reports_through_the_environment` in a child process with `env` set, so the
