@@ -250,6 +250,31 @@ fn direct_io_writes_the_same_bytes_and_survives_kill9() {
     }
 }
 
+/// Frames still in the socket when SIGTERM comes (the daemon was not reading them: its queue
+/// is full and the writer slow) were sent before the signal: the drain reads and writes every
+/// one, however long the backpressure makes that take, and exits 0. What a driver sends
+/// after the signal is not waited for (the example driver's test covers that side).
+#[test]
+fn sigterm_drains_frames_still_in_the_socket_behind_backpressure() {
+    let mut d = TestDaemon::start(json!({
+        "queue_bytes": 4096, "max_frame_bytes": 1024, "debug_write_delay_ms": 1,
+        "fsync": "on_request", "shutdown_deadline_ms": 60000}));
+    let (mut a, _) = d.connect(&raw_hello("a", 64));
+    let n = 3000u64;
+    // One write of ~228 KB: the daemon reads 64 KiB at a time as its 4 KiB queue drains at
+    // 1 ms a sample, so most of it waits in the socket when the signal comes.
+    let all: Vec<u8> = (0..n)
+        .flat_map(|i| frame(i as f64, None, &[(&sample(1, i, 64), false)]))
+        .collect();
+    a.send(&all);
+    let trace = d.trace_dir();
+    let status = d.stop();
+    assert!(status.success(), "exit {status}\n{}", d.log());
+    let (ts, x) = read_sensor(&trace, "a", "x");
+    assert_eq!(ts.len() as u64, n, "every frame sent before the signal");
+    assert_eq!(x[(n - 1) as usize], sample(1, n - 1, 64));
+}
+
 /// A crash (power cut, or a full disk making the write short) can leave `events.jsonl` ending
 /// in a torn line. The events written after the restart (what recovery cut, the crash, the
 /// resume) must still each be a line of their own, not glued to the torn one and lost.

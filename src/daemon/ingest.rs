@@ -24,7 +24,10 @@ use super::recording::{Recorder, Slot};
 use super::shutdown::Shutdown;
 use super::writer::WriterMsg;
 
-/// During shutdown, a connection stops draining after this long without new bytes.
+/// During shutdown, a connection drains what the driver had sent when the shutdown began (the
+/// bytes then queued in the socket; a driver that keeps sending, as any live sensor does,
+/// would otherwise hold the daemon until its shutdown deadline), and stops early after this
+/// long without new bytes.
 const DRAIN_QUIET: Duration = Duration::from_millis(100);
 /// Smallest read: reading less per syscall would cost throughput for small frames.
 const READ_CHUNK: usize = 64 << 10;
@@ -71,7 +74,7 @@ pub async fn accept_loop(
                 buf: BytesMut::with_capacity(READ_CHUNK),
                 rec,
                 shutdown,
-                draining: false,
+                drain_left: None,
                 pool: pool.clone(),
             };
             if let Err(msg) = conn.run().await {
@@ -104,12 +107,23 @@ fn peer_allowed(stream: &UnixStream, uids: &[u32], gids: &[u32]) -> Result<(), S
     }
 }
 
+/// Bytes queued in the socket's receive buffer, not yet read (`FIONREAD`).
+fn queued_bytes(stream: &UnixStream) -> Option<usize> {
+    use std::os::fd::AsRawFd;
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer, which points at `n`.
+    let r = unsafe { libc::ioctl(stream.as_raw_fd(), libc::FIONREAD, &mut n) };
+    (r == 0).then_some(n as usize)
+}
+
 struct Connection {
     stream: UnixStream,
     buf: BytesMut,
     rec: Arc<Recorder>,
     shutdown: Shutdown,
-    draining: bool,
+    /// Bytes the driver had sent when the shutdown began that are still to be read (`None`:
+    /// not shutting down).
+    drain_left: Option<usize>,
     pool: Arc<BufPool>,
 }
 
@@ -141,31 +155,57 @@ impl Connection {
     async fn fill(&mut self, want: usize) -> Result<bool, String> {
         let need = want.saturating_sub(self.buf.len()).max(READ_CHUNK);
         self.buf.reserve(need);
-        if !self.draining {
+        if self.drain_left.is_none() {
+            // Shutdown first: the first read after it starts the drain, not a coin toss.
             tokio::select! {
+                biased;
+                _ = self.shutdown.recv() => self.start_drain(),
                 r = self.stream.read_buf(&mut self.buf) => {
                     return r.map(|n| n > 0).map_err(|e| format!("read: {e}"));
                 }
-                _ = self.shutdown.recv() => { self.draining = true; }
             }
         }
+        if self.drain_left == Some(0) {
+            return Ok(false);
+        }
         match tokio::time::timeout(DRAIN_QUIET, self.stream.read_buf(&mut self.buf)).await {
-            Ok(r) => r.map(|n| n > 0).map_err(|e| format!("read: {e}")),
+            Ok(r) => r
+                .map(|n| self.drained(n) > 0)
+                .map_err(|e| format!("read: {e}")),
             Err(_) => Ok(false),
         }
+    }
+
+    /// The shutdown began (this connection notices it at its next read): from now on read
+    /// only what the socket already holds.
+    fn start_drain(&mut self) {
+        // Unknown (the ioctl failed): drain until the driver goes quiet, as before.
+        self.drain_left = Some(queued_bytes(&self.stream).unwrap_or(usize::MAX));
+    }
+
+    /// Counts `n` bytes read while draining; returns `n`.
+    fn drained(&mut self, n: usize) -> usize {
+        if let Some(left) = &mut self.drain_left {
+            *left = left.saturating_sub(n);
+        }
+        n
     }
 
     /// Reads into `dst`, as [`Connection::fill`] does into `buf`; 0 at end of stream (or
     /// when draining found no more).
     async fn read_into(&mut self, dst: &mut [u8]) -> Result<usize, String> {
-        if !self.draining {
+        if self.drain_left.is_none() {
             tokio::select! {
+                biased;
+                _ = self.shutdown.recv() => self.start_drain(),
                 r = self.stream.read(dst) => return r.map_err(|e| format!("read: {e}")),
-                _ = self.shutdown.recv() => { self.draining = true; }
             }
         }
+        if self.drain_left == Some(0) {
+            return Ok(0);
+        }
         match tokio::time::timeout(DRAIN_QUIET, self.stream.read(dst)).await {
-            Ok(r) => r.map_err(|e| format!("read: {e}")),
+            Ok(r) => r.map(|n| self.drained(n)).map_err(|e| format!("read: {e}")),
             Err(_) => Ok(0),
         }
     }
