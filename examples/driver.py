@@ -2,8 +2,9 @@
 """A roverlog driver in plain Python 3 (standard library only): copy it and adapt it.
 
 It connects to the daemon's ingest socket, declares one IMU-like sensor (acc and gyro,
-f4 [3]) with sequence numbers, sends samples at a fixed rate, asks for durability at the end
-and prints every reply. The protocol is specified in docs/protocol.md.
+f4 [3]) with sequence numbers, sends samples at a fixed rate, reconnects with back-off when
+the daemon stops or restarts, asks for durability at the end and prints every reply. The
+protocol is specified in docs/protocol.md.
 
     python3 examples/driver.py --socket ./run/ingest.sock --sensor imu --rate 100 --count 500
 
@@ -45,6 +46,11 @@ VARIABLE_FORMATS = ("jpg", "npz")     # u32 length + bytes per sample
 class DaemonError(Exception):
     """The daemon refused the hello or a frame (its message says what and which frame),
     or closed the connection."""
+
+
+class DaemonGone(DaemonError):
+    """The daemon closed the connection without an error line: it is stopping or restarting
+    (docs/protocol.md 6). Reconnect with back-off; what it had received is kept."""
 
 
 class Channel(NamedTuple):
@@ -204,17 +210,13 @@ class Driver:
         try:
             self.sock.sendall(data)
         except (BrokenPipeError, ConnectionResetError) as e:
-            # The daemon refused something and closed: its reason is waiting to be read.
-            raise DaemonError(self._pending_error() or f"connection closed by the daemon ({e})")
-
-    def _pending_error(self) -> Optional[str]:
-        try:
-            reply = self._read_reply()
-        except DaemonError as e:
-            return str(e)
-        except OSError:
-            return None
-        return f"unexpected reply: {reply}"
+            # The daemon closed: after refusing something (its reason is waiting to be read,
+            # and _read_reply raises it), or because it is stopping (no line: DaemonGone).
+            try:
+                reply = self._read_reply()
+            except OSError:
+                raise DaemonGone(f"connection closed by the daemon ({e})")
+            raise DaemonError(f"unexpected reply: {reply}")
 
     def _read_reply(self) -> dict:
         while b"\n" not in self._rbuf:
@@ -222,7 +224,7 @@ class Driver:
                 raise DaemonError("reply line too long")
             chunk = self.sock.recv(65536)
             if not chunk:
-                raise DaemonError("connection closed by the daemon without a reply")
+                raise DaemonGone("connection closed by the daemon without a reply")
             self._rbuf += chunk
         line, self._rbuf = self._rbuf.split(b"\n", 1)
         reply = json.loads(line)
@@ -247,6 +249,28 @@ def imu_sample(t: float):
     return [acc, gyro]
 
 
+def reconnect(driver: Driver, give_up_after: float, why: Exception) -> bool:
+    """docs/protocol.md 6: reconnect with back-off (0.1 s doubling to 5 s) until the daemon
+    accepts the hello again, or `give_up_after` seconds have passed (then False)."""
+    print(f"daemon went away ({why}); reconnecting", file=sys.stderr)
+    driver.close()
+    deadline = time.monotonic() + give_up_after
+    delay = 0.1
+    while True:
+        try:
+            print(f"reconnected: {json.dumps(driver.connect())}", flush=True)
+            return True
+        except (DaemonError, OSError) as e:
+            # Refused while the daemon starts (no socket yet, or the old session not yet
+            # ended) is expected; anything that lasts past the deadline is given up on.
+            driver.close()
+            if time.monotonic() + delay > deadline:
+                print(f"giving up after {give_up_after:g} s: {e}", file=sys.stderr)
+                return False
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Send a simulated IMU sensor to roverlog.")
     p.add_argument("--socket", default="./run/ingest.sock", help="ingest socket path")
@@ -255,6 +279,9 @@ def main(argv=None) -> int:
     p.add_argument("--count", type=int, default=500, help="samples to send (0: until Ctrl-C)")
     p.add_argument("--sync-every", type=int, default=0, metavar="N",
                    help="also ask for durability every N samples (default: only at the end)")
+    p.add_argument("--reconnect-for", type=float, default=60.0, metavar="S",
+                   help="when the daemon goes away (stops, restarts), keep trying to reconnect "
+                        "for up to S seconds (0: give up at once)")
     args = p.parse_args(argv)
     if args.rate <= 0:
         p.error("--rate must be positive")
@@ -280,10 +307,17 @@ def main(argv=None) -> int:
             if delay > 0:
                 time.sleep(delay)
             ts = time.time()
-            driver.send(ts, imu_sample(ts), seq=sent)
+            try:
+                driver.send(ts, imu_sample(ts), seq=sent)
+                if args.sync_every and (sent + 1) % args.sync_every == 0:
+                    print(f"durable: {driver.sync()}")
+            except (DaemonGone, ConnectionError) as e:
+                # Not a refusal: the daemon is stopping or restarting. Samples it received
+                # are kept; the hello reply says how many this sensor has in the current trace.
+                if not reconnect(driver, args.reconnect_for, e):
+                    return 1
+                continue  # the sample that failed is sent again
             sent += 1
-            if args.sync_every and sent % args.sync_every == 0:
-                print(f"durable: {driver.sync()}")
         durable = driver.sync()
         print(f"sent {sent} samples; durable: {durable}")
         return 0
