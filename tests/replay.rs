@@ -473,3 +473,23 @@ fn l5kit_fixture_imports_with_every_expected_value_and_replays_the_same() {
         }
     }
 }
+
+#[test]
+fn replay_refuses_a_start_or_duration_that_is_not_a_usable_number() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("recorded");
+    write_trace(&src);
+    let mut d = TestDaemon::start(json!({}));
+    for (args, names) in [
+        (&["--start", "nan"][..], "--start"),
+        (&["--start=-1e300"][..], "--start"),
+        (&["--duration", "nan"][..], "--duration"),
+        (&["--duration=-1"][..], "--duration"),
+        (&["--rate", "1e-300"][..], "--rate"),
+    ] {
+        let r = replay_into(&src, &d, args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.text());
+        assert!(r.text().contains(names), "{args:?}: {}", r.text());
+    }
+    assert!(d.stop().success(), "{}", d.log());
+}

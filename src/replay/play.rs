@@ -139,6 +139,19 @@ pub fn play(
             )));
         }
     }
+    if !(opts.start.is_finite() && opts.start >= 0.0) {
+        return Err(Error::Config(format!(
+            "--start must be a number of seconds, 0 or more, got {}",
+            opts.start
+        )));
+    }
+    if let Some(d) = opts.duration {
+        if d.is_nan() || d < 0.0 {
+            return Err(Error::Config(format!(
+                "--duration must be a number of seconds, 0 or more, got {d}"
+            )));
+        }
+    }
     let names: Vec<String> = source.sensors().iter().map(|s| s.name.clone()).collect();
     let mut all = Vec::with_capacity(names.len());
     for (i, n) in names.iter().enumerate() {
@@ -179,7 +192,16 @@ pub fn play(
                 break 'outer;
             }
             let ts = m.ts + shift;
-            let due = opts.rate.map(|r| Duration::from_secs_f64((ts - from) / r));
+            let due = match opts.rate {
+                Some(r) => Some(Duration::try_from_secs_f64((ts - from) / r).map_err(|_| {
+                    Error::Config(format!(
+                        "--rate {r}: the sample at {ts} would be due {} s after the start, \
+                         more than can be waited for",
+                        (ts - from) / r
+                    ))
+                })?),
+                None => None,
+            };
             if let Some(due) = due {
                 if !sleep_until(started, due, stop) {
                     break 'outer;
