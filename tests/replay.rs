@@ -493,3 +493,25 @@ fn replay_refuses_a_start_or_duration_that_is_not_a_usable_number() {
     }
     assert!(d.stop().success(), "{}", d.log());
 }
+
+#[test]
+fn import_refuses_a_sensor_named_twice_before_writing_anything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("recorded");
+    write_trace(&src);
+    let out = tmp.path().join("out");
+    let r = common::roverlog(&[
+        "import".as_ref(),
+        src.as_os_str(),
+        out.as_os_str(),
+        "--sensors".as_ref(),
+        "imu,imu".as_ref(),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.text());
+    assert!(
+        r.text().contains("--sensors") && r.text().contains("imu"),
+        "{}",
+        r.text()
+    );
+    assert!(!out.exists(), "a half-written trace was left behind");
+}

@@ -53,6 +53,11 @@ impl TraceSource {
         } else {
             only.to_vec()
         };
+        for (i, name) in names.iter().enumerate() {
+            if names[..i].contains(name) {
+                return Err(Error::Config(format!("--sensors names {name:?} twice")));
+            }
+        }
         let mut sensors = Vec::new();
         let mut readers = Vec::new();
         for name in names {
