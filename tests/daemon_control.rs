@@ -473,3 +473,12 @@ fn autostart_refused_by_the_disk_guard_says_why_in_status() {
         "{st}"
     );
 }
+
+#[test]
+fn ctl_with_a_zero_timeout_is_bad_usage_not_an_unreachable_daemon() {
+    let mut d = TestDaemon::start(json!({}));
+    let (code, text) = ctl_cli(&d, &["--timeout", "0", "status"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("--timeout"), "{text}");
+    assert!(d.stop().success(), "{}", d.log());
+}

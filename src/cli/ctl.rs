@@ -25,7 +25,8 @@ pub struct Args {
     #[arg(long, global = true)]
     json: bool,
     /// Seconds to wait for the reply.
-    #[arg(long, default_value_t = 30, global = true)]
+    #[arg(long, default_value_t = 30, global = true,
+          value_parser = clap::value_parser!(u64).range(1..))]
     timeout: u64,
     #[command(subcommand)]
     cmd: Cmd,
