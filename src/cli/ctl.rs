@@ -78,6 +78,12 @@ pub fn main(args: Args) -> ExitCode {
             return ExitCode::from(3);
         }
     };
+    // The socket exchange is over: from here on only stdout is written, and a reader that
+    // went away (`| head`) ends the process quietly like other Unix tools (see `cli::main`).
+    // SAFETY: setting a signal's disposition to the default; ctl starts no threads.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let ok = reply["ok"] == true;
     if args.json {
         println!("{reply}");
