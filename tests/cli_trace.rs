@@ -200,3 +200,27 @@ fn cat_writes_decoded_samples_of_any_format() {
     assert_eq!(code, Some(2));
     assert!(err.contains("past the end"), "{err}");
 }
+
+#[test]
+fn cat_refuses_an_empty_rows_spec() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = small_trace(tmp.path(), "t", 3);
+    let r = common::roverlog(&[
+        "cat".as_ref(),
+        t.as_os_str(),
+        "s/x".as_ref(),
+        "--rows".as_ref(),
+        "".as_ref(),
+    ]);
+    assert_eq!(
+        r.code,
+        2,
+        "row 0 was written for an empty --rows: {}",
+        r.text()
+    );
+    assert!(
+        r.stdout.is_empty() && r.text().contains("--rows"),
+        "{}",
+        r.text()
+    );
+}

@@ -45,6 +45,9 @@ impl Rows {
                 step: 1,
             });
         };
+        if spec.is_empty() {
+            bail!("--rows \"\": empty (expected A:B, A:B:STEP or A)");
+        }
         let num = |s: &str, default: u64| -> Result<u64> {
             if s.is_empty() {
                 Ok(default)
