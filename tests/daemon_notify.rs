@@ -78,15 +78,7 @@ fn ready_watchdog_only_while_writers_progress_status_and_stopping() {
     // its writer past the 1 s watchdog bound, while an idle writer is healthy.
     let mut d = TestDaemon::create(json!({"debug_write_delay_ms": 5000, "stats_interval_ms": 300}));
     let (notify, got, ready) = listen(&d);
-    // WATCHDOG_PID must name the daemon: the shell execs it, so its pid is the daemon's.
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(r#"WATCHDOG_PID=$$; export WATCHDOG_PID; exec "$0" "$@""#)
-        .arg(d.command().get_program())
-        .args(d.command().get_args())
-        .env("NOTIFY_SOCKET", &notify)
-        .env("WATCHDOG_USEC", "1000000");
-    d.spawn_cmd(cmd);
+    spawn_under_watchdog(&mut d, &notify, 1_000_000);
 
     wait_until("READY=1", 20, || ready.lock().unwrap().is_some());
     let r = ready.lock().unwrap().clone().unwrap();
@@ -148,14 +140,7 @@ fn watchdog_pings_go_on_while_a_rotation_waits_for_busy_but_progressing_writers(
     // waits for it.
     let mut d = TestDaemon::create(json!({"debug_write_delay_ms": 400}));
     let (notify, got, _ready) = listen(&d);
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(r#"WATCHDOG_PID=$$; export WATCHDOG_PID; exec "$0" "$@""#)
-        .arg(d.command().get_program())
-        .args(d.command().get_args())
-        .env("NOTIFY_SOCKET", &notify)
-        .env("WATCHDOG_USEC", "2000000");
-    d.spawn_cmd(cmd);
+    spawn_under_watchdog(&mut d, &notify, 2_000_000);
 
     let (mut c, r) = d.connect(&raw_hello("busy", 4));
     assert_eq!(r["ok"], true, "{r}");
@@ -191,4 +176,17 @@ fn watchdog_pings_go_on_while_a_rotation_waits_for_busy_but_progressing_writers(
         "{}",
         d.log()
     );
+}
+
+/// Starts the daemon as systemd would with `WatchdogSec`: `NOTIFY_SOCKET`, `WATCHDOG_USEC`
+/// and a `WATCHDOG_PID` naming the daemon (the shell execs it, so its pid is the daemon's).
+fn spawn_under_watchdog(d: &mut TestDaemon, notify: &std::path::Path, usec: u64) {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(r#"WATCHDOG_PID=$$; export WATCHDOG_PID; exec "$0" "$@""#)
+        .arg(d.command().get_program())
+        .args(d.command().get_args())
+        .env("NOTIFY_SOCKET", notify)
+        .env("WATCHDOG_USEC", usec.to_string());
+    d.spawn_cmd(cmd);
 }
