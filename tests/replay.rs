@@ -515,3 +515,46 @@ fn import_refuses_a_sensor_named_twice_before_writing_anything() {
     );
     assert!(!out.exists(), "a half-written trace was left behind");
 }
+
+/// `roverlog import ... | head -0` and `roverlog replay ... | head -0`: the work is done (the
+/// trace is whole, the daemon holds every sample), then the summary meets a reader that is
+/// gone, and the command ends quietly instead of panicking.
+#[test]
+fn import_and_replay_into_a_closed_pipe_finish_their_work_and_end_quietly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("recorded");
+    write_trace(&src);
+    let out = tmp.path().join("imported");
+    let run = std::process::Command::new(common::roverlog_bin())
+        .arg("import")
+        .arg(common::root().join("tests/data/gulp_small"))
+        .arg(&out)
+        .stdout(daemon_support::closed_pipe())
+        .output()
+        .unwrap();
+    daemon_support::assert_quiet_on_closed_pipe(&run);
+    let v = common::roverlog(&["validate".as_ref(), out.as_os_str()]);
+    assert!(v.ok(), "{}", v.text());
+
+    let d = TestDaemon::start(json!({}));
+    let run = std::process::Command::new(common::roverlog_bin())
+        .arg("replay")
+        .arg(&src)
+        .arg("--socket")
+        .arg(d.ingest_path())
+        .arg("--max-speed")
+        .stdout(daemon_support::closed_pipe())
+        .output()
+        .unwrap();
+    daemon_support::assert_quiet_on_closed_pipe(&run);
+    let st = d.status();
+    let sensors = st["sensors"].as_object().unwrap();
+    assert!(!sensors.is_empty(), "{st}");
+    for (name, s) in sensors {
+        let want = format::Sensor::open(&src.join(name))
+            .unwrap()
+            .len()
+            .unwrap();
+        assert_eq!(s["durable"].as_u64(), Some(want), "{name}: {st}");
+    }
+}

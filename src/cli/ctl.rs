@@ -78,12 +78,8 @@ pub fn main(args: Args) -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    // The socket exchange is over: from here on only stdout is written, and a reader that
-    // went away (`| head`) ends the process quietly like other Unix tools (see `cli::main`).
-    // SAFETY: setting a signal's disposition to the default; ctl starts no threads.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // The socket exchange is over: from here on only stdout is written.
+    super::quiet_on_closed_stdout();
     let ok = reply["ok"] == true;
     if args.json {
         println!("{reply}");

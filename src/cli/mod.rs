@@ -61,6 +61,16 @@ enum Command {
     Bench(bench::Args),
 }
 
+/// From here on, a reader of stdout that goes away (`| head`) ends the process quietly, like
+/// other Unix tools, instead of a panic on EPIPE. Only for output: a command must not call it
+/// while it still writes to sockets, where a closed peer is an error to report.
+pub(crate) fn quiet_on_closed_stdout() {
+    // SAFETY: sets SIGPIPE back to its default disposition; no handler is installed.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// What a command reports besides success: `Problems` maps to exit code 1.
 pub enum Outcome {
     Ok,
@@ -71,15 +81,16 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(
         cli.command,
-        Command::Info(_) | Command::Validate(_) | Command::Recover(_) | Command::Cat(_)
+        Command::Info(_)
+            | Command::Validate(_)
+            | Command::Recover(_)
+            | Command::Cat(_)
+            | Command::Import(_)
     ) {
-        // These only print: when their reader goes away (`| head`), end quietly like other
-        // Unix tools instead of failing on EPIPE. (Commands that talk to sockets keep SIGPIPE
-        // ignored, so a closed connection is an error they can report.)
-        // SAFETY: setting a signal's disposition to the default before any thread starts.
-        unsafe {
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        }
+        // These only print: see `quiet_on_closed_stdout`. (Commands that talk to sockets keep
+        // SIGPIPE ignored, so a closed connection is an error they can report; they call it
+        // once their socket work is done.)
+        quiet_on_closed_stdout();
     }
     let result = match cli.command {
         Command::Daemon(a) => return daemon::main(a),

@@ -128,6 +128,8 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
         )
     })?;
     pb.finish_and_clear();
+    // Every socket is closed: what is left is printing the summary.
+    super::quiet_on_closed_stdout();
     let secs = r.elapsed.as_secs_f64().max(1e-9);
     let late = |q: f64| r.late_quantile(q).map(|s| s * 1e3);
     if args.json {

@@ -319,3 +319,28 @@ pub fn read_sensor(trace: &Path, sensor: &str, ch: &str) -> (Vec<f64>, Vec<Vec<u
 pub fn events(trace: &Path) -> Vec<Value> {
     roverlog::daemon::events::read_events(trace)
 }
+
+/// The write end of a pipe whose reader is already gone: a command's stdout as in
+/// `roverlog ... | head -0`.
+pub fn closed_pipe() -> std::os::fd::OwnedFd {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe() fills two new descriptors, each then owned exactly once.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read_end);
+    write_end
+}
+
+/// Asserts that a command whose stdout was a [`closed_pipe`] ended as other Unix tools do:
+/// successfully, or killed by SIGPIPE when it printed; not a panic, not a failure.
+pub fn assert_quiet_on_closed_pipe(out: &std::process::Output) {
+    use std::os::unix::process::ExitStatusExt;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() || out.status.signal() == Some(libc::SIGPIPE),
+        "{:?}: {err}",
+        out.status
+    );
+}
