@@ -593,15 +593,7 @@ fn sigterm_during_a_long_rotation_still_ends_by_the_shutdown_deadline() {
         TestDaemon::start(json!({"debug_write_delay_ms": 400, "shutdown_deadline_ms": 1000}));
     let (mut c, r) = d.connect(&raw_hello("busy", 4));
     assert_eq!(r["ok"], true, "{r}");
-    // One frame at a time, each read before the next is sent (a frame costs 16 bytes of
-    // queue budget until written).
-    for i in 0..80u64 {
-        c.send(&frame(i as f64, None, &[(&[1, 2, 3, 4], false)]));
-        d.wait_status("frame read", |st| {
-            let s = &st["sensors"]["busy"];
-            s["samples"].as_u64().unwrap() * 16 + s["queue_bytes"].as_u64().unwrap() >= (i + 1) * 16
-        });
-    }
+    feed_one_by_one(&d, &mut c, "busy", 80);
     let traces = || std::fs::read_dir(d.data_root()).unwrap().count();
     assert_eq!(traces(), 1);
     d.signal(libc::SIGHUP);

@@ -144,16 +144,7 @@ fn watchdog_pings_go_on_while_a_rotation_waits_for_busy_but_progressing_writers(
 
     let (mut c, r) = d.connect(&raw_hello("busy", 4));
     assert_eq!(r["ok"], true, "{r}");
-    // One frame at a time, each read by the daemon before the next is sent: each is its own
-    // queue message, so the writer proves progress after every sample. (A frame costs 16
-    // bytes of queue budget until it is written.)
-    for i in 0..60u64 {
-        c.send(&frame(i as f64, None, &[(&[1, 2, 3, 4], false)]));
-        d.wait_status("frame read", |st| {
-            let s = &st["sensors"]["busy"];
-            s["samples"].as_u64().unwrap() * 16 + s["queue_bytes"].as_u64().unwrap() >= (i + 1) * 16
-        });
-    }
+    feed_one_by_one(&d, &mut c, "busy", 60);
     d.signal(libc::SIGHUP);
     let hup = Instant::now();
     std::thread::sleep(Duration::from_millis(7000));

@@ -344,3 +344,16 @@ pub fn assert_quiet_on_closed_pipe(out: &std::process::Output) {
         out.status
     );
 }
+
+/// Sends `n` frames of a 4-byte raw sample to `sensor` one at a time, each read by the
+/// daemon before the next is sent: each becomes its own queue message, so the writer proves
+/// progress after every sample. (Such a frame costs 16 bytes of queue budget until written.)
+pub fn feed_one_by_one(d: &TestDaemon, c: &mut Driver, sensor: &str, n: u64) {
+    for i in 0..n {
+        c.send(&frame(i as f64, None, &[(&[1, 2, 3, 4], false)]));
+        d.wait_status("frame read", |st| {
+            let s = &st["sensors"][sensor];
+            s["samples"].as_u64().unwrap() * 16 + s["queue_bytes"].as_u64().unwrap() >= (i + 1) * 16
+        });
+    }
+}
