@@ -58,3 +58,8 @@ fn zarr_meta_seeds() {
 fn blosc_chunk_seeds() {
     run_seeds("blosc_chunk", checks::blosc_chunk);
 }
+
+#[test]
+fn avi_seeds() {
+    run_seeds("avi", checks::avi);
+}

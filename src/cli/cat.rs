@@ -24,6 +24,10 @@ pub struct CatArgs {
     /// For zarr structured arrays: write only this field's values.
     #[arg(long)]
     pub field: Option<String>,
+    /// For `mjpg` (video) channels: write the frames' JPEG bytes instead of decoded
+    /// `height x width x 3` RGB samples.
+    #[arg(long)]
+    pub jpeg: bool,
 }
 
 /// A row selection `start:stop:step` resolved against a length.
@@ -183,6 +187,16 @@ fn cat_roverd(args: &CatArgs, out: &mut impl Write) -> Result<()> {
     let s = Sensor::open(&args.dataset.join(sensor))?;
     let mut r = s.channel(channel)?;
     let rows = Rows::parse(args.rows.as_deref(), r.len()?)?;
+    if let format::ChannelReader::Mjpg(video) = &r {
+        if !args.jpeg {
+            for i in rows.iter() {
+                write_all(out, &video.decode(i)?)?;
+            }
+            return Ok(());
+        }
+    } else if args.jpeg {
+        bail!("--jpeg applies to mjpg (video) channels only");
+    }
     if rows.step == 1 {
         r.visit(rows.start..rows.stop, |_, b| write_all(out, b))?;
     } else {

@@ -30,6 +30,10 @@ pub struct ValidateArgs {
     /// Also decompress every lzmaf frame and check every timestamp.
     #[arg(long)]
     pub deep: bool,
+    /// Exit 0 even when some channel could not be checked (a format we do not read); such
+    /// channels are still listed as unchecked.
+    #[arg(long)]
+    pub allow_unchecked: bool,
 }
 
 #[derive(Args)]
@@ -199,6 +203,7 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
     };
     let mut bad = 0usize;
     let mut checked = 0usize;
+    let mut unchecked = 0usize;
     for root in &args.paths {
         if roverlog::gulp::is_gulp_dir(root) {
             checked += 1;
@@ -239,6 +244,15 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
                     for w in &c.warnings {
                         println!("{}: warning: {w}", dir.display());
                     }
+                    for u in c.unchecked() {
+                        unchecked += 1;
+                        println!(
+                            "{}: {}: unchecked ({} is a format roverlog cannot read)",
+                            dir.display(),
+                            u.name,
+                            u.format.as_str()
+                        );
+                    }
                     if c.is_ok() {
                         println!("{}: ok ({} samples)", dir.display(), c.consistent_len());
                     } else {
@@ -257,6 +271,9 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
     }
     if bad > 0 {
         println!("{bad} of {checked} sensor(s) or dataset(s) have problems (`roverlog recover <trace>` repairs torn tails of roverd traces)");
+        Ok(Outcome::Problems)
+    } else if unchecked > 0 && !args.allow_unchecked {
+        println!("{unchecked} channel(s) could not be checked (`--allow-unchecked` accepts that)");
         Ok(Outcome::Problems)
     } else {
         Ok(Outcome::Ok)

@@ -227,9 +227,12 @@ impl Config {
             for (ch, f) in chans {
                 validate_name("channel", ch)?;
                 let parsed = ChannelFormat::parse(f);
-                if !matches!(parsed, ChannelFormat::Raw | ChannelFormat::Lzmaf) {
+                if !matches!(
+                    parsed,
+                    ChannelFormat::Raw | ChannelFormat::Lzmaf | ChannelFormat::Mjpg
+                ) {
                     return Err(bad(format!(
-                        "formats.{sensor}.{ch}: {f:?} (overrides may only be \"raw\" or \"lzmaf\")"
+                        "formats.{sensor}.{ch}: {f:?} (overrides may only be \"raw\", \"lzmaf\" or \"mjpg\")"
                     )));
                 }
             }
@@ -283,6 +286,35 @@ impl Config {
                 .min(8),
             n => n,
         }
+    }
+
+    /// The format a channel declared as `declared` is stored in: its override when one
+    /// applies (fixed-size channels may be compressed, `jpg` frames may go into one `mjpg`
+    /// video), else as declared (with a warning for an override that does not apply).
+    pub fn stored_format(
+        &self,
+        sensor: &str,
+        channel: &str,
+        declared: &ChannelFormat,
+    ) -> ChannelFormat {
+        let Some(f) = self.format_override(sensor, channel) else {
+            return declared.clone();
+        };
+        let applies = match f {
+            ChannelFormat::Mjpg => *declared == ChannelFormat::Blob("jpg".into()),
+            _ => declared.is_fixed_size(),
+        };
+        if applies {
+            return f;
+        }
+        tracing::warn!(
+            sensor,
+            channel,
+            "format override {:?} does not apply to a {:?} channel; kept as declared",
+            f.as_str(),
+            declared.as_str()
+        );
+        declared.clone()
     }
 
     /// The format override for one channel, if any.

@@ -130,10 +130,13 @@ fn parse_channel(c: &Value) -> Result<(String, ChannelMeta), String> {
     }
     validate_name("channel", &name).map_err(|e| e.to_string())?;
     let format = match ChannelFormat::parse(s("format")?) {
-        f @ (ChannelFormat::Raw | ChannelFormat::Lzmaf | ChannelFormat::Blob(_)) => f,
+        f @ (ChannelFormat::Raw
+        | ChannelFormat::Lzmaf
+        | ChannelFormat::Blob(_)
+        | ChannelFormat::Mjpg) => f,
         other => {
             return Err(format!(
-                "{name:?}: format {:?} cannot be ingested (raw, lzmaf, jpg, npz)",
+                "{name:?}: format {:?} cannot be ingested (raw, lzmaf, jpg, npz, mjpg)",
                 other.as_str()
             ))
         }
@@ -375,7 +378,7 @@ mod tests {
                 "implicit",
             ),
             (
-                r#"{"roverlog": 1, "sensor": "a", "channels": [{"name": "x", "format": "mjpg", "type": "u1", "shape": []}]}"#,
+                r#"{"roverlog": 1, "sensor": "a", "channels": [{"name": "x", "format": "lzma", "type": "u1", "shape": []}]}"#,
                 "cannot be ingested",
             ),
             (

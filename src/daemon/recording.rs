@@ -178,11 +178,7 @@ impl Recorder {
     fn stored_meta(&self, hello: &Hello) -> SensorMeta {
         let mut meta = hello.channels.clone();
         for (name, ch) in &mut meta.channels {
-            if let Some(f) = self.cfg.format_override(&hello.sensor, name) {
-                if ch.format.is_fixed_size() {
-                    ch.format = f;
-                }
-            }
+            ch.format = self.cfg.stored_format(&hello.sensor, name, &ch.format);
         }
         meta
     }

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use super::avi::{repair::header_params, MjpgReader, MjpgWriter};
 use super::blob::{BlobReader, BlobWriter};
 use super::lzma::LzmaReader;
 use super::lzmaf::{self, LzmafReader, LzmafWriter};
@@ -31,6 +32,7 @@ pub enum ChannelReader {
     Lzma(LzmaReader),
     Lzmaf(LzmafReader),
     Blob(BlobReader),
+    Mjpg(MjpgReader),
 }
 
 impl ChannelReader {
@@ -43,6 +45,7 @@ impl ChannelReader {
             ChannelFormat::Lzma => ChannelReader::Lzma(LzmaReader::open(&path, s)?),
             ChannelFormat::Lzmaf => ChannelReader::Lzmaf(LzmafReader::open(&path, s)?),
             ChannelFormat::Blob(ext) => ChannelReader::Blob(BlobReader::open(&path, ext)?),
+            ChannelFormat::Mjpg => ChannelReader::Mjpg(MjpgReader::open(&path)?),
             ChannelFormat::Other(f) => {
                 return Err(Error::UnsupportedFormat {
                     channel: name.to_string(),
@@ -60,6 +63,7 @@ impl ChannelReader {
             ChannelReader::Lzma(r) => r.len()?,
             ChannelReader::Lzmaf(r) => r.len(),
             ChannelReader::Blob(r) => r.len(),
+            ChannelReader::Mjpg(r) => r.len(),
         })
     }
 
@@ -74,6 +78,7 @@ impl ChannelReader {
             ChannelReader::Raw(r) => Cow::Borrowed(r.get(index)?),
             ChannelReader::Lzmaf(r) => Cow::Owned(r.get(index)?),
             ChannelReader::Blob(r) => Cow::Owned(r.get(index)?),
+            ChannelReader::Mjpg(r) => Cow::Borrowed(r.frame(index)?),
             ChannelReader::Lzma(r) => {
                 let s = r.sample_bytes();
                 let path = r.path.clone();
@@ -130,6 +135,7 @@ pub enum ChannelWriter {
     Raw(RawWriter),
     Lzmaf(LzmafWriter),
     Blob(BlobWriter),
+    Mjpg(MjpgWriter),
 }
 
 /// Options for channel writers.
@@ -189,6 +195,17 @@ impl ChannelWriter {
             (ChannelFormat::Blob(ext), true) => {
                 ChannelWriter::Blob(BlobWriter::open_append(&path, ext)?)
             }
+            (ChannelFormat::Mjpg, false) => {
+                let (w, h, fps) = header_params(meta);
+                ChannelWriter::Mjpg(MjpgWriter::create(&path, w, h, fps, b)?)
+            }
+            (ChannelFormat::Mjpg, true) if path.exists() => {
+                ChannelWriter::Mjpg(MjpgWriter::open_append(&path, b)?)
+            }
+            (ChannelFormat::Mjpg, true) => {
+                let (w, h, fps) = header_params(meta);
+                ChannelWriter::Mjpg(MjpgWriter::create(&path, w, h, fps, b)?)
+            }
             (f, _) => {
                 return Err(Error::UnsupportedFormat {
                     channel: name.to_string(),
@@ -199,6 +216,7 @@ impl ChannelWriter {
         match &mut w {
             ChannelWriter::Raw(r) => r.file_mut().set_writeback_bytes(opts.writeback_bytes),
             ChannelWriter::Lzmaf(l) => l.data_mut().set_writeback_bytes(opts.writeback_bytes),
+            ChannelWriter::Mjpg(m) => m.file_mut().set_writeback_bytes(opts.writeback_bytes),
             // One small file per sample, fsynced one by one.
             ChannelWriter::Blob(_) => {}
         }
@@ -211,6 +229,7 @@ impl ChannelWriter {
             ChannelWriter::Raw(w) => w.append(sample),
             ChannelWriter::Lzmaf(w) => w.append(sample),
             ChannelWriter::Blob(w) => w.append(sample),
+            ChannelWriter::Mjpg(w) => w.append(sample),
         }
     }
 
@@ -229,6 +248,7 @@ impl ChannelWriter {
             ChannelWriter::Raw(w) => w.len(),
             ChannelWriter::Lzmaf(w) => w.len(),
             ChannelWriter::Blob(w) => w.len(),
+            ChannelWriter::Mjpg(w) => w.len(),
         }
     }
 
@@ -244,6 +264,7 @@ impl ChannelWriter {
             ChannelWriter::Raw(w) => w.file().append_reaches_kernel(n),
             ChannelWriter::Lzmaf(w) => w.data().append_reaches_kernel(n),
             ChannelWriter::Blob(_) => true,
+            ChannelWriter::Mjpg(w) => w.file().append_reaches_kernel(n),
         }
     }
 
@@ -253,6 +274,7 @@ impl ChannelWriter {
             ChannelWriter::Raw(w) => w.flush(),
             ChannelWriter::Lzmaf(w) => w.flush(),
             ChannelWriter::Blob(w) => w.flush(),
+            ChannelWriter::Mjpg(w) => w.flush(),
         }
     }
 
@@ -262,6 +284,7 @@ impl ChannelWriter {
             ChannelWriter::Raw(w) => w.sync(),
             ChannelWriter::Lzmaf(w) => w.sync(),
             ChannelWriter::Blob(w) => w.sync(),
+            ChannelWriter::Mjpg(w) => w.sync(),
         }
     }
 
@@ -271,6 +294,7 @@ impl ChannelWriter {
             ChannelWriter::Raw(w) => w.finish(),
             ChannelWriter::Lzmaf(w) => w.finish(),
             ChannelWriter::Blob(w) => w.finish(),
+            ChannelWriter::Mjpg(w) => w.finish(),
         }
     }
 }

@@ -10,6 +10,7 @@ use std::fmt;
 use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 
+use super::avi::repair::{self as avi_repair, AviState};
 use super::blob;
 use super::channel::channel_path;
 use super::lzma;
@@ -41,6 +42,14 @@ pub struct ChannelCheck {
     plan: Plan,
 }
 
+impl ChannelCheck {
+    /// Whether the channel could not be checked at all (a format we do not read): it is
+    /// neither counted nor cut, and `validate` says so.
+    pub fn unchecked(&self) -> bool {
+        matches!(self.plan, Plan::Untouchable) && self.problems.is_empty()
+    }
+}
+
 /// What recovery must know to cut a channel.
 #[derive(Debug)]
 enum Plan {
@@ -65,7 +74,9 @@ enum Plan {
     },
     /// A whole-file `.xz` channel: cut by re-encoding its first samples.
     Lzma { exists: bool, sample_bytes: usize },
-    /// Formats we cannot read (e.g. `mjpg`): neither counted nor cut.
+    /// An `mjpg` video: recovery rewrites its trailer for the kept frames.
+    Mjpg(Box<AviState>),
+    /// Formats we cannot read, and `mjpg` files that are not AVI: neither counted nor cut.
     Untouchable,
 }
 
@@ -91,7 +102,13 @@ impl SensorCheck {
             .unwrap_or(0)
     }
 
-    /// Whether no problem was found.
+    /// The channels that could not be checked (see [`ChannelCheck::unchecked`]).
+    pub fn unchecked(&self) -> Vec<&ChannelCheck> {
+        self.channels.iter().filter(|c| c.unchecked()).collect()
+    }
+
+    /// Whether no problem was found (unchecked channels are not problems: see
+    /// [`SensorCheck::unchecked`]).
     pub fn is_ok(&self) -> bool {
         self.problems.is_empty() && self.channels.iter().all(|c| c.problems.is_empty())
     }
@@ -246,6 +263,16 @@ fn check_channel(dir: &Path, name: &str, ch: &ChannelMeta, depth: Depth) -> Resu
                     sample_bytes: ch.sample_bytes(),
                 },
             )
+        }
+        ChannelFormat::Mjpg => {
+            let state = AviState::read(&path)?;
+            let (n, found) = state.summary();
+            problems.extend(found);
+            let plan = match state {
+                AviState::Foreign(_) => Plan::Untouchable,
+                s => Plan::Mjpg(Box::new(s)),
+            };
+            (n, file_len(&path)?.unwrap_or(0), plan)
         }
         ChannelFormat::Other(_) => (0, file_len(&path)?.unwrap_or(0), Plan::Untouchable),
     };
@@ -514,6 +541,18 @@ pub fn recover_sensor(dir: &Path) -> Result<Recovery> {
                             ch.complete,
                             bytes.len()
                         ),
+                    });
+                }
+            }
+            Plan::Mjpg(state) => {
+                let meta = SensorMeta::read(dir)?;
+                let ch_meta = meta.get(&ch.name).cloned().unwrap_or_else(|| {
+                    ChannelMeta::new(ChannelFormat::Mjpg, super::DType::U1, vec![], "")
+                });
+                if let Some(what) = avi_repair::recover(&path, &ch_meta, state, target)? {
+                    cuts.push(Cut {
+                        path: path.clone(),
+                        what,
                     });
                 }
             }

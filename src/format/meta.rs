@@ -38,8 +38,10 @@ pub enum ChannelFormat {
     /// A directory with one file per sample, `000000.<ext>`; the string is the extension
     /// (`jpg`, `npz`). Samples are variable-size.
     Blob(String),
-    /// A format upstream knows but we do not read (e.g. `mjpg`); kept so such a `meta.json`
-    /// still parses and is written back unchanged.
+    /// MJPEG video in one AVI file (upstream's camera `video.avi`); samples are JPEG frames.
+    Mjpg,
+    /// A format we do not read; kept so such a `meta.json` still parses and is written back
+    /// unchanged.
     Other(String),
 }
 
@@ -51,6 +53,7 @@ impl ChannelFormat {
             "lzma" => ChannelFormat::Lzma,
             "lzmaf" => ChannelFormat::Lzmaf,
             "jpg" | "npz" => ChannelFormat::Blob(s.to_string()),
+            "mjpg" => ChannelFormat::Mjpg,
             other => ChannelFormat::Other(other.to_string()),
         }
     }
@@ -61,6 +64,7 @@ impl ChannelFormat {
             ChannelFormat::Raw => "raw",
             ChannelFormat::Lzma => "lzma",
             ChannelFormat::Lzmaf => "lzmaf",
+            ChannelFormat::Mjpg => "mjpg",
             ChannelFormat::Blob(s) | ChannelFormat::Other(s) => s,
         }
     }
@@ -411,10 +415,7 @@ mod tests {
         assert_eq!(names, ["ts", "rng", "video.avi"]);
         assert_eq!(m.get("ts").unwrap().desc, "t");
         assert_eq!(m.get("rng").unwrap().sample_bytes(), 64 * 2048 * 2);
-        assert_eq!(
-            m.get("video.avi").unwrap().format,
-            ChannelFormat::Other("mjpg".into())
-        );
+        assert_eq!(m.get("video.avi").unwrap().format, ChannelFormat::Mjpg);
         let again = parse(std::str::from_utf8(&m.to_json_bytes()).unwrap()).unwrap();
         assert_eq!(again, m);
     }

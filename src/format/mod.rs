@@ -9,6 +9,7 @@
 //! - [`check`]: consistency checking and crash recovery.
 
 pub mod append;
+pub mod avi;
 pub mod blob;
 pub mod channel;
 pub mod check;

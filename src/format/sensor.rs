@@ -296,7 +296,9 @@ impl SensorWriter {
                     got: sample.len(),
                 });
             }
-            if matches!(ch.format, ChannelFormat::Blob(_)) && sample.is_empty() {
+            if matches!(ch.format, ChannelFormat::Blob(_) | ChannelFormat::Mjpg)
+                && sample.is_empty()
+            {
                 return Err(Error::EmptySample {
                     channel: name.to_string(),
                 });

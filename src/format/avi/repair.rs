@@ -1,0 +1,112 @@
+//! What `validate` finds in an `mjpg` channel and what `recover` does to it.
+
+use std::fs::{self, OpenOptions};
+use std::path::Path;
+
+use super::parse::{self, Layout};
+use super::write::{self, MjpgWriter, DEFAULT_FPS};
+use crate::error::{Error, IoContext, Result};
+use crate::format::meta::ChannelMeta;
+
+/// The state of one `mjpg` file.
+#[derive(Debug)]
+pub enum AviState {
+    /// No file.
+    Missing,
+    /// Not an AVI file at all: neither counted nor touched.
+    Foreign(String),
+    /// An AVI file and what parsing found.
+    Parsed(Box<Layout>),
+}
+
+impl AviState {
+    /// Reads the file at `path`.
+    pub fn read(path: &Path) -> Result<AviState> {
+        let bytes = match fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(AviState::Missing),
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        Ok(match parse::parse(&bytes) {
+            Ok(l) => AviState::Parsed(Box::new(l)),
+            Err(msg) => AviState::Foreign(msg),
+        })
+    }
+
+    /// Whole frames, and the problems to report.
+    pub fn summary(&self) -> (u64, Vec<String>) {
+        match self {
+            AviState::Missing => (0, vec!["channel file is missing".into()]),
+            AviState::Foreign(msg) => (0, vec![msg.clone()]),
+            AviState::Parsed(l) => (l.frames.len() as u64, l.problems.clone()),
+        }
+    }
+}
+
+/// The frame size and rate a new file for `meta` gets: shape `[height, width, 3]`, `fps`
+/// from upstream's `args` when present.
+pub fn header_params(meta: &ChannelMeta) -> (u32, u32, f64) {
+    let dim = |i: usize| {
+        meta.shape
+            .get(i)
+            .and_then(|&d| u32::try_from(d).ok())
+            .unwrap_or(0)
+    };
+    let fps = meta
+        .args
+        .as_ref()
+        .and_then(|a| a.get("fps"))
+        .and_then(|v| v.as_f64())
+        .unwrap_or(DEFAULT_FPS);
+    (dim(1), dim(0), fps)
+}
+
+/// Makes the file at `path` a finished AVI of its first `keep` frames (recovery). Returns
+/// what was done, or `None` when the file already was exactly that.
+pub fn recover(
+    path: &Path,
+    meta: &ChannelMeta,
+    state: &AviState,
+    keep: u64,
+) -> Result<Option<String>> {
+    let fresh = |what: &str| -> Result<Option<String>> {
+        let (w, h, fps) = header_params(meta);
+        let tmp = path.with_extension("avi..recover");
+        let _ = fs::remove_file(&tmp);
+        MjpgWriter::create(&tmp, w, h, fps, 64 << 10)?.finish()?;
+        fs::rename(&tmp, path).at(path)?;
+        Ok(Some(format!("{what}: written as an empty video")))
+    };
+    let l = match state {
+        AviState::Missing => return fresh("was missing"),
+        AviState::Foreign(_) => return Ok(None),
+        AviState::Parsed(l) => l,
+    };
+    if !l.header_ok || l.segments.is_empty() {
+        if keep > 0 {
+            return Err(Error::corrupt(
+                path,
+                "no frames to keep in a file without a header",
+            ));
+        }
+        return fresh(&format!("header cut ({} bytes)", l.file_len));
+    }
+    let keep = usize::try_from(keep)
+        .unwrap_or(usize::MAX)
+        .min(l.frames.len());
+    let finished = l.problems.is_empty() && l.indexed == l.frames.len();
+    if finished && keep == l.frames.len() {
+        return Ok(None);
+    }
+    let f = OpenOptions::new().write(true).open(path).at(path)?;
+    let new_len = write::write_trailer(&f, path, &l.header, &l.segments, &l.frames[..keep])?;
+    let mut what = format!(
+        "kept {keep} of {} whole frame(s), rebuilt the index and sizes: {} -> {new_len} bytes",
+        l.frames.len(),
+        l.file_len
+    );
+    if let Some(at) = l.torn_at {
+        what.push_str(&format!(" (cut a torn chunk at {at})"));
+    }
+    Ok(Some(what))
+}
