@@ -9,168 +9,13 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use common::{roverlog, run_python, sha256_hex};
+use common::roverlog;
+use common::video::{
+    assert_pixels_close, ffmpeg_packets, ffprobe_decoded_frames, hashes, opencv_read, opencv_write,
+    our_frames,
+};
 use roverlog::format::avi::{MjpgReader, MjpgWriter};
-
-fn peer() -> String {
-    std::fs::read_to_string(common::root().join("tests/py/avi_peer.py")).unwrap()
-}
-
-/// OpenCV writes `n` frames of `w` x `h` to `path`.
-fn opencv_write(path: &Path, w: u32, h: u32, n: usize) {
-    let (w, h, n) = (w.to_string(), h.to_string(), n.to_string());
-    run_python(
-        &peer(),
-        &[
-            "write".as_ref(),
-            path.as_os_str(),
-            w.as_ref(),
-            h.as_ref(),
-            n.as_ref(),
-        ],
-    );
-}
-
-/// What OpenCV's `VideoCapture` reads: the frame count and every frame as RGB.
-fn opencv_read(path: &Path) -> (usize, Vec<u8>) {
-    let rgb = path.with_extension("rgb");
-    let out = run_python(
-        &peer(),
-        &["read".as_ref(), path.as_os_str(), rgb.as_os_str()],
-    );
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let pixels = std::fs::read(&rgb).unwrap();
-    (v["frames"].as_u64().unwrap() as usize, pixels)
-}
-
-fn tool(name: &str) -> Command {
-    let found = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {name}"))
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    assert!(
-        found,
-        "{name} is not installed: the mjpg interop tests need Debian's `ffmpeg` package \
-         (`apt-get install ffmpeg`; .ci/run installs it)"
-    );
-    Command::new(name)
-}
-
-/// The sha256 of every video packet as ffmpeg demuxes it (`-c copy`: the bytes in the file).
-fn ffmpeg_packets(path: &Path) -> Vec<String> {
-    let out = tool("ffmpeg")
-        .args(["-v", "error", "-i"])
-        .arg(path)
-        .args([
-            "-map",
-            "0:v",
-            "-c",
-            "copy",
-            "-f",
-            "framehash",
-            "-hash",
-            "sha256",
-            "-",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ffmpeg could not read {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| l.rsplit(',').next().unwrap().trim().to_string())
-        .collect()
-}
-
-/// Frames ffprobe counts by decoding every one (errors make it fail).
-fn ffprobe_decoded_frames(path: &Path) -> usize {
-    let out = tool("ffprobe")
-        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
-        .args(["-show_entries", "stream=nb_read_frames", "-of", "csv=p=0"])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ffprobe could not decode {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
-}
-
-fn our_frames(path: &Path) -> Vec<Vec<u8>> {
-    let r = MjpgReader::open(path).unwrap();
-    r.frames().map(<[u8]>::to_vec).collect()
-}
-
-fn hashes(frames: &[Vec<u8>]) -> Vec<String> {
-    frames.iter().map(|f| sha256_hex(f)).collect()
-}
-
-/// Mean and worst absolute difference of two decodings of the same frames.
-fn difference(a: &[u8], b: &[u8], what: &str) -> (f64, u8) {
-    assert_eq!(a.len(), b.len(), "{what}: decoded sizes differ");
-    let sum: u64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| u64::from(x.abs_diff(*y)))
-        .sum();
-    let worst = a.iter().zip(b).map(|(x, y)| x.abs_diff(*y)).max();
-    (sum as f64 / a.len().max(1) as f64, worst.unwrap_or(0))
-}
-
-/// libjpeg-turbo's decoding of `frames` (cv2.imdecode), RGB.
-fn opencv_imdecode(frames: &[Vec<u8>], scratch: &Path) -> Vec<u8> {
-    let d = scratch.join("jpegs");
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir(&d).unwrap();
-    for (i, f) in frames.iter().enumerate() {
-        std::fs::write(d.join(format!("{i:06}.jpg")), f).unwrap();
-    }
-    let out = scratch.join("imdecode.rgb");
-    run_python(
-        &peer(),
-        &["imdecode".as_ref(), d.as_os_str(), out.as_os_str()],
-    );
-    std::fs::read(out).unwrap()
-}
-
-/// Our decoded pixels against OpenCV's: within a JPEG decoder's tolerance of libjpeg-turbo
-/// on the same bytes, and no further from `VideoCapture`'s frames (whose YUV -> RGB path
-/// differs from libjpeg's on its own) than libjpeg-turbo is.
-fn assert_pixels_close(frames: &[Vec<u8>], videocapture: &[u8], scratch: &Path, what: &str) {
-    let ours = decode_all(frames);
-    let libjpeg = opencv_imdecode(frames, scratch);
-    let (mean, worst) = difference(&ours, &libjpeg, what);
-    assert!(
-        mean < 1.0 && worst <= 40,
-        "{what}: ours vs libjpeg-turbo: mean {mean:.3}, worst {worst}"
-    );
-    let (ours_vc, _) = difference(&ours, videocapture, what);
-    let (theirs_vc, _) = difference(&libjpeg, videocapture, what);
-    assert!(
-        ours_vc <= theirs_vc + 0.5,
-        "{what}: ours vs VideoCapture {ours_vc:.3}, libjpeg-turbo vs VideoCapture {theirs_vc:.3}"
-    );
-}
-
-fn decode_all(frames: &[Vec<u8>]) -> Vec<u8> {
-    frames
-        .iter()
-        .flat_map(|f| roverlog::format::avi::decode_rgb(f).unwrap())
-        .collect()
-}
 
 #[test]
 fn opencv_files_read_byte_identical_to_ffmpeg_and_decode_like_opencv() {
@@ -322,4 +167,56 @@ fn our_files_single_and_opendml_read_the_same_in_opencv_and_ffmpeg() {
         assert_eq!(count, n, "OpenCV reads ours ({limit:?})");
         assert_pixels_close(&frames, &pixels, dir.path(), "ours");
     }
+}
+
+#[test]
+fn cat_decodes_video_frames_and_validate_names_channels_it_cannot_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, h, n) = (64, 48, 5);
+    let src = dir.path().join("cv.avi");
+    opencv_write(&src, w, h, n);
+    let frames = our_frames(&src);
+    let trace = camera_trace(dir.path(), &src, n, w, h);
+    let arg = |s: &str| std::ffi::OsString::from(s);
+    let cat = |extra: &[&str]| {
+        let mut a = vec![
+            arg("cat"),
+            trace.clone().into_os_string(),
+            arg("camera/video.avi"),
+        ];
+        a.extend(extra.iter().map(|s| arg(s)));
+        roverlog(&a)
+    };
+    let decoded = cat(&["--rows", "1:3"]);
+    assert!(decoded.ok(), "{}", decoded.text());
+    let want: Vec<u8> = frames[1..3]
+        .iter()
+        .flat_map(|f| roverlog::format::avi::decode_rgb(f).unwrap())
+        .collect();
+    assert_eq!(decoded.stdout.len(), 2 * (w * h * 3) as usize);
+    assert!(
+        decoded.stdout == want,
+        "cat decodes frames 1 and 2 to HxWx3"
+    );
+    let jpeg = cat(&["--jpeg"]);
+    assert!(jpeg.ok(), "{}", jpeg.text());
+    assert_eq!(jpeg.stdout, frames.concat());
+    let info = roverlog(&[arg("info"), trace.clone().into_os_string()]);
+    assert!(info.ok(), "{}", info.text());
+    assert!(info.out().contains(&n.to_string()), "{}", info.out());
+
+    // A channel in a format roverlog cannot read is listed, and fails validate unless allowed.
+    let meta = trace.join("camera/meta.json");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    std::fs::write(&meta, text.replace("\"mjpg\"", "\"h265\"")).unwrap();
+    let v = roverlog(&[arg("validate"), trace.clone().into_os_string()]);
+    assert_eq!(v.code, 1, "{}", v.text());
+    assert!(v.text().contains("video.avi: unchecked"), "{}", v.text());
+    let v = roverlog(&[
+        arg("validate"),
+        arg("--allow-unchecked"),
+        trace.into_os_string(),
+    ]);
+    assert_eq!(v.code, 0, "{}", v.text());
+    assert!(v.text().contains("unchecked"), "{}", v.text());
 }
