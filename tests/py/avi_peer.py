@@ -3,6 +3,7 @@
     avi_peer.py write OUT.avi WIDTH HEIGHT FRAMES   # cv2.VideoWriter, fourcc MJPG, 30 fps
     avi_peer.py read IN.avi OUT.rgb                  # cv2.VideoCapture: every frame, RGB
     avi_peer.py imdecode DIR OUT.rgb                 # cv2.imdecode of DIR/000000.jpg, ...
+    avi_peer.py bench IN.avi REPEATS                 # best time of VideoCapture reading all
 
 `write` draws frames that change from one to the next (so JPEG sizes vary, odd and even);
 `read` writes the decoded frames back to back as HxWx3 RGB (upstream's reader converts BGR to
@@ -60,11 +61,32 @@ def imdecode(d, out):
     print(json.dumps({"frames": len(names)}))
 
 
+def bench(path, repeats):
+    """Best wall time of opening `path` and reading every frame with VideoCapture, as
+    upstream's reader does (BGR -> RGB included), and the frame count."""
+    import time
+    best, n = float("inf"), 0
+    for _ in range(repeats):
+        t = time.perf_counter()
+        cap = cv2.VideoCapture(path)
+        n = 0
+        while True:
+            ok, img = cap.read()
+            if not ok:
+                break
+            cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+            n += 1
+        best = min(best, time.perf_counter() - t)
+    print(json.dumps({"seconds": best, "frames": n, "threads": cv2.getNumThreads()}))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "write":
         write(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
     elif sys.argv[1] == "read":
         read(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "bench":
+        bench(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1] == "imdecode":
         imdecode(sys.argv[2], sys.argv[3])
     else:
