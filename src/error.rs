@@ -99,6 +99,10 @@ pub enum Error {
     #[error("{codec}: {msg}")]
     Codec { codec: String, msg: String },
 
+    /// Timestamps a timestamp model cannot be applied to (too few, not advancing).
+    #[error("timestamps: {0}")]
+    Timestamps(String),
+
     // ----- daemon ----------------------------------------------------------------------
     /// A driver broke the ingest protocol.
     #[error("protocol error: {0}")]

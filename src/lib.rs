@@ -9,14 +9,16 @@
 //!
 //! - [`error`]: the one error enum, carrying the values involved.
 //! - [`format`]: the roverd on-disk format: `meta.json`, channel writers and readers
-//!   (`raw`, `lzma`, `lzmaf`, blob directories), [`format::Sensor`], [`format::Trace`],
-//!   and the consistency check / crash recovery.
+//!   (`raw`, `lzma`, `lzmaf`, blob directories, `mjpg` AVI video), [`format::Sensor`],
+//!   [`format::Trace`], and the consistency check / crash recovery.
 //! - [`gulp`]: reader for GulpIO2 video datasets (`data_<n>.gulp` + `meta_<n>.gmeta`):
 //!   zero-copy JPEG frames from mapped files, sanity check, summary, optional JPEG decode.
 //! - [`zarr`]: Zarr v2 reader (Blosc and the numcodecs compressors, structured dtypes) and
 //!   the L5Kit dataset layer on top ([`zarr::l5kit::ChunkedDataset`]).
 //! - [`replay`]: time-merged reading, nearest synchronisation, datasets as sensor sources,
 //!   playback into a daemon and import into roverd.
+//! - [`timestamps`]: upstream's timestamp models (`smooth`, `discretize`) for jittered
+//!   receive times.
 //! - [`client`]: the driver side of the ingest protocol (blocking, std only).
 //! - [`daemon`]: the logging daemon (tokio): ingest and control sockets, per-sensor writer
 //!   threads on top of [`format`], durability, events, status, systemd notification.
@@ -34,6 +36,7 @@ pub mod format;
 pub mod gulp;
 mod io;
 pub mod replay;
+pub mod timestamps;
 pub mod zarr;
 
 pub use error::{Error, Result};

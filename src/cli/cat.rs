@@ -28,6 +28,10 @@ pub struct CatArgs {
     /// `height x width x 3` RGB samples.
     #[arg(long)]
     pub jpeg: bool,
+    /// For a roverd `sensor/ts` channel: as recorded (`raw`), or through upstream's timestamp
+    /// models `smooth` or `discretize` (computed over the whole channel, then `--rows`).
+    #[arg(long, default_value = "raw")]
+    pub timestamps: roverlog::timestamps::Model,
 }
 
 /// A row selection `start:stop:step` resolved against a length.
@@ -105,7 +109,12 @@ impl Rows {
 pub fn cat(args: CatArgs) -> Result<Outcome> {
     let stdout = io::stdout().lock();
     let mut out = BufWriter::with_capacity(1 << 20, stdout);
-    if roverlog::gulp::is_gulp_dir(&args.dataset) {
+    let gulp = roverlog::gulp::is_gulp_dir(&args.dataset);
+    let roverd_only = args.jpeg || args.timestamps != roverlog::timestamps::Model::Raw;
+    if (gulp || is_zarr(&args.dataset)) && roverd_only {
+        bail!("--jpeg and --timestamps apply to roverd traces only");
+    }
+    if gulp {
         cat_gulp(&args, &mut out)?;
     } else if is_zarr(&args.dataset) {
         cat_zarr(&args, &mut out)?;
@@ -185,6 +194,17 @@ fn cat_roverd(args: &CatArgs, out: &mut impl Write) -> Result<()> {
         );
     }
     let s = Sensor::open(&args.dataset.join(sensor))?;
+    if args.timestamps != roverlog::timestamps::Model::Raw {
+        if channel != format::TS_CHANNEL {
+            bail!("--timestamps applies to the `ts` channel (e.g. {sensor}/ts)");
+        }
+        let ts = args.timestamps.apply(&s.timestamps()?)?;
+        let rows = Rows::parse(args.rows.as_deref(), ts.len() as u64)?;
+        for i in rows.iter() {
+            write_all(out, &ts[i as usize].to_le_bytes())?;
+        }
+        return Ok(());
+    }
     let mut r = s.channel(channel)?;
     let rows = Rows::parse(args.rows.as_deref(), r.len()?)?;
     if let format::ChannelReader::Mjpg(video) = &r {

@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Outcome;
 use roverlog::replay::{self, GulpSource, PlayOptions, Source, TraceSource};
+use roverlog::timestamps::Model;
 
 #[derive(Args)]
 pub struct ReplayArgs {
@@ -35,6 +36,11 @@ pub struct ReplayArgs {
     /// Only these sensors (comma-separated), for roverd traces.
     #[arg(long, value_delimiter = ',')]
     pub sensors: Vec<String>,
+    /// For roverd traces: timestamps as recorded (`raw`), or through upstream's models
+    /// `smooth` (jittered camera/IMU/radar receive times) or `discretize` (lidar with dropped
+    /// frames), with upstream's default intervals.
+    #[arg(long, default_value = "raw")]
+    pub timestamps: Model,
     /// Start over at the end until interrupted (Ctrl-C), timestamps continuing.
     #[arg(long = "loop")]
     pub looped: bool,
@@ -58,10 +64,23 @@ pub struct ImportArgs {
     /// Only these sensors (comma-separated), for roverd traces.
     #[arg(long, value_delimiter = ',')]
     pub sensors: Vec<String>,
+    /// For roverd traces: timestamps as recorded (`raw`), or through upstream's models
+    /// `smooth` (jittered camera/IMU/radar receive times) or `discretize` (lidar with dropped
+    /// frames), with upstream's default intervals.
+    #[arg(long, default_value = "raw")]
+    pub timestamps: Model,
 }
 
 /// Opens `path` as whichever kind of source it is.
-fn open_source(path: &Path, sensors: &[String], fps: f64) -> Result<Box<dyn Source>> {
+fn open_source(path: &Path, sensors: &[String], fps: f64, model: Model) -> Result<Box<dyn Source>> {
+    if roverlog::format::is_trace(path) {
+        return Ok(Box::new(
+            TraceSource::open(path, sensors)?.with_timestamps(model),
+        ));
+    }
+    if model != Model::Raw {
+        bail!("--timestamps applies to roverd traces only");
+    }
     if roverlog::gulp::is_gulp_dir(path) {
         if !sensors.is_empty() {
             bail!("--sensors applies to roverd traces; a gulp directory has one camera sensor");
@@ -73,9 +92,6 @@ fn open_source(path: &Path, sensors: &[String], fps: f64) -> Result<Box<dyn Sour
             bail!("--sensors applies to roverd traces; an L5Kit dataset gives ego, agents and traffic_light_faces");
         }
         return Ok(Box::new(roverlog::replay::L5KitSource::open(path)?));
-    }
-    if roverlog::format::is_trace(path) {
-        return Ok(Box::new(TraceSource::open(path, sensors)?));
     }
     bail!(
         "{}: not a roverd trace, gulp directory or L5Kit zarr dataset",
@@ -98,7 +114,7 @@ fn bar(what: &str) -> ProgressBar {
 }
 
 pub fn replay(args: ReplayArgs) -> Result<Outcome> {
-    let mut source = open_source(&args.source, &args.sensors, args.fps)?;
+    let mut source = open_source(&args.source, &args.sensors, args.fps, args.timestamps)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
@@ -170,7 +186,7 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
 }
 
 pub fn import(args: ImportArgs) -> Result<Outcome> {
-    let mut source = open_source(&args.source, &args.sensors, args.fps)?;
+    let mut source = open_source(&args.source, &args.sensors, args.fps, args.timestamps)?;
     let pb = bar("import");
     let r = replay::import(
         source.as_mut(),

@@ -42,6 +42,7 @@ pub struct TraceSource {
     sensors: Vec<SourceSensor>,
     readers: Vec<Vec<ChannelReader>>,
     trace: Trace,
+    model: crate::timestamps::Model,
 }
 
 impl TraceSource {
@@ -86,7 +87,14 @@ impl TraceSource {
             sensors,
             readers,
             trace,
+            model: crate::timestamps::Model::Raw,
         })
+    }
+
+    /// Gives every sensor's timestamps through `model` (upstream's `smooth`/`discretize`).
+    pub fn with_timestamps(mut self, model: crate::timestamps::Model) -> TraceSource {
+        self.model = model;
+        self
     }
 }
 
@@ -105,7 +113,12 @@ impl Source for TraceSource {
                 format!("sample {i} has a non-finite time ({})", ts[i]),
             ));
         }
-        Ok(ts)
+        self.model.apply(&ts).map_err(|e| {
+            Error::corrupt(
+                self.trace.dir().join(name).join(TS_CHANNEL),
+                format!("{e} (with --timestamps {:?})", self.model),
+            )
+        })
     }
 
     fn read(&mut self, sensor: usize, index: u64, out: &mut Vec<Vec<u8>>) -> Result<()> {
