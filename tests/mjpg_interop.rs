@@ -205,6 +205,32 @@ fn cat_decodes_video_frames_and_validate_names_channels_it_cannot_check() {
     assert!(info.ok(), "{}", info.text());
     assert!(info.out().contains(&n.to_string()), "{}", info.out());
 
+    // `validate --deep` looks into every frame.
+    let v = roverlog(&[
+        arg("validate"),
+        arg("--deep"),
+        trace.clone().into_os_string(),
+    ]);
+    assert_eq!(v.code, 0, "{}", v.text());
+    let video = trace.join("camera/video.avi");
+    let third = MjpgReader::open(&video).unwrap().layout().frames[2].offset;
+    let mut bytes = std::fs::read(&video).unwrap();
+    bytes[third as usize..third as usize + 2].copy_from_slice(b"XX");
+    std::fs::write(&video, &bytes).unwrap();
+    let v = roverlog(&[arg("validate"), trace.clone().into_os_string()]);
+    assert_eq!(v.code, 0, "the structure is sound: {}", v.text());
+    let v = roverlog(&[
+        arg("validate"),
+        arg("--deep"),
+        trace.clone().into_os_string(),
+    ]);
+    assert_eq!(v.code, 1, "{}", v.text());
+    assert!(
+        v.text().contains("frame 2 is not a whole JPEG"),
+        "{}",
+        v.text()
+    );
+
     // A channel in a format roverlog cannot read is listed, and fails validate unless allowed.
     let meta = trace.join("camera/meta.json");
     let text = std::fs::read_to_string(&meta).unwrap();

@@ -1,9 +1,11 @@
 //! Command-line front end: argument parsing, human output, and the one place errors become
 //! exit codes.
 //!
-//! Exit codes (dataset subcommands: info, validate, recover, cat):
+//! Exit codes (dataset subcommands: info, validate, recover, cat, list, extract, checksum,
+//! convert, import):
 //! - 0: success (for `validate`: everything checked is sound);
-//! - 1: `validate` found problems, or `recover` left something for a person (each printed);
+//! - 1: `validate` found problems or channels it could not check, `recover` left something
+//!   for a person, `checksum --compare` found a mismatch or a missing file (each printed);
 //! - 2: the command could not do its work (bad arguments, unreadable input, I/O error);
 //!   the error is printed to stderr.
 //!
@@ -16,8 +18,13 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 pub mod cat;
+mod checksum;
+mod convert;
 mod ctl;
 mod daemon;
+mod extract;
+mod list;
+mod progress;
 mod replay;
 mod trace_cmds;
 
@@ -26,7 +33,8 @@ mod trace_cmds;
 #[derive(Parser)]
 #[command(name = "roverlog", version, about, long_about = None)]
 #[command(
-    after_help = "Exit codes: 0 success; 1 validate found problems; 2 error (printed). \
+    after_help = "Exit codes: 0 success; 1 validate found problems, checksum --compare found \
+differences; 2 error (printed). \
 daemon and ctl document their own (see `roverlog daemon --help`, `roverlog ctl --help`)."
 )]
 struct Cli {
@@ -56,6 +64,14 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// Write a dataset (gulp directory, L5Kit zarr, roverd trace) straight to a new roverd trace.
     Import(replay::ImportArgs),
+    /// Print every trace below a directory (holding `config.yaml`), one relative path per line.
+    List(list::ListArgs),
+    /// Copy a time window of a trace into a new trace (every channel format, sidecars too).
+    Extract(extract::ExtractArgs),
+    /// Write the `file,md5` CSV of a trace (as upstream), or compare two CSVs/directories.
+    Checksum(checksum::ChecksumArgs),
+    /// Copy a trace with some channels in another format (mjpg <-> jpg, raw <-> lzmaf, ...).
+    Convert(convert::ConvertArgs),
     /// Benchmark the daemon's ingest path against same-run baselines (dd, a socket sink, the
     /// upstream-style Python writer); checks that every sample sent is on disk.
     Bench(bench::Args),
@@ -86,6 +102,10 @@ pub fn main() -> ExitCode {
             | Command::Recover(_)
             | Command::Cat(_)
             | Command::Import(_)
+            | Command::List(_)
+            | Command::Extract(_)
+            | Command::Checksum(_)
+            | Command::Convert(_)
     ) {
         // These only print: see `quiet_on_closed_stdout`. (Commands that talk to sockets keep
         // SIGPIPE ignored, so a closed connection is an error they can report; they call it
@@ -102,6 +122,10 @@ pub fn main() -> ExitCode {
         Command::Cat(a) => cat::cat(a),
         Command::Replay(a) => replay::replay(a),
         Command::Import(a) => replay::import(a),
+        Command::List(a) => list::list(a),
+        Command::Extract(a) => extract::extract(a),
+        Command::Checksum(a) => checksum::checksum(a),
+        Command::Convert(a) => convert::convert(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -1,14 +1,12 @@
 //! `roverlog replay` (a dataset pushed into a running daemon) and `roverlog import` (a dataset
 //! written straight to a roverd trace).
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Outcome;
 use roverlog::replay::{self, GulpSource, PlayOptions, Source, TraceSource};
@@ -99,20 +97,6 @@ fn open_source(path: &Path, sensors: &[String], fps: f64, model: Model) -> Resul
     )
 }
 
-fn bar(what: &str) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let b = ProgressBar::new(0);
-    b.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} samples {per_sec} eta {eta}")
-            .expect("template")
-            .progress_chars("=> "),
-    );
-    b.set_prefix(what.to_string());
-    b
-}
-
 pub fn replay(args: ReplayArgs) -> Result<Outcome> {
     let mut source = open_source(&args.source, &args.sensors, args.fps, args.timestamps)?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -125,7 +109,7 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
         duration: args.duration,
         looped: args.looped,
     };
-    let pb = bar("replay");
+    let pb = super::progress::bar("replay", "samples");
     let r = replay::play(
         source.as_mut(),
         &args.socket,
@@ -187,7 +171,7 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
 
 pub fn import(args: ImportArgs) -> Result<Outcome> {
     let mut source = open_source(&args.source, &args.sensors, args.fps, args.timestamps)?;
-    let pb = bar("import");
+    let pb = super::progress::bar("import", "samples");
     let r = replay::import(
         source.as_mut(),
         &args.out,

@@ -237,9 +237,18 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
             }
             dirs
         };
+        // Only a deep check reads every byte: worth a bar.
+        let pb = match depth {
+            Depth::Deep => super::progress::bar("validate --deep", "sensors"),
+            Depth::Structure => indicatif::ProgressBar::hidden(),
+        };
+        pb.set_length(dirs.len() as u64);
         for dir in dirs {
             checked += 1;
-            match check_sensor(&dir, depth) {
+            let c = check_sensor(&dir, depth);
+            pb.inc(1);
+            // Lines print above the bar, not through it.
+            pb.suspend(|| match c {
                 Ok(c) => {
                     for w in &c.warnings {
                         println!("{}: warning: {w}", dir.display());
@@ -266,8 +275,9 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
                     bad += 1;
                     println!("{}: {e}", dir.display());
                 }
-            }
+            });
         }
+        pb.finish_and_clear();
     }
     if bad > 0 {
         println!("{bad} of {checked} sensor(s) or dataset(s) have problems (`roverlog recover <trace>` repairs torn tails of roverd traces)");
@@ -283,20 +293,28 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
 pub fn recover(args: RecoverArgs) -> Result<Outcome> {
     let mut any = false;
     let mut left = false;
-    for dir in sensor_dirs(&args.path, true)? {
+    let dirs = sensor_dirs(&args.path, true)?;
+    let pb = super::progress::bar("recover", "sensors");
+    pb.set_length(dirs.len() as u64);
+    for dir in dirs {
         let r = recover_sensor(&dir).with_context(|| format!("recovering {}", dir.display()))?;
-        for cut in &r.cuts {
-            any = true;
-            println!("{cut}");
-        }
-        for l in &r.left_alone {
-            left = true;
-            println!("{}: left alone: {l}", dir.display());
-        }
-        if !r.cuts.is_empty() {
-            println!("{}: now {} samples in every channel", dir.display(), r.len);
-        }
+        pb.inc(1);
+        // Lines print above the bar, not through it.
+        pb.suspend(|| {
+            for cut in &r.cuts {
+                any = true;
+                println!("{cut}");
+            }
+            for l in &r.left_alone {
+                left = true;
+                println!("{}: left alone: {l}", dir.display());
+            }
+            if !r.cuts.is_empty() {
+                println!("{}: now {} samples in every channel", dir.display(), r.len);
+            }
+        });
     }
+    pb.finish_and_clear();
     if !any {
         println!("{}: nothing to recover", args.path.display());
     }

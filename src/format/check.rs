@@ -268,6 +268,9 @@ fn check_channel(dir: &Path, name: &str, ch: &ChannelMeta, depth: Depth) -> Resu
             let state = AviState::read(&path)?;
             let (n, found) = state.summary();
             problems.extend(found);
+            if depth == Depth::Deep {
+                problems.extend(avi_repair::deep_check(&path, &state)?);
+            }
             let plan = match state {
                 AviState::Foreign(_) => Plan::Untouchable,
                 s => Plan::Mjpg(Box::new(s)),

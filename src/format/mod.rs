@@ -13,6 +13,7 @@ pub mod avi;
 pub mod blob;
 pub mod channel;
 pub mod check;
+pub mod copy;
 pub mod direct;
 pub mod dtype;
 pub mod lzma;

@@ -43,6 +43,36 @@ impl AviState {
     }
 }
 
+/// `validate --deep`: every frame is a whole JPEG (starts with SOI, ends with EOI before any
+/// padding) and, with the `jpeg` feature, decodes.
+pub fn deep_check(path: &Path, state: &AviState) -> Result<Vec<String>> {
+    let AviState::Parsed(l) = state else {
+        return Ok(Vec::new());
+    };
+    if l.frames.is_empty() {
+        return Ok(Vec::new());
+    }
+    let r = super::MjpgReader::open(path)?;
+    let mut problems = Vec::new();
+    for (k, f) in r.frames().enumerate() {
+        let body = match f.iter().rposition(|&b| b != 0) {
+            Some(end) => &f[..=end],
+            None => f,
+        };
+        if !f.starts_with(&[0xFF, 0xD8]) || !body.ends_with(&[0xFF, 0xD9]) {
+            problems.push(format!(
+                "frame {k} is not a whole JPEG (no SOI or EOI marker)"
+            ));
+            continue;
+        }
+        #[cfg(feature = "jpeg")]
+        if let Err(e) = super::decode_rgb(f) {
+            problems.push(format!("frame {k} does not decode: {e}"));
+        }
+    }
+    Ok(problems)
+}
+
 /// The frame size and rate a new file for `meta` gets: shape `[height, width, 3]`, `fps`
 /// from upstream's `args` when present.
 pub fn header_params(meta: &ChannelMeta) -> (u32, u32, f64) {
