@@ -170,6 +170,63 @@ fn our_files_single_and_opendml_read_the_same_in_opencv_and_ffmpeg() {
 }
 
 #[test]
+fn an_unfinished_opendml_file_cut_anywhere_is_recovered_into_one_the_players_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("cv.avi");
+    let (w, h, n) = (320, 240, 40);
+    opencv_write(&src, w, h, n);
+    let frames = our_frames(&src);
+    // A writer that never finished (a crash): closed segments indexed, the last one not.
+    let p = dir.path().join("crashed.avi");
+    let mut wr = MjpgWriter::create(&p, w, h, 30.0, 1 << 16).unwrap();
+    wr.set_riff_limit(64 << 10);
+    for f in &frames {
+        wr.append(f).unwrap();
+    }
+    wr.flush().unwrap();
+    drop(wr);
+    let whole = std::fs::read(&p).unwrap();
+    let l = MjpgReader::open(&p).unwrap().layout().clone();
+    assert!(l.segments.len() >= 3, "{:?}", l.segments);
+    assert!(
+        l.indexed > 0 && l.indexed < n,
+        "closed segments are indexed: {}",
+        l.indexed
+    );
+    let seg2 = l.segments[2].movi_pos as usize;
+    for cut in [
+        whole.len(),
+        whole.len() - 7,
+        seg2 + 5,
+        seg2 - 3,
+        l.frames[3].offset as usize + 9,
+    ] {
+        let case = dir.path().join(format!("cut{cut}"));
+        std::fs::create_dir(&case).unwrap();
+        let avi = case.join("in.avi");
+        std::fs::write(&avi, &whole[..cut]).unwrap();
+        let trace = camera_trace(&case, &avi, n, w, h);
+        let r = roverlog(&["recover".as_ref(), trace.as_os_str()]);
+        assert_eq!(r.code, 0, "cut at {cut}: {}", r.text());
+        let v = roverlog(&["validate".as_ref(), trace.as_os_str()]);
+        assert_eq!(v.code, 0, "cut at {cut}: {}", v.text());
+        let video = trace.join("camera/video.avi");
+        let kept = our_frames(&video);
+        assert!(
+            !kept.is_empty() && kept[..] == frames[..kept.len()],
+            "cut at {cut}"
+        );
+        assert_eq!(
+            ffmpeg_packets(&video),
+            hashes(&kept),
+            "cut at {cut}: ffmpeg"
+        );
+        assert_eq!(ffprobe_decoded_frames(&video), kept.len(), "cut at {cut}");
+        assert_eq!(opencv_read(&video).0, kept.len(), "cut at {cut}: OpenCV");
+    }
+}
+
+#[test]
 fn cat_decodes_video_frames_and_validate_names_channels_it_cannot_check() {
     let dir = tempfile::tempdir().unwrap();
     let (w, h, n) = (64, 48, 5);

@@ -233,6 +233,27 @@ mod tests {
     }
 
     #[test]
+    fn a_channel_without_a_frame_size_takes_the_first_frames() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v.avi");
+        // SOI, an APP0 segment to skip, then SOF0 of 48 rows x 64 columns.
+        let mut jpeg = vec![0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x04, 0x4A, 0x46];
+        jpeg.extend([0xFF, 0xC0, 0x00, 0x11, 0x08, 0x00, 48, 0x00, 64, 3]);
+        jpeg.extend([0xFF, 0xD9]);
+        assert_eq!(super::write::jpeg_size(&jpeg), Some((64, 48)));
+        let mut w = MjpgWriter::create(&p, 0, 0, 25.0, 4096).unwrap();
+        w.append(&jpeg).unwrap();
+        w.append(&frame(1)).unwrap();
+        w.finish().unwrap();
+        let (got, l) = read_all(&p);
+        assert_eq!(got.len(), 2);
+        assert_eq!((l.header.width, l.header.height), (64, 48));
+        assert_eq!(l.header.fps(), 25.0);
+        assert_eq!(l.problems, Vec::<String>::new());
+        assert_eq!(super::write::jpeg_size(b"\xFF\xD8\xFF\xDA"), None);
+    }
+
+    #[test]
     fn lying_sizes_are_refused_not_trusted() {
         assert!(parse(b"GIF89a......").is_err());
         let mut b = super::write::header_bytes(64, 48, 30.0);

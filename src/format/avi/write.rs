@@ -312,6 +312,8 @@ pub struct MjpgWriter {
     segments: Vec<Segment>,
     frames: Vec<Frame>,
     riff_limit: u64,
+    /// The rate written in the header (kept to rewrite it with the first frame's size).
+    fps: f64,
 }
 
 impl MjpgWriter {
@@ -327,7 +329,9 @@ impl MjpgWriter {
         let head = header_bytes(width, height, fps);
         file.append(&head)?;
         let layout = parse::parse(&head).map_err(|e| Error::corrupt(path, e))?;
-        MjpgWriter::with(path, file, layout.header, layout.segments, Vec::new())
+        let mut w = MjpgWriter::with(path, file, layout.header, layout.segments, Vec::new())?;
+        w.fps = fps;
+        Ok(w)
     }
 
     /// Opens a finished or recovered file to append after its last frame (its trailer is
@@ -378,6 +382,7 @@ impl MjpgWriter {
             segments,
             frames,
             riff_limit: RIFF_LIMIT,
+            fps: DEFAULT_FPS,
         })
     }
 
@@ -405,6 +410,9 @@ impl MjpgWriter {
                     ),
                 )
             })?;
+        if self.frames.is_empty() && self.segments.len() == 1 && self.header.width == 0 {
+            self.size_from_first_frame(jpeg)?;
+        }
         let seg = self.segments.last().expect("a writer always has a segment");
         let chunk = 8 + u64::from(len) + u64::from(len & 1);
         let seg_frames = self.frames.len() - self.frames_before(self.segments.len() - 1);
@@ -423,6 +431,20 @@ impl MjpgWriter {
             self.file.append(&[0])?;
         }
         self.frames.push(Frame { offset, len });
+        Ok(())
+    }
+
+    /// A channel whose shape does not give the frame size (`jpg` channels may declare `[]`):
+    /// the header is written again with the first frame's size (its length does not change).
+    fn size_from_first_frame(&mut self, jpeg: &[u8]) -> Result<()> {
+        let Some((w, h)) = jpeg_size(jpeg) else {
+            return Ok(()); // players read the size from the frames themselves
+        };
+        self.file.flush()?;
+        let head = header_bytes(w, h, self.fps);
+        at(&self.path, self.patch.write_all_at(&head, 0))?;
+        self.header.width = w;
+        self.header.height = h;
         Ok(())
     }
 
@@ -523,4 +545,35 @@ impl MjpgWriter {
         )?;
         Ok(())
     }
+}
+
+/// The size (width, height) in a JPEG's start-of-frame segment.
+pub fn jpeg_size(jpeg: &[u8]) -> Option<(u32, u32)> {
+    let mut pos = 2;
+    if !jpeg.starts_with(&[0xFF, 0xD8]) {
+        return None;
+    }
+    while pos + 4 <= jpeg.len() {
+        if jpeg[pos] != 0xFF {
+            return None;
+        }
+        let marker = jpeg[pos + 1];
+        if marker == 0xFF {
+            pos += 1; // fill byte
+            continue;
+        }
+        let len = usize::from(u16::from_be_bytes([jpeg[pos + 2], jpeg[pos + 3]]));
+        let sof = (0xC0..=0xCF).contains(&marker) && !matches!(marker, 0xC4 | 0xC8 | 0xCC);
+        if sof {
+            let b = jpeg.get(pos + 5..pos + 9)?;
+            let h = u16::from_be_bytes([b[0], b[1]]);
+            let w = u16::from_be_bytes([b[2], b[3]]);
+            return Some((u32::from(w), u32::from(h)));
+        }
+        if marker == 0xDA || marker == 0xD9 || len < 2 {
+            return None;
+        }
+        pos += 2 + len;
+    }
+    None
 }
