@@ -1,0 +1,12 @@
+"""roverlog: readers of roverd traces, GulpIO2 directories and L5Kit zarr datasets, and a
+driver for the roverlog daemon, over the roverlog Rust library.
+
+- `roverlog.Trace`, `Sensor`, `Channel`, `Nearest`: roverd traces (upstream `roverd`'s names).
+- `roverlog.Driver`: send samples to a running daemon (docs/protocol.md).
+- `roverlog.Error`: what the library raises besides `FileNotFoundError`, `OSError`,
+  `IndexError` and `KeyError` (a `ValueError`).
+"""
+from ._roverlog import Error
+from .roverd import Channel, Metadata, Nearest, Sensor, Trace
+
+__all__ = ["Channel", "Error", "Metadata", "Nearest", "Sensor", "Trace"]

@@ -1,0 +1,265 @@
+"""roverd traces, with the names upstream `roverd` uses.
+
+    trace = roverlog.Trace("data/2026.11.22-08.00.00")
+    imu = trace["imu"]                       # or trace.sensors["imu"]
+    imu.timestamps                           # float64 epoch seconds, zero-copy
+    acc = imu.channels["acc"].read()         # (n, *shape) array of the declared dtype
+    frames = trace["camera"].channels["video.avi"][10:20]   # decoded RGB, (10, H, W, 3)
+
+`raw` channels are zero-copy, read-only views of the mapped file (the array keeps the map
+alive); pass `writable=True` for copies (e.g. for `torch.from_numpy`). `lzma`/`lzmaf` frames
+and JPEG frames (`jpg`, `mjpg`) are decoded by the native library on every core with the GIL
+released. Every object pickles by path and re-opens in the receiving process.
+"""
+import io
+import json
+import mmap
+import os
+from functools import cached_property
+
+import numpy as np
+
+from . import _roverlog
+
+META_FILE = "meta.json"
+TS = "ts"
+
+
+def _dtype(code):
+    return np.dtype("<" + code)
+
+
+class Channel:
+    """One channel of a sensor (`raw`, `lzma`, `lzmaf`, `jpg`, `npz`, `mjpg`)."""
+
+    def __init__(self, sensor_dir, name, meta, writable=False):
+        self.sensor_dir = os.fspath(sensor_dir)
+        self.name = name
+        self.meta = dict(meta)
+        self.format = meta["format"]
+        self.type = meta["type"]
+        self.shape = tuple(meta["shape"])
+        self.dtype = _dtype(self.type)
+        self.writable = writable
+        self.path = os.path.join(self.sensor_dir, name)
+
+    def __reduce__(self):
+        return (Channel, (self.sensor_dir, self.name, self.meta, self.writable))
+
+    def __repr__(self):
+        return f"Channel({self.path!r}, format={self.format!r}, type={self.type!r}, shape={list(self.shape)})"
+
+    @property
+    def sample_bytes(self):
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def _raw(self):
+        """The whole `raw` channel as a read-only array over the mapped file."""
+        n = os.path.getsize(self.path) // self.sample_bytes
+        if n == 0:
+            return np.empty((0, *self.shape), self.dtype)
+        with open(self.path, "rb") as f:
+            m = mmap.mmap(f.fileno(), n * self.sample_bytes, access=mmap.ACCESS_READ)
+        return np.frombuffer(m, dtype=self.dtype, count=n * (self.sample_bytes // self.dtype.itemsize)).reshape(
+            n, *self.shape
+        )
+
+    def __len__(self):
+        if self.format == "raw":
+            return os.path.getsize(self.path) // self.sample_bytes
+        return _roverlog.sample_count(self.sensor_dir, self.name)
+
+    def _bounds(self, start, samples):
+        n = len(self)
+        if isinstance(start, bool) or not isinstance(start, (int, np.integer)):
+            raise TypeError(f"start must be an int, not {type(start).__name__}")
+        if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)):
+            raise TypeError(f"samples must be an int, not {type(samples).__name__}")
+        if samples == -1:
+            samples = n - start
+        if start < 0 or samples < 0 or start + samples > n:
+            raise IndexError(f"{self.path}: samples {start}..{start + samples} out of range (channel holds {n})")
+        return int(start), int(samples)
+
+    def read(self, start=0, samples=-1, decode=True):
+        """Samples `start .. start + samples` (-1: to the end) as one array of shape
+        `(samples, *shape)`; JPEG channels decode to `(samples, H, W, 3)` RGB, or give a list
+        of the JPEG bytes with `decode=False`; `npz` channels give the arrays stacked (a list
+        when their shapes differ, or the files' bytes with `decode=False`)."""
+        start, samples = self._bounds(start, samples)
+        if self.format == "raw":
+            a = self._raw()[start:start + samples]
+            return a.copy() if self.writable else a
+        data, shape = _roverlog.read(self.sensor_dir, self.name, start, samples, decode)
+        if isinstance(data, list):
+            if self.format == "npz" and decode:
+                arrays = [np.load(io.BytesIO(b))["data"] for b in data]
+                shapes = {a.shape for a in arrays}
+                return np.stack(arrays) if len(shapes) == 1 and arrays else arrays
+            return data
+        if shape is not None:
+            return data.reshape(samples, *shape)
+        return data.view(self.dtype).reshape(samples, *self.shape)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            a, b, step = index.indices(len(self))
+            if step < 0:
+                raise ValueError("negative slice steps are not supported")
+            out = self.read(a, max(b - a, 0))
+            return out[::step] if step != 1 else out
+        if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
+            n = len(self)
+            i = index + n if index < 0 else index
+            if not 0 <= i < n:
+                raise IndexError(f"{self.path}: sample {index} out of range (channel holds {n})")
+            return self.read(int(i), 1)[0]
+        raise TypeError(f"channel indices are ints or slices, not {type(index).__name__}")
+
+    def stream(self, batch=None):
+        """Samples in order: one at a time, or arrays of `batch` samples (the last shorter)."""
+        n = len(self)
+        step = 1 if batch is None else int(batch)
+        if step < 1:
+            raise ValueError(f"batch must be at least 1, not {batch}")
+        for i in range(0, n, step):
+            block = self.read(i, min(step, n - i))
+            if batch is None:
+                yield block[0]
+            else:
+                yield block
+
+
+class Metadata:
+    """A sensor's metadata in abstract-dataloader's terms: its timestamps."""
+
+    def __init__(self, timestamps):
+        self.timestamps = timestamps
+
+
+class Sensor:
+    """A sensor directory: `meta.json`, `ts`, one file or directory per channel."""
+
+    def __init__(self, path, writable=False):
+        self.path = os.fspath(path)
+        self.name = os.path.basename(os.path.normpath(self.path))
+        self.writable = writable
+        meta_path = os.path.join(self.path, META_FILE)
+        try:
+            with open(meta_path, "rb") as f:
+                self.meta = json.load(f)
+        except json.JSONDecodeError as e:
+            raise _roverlog.Error(f"{meta_path}: not valid JSON: {e}") from None
+        if not isinstance(self.meta, dict) or TS not in self.meta:
+            raise _roverlog.Error(f"{meta_path}: no \"ts\" channel")
+        self.channels = {n: Channel(self.path, n, m, writable) for n, m in self.meta.items()}
+
+    def __reduce__(self):
+        return (Sensor, (self.path, self.writable))
+
+    def __repr__(self):
+        return f"Sensor({self.path!r}, {len(self)} samples, channels={list(self.channels)})"
+
+    @property
+    def timestamps(self):
+        """Epoch seconds, float64, one per sample (upstream counts samples by them)."""
+        return self.channels[TS].read()
+
+    @property
+    def metadata(self):
+        return Metadata(self.timestamps)
+
+    def __len__(self):
+        return os.path.getsize(os.path.join(self.path, TS)) // 8
+
+    def __getitem__(self, index):
+        """Sample `index` of every channel, as a dict (abstract-dataloader's `Sensor`)."""
+        if isinstance(index, str):
+            return self.channels[index]
+        return {n: c[index] for n, c in self.channels.items() if n != TS}
+
+    def stream(self, batch=None):
+        """Samples in order: dicts of every channel, one sample or `batch` samples each."""
+        streams = {n: c.stream(batch) for n, c in self.channels.items() if n != TS}
+        for values in zip(*streams.values()):
+            yield dict(zip(streams.keys(), values))
+
+    def index_at(self, t):
+        """The first sample at or after `t` (epoch seconds; an array gives an array)."""
+        return np.searchsorted(self.timestamps, t, side="left")
+
+    def check(self):
+        """Problems `roverlog validate` finds in this sensor (empty when sound)."""
+        return _roverlog.check_sensor(self.path)
+
+
+class Nearest:
+    """Nearest-neighbour synchronisation (abstract-dataloader's `Nearest`): for each sample of
+    the `reference` sensor, the index of the nearest sample of every sensor; reference
+    samples for which some sensor has none within `tol` seconds are left out."""
+
+    def __init__(self, reference, tol=np.inf):
+        self.reference = reference
+        self.tol = tol
+
+    def __call__(self, timestamps):
+        ref = np.asarray(timestamps[self.reference], dtype=np.float64)
+        keep = np.ones(len(ref), dtype=bool)
+        out = {}
+        for name, ts in timestamps.items():
+            ts = np.asarray(ts, dtype=np.float64)
+            if len(ts) == 0:
+                raise ValueError(f"sensor {name!r} has no sample to synchronise to")
+            right = np.clip(np.searchsorted(ts, ref, side="left"), 0, len(ts) - 1)
+            left = np.clip(right - 1, 0, len(ts) - 1)
+            nearest = np.where(np.abs(ts[left] - ref) <= np.abs(ts[right] - ref), left, right)
+            keep &= np.abs(ts[nearest] - ref) <= self.tol
+            out[name] = nearest
+        return {name: idx[keep] for name, idx in out.items()}
+
+
+class Trace:
+    """A trace directory: `config.yaml` and one directory per sensor (virtual sensors, whose
+    names start with `_`, are left out as upstream does).
+
+    With `sync` (e.g. `Nearest("camera", tol=0.05)`), `trace[i]` is the `i`-th synchronised
+    sample of every sensor and `len(trace)` their count (abstract-dataloader's `Trace`)."""
+
+    def __init__(self, path, sync=None, writable=False):
+        self.path = os.fspath(path)
+        if not os.path.isdir(self.path):
+            raise FileNotFoundError(f"{self.path}: no such trace directory")
+        names = sorted(
+            n
+            for n in os.listdir(self.path)
+            if not n.startswith("_") and os.path.isfile(os.path.join(self.path, n, META_FILE))
+        )
+        if not names and not os.path.isfile(os.path.join(self.path, "config.yaml")):
+            raise _roverlog.Error(f"{self.path}: not a trace (no config.yaml and no sensor with meta.json)")
+        self.sync = sync
+        self.writable = writable
+        self.sensors = {n: Sensor(os.path.join(self.path, n), writable) for n in names}
+
+    def __reduce__(self):
+        return (Trace, (self.path, self.sync, self.writable))
+
+    def __repr__(self):
+        return f"Trace({self.path!r}, sensors={list(self.sensors)})"
+
+    @cached_property
+    def _indices(self):
+        if self.sync is None:
+            raise TypeError("trace[int] needs a synchronisation: Trace(path, sync=Nearest(...))")
+        return self.sync({n: s.timestamps for n, s in self.sensors.items()})
+
+    def __len__(self):
+        return len(next(iter(self._indices.values()), []))
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            try:
+                return self.sensors[key]
+            except KeyError:
+                raise KeyError(f"{self.path}: no sensor {key!r} (sensors: {list(self.sensors)})") from None
+        idx = self._indices
+        return {n: self.sensors[n][int(i[key])] for n, i in idx.items()}

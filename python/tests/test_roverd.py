@@ -1,0 +1,161 @@
+"""roverlog.Trace against what upstream writes and numpy reads by upstream's rules."""
+import multiprocessing
+import os
+import pickle
+
+import cv2
+import numpy as np
+import pytest
+
+import roverlog
+
+from conftest import N
+
+
+def close(ours, theirs):
+    """JPEG pixels within the decoder tolerance the Rust tests use (libjpeg-turbo)."""
+    d = np.abs(ours.astype(np.int16) - theirs.astype(np.int16))
+    assert d.mean() < 1.0 and d.max() <= 40, (d.mean(), d.max())
+
+
+def test_fixed_size_channels_equal_what_was_written(trace):
+    root, truth = trace
+    t = roverlog.Trace(root)
+    assert sorted(t.sensors) == ["camera", "imu", "lidar", "video"]
+    for sensor in ["imu", "lidar"]:
+        s = t[sensor]
+        assert len(s) == N
+        np.testing.assert_array_equal(s.timestamps, truth[sensor]["ts"])
+        for name, want in truth[sensor].items():
+            if name == "ts":
+                continue
+            c = s.channels[name]
+            got = c.read()
+            assert got.dtype == want.dtype.newbyteorder("<") and got.shape == want.shape, name
+            np.testing.assert_array_equal(got, want, err_msg=name)
+            np.testing.assert_array_equal(c[5], want[5])
+            np.testing.assert_array_equal(c[-1], want[-1])
+            np.testing.assert_array_equal(c[3:17:4], want[3:17:4])
+            np.testing.assert_array_equal(c.read(start=20), want[20:])
+            batches = list(c.stream(batch=10))
+            assert [len(b) for b in batches] == [10, 10, 3]
+            np.testing.assert_array_equal(np.concatenate(batches), want)
+
+
+def test_raw_is_a_zero_copy_view_of_the_file_and_writable_copies_on_request(trace):
+    root, _ = trace
+    acc = roverlog.Trace(root)["imu"].channels["acc"]
+    a = acc.read()
+    assert not a.flags.writeable and not a.flags.owndata
+    mm = np.memmap(os.path.join(root, "imu", "acc"), dtype="<f4", mode="r").reshape(N, 3)
+    np.testing.assert_array_equal(a, mm)
+    with pytest.raises(ValueError):
+        a[0, 0] = 1.0
+    w = roverlog.Trace(root, writable=True)["imu"].channels["acc"].read()
+    assert w.flags.writeable
+    w[0, 0] = 1.0  # a copy: the file is untouched
+    np.testing.assert_array_equal(acc.read(), mm)
+
+
+def test_jpeg_channels_decode_like_libjpeg_and_give_bytes_on_request(trace):
+    root, truth = trace
+    t = roverlog.Trace(root)
+    cam = t["camera"].channels["img"]
+    frames = cam.read()
+    assert frames.shape == (N, 48, 64, 3) and frames.dtype == np.uint8
+    for i, b in enumerate(truth["camera"]["img.jpeg"]):
+        ref = cv2.imdecode(np.frombuffer(b, np.uint8), cv2.IMREAD_COLOR)[..., ::-1]
+        close(frames[i], ref)
+    assert cam.read(2, 3, decode=False) == truth["camera"]["img.jpeg"][2:5]
+    video = t["video"].channels["video.avi"]
+    assert len(video) == N
+    jpegs = video.read(decode=False)
+    assert len(jpegs) == N and all(j[:2] == b"\xff\xd8" for j in jpegs)
+    cap = cv2.VideoCapture(video.path)
+    for i in range(N):
+        ok, img = cap.read()
+        assert ok
+        libjpeg = cv2.imdecode(np.frombuffer(jpegs[i], np.uint8), cv2.IMREAD_COLOR)[..., ::-1]
+        close(video[i], libjpeg)
+        # VideoCapture's YUV -> RGB differs from libjpeg's by itself: no further from ours.
+        vc = img[..., ::-1].astype(np.int16)
+        ours_vc = np.abs(video[i].astype(np.int16) - vc).mean()
+        theirs_vc = np.abs(libjpeg.astype(np.int16) - vc).mean()
+        assert ours_vc <= theirs_vc + 0.5, (ours_vc, theirs_vc)
+
+
+def test_time_index_and_nearest_synchronisation(trace):
+    root, truth = trace
+    t = roverlog.Trace(root)
+    imu = t["imu"]
+    ts = truth["imu"]["ts"]
+    assert imu.index_at(ts[7]) == 7
+    assert imu.index_at(ts[7] + 1e-6) == 8
+    np.testing.assert_array_equal(imu.index_at(ts[:5]), np.arange(5))
+    sync = roverlog.Nearest("lidar", tol=0.006)
+    idx = sync({n: s.timestamps for n, s in t.sensors.items()})
+    for name, i in idx.items():
+        assert len(i) == len(idx["lidar"])
+        assert np.all(np.abs(t[name].timestamps[i] - t["lidar"].timestamps[idx["lidar"]]) <= 0.006)
+    st = roverlog.Trace(root, sync=sync)
+    assert len(st) == len(idx["lidar"]) > 0
+    sample = st[0]
+    np.testing.assert_array_equal(sample["imu"]["acc"], truth["imu"]["acc"][idx["imu"][0]])
+
+
+def _sum_channel(ch):
+    return float(np.asarray(ch.read(), dtype=np.float64).sum())
+
+
+def test_every_reader_pickles_and_works_in_worker_processes(trace):
+    root, truth = trace
+    t = roverlog.Trace(root)
+    again = pickle.loads(pickle.dumps(t))
+    np.testing.assert_array_equal(again["lidar"].channels["rng"].read(), truth["lidar"]["rng"])
+    chans = [t["imu"].channels["acc"], t["lidar"].channels["rng"], t["lidar"].channels["hist"]]
+    for method in ["fork", "spawn"]:
+        with multiprocessing.get_context(method).Pool(2) as pool:
+            got = pool.map(_sum_channel, chans)
+        want = [float(truth[c.path.split(os.sep)[-2]][c.name].astype(np.float64).sum()) for c in chans]
+        assert got == want, method
+    # A DataLoader-style loop: workers index the dataset object they were handed.
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        got = pool.starmap(_item, [(t["camera"].channels["img"], i) for i in range(N)])
+    np.testing.assert_array_equal(np.stack(got), t["camera"].channels["img"].read())
+
+
+def _item(ch, i):
+    return ch[i]
+
+
+def test_bad_input_raises_clear_exceptions(trace, tmp_path):
+    root, _ = trace
+    with pytest.raises(FileNotFoundError, match="no such trace"):
+        roverlog.Trace(str(tmp_path / "missing"))
+    t = roverlog.Trace(root)
+    with pytest.raises(KeyError, match="no sensor 'gps'"):
+        t["gps"]
+    acc = t["imu"].channels["acc"]
+    for bad in [lambda: acc[N], lambda: acc.read(20, 5), lambda: t["lidar"].channels["rng"].read(22, 2)]:
+        with pytest.raises(IndexError, match="out of range"):
+            bad()
+    with pytest.raises(TypeError):
+        acc["x"]
+    with pytest.raises(TypeError, match="synchronisation"):
+        t[0]
+    # A corrupt lzmaf frame: the library's message, as roverlog.Error (a ValueError).
+    path = os.path.join(root, "lidar", "rng")
+    data = bytearray(open(path, "rb").read())
+    data[40:60] = b"\0" * 20
+    open(path, "wb").write(data)
+    with pytest.raises(roverlog.Error, match="rng") as e:
+        t["lidar"].channels["rng"].read()
+    assert isinstance(e.value, ValueError)
+    # A missing channel file.
+    os.remove(os.path.join(root, "lidar", "hist"))
+    with pytest.raises(FileNotFoundError, match="hist"):
+        t["lidar"].channels["hist"].read()
+    with open(os.path.join(root, "imu", "meta.json"), "w") as f:
+        f.write("{not json")
+    with pytest.raises(roverlog.Error, match="meta.json"):
+        roverlog.Trace(root)
