@@ -27,6 +27,21 @@ use crate::format::SensorMeta;
 /// Longest reply line we accept from the daemon.
 const MAX_REPLY: u64 = 64 * 1024;
 
+/// How an EOF without an error line reads in our errors (the daemon stopping, docs/protocol.md 6).
+const CLOSED: &str = "connection closed without a reply";
+/// The daemon's refusal while an older connection of the sensor is still open (protocol 7).
+const LIVE: &str = "already has a live connection";
+
+/// Whether `e` means the daemon went away or is not there (yet): stopped, restarting, socket
+/// missing. A driver reconnects with back-off after such errors; other errors are refusals.
+pub fn is_daemon_gone(e: &Error) -> bool {
+    match e {
+        Error::Io { .. } => true,
+        Error::Protocol(msg) => msg.ends_with(CLOSED) || msg.contains(LIVE),
+        _ => false,
+    }
+}
+
 /// What the daemon answered to the hello.
 #[derive(Debug, Clone)]
 pub struct HelloReply {
@@ -66,6 +81,57 @@ pub fn hello_line(sensor: &str, meta: &SensorMeta, seq: bool) -> Vec<u8> {
     line
 }
 
+/// Per data channel of `meta`: `Some(bytes)` for a fixed-size channel, `None` for a
+/// variable-size one (what [`encode_frame`] checks samples against).
+pub fn sample_sizes(meta: &SensorMeta) -> Vec<Option<usize>> {
+    meta.data_channels()
+        .map(|(_, c)| c.format.is_fixed_size().then(|| c.sample_bytes()))
+        .collect()
+}
+
+/// Encodes one frame into `out` (appending; nothing is appended on error): `ts`, `seq` when
+/// the hello declared sequence numbers, and one buffer per data channel, checked against
+/// `sizes` (see [`sample_sizes`]). The error says what did not fit.
+pub fn encode_frame(
+    out: &mut Vec<u8>,
+    sizes: &[Option<usize>],
+    ts: f64,
+    seq: Option<u64>,
+    samples: &[&[u8]],
+) -> std::result::Result<(), String> {
+    if samples.len() != sizes.len() {
+        return Err(format!(
+            "{} channel buffers for {} channels",
+            samples.len(),
+            sizes.len()
+        ));
+    }
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&ts.to_le_bytes());
+    if let Some(seq) = seq {
+        out.extend_from_slice(&seq.to_le_bytes());
+    }
+    for (k, (s, size)) in samples.iter().zip(sizes).enumerate() {
+        match size {
+            Some(n) if s.len() != *n => {
+                out.truncate(at);
+                return Err(format!("channel {k}: {} bytes, expected {n}", s.len()));
+            }
+            Some(_) => {}
+            None => out.extend_from_slice(&(s.len() as u32).to_le_bytes()),
+        }
+        out.extend_from_slice(s);
+    }
+    let len = out.len() - at - 4;
+    let Ok(len) = u32::try_from(len) else {
+        out.truncate(at);
+        return Err(format!("frame of {len} bytes"));
+    };
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+    Ok(())
+}
+
 impl Driver {
     /// Connects, sends the hello and reads the answer; a refusal is an error carrying the
     /// daemon's message.
@@ -86,10 +152,7 @@ impl Driver {
             .set_read_timeout(Some(Duration::from_secs(60)))
             .map_err(io)?;
         let replies = BufReader::new(stream.try_clone().map_err(io)?);
-        let sizes = meta
-            .data_channels()
-            .map(|(_, c)| c.format.is_fixed_size().then(|| c.sample_bytes()))
-            .collect();
+        let sizes = sample_sizes(meta);
         let mut d = Driver {
             socket: socket.to_path_buf(),
             sensor: sensor.to_string(),
@@ -143,36 +206,8 @@ impl Driver {
         seq: Option<u64>,
         samples: &[&[u8]],
     ) -> Result<()> {
-        if samples.len() != self.sizes.len() {
-            return Err(self.refused(format!(
-                "{} channel buffers for {} channels",
-                samples.len(),
-                self.sizes.len()
-            )));
-        }
-        let at = out.len();
-        out.extend_from_slice(&[0; 4]);
-        out.extend_from_slice(&ts.to_le_bytes());
-        if self.seq {
-            out.extend_from_slice(&seq.unwrap_or(self.sent).to_le_bytes());
-        }
-        for (k, (s, size)) in samples.iter().zip(&self.sizes).enumerate() {
-            match size {
-                Some(n) if s.len() != *n => {
-                    out.truncate(at);
-                    return Err(
-                        self.refused(format!("channel {k}: {} bytes, expected {n}", s.len()))
-                    );
-                }
-                Some(_) => {}
-                None => out.extend_from_slice(&(s.len() as u32).to_le_bytes()),
-            }
-            out.extend_from_slice(s);
-        }
-        let len = out.len() - at - 4;
-        let len = u32::try_from(len).map_err(|_| self.refused(format!("frame of {len} bytes")))?;
-        out[at..at + 4].copy_from_slice(&len.to_le_bytes());
-        Ok(())
+        let seq = self.seq.then(|| seq.unwrap_or(self.sent));
+        encode_frame(out, &self.sizes, ts, seq, samples).map_err(|msg| self.refused(msg))
     }
 
     /// Sends one sample (one `write()`); `seq` defaults to the count of frames sent.
@@ -221,7 +256,7 @@ impl Driver {
             .read_until(b'\n', &mut line)
             .map_err(|e| Error::io(&self.socket, e))?;
         if n == 0 {
-            return Err(self.refused("connection closed without a reply".into()));
+            return Err(self.refused(CLOSED.into()));
         }
         let reply: Value = serde_json::from_slice(&line).map_err(|e| {
             self.refused(format!(

@@ -56,7 +56,14 @@ fn the_python_package_installs_and_passes_its_tests() {
     );
     let mut install = Command::new(py);
     install
-        .args(["-m", "pip", "install", "--no-build-isolation", "--disable-pip-version-check", "-q"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "-q",
+        ])
         .arg(root.join("python"))
         .env("PATH", &path)
         .env("CARGO_TARGET_DIR", root.join("target/python"))

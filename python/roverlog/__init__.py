@@ -7,6 +7,7 @@ driver for the roverlog daemon, over the roverlog Rust library.
   `IndexError` and `KeyError` (a `ValueError`).
 """
 from ._roverlog import Error
+from .driver import Driver
 from .roverd import Channel, Metadata, Nearest, Sensor, Trace
 
-__all__ = ["Channel", "Error", "Metadata", "Nearest", "Sensor", "Trace"]
+__all__ = ["Channel", "Driver", "Error", "Metadata", "Nearest", "Sensor", "Trace"]

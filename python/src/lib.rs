@@ -20,6 +20,8 @@ use pyo3::types::{PyBytes, PyList};
 
 use roverlog::format::{ChannelFormat, ChannelReader, Sensor};
 
+mod driver;
+
 pyo3::create_exception!(
     _roverlog,
     Error,
@@ -27,7 +29,7 @@ pyo3::create_exception!(
     "A dataset roverlog cannot read as asked (corrupt, unsupported, inconsistent)."
 );
 
-fn to_py(e: roverlog::Error) -> PyErr {
+pub(crate) fn to_py(e: roverlog::Error) -> PyErr {
     match &e {
         roverlog::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             PyFileNotFoundError::new_err(e.to_string())
@@ -233,5 +235,6 @@ fn _roverlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read, m)?)?;
     m.add_function(wrap_pyfunction!(check_sensor, m)?)?;
     m.add_function(wrap_pyfunction!(sample_count, m)?)?;
+    m.add_class::<driver::NativeDriver>()?;
     Ok(())
 }

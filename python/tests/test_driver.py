@@ -1,0 +1,152 @@
+"""roverlog.Driver against the real daemon (`ROVERLOG_BIN`, set by tests/python_package.rs)."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+import roverlog
+
+
+class Daemon:
+    def __init__(self, tmp):
+        self.dir = str(tmp)
+        self.socket = os.path.join(self.dir, "run", "ingest.sock")
+        self.data = os.path.join(self.dir, "data")
+        self.config = os.path.join(self.dir, "roverlog.json")
+        with open(self.config, "w") as f:
+            json.dump({"data_root": self.data, "ingest_socket": self.socket,
+                       "control_socket": os.path.join(self.dir, "run", "control.sock"),
+                       "min_free_bytes": 0}, f)
+        self.proc = None
+
+    def start(self):
+        binary = os.environ.get("ROVERLOG_BIN")
+        assert binary, "ROVERLOG_BIN is not set: run these tests through `cargo test --test python_package`"
+        log = open(os.path.join(self.dir, "daemon.log"), "ab")
+        self.proc = subprocess.Popen([binary, "daemon", "--config", self.config], stdout=log, stderr=log)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(self.socket):
+            assert self.proc.poll() is None, f"the daemon exited: {self.log()}"
+            assert time.monotonic() < deadline, f"no ingest socket after 30 s: {self.log()}"
+            time.sleep(0.02)
+
+    def log(self):
+        with open(os.path.join(self.dir, "daemon.log"), "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def stop(self, sig=signal.SIGTERM):
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError(f"the daemon did not stop within 30 s after {sig}: {self.log()}")
+
+    def traces(self):
+        return sorted(os.path.join(self.data, t) for t in os.listdir(self.data) if not t.startswith("."))
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    d = Daemon(tmp_path)
+    d.start()
+    yield d
+    if d.proc.poll() is None:
+        d.stop()
+
+
+IMU = [("acc", "raw", "f4", [3], "m/s^2"), {"name": "n", "format": "raw", "type": "u8", "shape": []}]
+
+
+def imu_sample(i):
+    return np.array([i, -i, 0.5 * i], dtype=np.float32), np.uint64(i)
+
+
+def test_every_sample_sent_is_on_disk(daemon):
+    n = 5000
+    with roverlog.Driver(daemon.socket, "imu", IMU, seq=True) as d:
+        for i in range(n):
+            acc, k = imu_sample(i)
+            d.send(1.7e9 + i * 0.01, acc, k)
+        assert d.sync() == n
+        assert d.sent == n
+    daemon.stop()
+    (trace,) = daemon.traces()
+    imu = roverlog.Trace(trace)["imu"]
+    np.testing.assert_array_equal(imu.timestamps, 1.7e9 + np.arange(n) * 0.01)
+    np.testing.assert_array_equal(imu.channels["acc"].read(), np.stack([imu_sample(i)[0] for i in range(n)]))
+    np.testing.assert_array_equal(imu.channels["n"].read(), np.arange(n, dtype=np.uint64))
+
+
+def test_a_batch_waits_at_most_max_delay(daemon):
+    with roverlog.Driver(daemon.socket, "gps", [("fix", "raw", "f8", [2])], max_delay=0.01) as d:
+        d.send(1.7e9, np.array([1.0, 2.0]))
+        deadline = time.monotonic() + 10
+        path = None
+        while time.monotonic() < deadline:
+            traces = daemon.traces()
+            path = os.path.join(traces[0], "gps", "ts") if traces else None
+            if path and os.path.exists(path) and os.path.getsize(path) == 8:
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError("the one buffered sample never reached the daemon (waited 10 s)")
+
+
+def test_variable_size_samples_and_bad_input(daemon):
+    with roverlog.Driver(daemon.socket, "cam", [("img", "jpg", "u1", [])]) as d:
+        d.send(1.7e9, b"\xff\xd8one\xff\xd9")
+        d.send(1.7e9 + 1, np.frombuffer(b"\xff\xd8two\xff\xd9", np.uint8))
+        with pytest.raises(roverlog.Error, match="2 channel buffers for 1 channels"):
+            d.send(1.7e9 + 2, b"a", b"b")
+        assert d.sync() == 2
+    with roverlog.Driver(daemon.socket, "imu2", IMU) as d:
+        with pytest.raises(roverlog.Error, match="12 bytes, expected 12|channel 0: 8 bytes, expected 12"):
+            d.send(1.0, np.zeros(2, np.float32), np.uint64(0))
+        with pytest.raises(ValueError, match="not C-contiguous"):
+            d.send(1.0, np.zeros((3, 2), np.float32)[:, 0], np.uint64(0))
+    with pytest.raises(ValueError, match="cannot be sent"):
+        roverlog.Driver(daemon.socket, "x", [("a", "lzma", "u1", [1])])
+    with pytest.raises(roverlog.Error, match="different|differ"):
+        roverlog.Driver(daemon.socket, "imu", [("acc", "raw", "f4", [4])]).close()
+        roverlog.Driver(daemon.socket, "imu", [("acc", "raw", "f4", [3])]).close()
+    daemon.stop()
+    with pytest.raises((FileNotFoundError, ConnectionError, OSError)):
+        roverlog.Driver(daemon.socket, "late", IMU, reconnect_timeout=0.2)
+
+
+def test_a_restart_loses_nothing_the_driver_sent(daemon):
+    n = 3000
+    # kill -9: the daemon resumes the same trace; the driver resends exactly what is missing.
+    with roverlog.Driver(daemon.socket, "imu", IMU, seq=True) as d:
+        for i in range(n):
+            if i == 1000:
+                assert d.sync() == 1000
+            if i == 2000:
+                daemon.stop(signal.SIGKILL)
+                daemon.start()
+            acc, k = imu_sample(i)
+            d.send(1.7e9 + i * 0.01, acc, k)
+        assert d.sync() == n
+    (trace,) = daemon.traces()
+    imu = roverlog.Trace(trace)["imu"]
+    np.testing.assert_array_equal(imu.channels["n"].read(), np.arange(n, dtype=np.uint64))
+    # SIGTERM: a new trace; everything not acknowledged durable goes there too.
+    with roverlog.Driver(daemon.socket, "gps", [("i", "raw", "u8", [])]) as d:
+        for i in range(n):
+            if i == 1000:
+                d.sync()
+            if i == 2000:
+                daemon.stop()
+                daemon.start()
+            d.send(1.7e9 + i, np.uint64(i))
+        d.sync()
+    got = set()
+    for t in daemon.traces():
+        if os.path.isdir(os.path.join(t, "gps")):
+            got |= set(roverlog.Trace(t)["gps"].channels["i"].read().tolist())
+    assert got == set(range(n))
