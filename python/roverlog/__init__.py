@@ -2,11 +2,13 @@
 driver for the roverlog daemon, over the roverlog Rust library.
 
 - `roverlog.Trace`, `Sensor`, `Channel`, `Nearest`: roverd traces (upstream `roverd`'s names).
+- `roverlog.gulp.GulpDirectory`: gulpio2's reading API (change the import).
 - `roverlog.Driver`: send samples to a running daemon (docs/protocol.md).
 - `roverlog.Error`: what the library raises besides `FileNotFoundError`, `OSError`,
   `IndexError` and `KeyError` (a `ValueError`).
 """
 from ._roverlog import Error
+from . import gulp
 from .driver import Driver
 from .roverd import Channel, Metadata, Nearest, Sensor, Trace
 

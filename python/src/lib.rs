@@ -21,6 +21,7 @@ use pyo3::types::{PyBytes, PyList};
 use roverlog::format::{ChannelFormat, ChannelReader, Sensor};
 
 mod driver;
+mod gulp;
 
 pyo3::create_exception!(
     _roverlog,
@@ -236,5 +237,6 @@ fn _roverlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_sensor, m)?)?;
     m.add_function(wrap_pyfunction!(sample_count, m)?)?;
     m.add_class::<driver::NativeDriver>()?;
+    m.add_class::<gulp::GulpDir>()?;
     Ok(())
 }
