@@ -45,7 +45,9 @@ fn decode_all(frames: &[&[u8]]) -> roverlog::Result<Vec<DecodedFrame>> {
 impl GulpDir {
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<GulpDir> {
-        let dir = py.allow_threads(|| GulpDirectory::open(&path)).map_err(to_py)?;
+        let dir = py
+            .allow_threads(|| GulpDirectory::open(&path))
+            .map_err(to_py)?;
         Ok(GulpDir { dir })
     }
 
@@ -68,11 +70,17 @@ impl GulpDir {
     /// An id's `frame_info` (`[offset, pad, length]` each) and first `meta_data` element, as
     /// JSON text.
     fn meta_json(&self, id: &str) -> PyResult<String> {
-        let v = self
-            .dir
-            .video(id)
-            .ok_or_else(|| pyo3::exceptions::PyKeyError::new_err(format!("{}: no id {id:?}", self.dir.path().display())))?;
-        let infos: Vec<[u64; 3]> = v.frame_infos().iter().map(|f| [f.offset, f.pad, f.length]).collect();
+        let v = self.dir.video(id).ok_or_else(|| {
+            pyo3::exceptions::PyKeyError::new_err(format!(
+                "{}: no id {id:?}",
+                self.dir.path().display()
+            ))
+        })?;
+        let infos: Vec<[u64; 3]> = v
+            .frame_infos()
+            .iter()
+            .map(|f| [f.offset, f.pad, f.length])
+            .collect();
         let meta: Vec<&serde_json::Value> = v.meta().into_iter().collect();
         Ok(serde_json::json!({"frame_info": infos, "meta_data": meta}).to_string())
     }
@@ -80,7 +88,13 @@ impl GulpDir {
     /// Frames `indices` (Python semantics: negative from the end) of `id`: decoded arrays
     /// (`H x W x 3` RGB, `H x W` gray) or, with `decode=False`, the JPEG bytes.
     #[pyo3(signature = (id, indices, decode=true))]
-    fn read(&self, py: Python<'_>, id: &str, indices: Vec<i64>, decode: bool) -> PyResult<PyObject> {
+    fn read(
+        &self,
+        py: Python<'_>,
+        id: &str,
+        indices: Vec<i64>,
+        decode: bool,
+    ) -> PyResult<PyObject> {
         if self.dir.video(id).is_none() {
             return Err(pyo3::exceptions::PyKeyError::new_err(format!(
                 "{}: no id {id:?}",

@@ -22,6 +22,7 @@ use roverlog::format::{ChannelFormat, ChannelReader, Sensor};
 
 mod driver;
 mod gulp;
+mod zarr;
 
 pyo3::create_exception!(
     _roverlog,
@@ -238,5 +239,6 @@ fn _roverlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sample_count, m)?)?;
     m.add_class::<driver::NativeDriver>()?;
     m.add_class::<gulp::GulpDir>()?;
+    m.add_class::<zarr::ZarrArr>()?;
     Ok(())
 }
