@@ -22,19 +22,24 @@ class ChunkedDataset:
                            ("tl_faces", "traffic_light_faces")]:
             if name not in self.root:
                 raise KeyError(f"{self.path}: no {name!r} array (not an L5Kit dataset)")
-            setattr(self, attr, self.root[name])
+            # l5kit caches up to cache_size_bytes of chunks when `cached`; we cache decoded
+            # chunks, up to that budget per array.
+            budget = int(cache_size_bytes) if cached else 0
+            setattr(self, attr, zarr.Array(os.path.join(self.path, name), cache_bytes=budget))
+        self.cached, self.cache_size_bytes = cached, cache_size_bytes
         return self
 
     def __reduce__(self):
-        return (_reopen, (self.path, self.root is not None))
+        opened = self.root is not None
+        return (_reopen, (self.path, opened, getattr(self, "cached", True), getattr(self, "cache_size_bytes", int(1e9))))
 
     def __repr__(self):
         return f"ChunkedDataset({self.path!r})"
 
 
-def _reopen(path, opened):
+def _reopen(path, opened, cached, cache_size_bytes):
     d = ChunkedDataset(path)
-    return d.open() if opened else d
+    return d.open(cached=cached, cache_size_bytes=cache_size_bytes) if opened else d
 
 
 def get_frames_slice_from_scenes(scene_a, scene_b=None):

@@ -194,28 +194,33 @@ class Sensor:
 
 
 class Nearest:
-    """Nearest-neighbour synchronisation (abstract-dataloader's `Nearest`): for each sample of
-    the `reference` sensor, the index of the nearest sample of every sensor; reference
-    samples for which some sensor has none within `tol` seconds are left out."""
+    """Nearest-neighbour synchronisation, as abstract-dataloader's `generic.Nearest` (which
+    upstream roverd users use): for each sample of the `reference` sensor, the index of the
+    nearest sample of every sensor (ties go to the earlier one); reference samples for which
+    some sensor has none closer than `tol` seconds are left out. Indices are `uint32`."""
 
-    def __init__(self, reference, tol=np.inf):
+    def __init__(self, reference, tol=0.1):
+        if tol < 0:
+            raise ValueError(f"synchronisation tolerance must not be negative: {tol}")
         self.reference = reference
         self.tol = tol
 
     def __call__(self, timestamps):
+        if self.reference not in timestamps:
+            raise KeyError(f"no reference sensor {self.reference!r} among {list(timestamps)}")
         ref = np.asarray(timestamps[self.reference], dtype=np.float64)
-        keep = np.ones(len(ref), dtype=bool)
         out = {}
         for name, ts in timestamps.items():
             ts = np.asarray(ts, dtype=np.float64)
             if len(ts) == 0:
                 raise ValueError(f"sensor {name!r} has no sample to synchronise to")
-            right = np.clip(np.searchsorted(ts, ref, side="left"), 0, len(ts) - 1)
-            left = np.clip(right - 1, 0, len(ts) - 1)
-            nearest = np.where(np.abs(ts[left] - ref) <= np.abs(ts[right] - ref), left, right)
-            keep &= np.abs(ts[nearest] - ref) <= self.tol
-            out[name] = nearest
-        return {name: idx[keep] for name, idx in out.items()}
+            out[name] = np.searchsorted((ts[:-1] + ts[1:]) / 2, ref).astype(np.uint32)
+        valid = np.all(
+            np.array([np.abs(np.asarray(timestamps[n], dtype=np.float64)[i] - ref) < self.tol
+                      for n, i in out.items()]),
+            axis=0,
+        )
+        return {n: i[valid] for n, i in out.items()}
 
 
 class Trace:

@@ -40,13 +40,18 @@ def _attrs(path):
 
 
 class Array:
-    """A Zarr v2 array (a directory holding `.zarray`)."""
+    """A Zarr v2 array (a directory holding `.zarray`). Decoded chunks that a read uses only
+    partly are kept in an LRU of `cache_bytes` (the library's default when `None`; 0: off),
+    so neighbouring slices do not decode the same chunk again."""
 
-    def __init__(self, path):
+    def __init__(self, path, cache_bytes=None):
         self.path = os.fspath(path)
+        self.cache_bytes = cache_bytes
         with builtins.open(os.path.join(self.path, ".zarray"), "rb") as f:
             meta = json.load(f)
         self._native = _roverlog.ZarrArr(self.path)
+        if cache_bytes is not None:
+            self._native.set_cache_bytes(int(cache_bytes))
         self.shape = tuple(meta["shape"])
         self.chunks = tuple(meta["chunks"])
         self.dtype = np.dtype(_descr(meta["dtype"]))
@@ -56,7 +61,7 @@ class Array:
         self._le = self.dtype.newbyteorder("<") if self.dtype.fields is None else _little(self.dtype)
 
     def __reduce__(self):
-        return (Array, (self.path,))
+        return (Array, (self.path, self.cache_bytes))
 
     def __repr__(self):
         return f"<roverlog.zarr.Array {self.path!r} {self.shape} {self.dtype}>"

@@ -35,6 +35,11 @@ impl ZarrArr {
         self.arr.row_bytes()
     }
 
+    /// Sets the budget of the decoded-chunk cache (0 disables it).
+    fn set_cache_bytes(&self, bytes: usize) {
+        self.arr.set_cache_bytes(bytes);
+    }
+
     /// Rows `start .. stop`, packed little-endian, as a flat uint8 array.
     fn read_rows(&self, py: Python<'_>, start: u64, stop: u64) -> PyResult<PyObject> {
         let v = py

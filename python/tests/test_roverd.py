@@ -92,11 +92,11 @@ def test_time_index_and_nearest_synchronisation(trace):
     assert imu.index_at(ts[7]) == 7
     assert imu.index_at(ts[7] + 1e-6) == 8
     np.testing.assert_array_equal(imu.index_at(ts[:5]), np.arange(5))
-    sync = roverlog.Nearest("lidar", tol=0.006)
+    sync = roverlog.Nearest("lidar", tol=0.006)  # strictly closer than
     idx = sync({n: s.timestamps for n, s in t.sensors.items()})
     for name, i in idx.items():
         assert len(i) == len(idx["lidar"])
-        assert np.all(np.abs(t[name].timestamps[i] - t["lidar"].timestamps[idx["lidar"]]) <= 0.006)
+        assert np.all(np.abs(t[name].timestamps[i] - t["lidar"].timestamps[idx["lidar"]]) < 0.006)
     st = roverlog.Trace(root, sync=sync)
     assert len(st) == len(idx["lidar"]) > 0
     sample = st[0]
@@ -159,3 +159,27 @@ def test_bad_input_raises_clear_exceptions(trace, tmp_path):
         f.write("{not json")
     with pytest.raises(roverlog.Error, match="meta.json"):
         roverlog.Trace(root)
+
+
+def test_the_abstract_dataloader_protocols_hold(trace):
+    from abstract_dataloader import generic, spec
+
+    root, _ = trace
+    sync = roverlog.Nearest("lidar", tol=0.02)
+    t = roverlog.Trace(root, sync=sync)
+    assert isinstance(t, spec.Trace)
+    assert isinstance(sync, spec.Synchronization)
+    for s in t.sensors.values():
+        assert isinstance(s, spec.Sensor)
+        assert isinstance(s.metadata, spec.Metadata)
+        assert len(s.metadata.timestamps) == len(s)
+    ts = {n: s.metadata.timestamps for n, s in t.sensors.items()}
+    theirs = generic.Nearest("lidar", tol=0.02)(ts)
+    ours = sync(ts)
+    assert ours.keys() == theirs.keys()
+    for n in ours:
+        assert ours[n].dtype == theirs[n].dtype
+        np.testing.assert_array_equal(ours[n], theirs[n])
+    assert len(t) == len(theirs["lidar"]) > 0
+    first = t[0]
+    assert set(first) == set(t.sensors)

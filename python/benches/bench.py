@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""The Python package against the Python libraries it replaces, same run, best of 3:
+
+    .venv/bin/python python/benches/bench.py [--quick]      # ROVERLOG_BIN=target/release/roverlog for the driver row
+
+- gulp: every frame of every video decoded, ours (`roverlog.gulp`) vs gulpio2;
+- L5Kit agents: the whole array, and 200 random 100-row slices, vs zarr-python;
+- an `lzmaf` channel read whole vs an upstream-style reader (`lzma.decompress` per frame);
+- a `raw` channel read whole (zero-copy) vs `numpy.memmap`, each then summed (touching the
+  bytes, so both pay the page faults);
+- `Driver`: an IMU sent one `send()` per sample vs `examples/driver.py`'s `send()`, each
+  followed by a sync and a check that every sample is on disk.
+"""
+import argparse
+import json
+import lzma
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import roverlog
+import roverlog.gulp
+import roverlog.l5kit
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python", "tests"))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+
+def best(f, n=3):
+    t = float("inf")
+    out = None
+    for _ in range(n):
+        t0 = time.perf_counter()
+        out = f()
+        t = min(t, time.perf_counter() - t0)
+    return t, out
+
+
+def row(name, ours, theirs, unit=""):
+    print(f"{name:<52} ours {ours * 1e3:9.1f} ms   theirs {theirs * 1e3:9.1f} ms   {theirs / ours:6.2f}x {unit}")
+
+
+def bench_gulp(tmp, videos, frames):
+    from gulpio2 import GulpDirectory as Theirs
+    d = os.path.join(tmp, "gulp")
+    os.makedirs(d)
+    script = os.path.join(ROOT, "tests", "py", "gulp_bench.py")
+    subprocess.run([sys.executable, script, "create", d, str(videos), str(frames), "4", "640", "480"],
+                   check=True, capture_output=True)
+    theirs = Theirs(d)
+    ids = list(theirs.merged_meta_dict)
+
+    def read_theirs():
+        return sum(len(theirs[i][0]) for i in ids)
+
+    ours = roverlog.gulp.GulpDirectory(d)
+
+    def read_ours():
+        return sum(len(ours[i][0]) for i in ids)
+
+    to, no = best(read_ours)
+    tt, nt = best(read_theirs)
+    assert no == nt == videos * frames
+    row(f"gulp: {no} frames 640x480 decoded", to, tt)
+
+
+def bench_l5kit(tmp, rows):
+    """An agents array as L5Kit writes it (the fixture's dtype, 20000-row chunks, Blosc lz4
+    with shuffle), `rows` long: the fixture's rows repeated with changing ids and positions."""
+    import numcodecs
+    import zarr
+    scene = os.path.join(ROOT, "tests", "data", "l5kit_single_scene.zarr")
+    src = zarr.open_group(scene, mode="r")["agents"][:]
+    big = np.resize(src, rows)
+    big["track_id"] = np.arange(rows) % 5000
+    big["centroid"] += np.arange(rows, dtype=np.float64)[:, None] * 1e-3
+    path = os.path.join(tmp, "agents.zarr")
+    g = zarr.open_group(path, mode="w")
+    g.create_dataset("agents", data=big, chunks=(20000,),
+                     compressor=numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE))
+    for name in ["scenes", "frames", "traffic_light_faces"]:
+        a = zarr.open_group(scene, mode="r")[name]
+        g.create_dataset(name, data=a[:], chunks=a.chunks, compressor=a.compressor)
+    ours = roverlog.l5kit.ChunkedDataset(path).open().agents
+    theirs = zarr.open_group(path, mode="r")["agents"]
+    to, a = best(lambda: ours[:])
+    tt, b = best(lambda: theirs[:])
+    assert a.tobytes() == b.tobytes()
+    row(f"L5Kit agents: whole array ({rows} rows, {a.nbytes >> 20} MB)", to, tt)
+    rng = np.random.default_rng(0)
+    starts = rng.integers(0, rows - 100, 200)
+    to, x = best(lambda: [ours[s:s + 100] for s in starts])
+    tt, y = best(lambda: [theirs[s:s + 100] for s in starts])
+    assert all(p.tobytes() == q.tobytes() for p, q in zip(x, y))
+    row("L5Kit agents: 200 random 100-row slices", to, tt)
+
+
+def bench_channels(tmp, n):
+    import conftest
+    root = os.path.join(tmp, "trace")
+    os.makedirs(os.path.join(root, "lidar"))
+    os.makedirs(os.path.join(root, "imu"))
+    open(os.path.join(root, "config.yaml"), "w").close()
+    rng = np.random.default_rng(2)
+    # A lidar-like lzmaf channel: u2 [64, 1024] range images (smooth, compressible).
+    base = (np.arange(64 * 1024, dtype=np.uint32).reshape(64, 1024) % 4000).astype(np.uint16)
+    d = os.path.join(root, "lidar")
+    offsets = [0]
+    with open(os.path.join(d, "rng"), "wb") as f:
+        for i in range(n):
+            b = lzma.compress((base + rng.integers(0, 30, base.shape, dtype=np.uint16)).tobytes(), preset=0)
+            f.write(b)
+            offsets.append(offsets[-1] + len(b))
+    np.array(offsets, "<u8").tofile(os.path.join(d, "rng_i"))
+    np.arange(n, dtype="<f8").tofile(os.path.join(d, "ts"))
+    json.dump({"ts": {"format": "raw", "type": "f8", "shape": [], "desc": ""},
+               "rng": {"format": "lzmaf", "type": "u2", "shape": [64, 1024], "desc": ""}},
+              open(os.path.join(d, "meta.json"), "w"))
+
+    def upstream_lzmaf():
+        off = np.fromfile(os.path.join(d, "rng_i"), dtype="<u8")
+        with open(os.path.join(d, "rng"), "rb") as f:
+            data = f.read()
+        return np.stack([np.frombuffer(lzma.decompress(data[off[i]:off[i + 1]]), "<u2").reshape(64, 1024)
+                         for i in range(len(off) - 1)])
+
+    ch = roverlog.Trace(root)["lidar"].channels["rng"]
+    to, a = best(ch.read)
+    tt, b = best(upstream_lzmaf)
+    np.testing.assert_array_equal(a, b)
+    row(f"lzmaf: {n} frames u2[64,1024] read whole", to, tt)
+    # A raw channel of 256 MB, read zero-copy and summed.
+    d = os.path.join(root, "imu")
+    m = 1 << 22
+    rng.standard_normal((m, 16)).astype("<f4").tofile(os.path.join(d, "x"))
+    np.arange(m, dtype="<f8").tofile(os.path.join(d, "ts"))
+    json.dump({"ts": {"format": "raw", "type": "f8", "shape": [], "desc": ""},
+               "x": {"format": "raw", "type": "f4", "shape": [16], "desc": ""}},
+              open(os.path.join(d, "meta.json"), "w"))
+    ch = roverlog.Trace(root)["imu"].channels["x"]
+    to, a = best(lambda: float(ch.read().sum(dtype=np.float64)))
+    tt, b = best(lambda: float(np.memmap(os.path.join(d, "x"), "<f4", "r").reshape(m, 16).sum(dtype=np.float64)))
+    assert a == b
+    row(f"raw: {m} x f4[16] (256 MB) read + sum", to, tt)
+
+
+def bench_driver(tmp, n):
+    binary = os.environ.get("ROVERLOG_BIN", os.path.join(ROOT, "target", "release", "roverlog"))
+    import driver as stdlib_driver
+
+    def run(label, send_all):
+        d = os.path.join(tmp, label)
+        os.makedirs(d)
+        sock = os.path.join(d, "ingest.sock")
+        cfg = os.path.join(d, "c.json")
+        json.dump({"data_root": os.path.join(d, "data"), "ingest_socket": sock,
+                   "control_socket": os.path.join(d, "control.sock"), "min_free_bytes": 0}, open(cfg, "w"))
+        p = subprocess.Popen([binary, "daemon", "--config", cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            t0 = time.monotonic()
+            while not os.path.exists(sock):
+                assert time.monotonic() - t0 < 30, "no daemon socket after 30 s"
+                time.sleep(0.01)
+            t0 = time.perf_counter()
+            durable = send_all(sock)
+            t = time.perf_counter() - t0
+            assert durable == n, (label, durable)
+        finally:
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=60)
+        (trace,) = [os.path.join(d, "data", x) for x in os.listdir(os.path.join(d, "data"))]
+        acc = roverlog.Trace(trace)["imu"].channels["acc"].read()
+        np.testing.assert_array_equal(acc[:, 0], np.arange(n, dtype=np.float32))
+        return t
+
+    samples = np.zeros((n, 3), np.float32)
+    samples[:, 0] = np.arange(n)
+
+    def ours(sock):
+        with roverlog.Driver(sock, "imu", [("acc", "raw", "f4", [3])]) as d:
+            for i in range(n):
+                d.send(1.7e9 + i * 0.01, samples[i])
+            return d.sync()
+
+    def theirs(sock):
+        ch = [stdlib_driver.Channel("acc", "raw", "f4", [3], "")]
+        with stdlib_driver.Driver(sock, "imu", ch) as d:
+            for i in range(n):
+                d.send(1.7e9 + i * 0.01, [samples[i].tolist()])
+            return d.sync()
+
+    to = run("ours", ours)
+    tt = run("theirs", theirs)
+    row(f"Driver: {n} IMU samples, one send() each, verified", to, tt)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    a = ap.parse_args()
+    q = a.quick
+    with tempfile.TemporaryDirectory() as tmp:
+        bench_gulp(tmp, 20 if q else 100, 10 if q else 30)
+        bench_l5kit(tmp, 100000 if q else 1000000)
+        bench_channels(tmp, 20 if q else 200)
+        bench_driver(tmp, 20000 if q else 200000)
+
+
+if __name__ == "__main__":
+    main()
