@@ -42,6 +42,7 @@ impl EventLog {
         let dir = trace.join(EVENTS_DIR);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let path = dir.join(EVENTS_FILE);
+        repair(&path)?;
         let created = !path.exists();
         let file = OpenOptions::new()
             .read(true)
@@ -93,6 +94,37 @@ impl EventLog {
     }
 }
 
+/// After a crash or a power cut the log may end in a torn line, or hold a stretch the
+/// filesystem never wrote (zeros) where a line was: it is rewritten (atomically) with its
+/// whole lines only, so every line of an event log is whole JSON. A log without such damage
+/// is left untouched.
+fn repair(path: &Path) -> Result<()> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let whole = |l: &[u8]| serde_json::from_slice::<Value>(l).is_ok_and(|v| v.is_object());
+    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    let (last, body) = lines.split_last().expect("split yields at least one item");
+    let damaged = !last.is_empty() || body.iter().any(|l| !l.is_empty() && !whole(l));
+    if !damaged {
+        return Ok(());
+    }
+    let mut kept = Vec::with_capacity(bytes.len());
+    let mut dropped = 0;
+    for l in lines.iter().filter(|l| !l.is_empty()) {
+        if whole(l) {
+            kept.extend_from_slice(l);
+            kept.push(b'\n');
+        } else {
+            dropped += 1;
+        }
+    }
+    tracing::warn!(path = %path.display(), dropped, "event log had torn lines (a crash): kept the whole ones");
+    crate::format::meta::write_file_atomic(path, &kept)
+}
+
 /// The last byte of `file`, `None` when it is empty.
 fn last_byte(file: &File) -> std::io::Result<Option<u8>> {
     use std::os::unix::fs::FileExt;
@@ -113,4 +145,42 @@ pub fn read_events(trace: &Path) -> Vec<Value> {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
+}
+
+#[cfg(test)]
+mod repair_tests {
+    use super::*;
+
+    #[test]
+    fn a_log_a_power_cut_damaged_keeps_its_whole_lines_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join(EVENTS_DIR);
+        std::fs::create_dir(&log).unwrap();
+        let path = log.join(EVENTS_FILE);
+        let mut bytes = b"{\"event\":\"start\"}\n".to_vec();
+        bytes.extend([0u8; 40]); // a page the filesystem never wrote
+        bytes.extend(b"\n{\"event\":\"mark\"}\n{\"event\":\"dr");
+        std::fs::write(&path, &bytes).unwrap();
+        let ev = EventLog::open(dir.path()).unwrap();
+        ev.write("stop", serde_json::json!({}));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let kinds: Vec<String> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["event"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(kinds, ["start", "mark", "stop"], "{text:?}");
+        // An undamaged log is not rewritten.
+        let before = std::fs::metadata(&path).unwrap().modified().unwrap();
+        drop(ev);
+        EventLog::open(dir.path()).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().modified().unwrap(),
+            before
+        );
+    }
 }

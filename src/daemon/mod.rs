@@ -83,7 +83,7 @@ impl Daemon {
     /// rules in [`sockets`]).
     pub fn bind(config: Config) -> Result<Daemon> {
         config.validate()?;
-        std::fs::create_dir_all(&config.data_root).map_err(|e| Error::io(&config.data_root, e))?;
+        crate::format::meta::create_dir_all_durable(&config.data_root)?;
         let data_lock = lock_data_root(&config.data_root)?;
         let mode = config.socket_mode_bits()?;
         let gid = config

@@ -277,7 +277,7 @@ impl Recorder {
             validate_label(l)?;
         }
         let root = &self.cfg.data_root;
-        std::fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
+        crate::format::meta::create_dir_all_durable(root)?;
         let base = match label {
             Some(l) => format!("{}-{l}", local_timestamp()),
             None => local_timestamp(),

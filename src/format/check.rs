@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use super::avi::repair::{self as avi_repair, AviState};
 use super::blob;
 use super::channel::channel_path;
+use super::durable;
 use super::lzma;
 use super::lzmaf;
 use super::meta::{sync_dir, ChannelFormat, ChannelMeta, SensorMeta, TS_CHANNEL};
@@ -164,6 +165,16 @@ pub fn check_sensor(dir: &Path, depth: Depth) -> Result<SensorCheck> {
     if let Some(ts) = meta.get(TS_CHANNEL) {
         if depth == Depth::Deep || ts.format == ChannelFormat::Raw {
             check_timestamps(dir, &mut out)?;
+        }
+    }
+    if let Some(w) = durable::cap_after_reboot(dir) {
+        let n = out.consistent_len();
+        if n > w.samples {
+            out.problems.push(format!(
+                "{} sample(s) past the last fsync ({} samples durable) were written before a power cut or reboot: they may be garbage (recover cuts them)",
+                n - w.samples,
+                w.samples
+            ));
         }
     }
     Ok(out)
@@ -402,8 +413,21 @@ pub struct Recovery {
 /// creates missing channel files empty, and syncs. Idempotent.
 pub fn recover_sensor(dir: &Path) -> Result<Recovery> {
     let check = check_sensor(dir, Depth::Structure)?;
-    let target = check.consistent_len();
+    let mut target = check.consistent_len();
     let mut cuts = Vec::new();
+    // After a power cut, nothing past the last fsync is trusted (see `durable`).
+    let capped = durable::cap_after_reboot(dir).filter(|w| w.samples < target);
+    if let Some(w) = &capped {
+        cuts.push(Cut {
+            path: durable::path(dir),
+            what: format!(
+                "a power cut or reboot since the last fsync: keeping the {} samples made durable, cutting the {} written after them",
+                w.samples,
+                target - w.samples
+            ),
+        });
+        target = w.samples;
+    }
     let mut left_alone = Vec::new();
     for ch in &check.channels {
         let path = channel_path(dir, &ch.name);
@@ -567,6 +591,10 @@ pub fn recover_sensor(dir: &Path) -> Result<Recovery> {
                 ));
             }
         }
+    }
+    if capped.is_some() {
+        // This boot has seen the cut: the watermark is this boot's again.
+        durable::write(dir, target)?;
     }
     if !cuts.is_empty() {
         sync_dir(dir)?;

@@ -278,7 +278,8 @@ fn copy_sidecars(src: &Sensor, dst: &Path) -> Result<()> {
     for entry in fs::read_dir(src.dir()).at(src.dir())? {
         let entry = entry.at(src.dir())?;
         let path = entry.path();
-        if entry.file_type().at(&path)?.is_file() && !owned.contains(&path) {
+        let ours = super::durable::is_watermark_file(&entry.file_name());
+        if entry.file_type().at(&path)?.is_file() && !owned.contains(&path) && !ours {
             fs::copy(&path, dst.join(entry.file_name())).at(&path)?;
         }
     }

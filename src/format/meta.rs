@@ -394,6 +394,28 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
     fs::File::open(dir).and_then(|d| d.sync_all()).at(dir)
 }
 
+/// Like `fs::create_dir_all`, and every directory it creates is made durable (its parent is
+/// fsynced after it): a power cut cannot take away a directory whose contents were
+/// acknowledged as durable.
+pub fn create_dir_all_durable(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_dir_all_durable(parent)?;
+    }
+    match fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => return Ok(()),
+        Err(e) => return Err(crate::Error::io(dir, e)),
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    sync_dir(parent)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

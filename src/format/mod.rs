@@ -16,6 +16,7 @@ pub mod check;
 pub mod copy;
 pub mod direct;
 pub mod dtype;
+pub mod durable;
 pub mod lzma;
 pub mod lzmaf;
 pub mod meta;

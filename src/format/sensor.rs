@@ -164,6 +164,8 @@ pub struct SensorWriter {
     ts: ChannelWriter,
     len: u64,
     durable: u64,
+    /// The count in `.durable` (see [`super::durable`]), when this writer wrote it.
+    watermark: Option<u64>,
 }
 
 impl SensorWriter {
@@ -176,6 +178,8 @@ impl SensorWriter {
         meta.validate()?;
         fs::create_dir(dir).at(dir)?;
         let w = SensorWriter::open_channels(dir, meta, opts, false, 0)?;
+        // Zero samples are durable: after a power cut nothing unsynced is trusted.
+        super::durable::write(dir, 0)?;
         w.meta.write_atomic(dir)?;
         if let Some(parent) = dir.parent() {
             sync_dir(parent)?;
@@ -229,6 +233,7 @@ impl SensorWriter {
             ts,
             len,
             durable: len,
+            watermark: (!append).then_some(0),
         })
     }
 
@@ -341,6 +346,10 @@ impl SensorWriter {
             w.sync()?;
         }
         self.ts.sync()?;
+        if self.watermark != Some(self.len) {
+            super::durable::write(&self.dir, self.len)?;
+            self.watermark = Some(self.len);
+        }
         sync_dir(&self.dir)?;
         self.durable = self.len;
         Ok(self.durable)
