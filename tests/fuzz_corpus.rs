@@ -63,3 +63,8 @@ fn blosc_chunk_seeds() {
 fn avi_seeds() {
     run_seeds("avi", checks::avi);
 }
+
+#[test]
+fn zarr_codec_seeds() {
+    run_seeds("zarr_codec", checks::zarr_codec);
+}

@@ -295,3 +295,29 @@ impl Drop for RemoveOnDrop {
         let _ = std::fs::remove_file(&self.0);
     }
 }
+
+/// `zarr_codec`: a selector byte, a decoded size (`u16`), then a chunk. Every compressor the
+/// zarr reader decodes (bz2 and lzma in every format included) either fills exactly the
+/// decoded size or errors: never a panic, never more than the size the metadata gives.
+pub fn zarr_codec(data: &[u8]) {
+    use serde_json::json;
+    if data.len() < 3 {
+        return;
+    }
+    let configs = [
+        json!({"id": "bz2", "level": 1}),
+        json!({"id": "lzma", "format": 1}),
+        json!({"id": "lzma", "format": 2}),
+        json!({"id": "lzma", "format": 0}),
+        json!({"id": "lzma", "format": 3, "filters": [{"id": 3, "dist": 4}, {"id": 33, "preset": 1}]}),
+        json!({"id": "lzma", "format": 3, "filters": [{"id": 4611686018427387905u64, "preset": 1}]}),
+        json!({"id": "zlib"}),
+        json!({"id": "gzip"}),
+        json!({"id": "zstd"}),
+        json!({"id": "lz4"}),
+    ];
+    let c = Compressor::from_json(&configs[usize::from(data[0]) % configs.len()]).unwrap();
+    let size = usize::from(u16::from_le_bytes([data[1], data[2]]));
+    let mut dst = vec![0u8; size];
+    let _ = c.decode_into(&data[3..], &mut dst, "fuzz");
+}

@@ -33,6 +33,11 @@ pub enum Compressor {
     GZip { level: i64 },
     /// numcodecs `LZ4`: a 4-byte little-endian decoded size, then one LZ4 block.
     Lz4 { acceleration: i64 },
+    /// numcodecs `BZ2` (one or more bzip2 streams).
+    Bz2 { level: i64 },
+    /// numcodecs `LZMA`: `format` 1 `.xz`, 2 `.lzma` ("alone"), 0 either, 3 raw with the
+    /// `filters` chain (see [`super::lzma`]).
+    Lzma(super::lzma::LzmaCodec),
     /// Anything else; reading such an array is an error naming `id`.
     Unsupported { id: String },
 }
@@ -74,6 +79,10 @@ impl Compressor {
             "lz4" => Compressor::Lz4 {
                 acceleration: int("acceleration", 1),
             },
+            "bz2" => Compressor::Bz2 {
+                level: int("level", 1),
+            },
+            "lzma" => Compressor::Lzma(super::lzma::LzmaCodec::from_json(v)?),
             other => Compressor::Unsupported {
                 id: other.chars().take(100).collect(),
             },
@@ -89,6 +98,8 @@ impl Compressor {
             Compressor::Zlib { .. } => "zlib".into(),
             Compressor::GZip { .. } => "gzip".into(),
             Compressor::Lz4 { .. } => "lz4".into(),
+            Compressor::Bz2 { .. } => "bz2".into(),
+            Compressor::Lzma(_) => "lzma".into(),
             Compressor::Unsupported { id } => id.clone(),
         }
     }
@@ -135,6 +146,10 @@ impl Compressor {
                     .map_err(|e| err(format!("corrupt lz4 block: {e}")))?;
                 expect_len(n, dst.len()).map_err(err)
             }
+            Compressor::Bz2 { .. } => {
+                read_exact_stream(bzip2::read::MultiBzDecoder::new(src), dst).map_err(err)
+            }
+            Compressor::Lzma(c) => c.decode_into(src, dst).map_err(err),
             Compressor::Unsupported { id } => {
                 Err(err(format!("compressor {id:?} is not supported")))
             }
@@ -151,7 +166,7 @@ fn expect_len(got: usize, want: usize) -> Result<(), String> {
 }
 
 /// Fills `dst` from a decoding reader and checks the stream ends right there.
-fn read_exact_stream(mut r: impl Read, dst: &mut [u8]) -> Result<(), String> {
+pub(crate) fn read_exact_stream(mut r: impl Read, dst: &mut [u8]) -> Result<(), String> {
     let mut filled = 0;
     while filled < dst.len() {
         match r.read(&mut dst[filled..]) {
@@ -201,6 +216,8 @@ impl fmt::Display for Compressor {
             Compressor::Zlib { level } => write!(f, "Zlib(level={level})"),
             Compressor::GZip { level } => write!(f, "GZip(level={level})"),
             Compressor::Lz4 { acceleration } => write!(f, "LZ4(acceleration={acceleration})"),
+            Compressor::Bz2 { level } => write!(f, "BZ2(level={level})"),
+            Compressor::Lzma(c) => write!(f, "{c}"),
             Compressor::Unsupported { id } => write!(f, "{id} (unsupported)"),
         }
     }
@@ -219,6 +236,11 @@ mod tests {
             json!({"id": "zlib"}),
             json!({"id": "gzip"}),
             json!({"id": "lz4"}),
+            json!({"id": "bz2", "level": 1}),
+            json!({"id": "lzma", "format": 1}),
+            json!({"id": "lzma", "format": 2}),
+            json!({"id": "lzma", "format": 0}),
+            json!({"id": "lzma", "format": 3, "filters": [{"id": 3, "dist": 4}, {"id": 33, "preset": 1}]}),
         ]
         .iter()
         .map(|v| Compressor::from_json(v).unwrap())
@@ -249,11 +271,11 @@ mod tests {
 
     #[test]
     fn unsupported_names_itself() {
-        let c = Compressor::from_json(&json!({"id": "bz2", "level": 9})).unwrap();
+        let c = Compressor::from_json(&json!({"id": "brotli", "level": 9})).unwrap();
         let e = c
             .decode_into(b"x", &mut [0u8; 1], "a/0")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("bz2"), "{e}");
+        assert!(e.contains("brotli"), "{e}");
     }
 }

@@ -24,6 +24,7 @@ pub mod codec;
 pub mod dtype;
 pub mod info;
 pub mod l5kit;
+pub mod lzma;
 pub mod meta;
 
 pub use array::{Rows, ZarrArray};

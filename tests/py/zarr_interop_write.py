@@ -109,12 +109,26 @@ compressors.update(
     zlib=numcodecs.Zlib(level=5),
     gzip=numcodecs.GZip(level=5),
     lz4=numcodecs.LZ4(),
+    bz2=numcodecs.BZ2(level=5),
+    lzma_xz=numcodecs.LZMA(),
+    lzma_alone=numcodecs.LZMA(format=2, preset=3),
+    lzma_raw=numcodecs.LZMA(format=3, filters=[dict(id=3, dist=4), dict(id=0x21, preset=1)]),
+    lzma_raw1=numcodecs.LZMA(format=3, filters=[dict(id=0x4000000000000001, preset=2, lc=3, lp=1, pb=1)]),
     none=None,
 )
 for cid, comp in compressors.items():
     case(f"c_{cid}_f8", (10007,), (1000,), "<f8", compressor=comp)
     case(f"c_{cid}_agents", (2503,), (1000,), AGENT, fields=("track_id", "centroid", "label_probabilities"), compressor=comp)
     case(f"c_{cid}_u2", (3001,), (1024,), "<u2", compressor=comp)
+
+# numcodecs' LZMA FORMAT_AUTO (0) only decodes: written as .xz and as .lzma, then the
+# .zarray says 0, as a user's config may.
+for fmt in [1, 2]:
+    a = case(f"lzma_auto_from_{fmt}", (3001,), (1024,), "<u4", compressor=numcodecs.LZMA(format=fmt, preset=1))
+    meta_path = os.path.join(out, f"lzma_auto_from_{fmt}", ".zarray")
+    meta = json.load(open(meta_path))
+    meta["compressor"]["format"] = 0
+    json.dump(meta, open(meta_path, "w"))
 
 # Odd chunkings.
 case("odd_2d", (37, 23), (10, 7), "<i2")
@@ -177,9 +191,13 @@ case("order_f_1d", (40,), (16,), "<i4", order="F")
 root.create_dataset("order_f_2d", shape=(6, 4), chunks=(3, 4), dtype="<i4", order="F")[...] = np.arange(24).reshape(6, 4)
 manifest.append({"name": "order_f_2d", "error": "\"F\""})
 
-# Unsupported compressor and filter.
-root.create_dataset("bad_bz2", shape=(10,), chunks=(5,), dtype="<i4", compressor=numcodecs.BZ2())[...] = 1
-manifest.append({"name": "bad_bz2", "error": "bz2"})
+# Unsupported compressor (named in the error) and filter.
+root.create_dataset("bad_codec", shape=(10,), chunks=(5,), dtype="<i4", compressor=None)[...] = 1
+meta_path = os.path.join(out, "bad_codec", ".zarray")
+meta = json.load(open(meta_path))
+meta["compressor"] = {"id": "imagecodecs_jpeg2k", "level": 80}
+json.dump(meta, open(meta_path, "w"))
+manifest.append({"name": "bad_codec", "error": "imagecodecs_jpeg2k"})
 root.create_dataset("bad_filter", shape=(10,), chunks=(5,), dtype="<i4", filters=[numcodecs.Delta(dtype="<i4")])[...] = 1
 manifest.append({"name": "bad_filter", "error": "delta"})
 
