@@ -297,8 +297,9 @@ impl Drop for RemoveOnDrop {
 }
 
 /// `zarr_codec`: a selector byte, a decoded size (`u16`), then a chunk. Every compressor the
-/// zarr reader decodes (bz2 and lzma in every format included) either fills exactly the
-/// decoded size or errors: never a panic, never more than the size the metadata gives.
+/// zarr reader decodes (bz2 and lzma in every format included), and every filter chain
+/// (selector >= 128), either fills exactly the decoded size or errors: never a panic, never
+/// more than the size the metadata gives.
 pub fn zarr_codec(data: &[u8]) {
     use serde_json::json;
     if data.len() < 3 {
@@ -316,8 +317,35 @@ pub fn zarr_codec(data: &[u8]) {
         json!({"id": "zstd"}),
         json!({"id": "lz4"}),
     ];
-    let c = Compressor::from_json(&configs[usize::from(data[0]) % configs.len()]).unwrap();
     let size = usize::from(u16::from_le_bytes([data[1], data[2]]));
     let mut dst = vec![0u8; size];
+    if data[0] >= 128 {
+        // A filter chain over raw bytes: decodes or errors, whatever the bytes and sizes.
+        let filters = [
+            json!([{"id": "delta", "dtype": "<i4", "astype": "<i2"}]),
+            json!([{"id": "fixedscaleoffset", "offset": 3.5, "scale": 7, "dtype": "<f8", "astype": "<u2"}]),
+            json!([{"id": "astype", "encode_dtype": "<f4", "decode_dtype": "<f8"}]),
+            json!([{"id": "packbits"}]),
+            json!([{"id": "categorize", "labels": ["a", "bb"], "dtype": "<U3", "astype": "|u1"}]),
+            json!([{"id": "shuffle", "elementsize": 8}, {"id": "delta", "dtype": ">i8"}]),
+        ];
+        let chain: Vec<roverlog::zarr::filters::Filter> = filters
+            [usize::from(data[0]) % filters.len()]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| roverlog::zarr::filters::Filter::from_json(f).unwrap())
+        .collect();
+        let src = &data[3..];
+        let _ = roverlog::zarr::filters::decode_chain(&chain, &mut dst, |buf| {
+            if buf.len() != src.len() {
+                return Err(format!("{} bytes for {}", src.len(), buf.len()));
+            }
+            buf.copy_from_slice(src);
+            Ok(())
+        });
+        return;
+    }
+    let c = Compressor::from_json(&configs[usize::from(data[0]) % configs.len()]).unwrap();
     let _ = c.decode_into(&data[3..], &mut dst, "fuzz");
 }

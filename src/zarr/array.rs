@@ -338,10 +338,19 @@ impl ZarrArray {
             if !read_limited_into(&p, limit, "chunk", src)? {
                 return Ok(false);
             }
-            let decoded = self
-                .meta
-                .compressor
-                .decode_into(src, dst, &p.display().to_string());
+            let what = p.display().to_string();
+            let decoded = if self.meta.chain.is_empty() {
+                self.meta.compressor.decode_into(src, dst, &what)
+            } else {
+                super::filters::decode_chain(&self.meta.chain, dst, |buf| {
+                    let c = &self.meta.compressor;
+                    c.decode_into(src, buf, &what).map_err(|e| e.to_string())
+                })
+                .map_err(|m| crate::Error::Codec {
+                    codec: "filters".into(),
+                    msg: format!("{what}: {m}"),
+                })
+            };
             if src.capacity() > 64 << 20 {
                 // Do not keep a huge buffer pinned in this thread after an odd chunk.
                 *src = Vec::new();
@@ -349,6 +358,9 @@ impl ZarrArray {
             decoded.map(|()| true)
         })?;
         if found {
+            if self.meta.order == super::meta::Order::F {
+                super::order::f_to_c(dst, &self.chunks, self.meta.dtype.itemsize());
+            }
             self.swap.apply(dst);
         } else if self.fill.iter().all(|&b| b == 0) {
             dst.fill(0);

@@ -33,6 +33,10 @@ pub struct ArrayMeta {
     pub compressor: Compressor,
     /// Ids of the filters (`filters: null` and `[]` are both empty).
     pub filters: Vec<String>,
+    /// The filters we decode, in `.zarray` order (decoded in reverse).
+    pub chain: Vec<super::filters::Filter>,
+    /// Why a filter cannot be decoded (the first such), when one cannot.
+    pub filter_error: Option<String>,
     /// One element of fill, in stored byte order; `None` for `fill_value: null`.
     pub fill_value: Option<Vec<u8>>,
     pub order: Order,
@@ -111,6 +115,21 @@ impl ArrayMeta {
                 .collect(),
             Some(other) => return Err(zerr(path, format!("filters {other} is not a list"))),
         };
+        let mut chain = Vec::new();
+        let mut filter_error = None;
+        if let Some(Value::Array(fs)) = obj.get("filters") {
+            if fs.len() > 16 {
+                filter_error = Some(format!("{} filters (at most 16 are decoded)", fs.len()));
+            }
+            for f in fs.iter().take(16) {
+                match super::filters::Filter::from_json(f) {
+                    Ok(x) => chain.push(x),
+                    Err(e) => {
+                        filter_error.get_or_insert(e);
+                    }
+                }
+            }
+        }
         let order = match obj.get("order").and_then(Value::as_str) {
             Some("C") | None => Order::C,
             Some("F") => Order::F,
@@ -140,6 +159,8 @@ impl ArrayMeta {
             dtype,
             compressor,
             filters,
+            chain,
+            filter_error,
             fill_value,
             order,
             dimension_separator,
@@ -193,27 +214,12 @@ impl ArrayMeta {
                 path,
                 format!(
                     "compressor {id:?} is not supported (supported: blosc, zstd, zlib, gzip, \
-                     lz4, null)"
+                     lz4, bz2, lzma, null)"
                 ),
             ));
         }
-        if !self.filters.is_empty() {
-            return Err(zerr(
-                path,
-                format!(
-                    "filters are not supported (array uses {})",
-                    self.filters.join(", ")
-                ),
-            ));
-        }
-        if self.order == Order::F && self.shape.len() > 1 {
-            return Err(zerr(
-                path,
-                format!(
-                    "order \"F\" (Fortran) is not supported for {}-dimensional arrays",
-                    self.shape.len()
-                ),
-            ));
+        if let Some(e) = &self.filter_error {
+            return Err(zerr(path, e.clone()));
         }
         Ok(())
     }
@@ -427,10 +433,12 @@ mod tests {
     #[test]
     fn readable_checks_name_the_problem() {
         let f = parse(&OK.replace(r#""order":"C""#, r#""order":"F""#)).unwrap();
+        assert!(f.check_readable(Path::new("a")).is_ok());
+        let f = parse(&OK.replace(r#""filters":null"#, r#""filters":[{"id":"json2"}]"#)).unwrap();
         let e = f.check_readable(Path::new("a")).unwrap_err().to_string();
-        assert!(e.contains("\"F\""), "{e}");
+        assert!(e.contains("json2"), "{e}");
         let f = parse(&OK.replace(r#""filters":null"#, r#""filters":[{"id":"delta"}]"#)).unwrap();
         let e = f.check_readable(Path::new("a")).unwrap_err().to_string();
-        assert!(e.contains("delta"), "{e}");
+        assert!(e.contains("delta") && e.contains("dtype"), "{e}");
     }
 }

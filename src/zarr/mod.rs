@@ -22,10 +22,12 @@ pub mod array;
 pub mod blosc;
 pub mod codec;
 pub mod dtype;
+pub mod filters;
 pub mod info;
 pub mod l5kit;
 pub mod lzma;
 pub mod meta;
+pub mod order;
 
 pub use array::{Rows, ZarrArray};
 pub use codec::Compressor;

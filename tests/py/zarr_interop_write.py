@@ -186,10 +186,46 @@ a = root.create_dataset("missing_2d", shape=(10, 10), chunks=(3, 4), dtype="<i2"
 a[4:6, 5:9] = 11
 save("missing_2d", a[:])
 
-# F order: identical to C in one dimension; an error in two.
+# F order: chunks stored in Fortran order, read in C order; edge chunks, 2-3 dimensions,
+# structured and big-endian elements, compressed and missing chunks.
 case("order_f_1d", (40,), (16,), "<i4", order="F")
-root.create_dataset("order_f_2d", shape=(6, 4), chunks=(3, 4), dtype="<i4", order="F")[...] = np.arange(24).reshape(6, 4)
-manifest.append({"name": "order_f_2d", "error": "\"F\""})
+case("order_f_2d", (37, 23), (10, 7), "<i4", order="F")
+case("order_f_2d_blosc", (101, 13), (16, 5), ">f8", order="F", compressor=numcodecs.Blosc("lz4", 5, 1))
+case("order_f_3d", (5, 6, 7), (2, 4, 3), "<u2", order="F", compressor=numcodecs.Zstd())
+case("order_f_struct", (9, 4), (4, 3), NESTED, fields=("id", "inner.a"), order="F")
+a = root.create_dataset("order_f_missing", shape=(10, 10), chunks=(3, 4), dtype="<i2", fill_value=3, order="F", write_empty_chunks=False)
+a[4:6, 5:9] = np.arange(8).reshape(2, 4)
+save("order_f_missing", a[:])
+
+# Filters, decoded in reverse after the compressor, each as numcodecs decodes it.
+data_f8 = np.round(rng.normal(0, 100, 3000), 3)
+filtered = {
+    "delta_i4": ("<i4", np.cumsum(rng.integers(-3, 4, 3000)).astype("<i4"), [numcodecs.Delta(dtype="<i4")]),
+    "delta_i4_as_i2": ("<i4", np.cumsum(rng.integers(-3, 4, 3000)).astype("<i4"), [numcodecs.Delta(dtype="<i4", astype="<i2")]),
+    "delta_f8": ("<f8", data_f8, [numcodecs.Delta(dtype="<f8")]),
+    "fixedscaleoffset": ("<f8", data_f8, [numcodecs.FixedScaleOffset(offset=1000, scale=10, dtype="<f8", astype="<u2")]),
+    "fixedscaleoffset_f4": ("<f4", data_f8.astype("<f4"), [numcodecs.FixedScaleOffset(offset=-3, scale=7, dtype="<f4", astype="<i4")]),
+    "quantize": ("<f8", data_f8, [numcodecs.Quantize(digits=2, dtype="<f8")]),
+    "quantize_f4": ("<f8", data_f8, [numcodecs.Quantize(digits=1, dtype="<f8", astype="<f4")]),
+    "astype": ("<f8", data_f8, [numcodecs.AsType(encode_dtype="<f4", decode_dtype="<f8")]),
+    "astype_int": ("<i8", np.arange(3000, dtype="<i8") - 1500, [numcodecs.AsType(encode_dtype="<i2", decode_dtype="<i8")]),
+    "packbits": ("|b1", rng.integers(0, 2, 3001).astype(bool), [numcodecs.PackBits()]),
+    "shuffle": ("<f8", data_f8, [numcodecs.Shuffle(elementsize=8)]),
+    "bitround": ("<f4", data_f8.astype("<f4"), [numcodecs.BitRound(keepbits=10)]),
+    "chain_delta_shuffle": (">i8", np.cumsum(rng.integers(0, 9, 3000)).astype(">i8"), [numcodecs.Delta(dtype=">i8"), numcodecs.Shuffle(elementsize=8)]),
+}
+for name, (dt, values, filters) in filtered.items():
+    a = root.create_dataset(f"filter_{name}", shape=values.shape, chunks=(512,), dtype=dt, filters=filters,
+                            compressor=numcodecs.Blosc("zstd", 3, 0))
+    a[...] = values
+    save(f"filter_{name}", a[:], note=str(filters))
+labels = ["female", "male", "ünïcø"]
+cats = np.array([labels[i] for i in rng.integers(0, 3, 1000)], dtype="<U6")
+cats[::7] = ""  # not a label: numcodecs decodes it as ""
+a = root.create_dataset("filter_categorize", shape=cats.shape, chunks=(300,), dtype="<U6",
+                        filters=[numcodecs.Categorize(labels=labels, dtype="<U6", astype="u1")])
+a[...] = cats
+save("filter_categorize", a[:])
 
 # Unsupported compressor (named in the error) and filter.
 root.create_dataset("bad_codec", shape=(10,), chunks=(5,), dtype="<i4", compressor=None)[...] = 1
@@ -198,8 +234,12 @@ meta = json.load(open(meta_path))
 meta["compressor"] = {"id": "imagecodecs_jpeg2k", "level": 80}
 json.dump(meta, open(meta_path, "w"))
 manifest.append({"name": "bad_codec", "error": "imagecodecs_jpeg2k"})
-root.create_dataset("bad_filter", shape=(10,), chunks=(5,), dtype="<i4", filters=[numcodecs.Delta(dtype="<i4")])[...] = 1
-manifest.append({"name": "bad_filter", "error": "delta"})
+root.create_dataset("bad_filter", shape=(10,), chunks=(5,), dtype="<i4")[...] = 1
+meta_path = os.path.join(out, "bad_filter", ".zarray")
+meta = json.load(open(meta_path))
+meta["filters"] = [{"id": "zfpy", "mode": 4}]
+json.dump(meta, open(meta_path, "w"))
+manifest.append({"name": "bad_filter", "error": "zfpy"})
 
 with open(os.path.join(out, "manifest.json"), "w") as f:
     json.dump(manifest, f, indent=1)
