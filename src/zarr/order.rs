@@ -104,15 +104,16 @@ fn reorder_dyn(src: &[u8], dst: &mut [u8], shape: &[u64], n: usize) {
 
 /// `bytes` as whole `N`-byte elements (the chunk holds a whole number of them).
 fn bytemuck_cast<const N: usize>(bytes: &[u8]) -> &[[u8; N]] {
-    let (chunks, rest) = bytes.as_chunks::<N>();
-    debug_assert!(rest.is_empty());
-    chunks
+    debug_assert_eq!(bytes.len() % N, 0);
+    // SAFETY: `[u8; N]` has alignment 1 and size N, so `len / N` of them fit exactly in
+    // `bytes` (a whole number of elements), borrowed for the same lifetime.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast(), bytes.len() / N) }
 }
 
 fn bytemuck_cast_mut<const N: usize>(bytes: &mut [u8]) -> &mut [[u8; N]] {
-    let (chunks, rest) = bytes.as_chunks_mut::<N>();
-    debug_assert!(rest.is_empty());
-    chunks
+    debug_assert_eq!(bytes.len() % N, 0);
+    // SAFETY: as in `bytemuck_cast`, with the unique borrow of `bytes` handed on.
+    unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast(), bytes.len() / N) }
 }
 
 #[cfg(test)]
