@@ -22,6 +22,8 @@ use crate::error::{Error, Result};
 
 /// Default budget of the decoded-chunk cache.
 pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+mod nd;
+
 /// Slack allowed for a compressed chunk over its decoded size (codec framing, incompressible
 /// data) before we refuse to read the file.
 const COMPRESSED_SLACK: u64 = 1 << 20;
@@ -218,74 +220,6 @@ impl ZarrArray {
         par_for_each(jobs, self.threads, |(idx, dst)| {
             self.decode_chunk(&idx, dst)
         })
-    }
-
-    /// General N-d case: copy the intersection of every chunk with the requested rows.
-    fn read_nd(&self, range: Range<u64>, out: &mut [u8]) -> Result<()> {
-        let nd = self.shape.len();
-        let item = self.meta.dtype.itemsize();
-        let grid = self.meta.chunk_grid();
-        let c0 = self.chunks[0];
-        // Output strides (in elements) for rows range.start.. .
-        let mut ostride = vec![1u64; nd];
-        for d in (0..nd - 1).rev() {
-            ostride[d] = ostride[d + 1] * self.shape[d + 1];
-        }
-        let mut cstride = vec![1u64; nd];
-        for d in (0..nd - 1).rev() {
-            cstride[d] = cstride[d + 1] * self.chunks[d + 1];
-        }
-        let mut all: Vec<Vec<u64>> = Vec::new();
-        let mut idx = vec![0u64; nd];
-        for i in range.start / c0..=(range.end - 1) / c0 {
-            idx[0] = i;
-            for_each_index(&grid[1..], &mut |rest| {
-                idx[1..].copy_from_slice(rest);
-                all.push(idx.clone());
-            });
-        }
-        // Bounded batches keep memory at a few chunks per thread.
-        for batch in all.chunks(self.threads * 2) {
-            let chunks = self.chunks_cached(batch)?;
-            for (cidx, chunk) in batch.iter().zip(chunks) {
-                // Intersection in absolute coordinates.
-                let lo: Vec<u64> = (0..nd)
-                    .map(|d| {
-                        let s = cidx[d] * self.chunks[d];
-                        if d == 0 {
-                            s.max(range.start)
-                        } else {
-                            s
-                        }
-                    })
-                    .collect();
-                let hi: Vec<u64> = (0..nd)
-                    .map(|d| {
-                        let e = ((cidx[d] + 1) * self.chunks[d]).min(self.shape[d]);
-                        if d == 0 {
-                            e.min(range.end)
-                        } else {
-                            e
-                        }
-                    })
-                    .collect();
-                let run = (hi[nd - 1] - lo[nd - 1]) as usize * item;
-                let outer: Vec<u64> = (0..nd - 1).map(|d| hi[d] - lo[d]).collect();
-                for_each_index(&outer, &mut |off| {
-                    let mut o = 0u64;
-                    let mut c = 0u64;
-                    for d in 0..nd {
-                        let a = if d < nd - 1 { lo[d] + off[d] } else { lo[d] };
-                        let orow = if d == 0 { a - range.start } else { a };
-                        o += orow * ostride[d];
-                        c += (a - cidx[d] * self.chunks[d]) * cstride[d];
-                    }
-                    let (o, c) = (o as usize * item, c as usize * item);
-                    out[o..o + run].copy_from_slice(&chunk[c..c + run]);
-                });
-            }
-        }
-        Ok(())
     }
 
     fn grid_index(&self, row_chunk: u64) -> Vec<u64> {
