@@ -135,6 +135,8 @@ fn reads_everything_zarr_python_writes_byte_exactly() {
     assert_eq!(slash.chunks_initialized, slash.chunks_total);
     let missing = info.arrays.iter().find(|a| a.name == "missing_i4").unwrap();
     assert_eq!(missing.chunks_initialized, 2);
+    let inner = roverlog::zarr::meta::GroupMeta::read(&w.group.join("nested/inner")).unwrap();
+    assert_eq!(inner.attrs["beschreibung"], "Größe 日本");
 }
 
 #[test]

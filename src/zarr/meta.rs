@@ -252,6 +252,20 @@ fn fill_value(v: &Value, dtype: &DType) -> Result<Option<Vec<u8>>, String> {
     let item = dtype.itemsize();
     let s = match (v, dtype) {
         (Value::Null, _) => return Ok(None),
+        // Older zarr-python 2 releases wrote their default fill value 0 for every dtype,
+        // strings and structured ones included: zero bytes.
+        (Value::Number(n), DType::Struct { .. }) if n.as_f64() == Some(0.0) => {
+            return Ok(Some(vec![0; item]))
+        }
+        (Value::Number(n), DType::Scalar(sc))
+            if n.as_f64() == Some(0.0)
+                && matches!(
+                    sc.kind,
+                    ScalarKind::Unicode | ScalarKind::Bytes | ScalarKind::Void
+                ) =>
+        {
+            return Ok(Some(vec![0; item]))
+        }
         (Value::String(b64), DType::Struct { .. }) => {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(b64)
@@ -428,6 +442,58 @@ mod tests {
             serde_json::to_string(&vec![1; 40]).unwrap()
         );
         assert!(parse(&many_dims).is_err());
+    }
+
+    #[test]
+    fn fill_values_in_the_forms_zarr_python_2_releases_wrote() {
+        let with = |dtype: &str, fill: &str| {
+            parse(
+                &OK.replace(r#""dtype":">i4""#, &format!(r#""dtype":{dtype}"#))
+                    .replace(r#""fill_value":-2"#, &format!(r#""fill_value":{fill}"#)),
+            )
+            .map(|m| m.fill_value)
+        };
+        assert_eq!(
+            with(r#""<U2""#, "0").unwrap(),
+            Some(vec![0; 8]),
+            "old default 0 for strings"
+        );
+        assert_eq!(with(r#""|S3""#, "0").unwrap(), Some(vec![0; 3]));
+        assert_eq!(
+            with(r#"[["a","<i2"]]"#, "0").unwrap(),
+            Some(vec![0; 2]),
+            "structured 0"
+        );
+        assert_eq!(
+            with(r#""|S3""#, r#""YWI=""#).unwrap(),
+            Some(b"ab\0".to_vec()),
+            "base64"
+        );
+        assert_eq!(
+            with(r#""<U2""#, r#""é""#).unwrap(),
+            Some(vec![0xe9, 0, 0, 0, 0, 0, 0, 0])
+        );
+        assert_eq!(
+            with(r#""<f4""#, r#""NaN""#)
+                .unwrap()
+                .map(|b| f32::from_le_bytes(b[..4].try_into().unwrap()).is_nan()),
+            Some(true)
+        );
+        assert_eq!(
+            with(r#"">f8""#, r#""-Infinity""#).unwrap(),
+            Some(f64::NEG_INFINITY.to_be_bytes().to_vec())
+        );
+        assert_eq!(
+            with(r#""<f8""#, "1").unwrap(),
+            Some(1.0f64.to_le_bytes().to_vec()),
+            "integer for a float"
+        );
+        assert_eq!(with(r#""|b1""#, "false").unwrap(), Some(vec![0]));
+        assert_eq!(with(r#""<i4""#, "null").unwrap(), None);
+        assert!(
+            with(r#""<U2""#, "7").is_err(),
+            "only 0 stands for an empty string"
+        );
     }
 
     #[test]

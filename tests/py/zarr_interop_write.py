@@ -227,6 +227,13 @@ a = root.create_dataset("filter_categorize", shape=cats.shape, chunks=(300,), dt
 a[...] = cats
 save("filter_categorize", a[:])
 
+# Nested groups, attributes in non-ASCII text.
+inner = root.create_group("nested").create_group("inner")
+inner.attrs["beschreibung"] = "Größe 日本"
+a = inner.create_dataset("arr", shape=(50, 3), chunks=(16, 2), dtype="<i8", order="F")
+a[...] = np.arange(150).reshape(50, 3)
+save("nested/inner/arr", a[:])
+
 # Unsupported compressor (named in the error) and filter.
 root.create_dataset("bad_codec", shape=(10,), chunks=(5,), dtype="<i4", compressor=None)[...] = 1
 meta_path = os.path.join(out, "bad_codec", ".zarray")
