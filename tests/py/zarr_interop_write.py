@@ -117,6 +117,10 @@ compressors.update(
     none=None,
 )
 for cid, comp in compressors.items():
+    # Every compressor also with Fortran order in 2 and 3 dimensions, and under a filter.
+    case(f"c_{cid}_f4_2d_F", (13, 7), (5, 3), "<f4", order="F", compressor=comp)
+    case(f"c_{cid}_i2_3d_F_delta", (6, 5, 4), (4, 2, 3), ">i2", order="F", compressor=comp,
+         filters=[numcodecs.Delta(dtype=">i2")])
     case(f"c_{cid}_f8", (10007,), (1000,), "<f8", compressor=comp)
     case(f"c_{cid}_agents", (2503,), (1000,), AGENT, fields=("track_id", "centroid", "label_probabilities"), compressor=comp)
     case(f"c_{cid}_u2", (3001,), (1024,), "<u2", compressor=comp)
