@@ -32,6 +32,7 @@ pub mod bench;
 pub mod client;
 pub mod daemon;
 pub mod error;
+pub mod export;
 pub mod format;
 pub mod gulp;
 mod io;

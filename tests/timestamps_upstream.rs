@@ -15,7 +15,7 @@ fn jittered(n: usize, hz: f64, jitter: f64, drop: usize) -> Vec<f64> {
     let mut k = 0usize;
     while out.len() < n {
         k += 1;
-        if drop > 0 && k % drop == 0 {
+        if drop > 0 && k.is_multiple_of(drop) {
             continue;
         }
         state ^= state << 13;

@@ -22,6 +22,7 @@ mod checksum;
 mod convert;
 mod ctl;
 mod daemon;
+mod export;
 mod extract;
 mod list;
 mod progress;
@@ -72,6 +73,8 @@ enum Command {
     Checksum(checksum::ChecksumArgs),
     /// Copy a trace with some channels in another format (mjpg <-> jpg, raw <-> lzmaf, ...).
     Convert(convert::ConvertArgs),
+    /// Write a trace as an MCAP file for Foxglove (images as CompressedImage/RawImage).
+    Export(export::ExportArgs),
     /// Benchmark the daemon's ingest path against same-run baselines (dd, a socket sink, the
     /// upstream-style Python writer); checks that every sample sent is on disk.
     Bench(bench::Args),
@@ -106,6 +109,7 @@ pub fn main() -> ExitCode {
             | Command::Extract(_)
             | Command::Checksum(_)
             | Command::Convert(_)
+            | Command::Export(_)
     ) {
         // These only print: see `quiet_on_closed_stdout`. (Commands that talk to sockets keep
         // SIGPIPE ignored, so a closed connection is an error they can report; they call it
@@ -126,6 +130,7 @@ pub fn main() -> ExitCode {
         Command::Extract(a) => extract::extract(a),
         Command::Checksum(a) => checksum::checksum(a),
         Command::Convert(a) => convert::convert(a),
+        Command::Export(a) => export::export(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -212,7 +212,7 @@ pub fn copy_sensor(
         let refs: Vec<&[u8]> = samples.iter().map(|s| s.as_ref()).collect();
         w.append_encoded(ts[i as usize], &refs)?;
         let k = i - range.start + 1;
-        if k % 256 == 0 {
+        if k.is_multiple_of(256) {
             progress(k);
         }
     }

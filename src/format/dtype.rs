@@ -166,7 +166,7 @@ element!(f64, F8 | C16);
 /// Borrows `bytes` as `&[T]` when the host is little-endian and the bytes are aligned and a
 /// whole number of elements; `None` otherwise (use [`decode_vec`] then).
 pub fn view<T: Element>(bytes: &[u8]) -> Option<&[T]> {
-    if cfg!(target_endian = "big") || bytes.len() % T::SIZE != 0 {
+    if cfg!(target_endian = "big") || !bytes.len().is_multiple_of(T::SIZE) {
         return None;
     }
     // SAFETY: every `Element` is a plain number type for which any bit pattern is valid;

@@ -190,7 +190,7 @@ pub fn trusted_prefix(
     data_exists: bool,
     problems: &mut Vec<String>,
 ) -> Vec<u64> {
-    if index.len() % 8 != 0 {
+    if !index.len().is_multiple_of(8) {
         problems.push(format!(
             "index has a torn entry ({} bytes past the last whole offset)",
             index.len() % 8

@@ -49,7 +49,7 @@ impl RawWriter {
 
     fn checked(file: AppendFile, sample_bytes: usize) -> Result<RawWriter> {
         let path = file.path();
-        if file.len() % sample_bytes as u64 != 0 {
+        if !file.len().is_multiple_of(sample_bytes as u64) {
             return Err(Error::corrupt(
                 path,
                 format!(

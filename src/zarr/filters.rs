@@ -222,7 +222,7 @@ impl Filter {
     /// The bytes this filter's output (the stage before it) takes for `decoded` bytes of input.
     pub fn encoded_len(&self, decoded: usize) -> Result<usize, String> {
         let per = |dtype: usize, enc: usize| -> Result<usize, String> {
-            if decoded % dtype != 0 {
+            if !decoded.is_multiple_of(dtype) {
                 return Err(format!(
                     "{decoded} bytes are not whole {dtype}-byte elements"
                 ));
@@ -328,7 +328,7 @@ impl Filter {
                 if s <= 1 {
                     dec.copy_from_slice(enc);
                 } else {
-                    if enc.len() % s != 0 {
+                    if !enc.len().is_multiple_of(s) {
                         return Err(format!(
                             "shuffle: {} bytes are not whole {s}-byte elements",
                             enc.len()

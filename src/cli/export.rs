@@ -1,0 +1,94 @@
+//! `roverlog export <trace> <out.mcap> [--sensors a,b] [--start S] [--end E]`: the trace as an
+//! MCAP file for Foxglove and Lichtblick (see `roverlog::export` for what each channel
+//! becomes). `--start`/`--end` are seconds from the trace's first sample (negative: back from
+//! its last). An existing output is refused; a failure leaves no file.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use super::Outcome;
+use roverlog::export::{export_mcap, ExportOptions};
+use roverlog::format::Trace;
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// The trace to export.
+    pub trace: PathBuf,
+    /// The MCAP file to write (must not exist).
+    pub out: PathBuf,
+    /// Only these sensors (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub sensors: Vec<String>,
+    /// Start of the window, seconds from the trace's first sample (negative: from its last).
+    #[arg(long, allow_negative_numbers = true)]
+    pub start: Option<f64>,
+    /// End of the window (exclusive), same rules.
+    #[arg(long, allow_negative_numbers = true)]
+    pub end: Option<f64>,
+}
+
+pub fn export(args: ExportArgs) -> Result<Outcome> {
+    if args.out.exists() {
+        bail!(
+            "{} already exists (refusing to overwrite it)",
+            args.out.display()
+        );
+    }
+    let t = Trace::open(&args.trace)?;
+    for s in &args.sensors {
+        if !t.sensor_names().contains(&s.as_str()) {
+            bail!(
+                "{}: no sensor {s:?} (sensors: {})",
+                args.trace.display(),
+                t.sensor_names().join(", ")
+            );
+        }
+    }
+    let window = if args.start.is_some() || args.end.is_some() {
+        let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
+        for s in t.sensors()? {
+            let ts = s.timestamps()?;
+            if let (Some(a), Some(b)) = (ts.first(), ts.last()) {
+                first = first.min(*a);
+                last = last.max(*b);
+            }
+        }
+        let at = |v: f64| if v < 0.0 { last + v } else { first + v };
+        let (a, b) = (
+            args.start.map_or(first, at),
+            args.end.map_or(f64::INFINITY, at),
+        );
+        if a >= b {
+            bail!("empty window: it starts at {a} and ends at {b} (epoch seconds)");
+        }
+        Some(a..b)
+    } else {
+        None
+    };
+    let opts = ExportOptions {
+        sensors: args.sensors.clone(),
+        window,
+    };
+    let pb = super::progress::bar("export", "samples");
+    let report = export_mcap(&args.trace, &args.out, &opts, |d, t| {
+        pb.set_length(t);
+        pb.set_position(d);
+    })
+    .with_context(|| {
+        format!(
+            "exporting {} to {}",
+            args.trace.display(),
+            args.out.display()
+        )
+    })?;
+    pb.finish_and_clear();
+    for (topic, n) in &report.topics {
+        println!("{topic}: {n} messages");
+    }
+    for s in &report.skipped {
+        println!("skipped {s}");
+    }
+    Ok(Outcome::Ok)
+}
