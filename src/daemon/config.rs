@@ -56,6 +56,16 @@ pub struct Config {
     pub allow_uids: Vec<u32>,
     /// Peer gids allowed on the ingest socket (empty: anyone who can open it).
     pub allow_gids: Vec<u32>,
+    /// Control socket peers (uids / gids) that may run every command. With both operator
+    /// lists empty, everyone who can open the socket is an operator (the socket's mode and
+    /// group decide).
+    pub control_operator_uids: Vec<u32>,
+    pub control_operator_gids: Vec<u32>,
+    /// Control socket peers that may only ask for `status` (a monitoring group).
+    pub control_monitor_uids: Vec<u32>,
+    pub control_monitor_gids: Vec<u32>,
+    /// A control connection that sends no complete command for this long is closed.
+    pub control_idle_timeout_ms: u64,
     pub autostart: bool,
     /// At start, continue the newest trace when the daemon died while recording it.
     pub resume_unfinished: bool,
@@ -107,6 +117,11 @@ impl Default for Config {
             socket_group: None,
             allow_uids: Vec::new(),
             allow_gids: Vec::new(),
+            control_operator_uids: Vec::new(),
+            control_operator_gids: Vec::new(),
+            control_monitor_uids: Vec::new(),
+            control_monitor_gids: Vec::new(),
+            control_idle_timeout_ms: 10_000,
             autostart: true,
             resume_unfinished: true,
             label: None,
@@ -211,6 +226,18 @@ impl Config {
         if self.flush_interval_ms == 0 || self.stats_interval_ms == 0 {
             return Err(bad(
                 "flush_interval_ms and stats_interval_ms must be positive",
+            ));
+        }
+        if self.control_idle_timeout_ms == 0 {
+            return Err(bad("control_idle_timeout_ms must be positive"));
+        }
+        let no_operators =
+            self.control_operator_uids.is_empty() && self.control_operator_gids.is_empty();
+        if no_operators
+            && !(self.control_monitor_uids.is_empty() && self.control_monitor_gids.is_empty())
+        {
+            return Err(bad(
+                "control_monitor_uids/gids need control_operator_uids/gids too (else nobody could stop the daemon)",
             ));
         }
         if self.disk_check_interval_ms == 0 {

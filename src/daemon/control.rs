@@ -8,6 +8,12 @@
 //! {"cmd": "mark", "text": "..."}     -> {"ok": true, "trace": "..."}
 //! anything else                      -> {"ok": false, "error": "..."}
 //! ```
+//!
+//! Roles (config `control_operator_*`, `control_monitor_*`): operators run every command,
+//! monitors only `status`; a peer in neither list is refused when it connects. With no
+//! operator list configured everyone who can open the socket is an operator. A connection
+//! idle for `control_idle_timeout_ms` is closed (with a reply saying so), so idle clients
+//! cannot hold every connection slot.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,9 +22,37 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
+use super::config::Config;
 use super::protocol::line;
 use super::recording::Recorder;
 use super::shutdown::Shutdown;
+
+/// What a control peer may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Operator,
+    Monitor,
+}
+
+/// The role of the peer on `stream` under `cfg`, or why it is refused.
+fn role(stream: &UnixStream, cfg: &Config) -> Result<Role, String> {
+    if cfg.control_operator_uids.is_empty() && cfg.control_operator_gids.is_empty() {
+        return Ok(Role::Operator);
+    }
+    let cred = stream
+        .peer_cred()
+        .map_err(|e| format!("cannot read peer credentials: {e}"))?;
+    let (uid, gid) = (cred.uid(), cred.gid());
+    if cfg.control_operator_uids.contains(&uid) || cfg.control_operator_gids.contains(&gid) {
+        Ok(Role::Operator)
+    } else if cfg.control_monitor_uids.contains(&uid) || cfg.control_monitor_gids.contains(&gid) {
+        Ok(Role::Monitor)
+    } else {
+        Err(format!(
+            "peer uid {uid} gid {gid} is in neither control_operator_* nor control_monitor_*"
+        ))
+    }
+}
 
 /// Longest command line accepted.
 const MAX_COMMAND_BYTES: u64 = 64 << 10;
@@ -44,22 +78,37 @@ pub async fn accept_loop(listener: UnixListener, rec: Arc<Recorder>, mut shutdow
                     "too many control connections (at most {MAX_CONTROL_CONNECTIONS} at once)")})));
             continue;
         };
+        let role = match role(&stream, &rec.cfg) {
+            Ok(r) => r,
+            Err(why) => {
+                let _ = stream.try_write(&line(json!({"ok": false, "error": why})));
+                continue;
+            }
+        };
         let (rec, shutdown) = (rec.clone(), shutdown.clone());
         tokio::spawn(async move {
-            serve(stream, rec, shutdown).await;
+            serve(stream, rec, shutdown, role).await;
             drop(permit);
         });
     }
 }
 
-async fn serve(stream: UnixStream, rec: Arc<Recorder>, mut shutdown: Shutdown) {
+async fn serve(stream: UnixStream, rec: Arc<Recorder>, mut shutdown: Shutdown, role: Role) {
     let (rd, mut wr) = stream.into_split();
     let mut rd = BufReader::new(rd);
+    let idle = Duration::from_millis(rec.cfg.control_idle_timeout_ms);
     loop {
         let mut buf = Vec::new();
         let mut limited = (&mut rd).take(MAX_COMMAND_BYTES + 1);
         let n = tokio::select! {
-            r = limited.read_until(b'\n', &mut buf) => r,
+            r = tokio::time::timeout(idle, limited.read_until(b'\n', &mut buf)) => match r {
+                Ok(r) => r,
+                Err(_) => {
+                    let why = format!("idle for {} ms: connection closed", idle.as_millis());
+                    let _ = wr.write_all(&line(json!({"ok": false, "error": why}))).await;
+                    return;
+                }
+            },
             _ = shutdown.recv() => return,
         };
         let reply = match n {
@@ -73,6 +122,14 @@ async fn serve(stream: UnixStream, rec: Arc<Recorder>, mut shutdown: Shutdown) {
                 return;
             }
             Ok(_) => match serde_json::from_slice::<Value>(&buf) {
+                Ok(cmd)
+                    if role == Role::Monitor
+                        && cmd.get("cmd").and_then(Value::as_str) != Some("status") =>
+                {
+                    json!({"ok": false, "error": format!(
+                        "{} is for operators; this peer may only ask for status (control_monitor_*)",
+                        cmd.get("cmd").map_or("this command".into(), |c| c.to_string()))})
+                }
                 Ok(cmd) => execute(&rec, &cmd).await,
                 Err(e) => json!({"ok": false, "error": format!("not valid JSON: {e}")}),
             },
