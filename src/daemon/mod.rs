@@ -30,6 +30,7 @@ pub mod recording;
 pub mod shutdown;
 pub mod sockets;
 pub mod stats;
+pub mod traces;
 pub mod writer;
 
 use std::future::Future;
