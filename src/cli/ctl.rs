@@ -127,6 +127,23 @@ fn print_reply(r: &Value) {
 }
 
 fn print_status(r: &Value) {
+    // Alarms first: the lines nobody may miss.
+    for a in r["alarms"].as_array().into_iter().flatten() {
+        let mut detail: Vec<String> = a
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !matches!(k.as_str(), "alarm" | "sensor" | "start"))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        detail.sort();
+        println!(
+            "ALARM {} {}  {}",
+            a["alarm"].as_str().unwrap_or("?").to_uppercase(),
+            a["sensor"].as_str().unwrap_or(""),
+            detail.join(" ")
+        );
+    }
     match r["trace"].as_str() {
         Some(t) if r["recording"] == true => println!("recording: {t}"),
         _ => println!("not recording"),

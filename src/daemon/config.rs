@@ -104,6 +104,48 @@ pub struct Config {
     pub shutdown_deadline_ms: u64,
     /// Test-only: the writer sleeps this long before each sample (makes queues fill up).
     pub debug_write_delay_ms: u64,
+    /// Per sensor: its expected rate and whether it must be there (health alarms).
+    pub sensors: BTreeMap<String, SensorHealth>,
+    /// `silent` after this many expected periods without a sample.
+    pub silent_periods: f64,
+    /// `missing` when a required sensor has not connected this long after a trace started.
+    pub missing_after_ms: u64,
+    /// A sensor without `expected_hz` that sent steadily this long gets its rate as expected.
+    pub learn_rate_ms: u64,
+    /// The window over which rates are measured for `rate_low`/`rate_high`.
+    pub rate_window_ms: u64,
+    /// `queue_high` when a sensor's queue holds more than this fraction of its budget.
+    pub queue_high_fraction: f64,
+    /// `disk_low` when the free space lasts less than this at the current write rate.
+    pub disk_low_seconds: u64,
+    /// Run on every alarm raised and cleared, with the alarm as JSON on stdin (`[]`: none).
+    pub alarm_command: Vec<String>,
+    /// An alarm command still running after this long is killed.
+    pub alarm_command_timeout_ms: u64,
+    /// How often the health alarms are evaluated.
+    pub health_interval_ms: u64,
+}
+
+/// What the health alarms expect of one sensor (config `sensors`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SensorHealth {
+    /// Samples per second; `null`: learned (see `learn_rate_ms`).
+    pub expected_hz: Option<f64>,
+    /// Allowed relative deviation of the measured rate (0.2: within 20 %).
+    pub tolerance: f64,
+    /// `missing` is raised when it does not connect.
+    pub required: bool,
+}
+
+impl Default for SensorHealth {
+    fn default() -> Self {
+        SensorHealth {
+            expected_hz: None,
+            tolerance: 0.2,
+            required: false,
+        }
+    }
 }
 
 impl Default for Config {
@@ -150,6 +192,16 @@ impl Default for Config {
             stats_interval_ms: 5000,
             shutdown_deadline_ms: 10_000,
             debug_write_delay_ms: 0,
+            sensors: BTreeMap::new(),
+            silent_periods: 5.0,
+            missing_after_ms: 10_000,
+            learn_rate_ms: 5_000,
+            rate_window_ms: 2_000,
+            queue_high_fraction: 0.8,
+            disk_low_seconds: 600,
+            alarm_command: Vec::new(),
+            alarm_command_timeout_ms: 5_000,
+            health_interval_ms: 250,
         }
     }
 }
@@ -226,6 +278,35 @@ impl Config {
         if self.flush_interval_ms == 0 || self.stats_interval_ms == 0 {
             return Err(bad(
                 "flush_interval_ms and stats_interval_ms must be positive",
+            ));
+        }
+        for (name, h) in &self.sensors {
+            validate_name("sensor", name)?;
+            if h.expected_hz
+                .is_some_and(|hz| !(hz.is_finite() && hz > 0.0))
+            {
+                return Err(bad(format!(
+                    "sensors.{name}.expected_hz must be a positive number"
+                )));
+            }
+            if !(h.tolerance.is_finite() && h.tolerance >= 0.0) {
+                return Err(bad(format!(
+                    "sensors.{name}.tolerance must be a number >= 0"
+                )));
+            }
+        }
+        if !(self.silent_periods.is_finite() && self.silent_periods > 0.0) {
+            return Err(bad("silent_periods must be a positive number"));
+        }
+        if !(self.queue_high_fraction > 0.0 && self.queue_high_fraction <= 1.0) {
+            return Err(bad("queue_high_fraction must be in (0, 1]"));
+        }
+        if self.health_interval_ms == 0
+            || self.rate_window_ms == 0
+            || self.alarm_command_timeout_ms == 0
+        {
+            return Err(bad(
+                "health_interval_ms, rate_window_ms and alarm_command_timeout_ms must be positive",
             ));
         }
         if self.control_idle_timeout_ms == 0 {

@@ -409,6 +409,9 @@ impl Connection {
         let sensor = hello.sensor.as_str();
         let no = t.frame_no;
         t.frame_no += 1;
+        slot.stats
+            .last_frame_ms
+            .store(self.rec.epoch.elapsed().as_millis() as u64, Relaxed);
         if let Some(prev) = t.last_ts {
             if ts < prev {
                 slot.stats.clock_steps.fetch_add(1, Relaxed);

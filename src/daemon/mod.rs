@@ -23,6 +23,7 @@ pub mod config;
 pub mod control;
 pub mod disk;
 pub mod events;
+pub mod health;
 pub mod ingest;
 pub mod notify;
 pub mod protocol;
@@ -191,6 +192,7 @@ impl Daemon {
             done_tx,
         ));
         tokio::spawn(control::accept_loop(control, rec.clone(), shut.clone()));
+        tokio::spawn(health::run(rec.clone(), shut.clone()));
         tracing::info!(
             ingest = %cfg.ingest_socket.display(),
             control = %cfg.control_socket.display(),
@@ -400,8 +402,26 @@ fn status_line(rec: &Recorder, t: Totals) -> String {
         (None, Some(why)) => format!("not recording ({why})"),
         (None, None) => "not recording".to_string(),
     };
+    let alarms: Vec<String> = rec
+        .alarms
+        .all()
+        .iter()
+        .map(|a| {
+            format!(
+                "{} {}",
+                a["alarm"].as_str().unwrap_or("?"),
+                a["sensor"].as_str().unwrap_or("")
+            )
+            .trim()
+            .to_string()
+        })
+        .collect();
+    let alarms = match alarms.len() {
+        0 => String::new(),
+        n => format!("ALARM ({n}): {}; ", alarms.join(", ")),
+    };
     format!(
-        "STATUS={state}: {} sensor(s), {} connected, {:.1} samples/s, {} dropped, {} failed",
+        "STATUS={alarms}{state}: {} sensor(s), {} connected, {:.1} samples/s, {} dropped, {} failed",
         t.sensors, t.connected, t.rate_hz, t.drops, t.failed
     )
 }

@@ -28,8 +28,8 @@ use crate::format::meta::write_file_atomic;
 use crate::format::trace::CONFIG_FILE;
 use crate::format::{SensorMeta, WriterOptions};
 
-pub use super::traces::{local_timestamp, recover_unfinished};
 use super::traces::created_at;
+pub use super::traces::{local_timestamp, recover_unfinished};
 
 /// One sensor: its queue, its counters, its writer thread.
 pub struct Slot {
@@ -106,6 +106,8 @@ pub struct Recorder {
     state: Mutex<State>,
     ops: tokio::sync::Mutex<()>,
     pub epoch: Instant,
+    /// The health alarms active now (see `health`).
+    pub alarms: super::health::ActiveAlarms,
 }
 
 fn json_err(e: impl std::fmt::Display) -> Value {
@@ -150,7 +152,13 @@ impl Recorder {
             }),
             ops: tokio::sync::Mutex::new(()),
             epoch,
+            alarms: Default::default(),
         })
+    }
+
+    /// When the open trace was opened (by this daemon), if one is.
+    pub fn trace_opened(&self) -> Option<Instant> {
+        self.lock().trace.as_ref().map(|t| t.opened)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -583,7 +591,11 @@ impl Recorder {
         let sensors: serde_json::Map<String, Value> = st
             .slots
             .iter()
-            .map(|(n, s)| (n.clone(), s.stats.to_json(s.queue_fill(), now_ms)))
+            .map(|(n, s)| {
+                let mut v = s.stats.to_json(s.queue_fill(), now_ms);
+                v["alarms"] = self.alarms.for_sensor(n).into();
+                (n.clone(), v)
+            })
             .collect();
         json!({
             "ok": true,
@@ -591,6 +603,7 @@ impl Recorder {
             "trace": st.trace.as_ref().map(|t| t.name.clone()),
             "trace_dir": st.trace.as_ref().map(|t| t.dir.clone()),
             "stopped_reason": st.stopped_reason,
+            "alarms": self.alarms.all(),
             "disk": {
                 "data_root": self.cfg.data_root,
                 "free_bytes": st.disk_free,

@@ -42,6 +42,8 @@ pub struct SensorStats {
     /// sample appended, a flush or fsync done); the watchdog pings only while every writer's
     /// beat is recent.
     pub heartbeat_ms: AtomicU64,
+    /// Milliseconds since daemon start when the last frame arrived; `u64::MAX`: none yet.
+    pub last_frame_ms: AtomicU64,
     /// Samples at the last rate computation, and the rate then (f64 bits).
     rate_base: Mutex<(u64, Instant)>,
     rate_bits: AtomicU64,
@@ -64,6 +66,7 @@ impl SensorStats {
             connected: AtomicBool::new(false),
             failed: Mutex::new(None),
             heartbeat_ms: AtomicU64::new(0),
+            last_frame_ms: AtomicU64::new(u64::MAX),
             rate_base: Mutex::new((0, Instant::now())),
             rate_bits: AtomicU64::new(0f64.to_bits()),
         }

@@ -129,4 +129,3 @@ pub fn local_timestamp() -> String {
         tm.tm_sec
     )
 }
-

@@ -1,0 +1,342 @@
+//! Sensor health alarms: what a crew must know while the vehicle is still out.
+//!
+//! Every `health_interval_ms` while a trace is recording, each sensor is compared with what
+//! is expected of it (config `sensors.<name>`: `expected_hz`, `tolerance`, `required`):
+//!
+//! - `silent`: no frame for `silent_periods` expected periods (connected or not);
+//! - `rate_low` / `rate_high`: the rate measured over `rate_window_ms` is outside
+//!   `expected_hz` +- `tolerance` (only while connected and not silent);
+//! - `missing`: a `required` sensor is not connected `missing_after_ms` after the trace
+//!   started (this daemon's start of it);
+//! - `queue_high`: its queue holds more than `queue_high_fraction` of its budget;
+//! - `disk_low` (no sensor): the free space lasts less than `disk_low_seconds` at the rate
+//!   all sensors write now.
+//!
+//! A sensor without `expected_hz` learns it: once it has sent at a non-zero rate for
+//! `learn_rate_ms` without a pause, the rate measured then becomes its expectation for the
+//! rest of the daemon's run (logged). An alarm is raised once and cleared once: both are
+//! written to `events.jsonl` (`alarm`, `alarm_clear` with `start` and `end`), logged, shown in
+//! `status` (`alarms`, top level and per sensor), and given to `alarm_command` as JSON on its
+//! stdin (at most 4 at once, each killed after `alarm_command_timeout_ms`; it never blocks
+//! the daemon). When recording stops, the active alarms are cleared.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::config::Config;
+use super::events::now_epoch;
+use super::recording::Recorder;
+use super::shutdown::Shutdown;
+
+/// Most alarm commands running at once.
+const MAX_COMMANDS: usize = 4;
+
+/// The alarms active now, as `status` shows them.
+#[derive(Default)]
+pub struct ActiveAlarms(Mutex<Vec<Value>>);
+
+impl ActiveAlarms {
+    fn set(&self, v: Vec<Value>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = v;
+    }
+
+    /// Every active alarm.
+    pub fn all(&self) -> Vec<Value> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The active alarms of sensor `name`.
+    pub fn for_sensor(&self, name: &str) -> Vec<Value> {
+        self.all()
+            .into_iter()
+            .filter(|a| a["sensor"] == name)
+            .collect()
+    }
+}
+
+/// One condition found at a tick: (kind, sensor, details).
+type Found = (String, String, Value);
+
+struct Health {
+    cfg: Arc<Config>,
+    /// Active alarms: (kind, sensor) -> (start, details).
+    active: BTreeMap<(String, String), (f64, Value)>,
+    /// Per sensor: (time, samples, bytes) over the rate window.
+    history: HashMap<String, VecDeque<(Instant, u64, u64)>>,
+    /// Per sensor: since when it has sent without a pause, and the learned rate.
+    steady_since: HashMap<String, Instant>,
+    learned: HashMap<String, f64>,
+    running: Arc<AtomicUsize>,
+}
+
+impl Health {
+    fn expected(&self, name: &str) -> Option<(f64, f64)> {
+        let c = self.cfg.sensors.get(name).cloned().unwrap_or_default();
+        c.expected_hz
+            .or_else(|| self.learned.get(name).copied())
+            .map(|hz| (hz, c.tolerance))
+    }
+
+    fn tick(&mut self, rec: &Recorder) {
+        let Some((_, events)) = rec.current() else {
+            self.clear_all(rec, None);
+            return;
+        };
+        let now = Instant::now();
+        let now_ms = rec.epoch.elapsed().as_millis() as u64;
+        let window = Duration::from_millis(self.cfg.rate_window_ms);
+        let mut found: Vec<Found> = Vec::new();
+        let mut total_rate = 0.0;
+        let mut measured_all = true;
+        let slots = rec.slots();
+        for s in &slots {
+            let st = &s.stats;
+            let (samples, bytes) = (st.samples.load(Relaxed), st.bytes.load(Relaxed));
+            let h = self.history.entry(s.name.clone()).or_default();
+            h.push_back((now, samples, bytes));
+            while h.len() > 2 && now.duration_since(h[1].0) >= window {
+                h.pop_front();
+            }
+            let (t0, n0, b0) = h[0];
+            let dt = now.duration_since(t0).as_secs_f64();
+            let full = dt >= window.as_secs_f64() * 0.9;
+            let rate = if dt > 0.0 {
+                samples.saturating_sub(n0) as f64 / dt
+            } else {
+                0.0
+            };
+            if full {
+                total_rate += bytes.saturating_sub(b0) as f64 / dt;
+            } else {
+                measured_all = false;
+            }
+            let connected = st.connected.load(Relaxed);
+            if self
+                .cfg
+                .sensors
+                .get(&s.name)
+                .and_then(|c| c.expected_hz)
+                .is_none()
+                && !self.learned.contains_key(&s.name)
+            {
+                if connected && full && rate > 0.0 {
+                    let since = *self.steady_since.entry(s.name.clone()).or_insert(now);
+                    if now.duration_since(since) >= Duration::from_millis(self.cfg.learn_rate_ms) {
+                        let hz = (rate * 100.0).round() / 100.0;
+                        tracing::info!(sensor = %s.name, expected_hz = hz, "learned the sensor's rate");
+                        self.learned.insert(s.name.clone(), hz);
+                    }
+                } else {
+                    self.steady_since.remove(&s.name);
+                }
+            }
+            let last = st.last_frame_ms.load(Relaxed);
+            let mut silent = false;
+            if let Some((hz, tol)) = self.expected(&s.name) {
+                let bound = (self.cfg.silent_periods / hz * 1000.0) as u64;
+                let quiet = if last == u64::MAX {
+                    None
+                } else {
+                    Some(now_ms.saturating_sub(last))
+                };
+                if let Some(q) = quiet.filter(|&q| q > bound) {
+                    silent = true;
+                    found.push((
+                        "silent".into(),
+                        s.name.clone(),
+                        json!({"expected_hz": hz, "silent_ms": q}),
+                    ));
+                }
+                if connected && full && !silent {
+                    let detail = json!({"expected_hz": hz, "tolerance": tol, "rate_hz": (rate * 100.0).round() / 100.0});
+                    if rate < hz * (1.0 - tol) {
+                        found.push(("rate_low".into(), s.name.clone(), detail));
+                    } else if rate > hz * (1.0 + tol) {
+                        found.push(("rate_high".into(), s.name.clone(), detail));
+                    }
+                }
+            }
+            let fill = s.queue_fill();
+            if fill as f64 > self.cfg.queue_high_fraction * st.queue_limit as f64 {
+                found.push((
+                    "queue_high".into(),
+                    s.name.clone(),
+                    json!({"queue_bytes": fill, "queue_limit": st.queue_limit}),
+                ));
+            }
+        }
+        if let Some(opened) = rec.trace_opened() {
+            let late =
+                now.duration_since(opened) >= Duration::from_millis(self.cfg.missing_after_ms);
+            for (name, c) in &self.cfg.sensors {
+                let here = slots
+                    .iter()
+                    .any(|s| &s.name == name && s.stats.connected.load(Relaxed));
+                if c.required && late && !here {
+                    found.push((
+                        "missing".into(),
+                        name.clone(),
+                        json!({"missing_after_ms": self.cfg.missing_after_ms}),
+                    ));
+                }
+            }
+        }
+        let free = rec.status()["disk"]["free_bytes"].as_u64();
+        if let (Some(free), true) = (free, measured_all && total_rate > 0.0) {
+            let left = free as f64 / total_rate;
+            if left < self.cfg.disk_low_seconds as f64 {
+                found.push(("disk_low".into(), String::new(), json!({
+                    "free_bytes": free, "bytes_per_s": total_rate.round(), "seconds_left": left.round()})));
+            }
+        }
+        self.apply(rec, Some(&events), found);
+    }
+
+    /// Raises what is new in `found`, clears what is no longer there.
+    fn apply(
+        &mut self,
+        rec: &Recorder,
+        events: Option<&super::events::EventLog>,
+        found: Vec<Found>,
+    ) {
+        let now = now_epoch();
+        let mut seen = BTreeMap::new();
+        for (kind, sensor, detail) in found {
+            seen.insert((kind, sensor), detail);
+        }
+        let gone: Vec<(String, String)> = self
+            .active
+            .keys()
+            .filter(|k| !seen.contains_key(*k))
+            .cloned()
+            .collect();
+        for key in gone {
+            let (start, _) = self.active.remove(&key).expect("listed");
+            let v = json!({"alarm": key.0, "sensor": key.1, "state": "cleared", "start": start, "end": now});
+            tracing::info!(alarm = %key.0, sensor = %key.1, "alarm cleared");
+            if let Some(ev) = events {
+                ev.write(
+                    "alarm_clear",
+                    json!({"alarm": key.0, "sensor": key.1, "start": start, "end": now}),
+                );
+            }
+            self.run_command(&v);
+        }
+        for (key, detail) in seen {
+            if let Some(a) = self.active.get_mut(&key) {
+                a.1 = detail;
+                continue;
+            }
+            let mut v = json!({"alarm": key.0, "sensor": key.1, "state": "raised", "start": now});
+            if let (Value::Object(m), Value::Object(d)) = (&mut v, &detail) {
+                m.extend(d.clone());
+            }
+            tracing::warn!(alarm = %key.0, sensor = %key.1, "alarm raised: {detail}");
+            if let Some(ev) = events {
+                let mut fields = v.clone();
+                fields.as_object_mut().expect("object").remove("state");
+                ev.write("alarm", fields);
+            }
+            self.run_command(&v);
+            self.active.insert(key, (now, detail));
+        }
+        let list = self
+            .active
+            .iter()
+            .map(|((kind, sensor), (start, detail))| {
+                let mut v = json!({"alarm": kind, "sensor": sensor, "start": start});
+                if let (Value::Object(m), Value::Object(d)) = (&mut v, detail) {
+                    m.extend(d.clone());
+                }
+                v
+            })
+            .collect();
+        rec.alarms.set(list);
+    }
+
+    fn clear_all(&mut self, rec: &Recorder, events: Option<&super::events::EventLog>) {
+        if !self.active.is_empty() {
+            self.apply(rec, events, Vec::new());
+        }
+        self.history.clear();
+    }
+
+    /// Runs `alarm_command` with `alarm` on stdin, on a thread of its own: never waits.
+    fn run_command(&self, alarm: &Value) {
+        let Some((prog, args)) = self.cfg.alarm_command.split_first() else {
+            return;
+        };
+        if self.running.fetch_add(1, Relaxed) >= MAX_COMMANDS {
+            self.running.fetch_sub(1, Relaxed);
+            tracing::warn!("alarm_command: {MAX_COMMANDS} still running, not started for {alarm}");
+            return;
+        }
+        let mut cmd = Command::new(prog);
+        cmd.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let line = format!("{alarm}\n");
+        let timeout = Duration::from_millis(self.cfg.alarm_command_timeout_ms);
+        let running = self.running.clone();
+        std::thread::spawn(move || {
+            match cmd.spawn() {
+                Ok(mut child) => {
+                    if let Some(mut stdin) = child.stdin.take() {
+                        let _ = stdin.write_all(line.as_bytes());
+                    }
+                    let t0 = Instant::now();
+                    loop {
+                        match child.try_wait() {
+                            Ok(Some(status)) if !status.success() => {
+                                tracing::warn!("alarm_command exited with {status}");
+                                break;
+                            }
+                            Ok(Some(_)) => break,
+                            Ok(None) if t0.elapsed() >= timeout => {
+                                tracing::warn!(
+                                    "alarm_command still running after {timeout:?}: killed"
+                                );
+                                let _ = child.kill();
+                                let _ = child.wait();
+                                break;
+                            }
+                            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                            Err(e) => {
+                                tracing::warn!("alarm_command: {e}");
+                                break;
+                            }
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!("alarm_command could not start: {e}"),
+            }
+            running.fetch_sub(1, Relaxed);
+        });
+    }
+}
+
+/// Evaluates the alarms until shutdown.
+pub async fn run(rec: Arc<Recorder>, mut shutdown: Shutdown) {
+    let mut h = Health {
+        cfg: rec.cfg.clone(),
+        active: BTreeMap::new(),
+        history: HashMap::new(),
+        steady_since: HashMap::new(),
+        learned: HashMap::new(),
+        running: Arc::new(AtomicUsize::new(0)),
+    };
+    let mut tick = tokio::time::interval(Duration::from_millis(rec.cfg.health_interval_ms));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => h.tick(&rec),
+            _ = shutdown.recv() => return,
+        }
+    }
+}
