@@ -134,7 +134,7 @@ fn replayed_trace_comes_back_byte_for_byte() {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("recorded");
     write_trace(&src);
-    let mut d = TestDaemon::start(json!({}));
+    let mut d = TestDaemon::start(json!({"receive_timestamps": false}));
     let r = replay_into(&src, &d, &["--max-speed"]);
     assert!(r.ok(), "{}", r.text());
     assert!(r.out().contains("sent 68 samples"), "{}", r.text());
@@ -167,7 +167,7 @@ fn replay_at_real_time_is_paced_and_reports_lateness() {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("recorded");
     write_trace(&src);
-    let mut d = TestDaemon::start(json!({}));
+    let mut d = TestDaemon::start(json!({"receive_timestamps": false}));
     // 0.4 s of imu only, at double speed: about 0.2 s.
     let t0 = std::time::Instant::now();
     let r = replay_into(
@@ -216,7 +216,7 @@ fn looped_replay_reports_no_sequence_gaps_between_loops() {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("recorded");
     write_trace(&src);
-    let mut d = TestDaemon::start(json!({}));
+    let mut d = TestDaemon::start(json!({"receive_timestamps": false}));
     let mut source = roverlog::replay::TraceSource::open(&src, &["imu".into()]).unwrap();
     let opts = roverlog::replay::PlayOptions {
         rate: None,
@@ -261,7 +261,7 @@ fn replay_refuses_a_trace_with_a_non_finite_timestamp() {
     let mut ts = std::fs::read(&ts_path).unwrap();
     ts[24..32].copy_from_slice(&f64::NAN.to_le_bytes());
     std::fs::write(&ts_path, ts).unwrap();
-    let mut d = TestDaemon::start(json!({}));
+    let mut d = TestDaemon::start(json!({"receive_timestamps": false}));
     let r = replay_into(&src, &d, &["--max-speed"]);
     assert!(!r.ok(), "a sample was silently left out: {}", r.text());
     assert!(r.text().contains("sample 3"), "{}", r.text());
@@ -458,7 +458,7 @@ fn l5kit_fixture_imports_with_every_expected_value_and_replays_the_same() {
     );
 
     // Replaying the dataset into a daemon writes the same files as importing it.
-    let mut d = TestDaemon::start(json!({}));
+    let mut d = TestDaemon::start(json!({"receive_timestamps": false}));
     let r = replay_into(&fixture, &d, &["--max-speed"]);
     assert!(r.ok(), "{}", r.text());
     let trace = d.trace_dir();
@@ -479,7 +479,7 @@ fn replay_refuses_a_start_or_duration_that_is_not_a_usable_number() {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("recorded");
     write_trace(&src);
-    let mut d = TestDaemon::start(json!({}));
+    let mut d = TestDaemon::start(json!({"receive_timestamps": false}));
     for (args, names) in [
         (&["--start", "nan"][..], "--start"),
         (&["--start=-1e300"][..], "--start"),
@@ -536,7 +536,7 @@ fn import_and_replay_into_a_closed_pipe_finish_their_work_and_end_quietly() {
     let v = common::roverlog(&["validate".as_ref(), out.as_os_str()]);
     assert!(v.ok(), "{}", v.text());
 
-    let d = TestDaemon::start(json!({}));
+    let d = TestDaemon::start(json!({"receive_timestamps": false}));
     let run = std::process::Command::new(common::roverlog_bin())
         .arg("replay")
         .arg(&src)

@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// The channel the daemon records its receive time of every sample in (see
+/// `receive_timestamps`).
+pub const RECEIVE_TS_CHANNEL: &str = "ts_recv";
+
 use crate::error::{Error, Result};
 use crate::format::{validate_name, ChannelFormat};
 
@@ -124,6 +128,10 @@ pub struct Config {
     pub alarm_command_timeout_ms: u64,
     /// How often the health alarms are evaluated.
     pub health_interval_ms: u64,
+    /// Record the daemon's receive time of every sample in a `ts_recv` channel.
+    pub receive_timestamps: bool,
+    /// Sensors without a `ts_recv` channel even so.
+    pub receive_timestamps_except: Vec<String>,
 }
 
 /// What the health alarms expect of one sensor (config `sensors`).
@@ -202,6 +210,8 @@ impl Default for Config {
             alarm_command: Vec::new(),
             alarm_command_timeout_ms: 5_000,
             health_interval_ms: 250,
+            receive_timestamps: true,
+            receive_timestamps_except: Vec::new(),
         }
     }
 }
@@ -423,6 +433,24 @@ impl Config {
             declared.as_str()
         );
         declared.clone()
+    }
+
+    /// Adds the daemon's receive-time channel (`ts_recv`, raw `f8`) to a sensor's stored
+    /// channels when it is on for `sensor` and the driver did not declare such a channel.
+    pub fn add_receive_channel(&self, sensor: &str, meta: &mut crate::format::SensorMeta) {
+        let on =
+            self.receive_timestamps && !self.receive_timestamps_except.iter().any(|s| s == sensor);
+        if on && meta.get(RECEIVE_TS_CHANNEL).is_none() {
+            meta.channels.push((
+                RECEIVE_TS_CHANNEL.to_string(),
+                crate::format::ChannelMeta::new(
+                    ChannelFormat::Raw,
+                    crate::format::DType::F8,
+                    vec![],
+                    "daemon receive time, epoch seconds (CLOCK_REALTIME when the frame was parsed)",
+                ),
+            ));
+        }
     }
 
     /// The format override for one channel, if any.

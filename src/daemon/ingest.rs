@@ -19,6 +19,7 @@ use tokio::sync::{Semaphore, TryAcquireError};
 
 use super::bufpool::{BufPool, PoolBuf};
 use super::config::QueuePolicy;
+use super::events::now_epoch;
 use super::protocol::{accept_hello, error_line, line, Check, FrameLayout, Hello};
 use super::recording::{Recorder, Slot};
 use super::shutdown::Shutdown;
@@ -140,6 +141,8 @@ struct Tally {
     pend_bytes: usize,
     pend_frames: u32,
     pend_cost: usize,
+    /// The receive time (epoch seconds) of each pending frame.
+    pend_recv: Vec<f64>,
 }
 
 /// A run of dropped frames, written as one event when it ends.
@@ -337,10 +340,13 @@ impl Connection {
                         }
                     }
                     Ok(Check::Frame { total, ts, seq }) => {
+                        let recv = now_epoch();
+                        slot.stats.note_clock(recv - ts);
                         if self.admit(t, hello, slot, total, ts, seq).await? {
                             t.pend_bytes += total;
                             t.pend_frames += 1;
                             t.pend_cost += total;
+                            t.pend_recv.push(recv);
                         } else {
                             self.send(slot, t)?;
                             self.buf.advance(total);
@@ -363,8 +369,10 @@ impl Connection {
                         else {
                             unreachable!("a whole frame checks as a frame or an error");
                         };
+                        let recv = now_epoch();
+                        slot.stats.note_clock(recv - ts);
                         if self.admit(t, hello, slot, total, ts, seq).await? {
-                            self.send_batch(slot, big.into_bytes(), 1, total, t.seq)?;
+                            self.send_batch(slot, big.into_bytes(), 1, total, t.seq, vec![recv])?;
                         }
                         continue;
                     }
@@ -519,7 +527,8 @@ impl Connection {
         };
         let (frames, cost) = (t.pend_frames, t.pend_cost);
         (t.pend_bytes, t.pend_frames, t.pend_cost) = (0, 0, 0);
-        self.send_batch(slot, data, frames, cost, t.seq)
+        let recv = std::mem::take(&mut t.pend_recv);
+        self.send_batch(slot, data, frames, cost, t.seq, recv)
     }
 
     fn send_batch(
@@ -529,12 +538,14 @@ impl Connection {
         frames: u32,
         cost: usize,
         seq: bool,
+        recv: Vec<f64>,
     ) -> Result<(), String> {
         let msg = WriterMsg::Batch {
             data,
             frames,
             cost,
             seq,
+            recv,
         };
         slot.tx
             .send(msg)

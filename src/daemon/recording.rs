@@ -191,6 +191,7 @@ impl Recorder {
         for (name, ch) in &mut meta.channels {
             ch.format = self.cfg.stored_format(&hello.sensor, name, &ch.format);
         }
+        self.cfg.add_receive_channel(&hello.sensor, &mut meta);
         meta
     }
 

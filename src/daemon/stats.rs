@@ -11,6 +11,9 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+/// Frames the clock offset and jitter are computed over.
+const CLOCK_WINDOW: usize = 1000;
+
 /// Counters of one sensor.
 pub struct SensorStats {
     /// The queue's byte budget.
@@ -44,6 +47,8 @@ pub struct SensorStats {
     pub heartbeat_ms: AtomicU64,
     /// Milliseconds since daemon start when the last frame arrived; `u64::MAX`: none yet.
     pub last_frame_ms: AtomicU64,
+    /// The last driver-vs-daemon clock offsets (receive time minus `ts`), seconds.
+    clock: Mutex<std::collections::VecDeque<f64>>,
     /// Samples at the last rate computation, and the rate then (f64 bits).
     rate_base: Mutex<(u64, Instant)>,
     rate_bits: AtomicU64,
@@ -67,9 +72,39 @@ impl SensorStats {
             failed: Mutex::new(None),
             heartbeat_ms: AtomicU64::new(0),
             last_frame_ms: AtomicU64::new(u64::MAX),
+            clock: Mutex::new(std::collections::VecDeque::with_capacity(CLOCK_WINDOW)),
             rate_base: Mutex::new((0, Instant::now())),
             rate_bits: AtomicU64::new(0f64.to_bits()),
         }
+    }
+
+    /// Notes one frame's clock offset (daemon receive time minus the frame's `ts`).
+    pub fn note_clock(&self, offset: f64) {
+        if !offset.is_finite() {
+            return;
+        }
+        let mut c = self.clock.lock().unwrap_or_else(|p| p.into_inner());
+        if c.len() == CLOCK_WINDOW {
+            c.pop_front();
+        }
+        c.push_back(offset);
+    }
+
+    /// The median offset and the jitter (p99 - p50) over the last frames, seconds.
+    pub fn clock(&self) -> Option<(f64, f64)> {
+        let mut v: Vec<f64> = self
+            .clock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .copied()
+            .collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+        Some((q(0.5), q(0.99) - q(0.5)))
     }
 
     /// The failure message, if the sensor failed.
@@ -144,6 +179,8 @@ impl SensorStats {
             "discarded": self.discarded.load(Relaxed),
             "durable": self.durable.load(Relaxed),
             "last_fsync_age_ms": if last == u64::MAX { Value::Null } else { now_ms.saturating_sub(last).into() },
+            "clock_offset_s": self.clock().map(|c| c.0),
+            "clock_jitter_s": self.clock().map(|c| c.1),
         })
     }
 }

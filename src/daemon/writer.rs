@@ -48,6 +48,8 @@ pub enum WriterMsg {
         frames: u32,
         cost: usize,
         seq: bool,
+        /// The daemon's receive time of each frame (epoch seconds).
+        recv: Vec<f64>,
     },
     /// fsync now; reply with the durable count.
     Sync(CountReply),
@@ -95,6 +97,9 @@ pub struct WriterSettings {
 
 struct Open {
     files: FileWriter,
+    /// This trace's files have the daemon's `ts_recv` channel (a trace resumed from an older
+    /// daemon may not).
+    recv: bool,
     events: Arc<EventLog>,
     /// Appended since the last flush / fsync.
     unflushed: bool,
@@ -117,6 +122,8 @@ pub struct Writer {
     open: Option<Open>,
     /// Positions (among the data channels) of the channels stored as `lzmaf`.
     lzmaf: Vec<usize>,
+    /// The stored channels end with the daemon's `ts_recv` (not sent by the driver).
+    recv: bool,
 }
 
 impl Writer {
@@ -139,8 +146,13 @@ impl Writer {
             .filter(|(_, (_, c))| c.format == ChannelFormat::Lzmaf)
             .map(|(i, _)| i)
             .collect();
+        let declared = layout.channel_count();
+        let recv = meta.data_channels().count() == declared + 1
+            && meta.data_channels().last().map(|(n, _)| n)
+                == Some(super::config::RECEIVE_TS_CHANNEL);
         Writer {
             lzmaf,
+            recv,
             sensor,
             meta,
             layouts: [layout.with_seq(false), layout.with_seq(true)],
@@ -259,11 +271,12 @@ impl Writer {
                 frames,
                 cost,
                 seq,
+                recv,
             } => {
                 // The permits go back even if writing panics (see `run`): lost permits would
                 // shrink the budget until a `block` driver waits forever.
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    self.write_batch(&data, frames, seq)
+                    self.write_batch(&data, frames, seq, &recv)
                 }));
                 self.budget.add_permits(cost);
                 if let Err(p) = r {
@@ -423,6 +436,7 @@ impl Writer {
         self.stats.clear_failed();
         let dir = trace.join(&self.sensor);
         let mut resumed = false;
+        let mut recv = self.recv;
         let is_link = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
         let opened = if is_link {
             // Someone else put it there; following it would write (and recover, i.e.
@@ -438,17 +452,19 @@ impl Writer {
                 .and_then(|()| FileWriter::create(&dir, self.meta.clone(), &self.settings.opts))
         } else if dir.exists() {
             resumed = true;
-            FileWriter::resume(&dir, self.meta.clone(), &self.settings.opts).map(|(w, rec)| {
-                if !rec.cuts.is_empty() || !rec.left_alone.is_empty() {
-                    let cuts: Vec<String> = rec.cuts.iter().map(|c| c.to_string()).collect();
-                    events.write(
-                        "recovered",
-                        json!({"sensor": self.sensor, "len": rec.len, "cuts": cuts,
+            FileWriter::resume(&dir, self.resume_meta(&dir, &mut recv), &self.settings.opts).map(
+                |(w, rec)| {
+                    if !rec.cuts.is_empty() || !rec.left_alone.is_empty() {
+                        let cuts: Vec<String> = rec.cuts.iter().map(|c| c.to_string()).collect();
+                        events.write(
+                            "recovered",
+                            json!({"sensor": self.sensor, "len": rec.len, "cuts": cuts,
                                "left_alone": rec.left_alone}),
-                    );
-                }
-                w
-            })
+                        );
+                    }
+                    w
+                },
+            )
         } else {
             FileWriter::create(&dir, self.meta.clone(), &self.settings.opts)
         };
@@ -466,6 +482,7 @@ impl Writer {
                 let now = Instant::now();
                 self.open = Some(Open {
                     files,
+                    recv,
                     events,
                     unflushed: false,
                     unsynced_bytes: 0,
@@ -487,12 +504,50 @@ impl Writer {
         }
     }
 
+    /// The channels to resume the sensor in `dir` with: ours, or ours without `ts_recv` when
+    /// the trace was written by a daemon that did not record receive times (clears `recv`).
+    fn resume_meta(&self, dir: &std::path::Path, recv: &mut bool) -> SensorMeta {
+        if !self.recv {
+            return self.meta.clone();
+        }
+        let mut without = self.meta.clone();
+        without.channels.pop();
+        let on_disk = SensorMeta::read(dir).ok().map(|mut m| {
+            if m.get(crate::format::TS_CHANNEL).is_none() {
+                m.channels.insert(
+                    0,
+                    (
+                        crate::format::TS_CHANNEL.into(),
+                        crate::format::ChannelMeta::timestamps(),
+                    ),
+                );
+            }
+            m
+        });
+        let mut without_ts = without.clone();
+        if without_ts.get(crate::format::TS_CHANNEL).is_none() {
+            without_ts.channels.insert(
+                0,
+                (
+                    crate::format::TS_CHANNEL.into(),
+                    crate::format::ChannelMeta::timestamps(),
+                ),
+            );
+        }
+        if on_disk.as_ref() == Some(&without_ts) {
+            *recv = false;
+            return without;
+        }
+        self.meta.clone()
+    }
+
     /// Bytes of a resumed sample when every channel is fixed-size (else only `ts` is known
     /// without reading the files, and `bytes` counts from the resume on).
     fn fixed_sample_bytes(&self) -> u64 {
         8 + self
             .meta
             .data_channels()
+            .take(self.layouts[0].channel_count())
             .filter(|(_, c)| c.format.is_fixed_size())
             .map(|(_, c)| c.sample_bytes() as u64)
             .sum::<u64>()
@@ -611,6 +666,7 @@ mod tests {
             frames: 1,
             cost: 20,
             seq: false,
+            recv: vec![0.0],
         })
         .unwrap();
         let synced = ask(&|reply| WriterMsg::Sync(reply));

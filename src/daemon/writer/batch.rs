@@ -9,11 +9,25 @@ use super::Writer;
 use crate::format::lzma;
 
 impl Writer {
-    pub(super) fn write_batch(&mut self, data: &[u8], frames: u32, seq: bool) {
-        if self.open.is_none() {
+    pub(super) fn write_batch(&mut self, data: &[u8], frames: u32, seq: bool, recv: &[f64]) {
+        let Some(open) = self.open.as_ref() else {
             self.stats.discarded.fetch_add(u64::from(frames), Relaxed);
             return;
-        }
+        };
+        // The daemon's receive time of each frame, for the `ts_recv` channel.
+        let recv: Vec<[u8; 8]> = if open.recv {
+            (0..frames as usize)
+                .map(|k| {
+                    recv.get(k)
+                        .copied()
+                        .unwrap_or_else(crate::daemon::events::now_epoch)
+                        .to_le_bytes()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut frame_no = 0usize;
         // Frames are written in chunks: `lzmaf` samples of a chunk are compressed in
         // parallel first, and the flush timer is checked between chunks.
         let chunk = if self.lzmaf.is_empty() {
@@ -36,6 +50,10 @@ impl Writer {
                 let layout = &self.layouts[usize::from(seq)];
                 let mut slices = Vec::with_capacity(layout.channel_count());
                 let ts = layout.split(body, &mut slices);
+                if let Some(r) = recv.get(frame_no) {
+                    slices.push(r);
+                }
+                frame_no += 1;
                 frames_of_chunk.push((ts, slices));
             }
             let compressed = self.compress(&frames_of_chunk);
@@ -59,7 +77,9 @@ impl Writer {
                 }
                 self.stats.beat(self.settings.epoch);
                 written += 1;
-                bytes += 8 + slices.iter().map(|s| s.len() as u64).sum::<u64>();
+                // As received: the daemon's own `ts_recv` (last) is not counted.
+                let received = &slices[..slices.len() - usize::from(!recv.is_empty())];
+                bytes += 8 + received.iter().map(|s| s.len() as u64).sum::<u64>();
             }
             // A long batch (slow disk, compression) must not hold samples in user space
             // past the flush interval: that bounds what a kill -9 loses.
