@@ -108,6 +108,8 @@ pub struct Config {
     pub shutdown_deadline_ms: u64,
     /// Test-only: the writer sleeps this long before each sample (makes queues fill up).
     pub debug_write_delay_ms: u64,
+    /// Test-only: start-up recovery takes this much longer (shows EXTEND_TIMEOUT_USEC).
+    pub debug_recovery_delay_ms: u64,
     /// Per sensor: its expected rate and whether it must be there (health alarms).
     pub sensors: BTreeMap<String, SensorHealth>,
     /// `silent` after this many expected periods without a sample.
@@ -200,6 +202,7 @@ impl Default for Config {
             stats_interval_ms: 5000,
             shutdown_deadline_ms: 10_000,
             debug_write_delay_ms: 0,
+            debug_recovery_delay_ms: 0,
             sensors: BTreeMap::new(),
             silent_periods: 5.0,
             missing_after_ms: 10_000,

@@ -157,7 +157,7 @@ impl Daemon {
         let rec = Arc::new(Recorder::new(cfg.clone(), notice_tx, watchdog)?);
         rec.set_disk_free(disk::free_bytes(&cfg.data_root).ok());
 
-        let unfinished = recording::recover_unfinished(&cfg.data_root)?;
+        let unfinished = recover_extending_start(&cfg, &notify).await?;
         if cfg.autostart {
             let r = match (&unfinished, rec.disk_low()) {
                 (_, Some(why)) => {
@@ -381,6 +381,39 @@ impl Watchdog {
                 _ = &mut *shutdown => return false,
                 _ = self.tick.tick(), if self.bound.is_some() => self.check(rec, notify),
             }
+        }
+    }
+}
+
+/// How much more start-up time each `EXTEND_TIMEOUT_USEC=` asks for; sent every third of it.
+const START_EXTENSION: Duration = Duration::from_secs(30);
+
+/// Start-up recovery of unfinished traces (which may read and cut large files) on a blocking
+/// thread, telling the service manager to extend the start timeout while it runs: a long
+/// recovery must not make systemd kill the daemon before it is ready.
+async fn recover_extending_start(
+    cfg: &Config,
+    notify: &impl Fn(&str),
+) -> crate::Result<Option<PathBuf>> {
+    let root = cfg.data_root.clone();
+    let delay = Duration::from_millis(cfg.debug_recovery_delay_ms);
+    let mut job = tokio::task::spawn_blocking(move || {
+        std::thread::sleep(delay);
+        recording::recover_unfinished(&root)
+    });
+    let extend = || {
+        notify(&format!(
+            "EXTEND_TIMEOUT_USEC={}",
+            START_EXTENSION.as_micros()
+        ))
+    };
+    extend();
+    loop {
+        tokio::select! {
+            r = &mut job => {
+                return r.map_err(|e| Error::Config(format!("start-up recovery panicked: {e}")))?;
+            }
+            _ = tokio::time::sleep(START_EXTENSION / 3) => extend(),
         }
     }
 }
