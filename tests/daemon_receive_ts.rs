@@ -113,3 +113,41 @@ fn a_trace_without_receive_times_resumes_without_them() {
         .contains("ts_recv"));
     assert!(d.stop().success(), "{}", d.log());
 }
+
+#[test]
+fn a_driver_clock_that_jumps_is_a_clock_step_event() {
+    let d = TestDaemon::start(json!({"health_interval_ms": 50, "clock_step_threshold_s": 1.0}));
+    let (mut c, _) = d.connect(&raw_hello("radar", 8));
+    for i in 0..300u64 {
+        c.send(&frame(now(), None, &[(&sample(1, i, 8), false)]));
+        if i % 50 == 0 {
+            std::thread::sleep(Duration::from_millis(60)); // the health task sees offset 0
+        }
+    }
+    assert_eq!(c.sync(), 300);
+    std::thread::sleep(Duration::from_millis(150));
+    // The driver's clock jumps 5 s ahead (NTP caught up, say).
+    for i in 300..1100u64 {
+        c.send(&frame(now() + 5.0, None, &[(&sample(1, i, 8), false)]));
+    }
+    assert_eq!(c.sync(), 1100);
+    let trace = d.trace_dir();
+    let t0 = std::time::Instant::now();
+    loop {
+        let ev = events(&trace);
+        if let Some(e) = ev
+            .iter()
+            .find(|e| e["event"] == "clock_step" && e["kind"] == "offset")
+        {
+            assert_eq!(e["sensor"], "radar");
+            assert!(e["from"].as_f64().unwrap().abs() < 0.5, "{e}");
+            assert!((e["to"].as_f64().unwrap() + 5.0).abs() < 0.5, "{e}");
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no clock_step event: {ev:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -134,6 +134,8 @@ pub struct Config {
     pub receive_timestamps: bool,
     /// Sensors without a `ts_recv` channel even so.
     pub receive_timestamps_except: Vec<String>,
+    /// A `clock_step` event when a sensor's median clock offset moves by more than this.
+    pub clock_step_threshold_s: f64,
 }
 
 /// What the health alarms expect of one sensor (config `sensors`).
@@ -215,6 +217,7 @@ impl Default for Config {
             health_interval_ms: 250,
             receive_timestamps: true,
             receive_timestamps_except: Vec::new(),
+            clock_step_threshold_s: 1.0,
         }
     }
 }
@@ -307,6 +310,9 @@ impl Config {
                     "sensors.{name}.tolerance must be a number >= 0"
                 )));
             }
+        }
+        if !(self.clock_step_threshold_s.is_finite() && self.clock_step_threshold_s > 0.0) {
+            return Err(bad("clock_step_threshold_s must be a positive number"));
         }
         if !(self.silent_periods.is_finite() && self.silent_periods > 0.0) {
             return Err(bad("silent_periods must be a positive number"));

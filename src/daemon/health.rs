@@ -12,6 +12,9 @@
 //! - `disk_low` (no sensor): the free space lasts less than `disk_low_seconds` at the rate
 //!   all sensors write now.
 //!
+//! Also a `clock_step` event (kind `offset`) when a sensor's median driver-vs-daemon clock
+//! offset (`status` `clock_offset_s`) moves by more than `clock_step_threshold_s`.
+//!
 //! A sensor without `expected_hz` learns it: once it has sent at a non-zero rate for
 //! `learn_rate_ms` without a pause, the rate measured then becomes its expectation for the
 //! rest of the daemon's run (logged). An alarm is raised once and cleared once: both are
@@ -72,6 +75,8 @@ struct Health {
     /// Per sensor: since when it has sent without a pause, and the learned rate.
     steady_since: HashMap<String, Instant>,
     learned: HashMap<String, f64>,
+    /// Per sensor: the median clock offset last reported (for `clock_step`).
+    offsets: HashMap<String, f64>,
     running: Arc<AtomicUsize>,
 }
 
@@ -159,6 +164,22 @@ impl Health {
                         found.push(("rate_low".into(), s.name.clone(), detail));
                     } else if rate > hz * (1.0 + tol) {
                         found.push(("rate_high".into(), s.name.clone(), detail));
+                    }
+                }
+            }
+            if let Some((median, _)) = st.clock() {
+                match self.offsets.get(&s.name) {
+                    Some(&prev) if (median - prev).abs() > self.cfg.clock_step_threshold_s => {
+                        tracing::warn!(sensor = %s.name, from = prev, to = median, "the driver's clock moved against the daemon's");
+                        events.write(
+                            "clock_step",
+                            json!({"sensor": s.name, "kind": "offset", "from": prev, "to": median}),
+                        );
+                        self.offsets.insert(s.name.clone(), median);
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.offsets.insert(s.name.clone(), median);
                     }
                 }
             }
@@ -330,6 +351,7 @@ pub async fn run(rec: Arc<Recorder>, mut shutdown: Shutdown) {
         history: HashMap::new(),
         steady_since: HashMap::new(),
         learned: HashMap::new(),
+        offsets: HashMap::new(),
         running: Arc::new(AtomicUsize::new(0)),
     };
     let mut tick = tokio::time::interval(Duration::from_millis(rec.cfg.health_interval_ms));
