@@ -163,8 +163,7 @@ impl BlobWriter {
                     .map(|part| s.spawn(move || part.iter().try_for_each(|f| f.sync_data())))
                     .collect();
                 hs.into_iter()
-                    .map(|h| h.join().expect("an fsync thread panicked"))
-                    .collect::<std::io::Result<()>>()
+                    .try_for_each(|h| h.join().expect("an fsync thread panicked"))
             })
             .at(&self.dir)?;
         }
