@@ -25,6 +25,7 @@ mod daemon;
 mod export;
 mod extract;
 mod list;
+mod plot;
 mod progress;
 mod replay;
 mod trace_cmds;
@@ -75,6 +76,8 @@ enum Command {
     Convert(convert::ConvertArgs),
     /// Write a trace as an MCAP file for Foxglove (images as CompressedImage/RawImage).
     Export(export::ExportArgs),
+    /// Draw a trace's timeline: per sensor rate, gaps, drops, alarms, marks (PNG or SVG).
+    Plot(plot::PlotArgs),
     /// Benchmark the daemon's ingest path against same-run baselines (dd, a socket sink, the
     /// upstream-style Python writer); checks that every sample sent is on disk.
     Bench(bench::Args),
@@ -110,6 +113,7 @@ pub fn main() -> ExitCode {
             | Command::Checksum(_)
             | Command::Convert(_)
             | Command::Export(_)
+            | Command::Plot(_)
     ) {
         // These only print: see `quiet_on_closed_stdout`. (Commands that talk to sockets keep
         // SIGPIPE ignored, so a closed connection is an error they can report; they call it
@@ -131,6 +135,7 @@ pub fn main() -> ExitCode {
         Command::Checksum(a) => checksum::checksum(a),
         Command::Convert(a) => convert::convert(a),
         Command::Export(a) => export::export(a),
+        Command::Plot(a) => plot::plot(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
