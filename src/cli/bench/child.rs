@@ -1,0 +1,171 @@
+//! The daemon under test as a child process: its working directory, its config, start,
+//! SIGTERM and the control socket.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Value};
+
+use roverlog::daemon::Config;
+
+pub(super) fn make_work_dir(base: Option<&Path>) -> Result<PathBuf> {
+    let base = match base {
+        Some(b) => b.to_path_buf(),
+        None if Path::new("target").is_dir() => PathBuf::from("target/bench-tmp"),
+        None => std::env::temp_dir(),
+    };
+    std::fs::create_dir_all(&base).with_context(|| format!("creating {}", base.display()))?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let dir = base.join(format!("roverlog-bench-{}-{stamp}", std::process::id()));
+    std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    dir.canonicalize()
+        .with_context(|| format!("resolving {}", dir.display()))
+}
+
+/// The daemon's config: the defaults, except where its files and sockets go and the lidar
+/// sensor's channel stored as `lzmaf`. A long shutdown deadline: SIGTERM must not lose data
+/// because this machine is slow.
+pub(super) fn write_config(
+    work: &Path,
+    scenario: &str,
+    extra: Option<&str>,
+) -> Result<(Config, PathBuf)> {
+    let mut v = json!({
+        "_doc": "written by roverlog bench",
+        "data_root": work.join(format!("data-{scenario}")),
+        "ingest_socket": work.join("run/ingest.sock"),
+        "control_socket": work.join("run/control.sock"),
+        "formats": {"lidar0": {"rng": "lzmaf"}},
+        "shutdown_deadline_ms": 60000,
+    });
+    if scenario == "direct" {
+        v["direct_io"] = json!(true);
+    }
+    if let Some(extra) = extra {
+        let extra: Value = serde_json::from_str(extra).context("--daemon-config")?;
+        let Some(keys) = extra.as_object() else {
+            bail!("--daemon-config: want a JSON object, got {extra}");
+        };
+        for (k, x) in keys {
+            v[k] = x.clone();
+        }
+    }
+    let path = work.join(format!("roverlog-{scenario}.json"));
+    std::fs::write(&path, serde_json::to_vec_pretty(&v)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    let cfg = Config::load(&path).map_err(|e| anyhow!("{e}"))?;
+    Ok((cfg, path))
+}
+
+/// `roverlog daemon --config <cfg>`, run from this executable.
+pub(super) struct DaemonChild {
+    pub(super) child: Child,
+    pub(super) log: PathBuf,
+    pub(super) trace_dir: PathBuf,
+}
+
+impl DaemonChild {
+    pub(super) fn start(
+        cfg: &Config,
+        cfg_path: &Path,
+        work: &Path,
+        scenario: &str,
+    ) -> Result<DaemonChild> {
+        let exe = std::env::current_exe().context("finding this executable")?;
+        let log = work.join(format!("daemon-{scenario}.log"));
+        let log_file = std::fs::File::create(&log)?;
+        let child = Command::new(exe)
+            .args(["daemon", "--config"])
+            .arg(cfg_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .spawn()
+            .context("starting roverlog daemon")?;
+        let mut d = DaemonChild {
+            child,
+            log,
+            trace_dir: PathBuf::new(),
+        };
+        let t0 = Instant::now();
+        loop {
+            // Ready: the ingest socket accepts, and the control socket says it is recording.
+            if UnixStream::connect(&cfg.ingest_socket).is_ok() {
+                if let Ok(st) = ctl(&cfg.control_socket, json!({"cmd": "status"})) {
+                    if let Some(dir) = st["trace_dir"].as_str() {
+                        d.trace_dir = PathBuf::from(dir);
+                        return Ok(d);
+                    }
+                }
+            }
+            if let Some(status) = d.child.try_wait()? {
+                bail!(
+                    "the daemon exited at start ({status}); its log:\n{}",
+                    std::fs::read_to_string(&d.log).unwrap_or_default()
+                );
+            }
+            if t0.elapsed() > Duration::from_secs(30) {
+                let _ = d.child.kill();
+                bail!("the daemon did not become ready within 30 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGTERM, then wait (2 minutes at most); the exit code, or `None` when it was killed.
+    pub(super) fn stop(&mut self) -> Result<Option<i32>> {
+        // SAFETY: signalling our own child, which has not been reaped.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait()? {
+                return Ok(s.code());
+            }
+            if t0.elapsed() > Duration::from_secs(120) {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for DaemonChild {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// One control command and its reply.
+pub(super) fn ctl(socket: &Path, cmd: Value) -> Result<Value> {
+    let mut s = UnixStream::connect(socket)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut l = serde_json::to_vec(&cmd)?;
+    l.push(b'\n');
+    s.write_all(&l)?;
+    let mut reply = String::new();
+    BufReader::new(s).read_line(&mut reply)?;
+    Ok(serde_json::from_str(&reply)?)
+}
+
+/// `n` socket sinks at once (one connection and thread each, in their own directories), as
+/// the daemon gets `n` sensors: total records over the slowest one's time.
+/// A file removed when this goes out of scope, also on an early error (the dd source lives
+/// in memory, outside the work directory).
+pub(super) struct RemoveOnDrop(pub(super) PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
