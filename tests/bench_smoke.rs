@@ -136,3 +136,43 @@ fn unknown_scenario_is_a_usage_error() {
 fn zero_rounds_is_a_usage_error() {
     assert_usage_error(&["--rounds", "0"], "--rounds");
 }
+
+/// `bench --disk`: every block size measured, percentiles ordered, advice given; bad input
+/// refused. (Figures are not checked: this machine is shared.)
+#[test]
+fn disk_bench_reports_percentiles_and_advice() {
+    let dir = tempfile::tempdir_in(common::root().join("target")).unwrap();
+    let r = common::roverlog(&[
+        "bench".as_ref(),
+        "--disk".as_ref(),
+        dir.path().as_os_str(),
+        "--disk-mib".as_ref(),
+        "4".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert!(r.ok(), "{}", r.text());
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let sizes = v["sizes"].as_array().unwrap();
+    assert_eq!(sizes.len(), 3);
+    for s in sizes {
+        for k in ["write_s", "fsync_s"] {
+            let (p50, p99, p999) = (
+                s[k]["p50"].as_f64().unwrap(),
+                s[k]["p99"].as_f64().unwrap(),
+                s[k]["p999"].as_f64().unwrap(),
+            );
+            assert!(0.0 <= p50 && p50 <= p99 && p99 <= p999, "{s}");
+        }
+        assert!(s["mb_per_s"].as_f64().unwrap() > 0.0);
+    }
+    assert!(v["recommended"]["queue_bytes"].as_u64().unwrap() >= 4 << 20);
+    assert!(v["recommended"]["fsync_interval_ms"].as_u64().unwrap() >= 100);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "its files are removed"
+    );
+    let r = common::roverlog(&["bench", "--disk", "/nonexistent"]);
+    assert_eq!(r.code, 2, "{}", r.text());
+    assert!(r.stderr.contains("not a directory"), "{}", r.stderr);
+}

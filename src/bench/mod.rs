@@ -13,6 +13,7 @@
 //! or its bugs. Results are [`Throughput`]s, printed as MB/s and samples/s.
 
 pub mod baselines;
+pub mod disk;
 pub mod load;
 pub mod procfs;
 

@@ -63,6 +63,16 @@ pub struct Args {
     /// when ./target exists, else the system temp dir. Its filesystem is what is measured.
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Measure this directory's disk instead (write and fsync latency per block size,
+    /// throughput) and print the queue budget and fsync interval that hold `--load-mbps`.
+    #[arg(long, value_name = "DIR")]
+    disk: Option<PathBuf>,
+    /// The sensor load for `--disk`'s advice, MB/s.
+    #[arg(long, default_value_t = 50.0)]
+    load_mbps: f64,
+    /// Bytes written per block size by `--disk`, MiB.
+    #[arg(long, default_value_t = 256)]
+    disk_mib: u64,
     /// Concurrent sensors in the imu and batched scenarios.
     #[arg(long, default_value_t = 4)]
     sensors: usize,
@@ -294,6 +304,9 @@ impl Memory {
 }
 
 pub fn main(args: Args) -> ExitCode {
+    if let Some(dir) = args.disk.clone() {
+        return disk(&dir, &args);
+    }
     match run(args) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
@@ -454,4 +467,71 @@ fn progress(msg: &str) {
 
 fn mib(b: u64) -> String {
     format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
+}
+
+/// `bench --disk DIR`: see [`roverlog::bench::disk`].
+fn disk(dir: &Path, args: &Args) -> ExitCode {
+    if !dir.is_dir() {
+        eprintln!("roverlog bench: error: {}: not a directory", dir.display());
+        return ExitCode::from(2);
+    }
+    if !(args.load_mbps.is_finite() && args.load_mbps > 0.0) || args.disk_mib == 0 {
+        eprintln!("roverlog bench: error: --load-mbps and --disk-mib must be positive");
+        return ExitCode::from(2);
+    }
+    let load = args.load_mbps * 1e6;
+    let r = match roverlog::bench::disk::measure(dir, args.disk_mib << 20, 4 << 20, load) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("roverlog bench: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.json {
+        println!("{r:#}");
+        return ExitCode::SUCCESS;
+    }
+    println!(
+        "disk of {} ({} MiB per block size, fdatasync every 4 MiB)",
+        dir.display(),
+        args.disk_mib
+    );
+    println!(
+        "{:>10} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>9}",
+        "block",
+        "write p50",
+        "write p99",
+        "write p99.9",
+        "fsync p50",
+        "fsync p99",
+        "fsync p99.9",
+        "MB/s"
+    );
+    let ms = |v: &Value| {
+        v.as_f64()
+            .map_or("-".into(), |s| format!("{:.3} ms", s * 1e3))
+    };
+    for s in r["sizes"].as_array().into_iter().flatten() {
+        println!(
+            "{:>10} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>9.1}",
+            s["block_bytes"].as_u64().unwrap_or(0),
+            ms(&s["write_s"]["p50"]),
+            ms(&s["write_s"]["p99"]),
+            ms(&s["write_s"]["p999"]),
+            ms(&s["fsync_s"]["p50"]),
+            ms(&s["fsync_s"]["p99"]),
+            ms(&s["fsync_s"]["p999"]),
+            s["mb_per_s"].as_f64().unwrap_or(0.0)
+        );
+    }
+    let rec = &r["recommended"];
+    println!(
+        "for {:.0} MB/s: {}; queue_bytes >= {} (twice the load over the worst stall, {:.1} ms), fsync_interval_ms {}",
+        args.load_mbps,
+        if r["sustains_load"] == true { "the disk keeps up" } else { "the disk does NOT keep up" },
+        rec["queue_bytes"],
+        rec["worst_stall_s"].as_f64().unwrap_or(0.0) * 1e3,
+        rec["fsync_interval_ms"]
+    );
+    ExitCode::SUCCESS
 }
