@@ -215,3 +215,58 @@ fn a_long_start_up_recovery_extends_the_start_timeout() {
     assert!(msgs[ready.unwrap()].0 - t0 >= Duration::from_millis(1500));
     assert!(d.stop().success(), "{}", d.log());
 }
+
+/// One huge `lzmaf` frame takes seconds to compress (longer than the 1 s watchdog bound
+/// here): the encoder reports progress every `lzma::PROGRESS_STEP` bytes of input, so the
+/// writer is not taken for stuck and the pings go on while it compresses.
+#[test]
+fn watchdog_pings_go_on_while_one_huge_lzmaf_frame_compresses() {
+    let mut d = TestDaemon::create(json!({}));
+    let (notify, got, ready) = listen(&d);
+    spawn_under_watchdog(&mut d, &notify, 1_000_000);
+    wait_until("READY=1", 20, || ready.lock().unwrap().is_some());
+
+    const N: usize = 10 << 20;
+    let hello = json!({"roverlog": 1, "sensor": "lidar", "channels": [
+        {"name": "rng", "format": "lzmaf", "type": "u1", "shape": [N]}]});
+    let (mut c, r) = d.connect(&hello);
+    assert_eq!(r["ok"], true, "{r}");
+    // Incompressible bytes (xorshift), so the encoder has real work.
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    let data: Vec<u8> = (0..N)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let sent = Instant::now();
+    c.send(&frame(1.0, None, &[(&data, false)]));
+    assert_eq!(c.sync(), 1);
+    let done = Instant::now();
+    let took = done - sent;
+    assert!(
+        took >= Duration::from_millis(2500),
+        "the frame was compressed and written in {took:?}: too fast to outlast the 1 s \
+         watchdog bound, so this test proves nothing (make the frame larger)"
+    );
+    // From 1.5 s after sending (past the bound) until it was durable: pings every half second.
+    let pings = pings_between(&got, sent + Duration::from_millis(1500), done);
+    let expect = ((took.as_millis() as usize - 1500) / 500)
+        .saturating_sub(2)
+        .max(1);
+    assert!(
+        pings >= expect,
+        "{pings} pings in the {took:?} one frame took to compress (expected >= {expect})\n{}",
+        d.log()
+    );
+    assert!(
+        !d.log().contains("withholding the watchdog ping"),
+        "{}",
+        d.log()
+    );
+    let (_, back) = read_sensor(&d.trace_dir(), "lidar", "rng");
+    assert_eq!(back, vec![data], "the frame read back differs");
+    assert!(d.stop().success(), "{}", d.log());
+}

@@ -17,12 +17,39 @@ pub const DEFAULT_PRESET: u32 = 0;
 
 /// Compresses `data` into one `.xz` container (CRC64 check, as Python's `lzma` does).
 pub fn compress(data: &[u8], preset: u32) -> Vec<u8> {
+    compress_with_progress(data, preset, &mut || {})
+}
+
+/// Bytes fed to the encoder between two calls of `progress` in [`compress_with_progress`]:
+/// small enough that even a slow core reports well under a second apart.
+pub const PROGRESS_STEP: usize = 256 << 10;
+
+/// [`compress`], calling `progress` after every [`PROGRESS_STEP`] bytes of input are fed to
+/// the encoder (which encodes as it is fed) and once at the end. The daemon's watchdog counts
+/// these calls as progress, so a single huge frame does not look like a stuck writer. The
+/// output is the same bytes as [`compress`].
+pub fn compress_with_progress(data: &[u8], preset: u32, progress: &mut dyn FnMut()) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len() / 2 + 64);
-    let mut w = XzWriter::new(&mut out, XzOptions::with_preset(preset.min(9)))
-        .expect("xz writer over a Vec");
-    w.write_all(data).expect("writing to a Vec");
-    w.finish().expect("finishing into a Vec");
+    encode_into(&mut out, data, preset, progress).expect("writing to a Vec");
     out
+}
+
+/// Encodes `data` as one `.xz` container into `out`, calling `progress` as
+/// [`compress_with_progress`] says.
+fn encode_into<W: Write>(
+    out: W,
+    data: &[u8],
+    preset: u32,
+    progress: &mut dyn FnMut(),
+) -> std::io::Result<()> {
+    let mut w = XzWriter::new(out, XzOptions::with_preset(preset.min(9)))?;
+    for piece in data.chunks(PROGRESS_STEP) {
+        w.write_all(piece)?;
+        progress();
+    }
+    w.finish()?;
+    progress();
+    Ok(())
 }
 
 /// Decompresses `.xz` bytes (all streams), refusing more than `limit` decompressed bytes.
@@ -139,5 +166,83 @@ impl Iterator for LzmaStream {
             });
         }
         Some(Ok(buf))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    /// Counts the bytes the encoder has emitted so far.
+    struct Counting(Rc<Cell<usize>>);
+
+    impl Write for Counting {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.set(self.0.get() + b.len());
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Poorly compressible bytes (an xorshift stream), so the encoder has real work.
+    fn noise(n: usize) -> Vec<u8> {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn progress_output_is_the_same_bytes_as_compress() {
+        let data = noise(3 * PROGRESS_STEP + 1234);
+        let mut calls = 0;
+        let chunked = compress_with_progress(&data, 6, &mut || calls += 1);
+        assert_eq!(chunked, compress(&data, 6));
+        // One call per started step, and one after finishing.
+        assert_eq!(calls, 4 + 1);
+        let back = decompress(&chunked, data.len(), Path::new("test")).unwrap();
+        assert_eq!(back, data);
+    }
+
+    /// The watchdog beats mean something only if the encoder works while it is fed, not all
+    /// at `finish`: by the last progress call before finishing, most of a large incompressible
+    /// frame (at the daemon's default preset) must already have come out of the encoder.
+    #[test]
+    fn a_huge_frame_is_encoded_while_it_is_fed() {
+        let data = noise(4 << 20);
+        let emitted = Rc::new(Cell::new(0));
+        let mut seen = Vec::new();
+        let counter = emitted.clone();
+        encode_into(
+            Counting(emitted.clone()),
+            &data,
+            DEFAULT_PRESET,
+            &mut || seen.push(counter.get()),
+        )
+        .unwrap();
+        let total = emitted.get();
+        assert!(total >= data.len(), "noise should not compress: {total}");
+        assert_eq!(seen.len(), data.len() / PROGRESS_STEP + 1);
+        let before_finish = seen[seen.len() - 2];
+        assert!(
+            before_finish >= total / 2,
+            "only {before_finish} of {total} bytes were emitted before finish: the encoder \
+             buffers the whole frame, so progress calls would not prove any work"
+        );
+        // And the output grows steadily, not in one burst.
+        let halfway = seen[seen.len() / 2];
+        assert!(
+            halfway >= total / 4,
+            "only {halfway} of {total} bytes emitted halfway through the input"
+        );
     }
 }

@@ -117,14 +117,13 @@ impl Writer {
             .flat_map(|(_, s)| self.lzmaf.iter().map(move |&ch| s[ch]))
             .collect();
         let preset = self.settings.opts.lzmaf_preset;
-        // Compressing a chunk of large samples takes long: each finished sample is progress
-        // for the watchdog, so only a compression that is really stuck stops the pings.
+        // Compressing a chunk of large samples takes long, and one huge frame at a high
+        // preset alone can outlast the watchdog: every step of input encoded is progress
+        // (see `lzma::compress_with_progress`), so only a compression that is really stuck
+        // stops the pings.
         let (stats, epoch) = (&*self.stats, self.settings.epoch);
-        let compress = move |j: &&[u8]| {
-            let out = lzma::compress(j, preset);
-            stats.beat(epoch);
-            out
-        };
+        let compress =
+            move |j: &&[u8]| lzma::compress_with_progress(j, preset, &mut || stats.beat(epoch));
         let threads = self.settings.compress_threads.max(1).min(jobs.len());
         if threads <= 1 {
             return jobs.iter().map(compress).collect();
