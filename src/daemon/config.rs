@@ -106,6 +106,8 @@ pub struct Config {
     pub disk_check_interval_ms: u64,
     pub stats_interval_ms: u64,
     pub shutdown_deadline_ms: u64,
+    /// While shutting down, a connection stops draining after this long without new bytes.
+    pub drain_quiet_ms: u64,
     /// Test-only: the writer sleeps this long before each sample (makes queues fill up).
     pub debug_write_delay_ms: u64,
     /// Test-only: start-up recovery takes this much longer (shows EXTEND_TIMEOUT_USEC).
@@ -203,6 +205,7 @@ impl Default for Config {
             disk_check_interval_ms: 1000,
             stats_interval_ms: 5000,
             shutdown_deadline_ms: 10_000,
+            drain_quiet_ms: 100,
             debug_write_delay_ms: 0,
             debug_recovery_delay_ms: 0,
             sensors: BTreeMap::new(),
@@ -290,6 +293,12 @@ impl Config {
         }
         if self.hello_timeout_ms == 0 {
             return Err(bad("hello_timeout_ms must be positive"));
+        }
+        if self.drain_quiet_ms == 0 || self.drain_quiet_ms >= self.shutdown_deadline_ms {
+            return Err(bad(format!(
+                "drain_quiet_ms ({}) must be positive and under shutdown_deadline_ms ({})",
+                self.drain_quiet_ms, self.shutdown_deadline_ms
+            )));
         }
         if self.flush_interval_ms == 0 || self.stats_interval_ms == 0 {
             return Err(bad(
@@ -512,6 +521,20 @@ mod tests {
         cfg(most).validate().unwrap();
         let e = cfg(most + 1).validate().unwrap_err().to_string();
         assert!(e.contains("max_channels (1024)"), "{e}");
+    }
+
+    #[test]
+    fn drain_quiet_must_be_positive_and_under_the_shutdown_deadline() {
+        let cfg = |q| Config {
+            drain_quiet_ms: q,
+            shutdown_deadline_ms: 1000,
+            ..Config::default()
+        };
+        cfg(999).validate().unwrap();
+        for q in [0, 1000, 5000] {
+            let e = cfg(q).validate().unwrap_err().to_string();
+            assert!(e.contains(&format!("drain_quiet_ms ({q})")), "{e}");
+        }
     }
 
     #[test]

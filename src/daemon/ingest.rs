@@ -25,11 +25,6 @@ use super::recording::{Recorder, Slot};
 use super::shutdown::Shutdown;
 use super::writer::WriterMsg;
 
-/// During shutdown, a connection drains what the driver had sent when the shutdown began (the
-/// bytes then queued in the socket; a driver that keeps sending, as any live sensor does,
-/// would otherwise hold the daemon until its shutdown deadline), and stops early after this
-/// long without new bytes.
-const DRAIN_QUIET: Duration = Duration::from_millis(100);
 /// Smallest read: reading less per syscall would cost throughput for small frames.
 const READ_CHUNK: usize = 64 << 10;
 /// Frames at least this large are received into a pooled buffer of their own.
@@ -171,12 +166,20 @@ impl Connection {
         if self.drain_left == Some(0) {
             return Ok(false);
         }
-        match tokio::time::timeout(DRAIN_QUIET, self.stream.read_buf(&mut self.buf)).await {
+        match tokio::time::timeout(self.drain_quiet(), self.stream.read_buf(&mut self.buf)).await {
             Ok(r) => r
                 .map(|n| self.drained(n) > 0)
                 .map_err(|e| format!("read: {e}")),
             Err(_) => Ok(false),
         }
+    }
+
+    /// During shutdown, a connection drains what the driver had sent when the shutdown began
+    /// (the bytes then queued in the socket; a driver that keeps sending, as any live sensor
+    /// does, would otherwise hold the daemon until its shutdown deadline), and stops early
+    /// after `drain_quiet_ms` without new bytes.
+    fn drain_quiet(&self) -> Duration {
+        Duration::from_millis(self.rec.cfg.drain_quiet_ms)
     }
 
     /// The shutdown began (this connection notices it at its next read): from now on read
@@ -207,7 +210,7 @@ impl Connection {
         if self.drain_left == Some(0) {
             return Ok(0);
         }
-        match tokio::time::timeout(DRAIN_QUIET, self.stream.read(dst)).await {
+        match tokio::time::timeout(self.drain_quiet(), self.stream.read(dst)).await {
             Ok(r) => r.map(|n| self.drained(n)).map_err(|e| format!("read: {e}")),
             Err(_) => Ok(0),
         }
