@@ -50,6 +50,24 @@ enum Cmd {
     },
     /// Write a text mark into the trace's events.jsonl.
     Mark { text: String },
+    /// Snapshot mode: write the pre-trigger ring and the next --after as a trace.
+    Trigger {
+        #[arg(long)]
+        label: Option<String>,
+        /// How long to record after the trigger: seconds, "10" or "10s" (default 10).
+        #[arg(long, value_parser = seconds)]
+        after: Option<f64>,
+    },
+}
+
+/// Seconds as "10", "2.5" or "10s".
+fn seconds(s: &str) -> Result<f64, String> {
+    s.strip_suffix('s')
+        .unwrap_or(s)
+        .parse::<f64>()
+        .ok()
+        .filter(|v| (0.0..=86_400.0).contains(v))
+        .ok_or_else(|| format!("{s:?} is not seconds from 0 to 86400 (e.g. 10 or 10s)"))
 }
 
 pub fn main(args: Args) -> ExitCode {
@@ -70,6 +88,9 @@ pub fn main(args: Args) -> ExitCode {
         Cmd::Stop => json!({"cmd": "stop"}),
         Cmd::Rotate { label } => json!({"cmd": "rotate", "label": label}),
         Cmd::Mark { text } => json!({"cmd": "mark", "text": text}),
+        Cmd::Trigger { label, after } => {
+            json!({"cmd": "trigger", "label": label, "after": after})
+        }
     };
     let reply = match ask(&socket, &cmd, Duration::from_secs(args.timeout)) {
         Ok(r) => r,

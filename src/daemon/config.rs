@@ -106,6 +106,11 @@ pub struct Config {
     pub disk_check_interval_ms: u64,
     pub stats_interval_ms: u64,
     pub shutdown_deadline_ms: u64,
+    /// Keep the last `pre_trigger_seconds` in memory while not recording (see `snapshot`).
+    pub snapshot: bool,
+    pub pre_trigger_seconds: f64,
+    /// The snapshot ring's bound, all sensors together.
+    pub snapshot_bytes: u64,
     /// While shutting down, a connection stops draining after this long without new bytes.
     pub drain_quiet_ms: u64,
     /// Test-only: the writer sleeps this long before each sample (makes queues fill up).
@@ -206,6 +211,9 @@ impl Default for Config {
             stats_interval_ms: 5000,
             shutdown_deadline_ms: 10_000,
             drain_quiet_ms: 100,
+            snapshot: false,
+            pre_trigger_seconds: 10.0,
+            snapshot_bytes: 256 << 20,
             debug_write_delay_ms: 0,
             debug_recovery_delay_ms: 0,
             sensors: BTreeMap::new(),
@@ -293,6 +301,12 @@ impl Config {
         }
         if self.hello_timeout_ms == 0 {
             return Err(bad("hello_timeout_ms must be positive"));
+        }
+        if !(self.pre_trigger_seconds > 0.0 && self.pre_trigger_seconds <= 86_400.0) {
+            return Err(bad(format!(
+                "pre_trigger_seconds ({}) must be over 0 and at most a day",
+                self.pre_trigger_seconds
+            )));
         }
         if self.drain_quiet_ms == 0 || self.drain_quiet_ms >= self.shutdown_deadline_ms {
             return Err(bad(format!(

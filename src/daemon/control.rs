@@ -141,7 +141,7 @@ async fn serve(stream: UnixStream, rec: Arc<Recorder>, mut shutdown: Shutdown, r
 }
 
 /// Runs one command.
-pub async fn execute(rec: &Recorder, cmd: &Value) -> Value {
+pub async fn execute(rec: &Arc<Recorder>, cmd: &Value) -> Value {
     let label = match cmd.get("label") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.as_str()),
@@ -158,15 +158,32 @@ pub async fn execute(rec: &Recorder, cmd: &Value) -> Value {
         }
         Some("stop") => rec.stop("command").await,
         Some("rotate") => rec.rotate("command", label).await,
+        Some("trigger") => {
+            let after = match cmd.get("after") {
+                None | Some(Value::Null) => super::snapshot::DEFAULT_AFTER,
+                Some(v) => match v.as_f64().filter(|s| (0.0..=86_400.0).contains(s)) {
+                    Some(s) => std::time::Duration::from_secs_f64(s),
+                    None => {
+                        return json!({"ok": false, "error": format!(
+                            "\"after\" must be seconds from 0 to 86400, not {v}")})
+                    }
+                },
+            };
+            let label = label.or(rec.cfg.label.as_deref());
+            if let Some(why) = rec.disk_low() {
+                return json!({"ok": false, "error": why});
+            }
+            super::snapshot::trigger(rec, label, after).await
+        }
         Some("mark") => match cmd.get("text").and_then(Value::as_str) {
             Some(t) if t.len() <= 4096 => rec.mark(t),
             Some(_) => json!({"ok": false, "error": "mark text is over 4096 bytes"}),
             None => json!({"ok": false, "error": "mark needs \"text\" (a string)"}),
         },
         Some(other) => json!({"ok": false, "error": format!(
-            "unknown command {other:?} (status, start, stop, rotate, mark)")}),
+            "unknown command {other:?} (status, start, stop, rotate, mark, trigger)")}),
         None => {
-            json!({"ok": false, "error": "expected {\"cmd\": \"status\" | \"start\" | \"stop\" | \"rotate\" | \"mark\"}"})
+            json!({"ok": false, "error": "expected {\"cmd\": \"status\" | \"start\" | \"stop\" | \"rotate\" | \"mark\" | \"trigger\"}"})
         }
     }
 }

@@ -29,6 +29,7 @@ pub mod notify;
 pub mod protocol;
 pub mod recording;
 pub mod shutdown;
+pub mod snapshot;
 pub mod sockets;
 pub mod stats;
 pub mod traces;

@@ -108,6 +108,8 @@ pub struct Recorder {
     pub epoch: Instant,
     /// The health alarms active now (see `health`).
     pub alarms: super::health::ActiveAlarms,
+    /// The trace the last `trigger` started and that trigger's number (see `snapshot`).
+    pub(super) triggered: Mutex<Option<(String, u64)>>,
 }
 
 fn json_err(e: impl std::fmt::Display) -> Value {
@@ -124,6 +126,12 @@ impl Recorder {
     ) -> Result<Self> {
         let epoch = Instant::now();
         let settings = WriterSettings {
+            snapshot: cfg.snapshot.then(|| {
+                Arc::new(super::snapshot::SnapshotRing::new(
+                    cfg.snapshot_bytes,
+                    std::time::Duration::from_secs_f64(cfg.pre_trigger_seconds),
+                ))
+            }),
             opts: WriterOptions {
                 buffer_bytes: cfg.buffer_bytes,
                 lzmaf_preset: cfg.lzmaf_preset,
@@ -153,6 +161,7 @@ impl Recorder {
             ops: tokio::sync::Mutex::new(()),
             epoch,
             alarms: Default::default(),
+            triggered: Mutex::new(None),
         })
     }
 
@@ -521,6 +530,16 @@ impl Recorder {
         // Written before the switch, so whoever sees the new trace finds this line.
         old_events.write("rotate", json!({"to": new, "reason": reason}));
         let r = self.open_all(t, reason, json!({"from": old})).await;
+        // A triggered trace's stop follows it into the next part (see `snapshot::trigger`).
+        if let Some((name, _)) = self
+            .triggered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+            .filter(|(n, _)| *n == old)
+        {
+            *name = new;
+        }
         old_events.write("stop", json!({"trace": old, "reason": "rotate"}));
         old_events.sync();
         r
@@ -612,6 +631,7 @@ impl Recorder {
                 "low": st.disk_free.is_some_and(|f| f < self.cfg.min_free_bytes),
             },
             "sensors": sensors,
+            "snapshot": self.settings.snapshot.as_ref().map(|r| r.status()),
         })
     }
 

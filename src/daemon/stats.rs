@@ -36,6 +36,8 @@ pub struct SensorStats {
     pub clock_steps: AtomicU64,
     /// Frames received while no trace was recording (or after the sensor failed).
     pub discarded: AtomicU64,
+    /// Frames that fell out of the snapshot ring and never reached a trace (see `snapshot`).
+    pub snapshot_dropped: AtomicU64,
     /// Highest queue fill seen, bytes.
     pub queue_high_water: AtomicU64,
     pub connected: AtomicBool,
@@ -67,6 +69,7 @@ impl SensorStats {
             gaps: AtomicU64::new(0),
             clock_steps: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
+            snapshot_dropped: AtomicU64::new(0),
             queue_high_water: AtomicU64::new(0),
             connected: AtomicBool::new(false),
             failed: Mutex::new(None),
@@ -177,6 +180,7 @@ impl SensorStats {
             "gaps": self.gaps.load(Relaxed),
             "clock_steps": self.clock_steps.load(Relaxed),
             "discarded": self.discarded.load(Relaxed),
+            "snapshot_dropped": self.snapshot_dropped.load(Relaxed),
             "durable": self.durable.load(Relaxed),
             "last_fsync_age_ms": if last == u64::MAX { Value::Null } else { now_ms.saturating_sub(last).into() },
             "clock_offset_s": self.clock().map(|c| c.0),

@@ -83,6 +83,8 @@ pub enum WriterNotice {
 #[derive(Clone)]
 pub struct WriterSettings {
     pub opts: WriterOptions,
+    /// `snapshot` on: batches received while no trace is open are kept here.
+    pub snapshot: Option<Arc<super::snapshot::SnapshotRing>>,
     pub flush_interval: Duration,
     pub fsync: FsyncPolicy,
     pub debug_delay: Duration,
@@ -275,6 +277,21 @@ impl Writer {
             } => {
                 // The permits go back even if writing panics (see `run`): lost permits would
                 // shrink the budget until a `block` driver waits forever.
+                if self.open.is_none() && self.stats.failure().is_none() {
+                    if let Some(ring) = &self.settings.snapshot {
+                        ring.push(super::snapshot::Held {
+                            sensor: self.sensor.clone(),
+                            at: Instant::now(),
+                            data,
+                            frames,
+                            seq,
+                            recv,
+                            stats: self.stats.clone(),
+                        });
+                        self.budget.add_permits(cost);
+                        return true;
+                    }
+                }
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     self.write_batch(&data, frames, seq, &recv)
                 }));
@@ -316,7 +333,16 @@ impl Writer {
                 reply,
             } => {
                 let _ = self.close();
-                let _ = reply.send(self.open(trace, events));
+                let r = self.open(trace, events);
+                // The snapshot ring's frames first: they came before anything still queued.
+                if r.is_ok() {
+                    if let Some(ring) = self.settings.snapshot.clone() {
+                        for h in ring.take(&self.sensor) {
+                            self.write_batch(&h.data, h.frames, h.seq, &h.recv);
+                        }
+                    }
+                }
+                let _ = reply.send(r);
             }
             WriterMsg::Close(reply) => {
                 let _ = reply.send(self.close());
@@ -622,6 +648,7 @@ mod tests {
         let stats = Arc::new(SensorStats::new(1000));
         let (notices, _notices_rx) = mpsc::unbounded_channel();
         let settings = WriterSettings {
+            snapshot: None,
             opts: WriterOptions::default(),
             flush_interval: Duration::from_millis(100),
             fsync: FsyncPolicy::OnRequest,

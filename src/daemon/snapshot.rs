@@ -1,0 +1,247 @@
+//! Pre-trigger snapshots: while no trace is open and `snapshot` is on, every sensor's
+//! received batches are kept in one memory ring instead of being discarded, so a trace
+//! started by `trigger` (or `start`) begins with the last `pre_trigger_seconds` before it.
+//!
+//! The ring is shared by all sensors and bounded by `snapshot_bytes`: the oldest batch (of
+//! any sensor) goes first, and so does every batch older than `pre_trigger_seconds`. Each
+//! dropped batch's frames are counted in its sensor's `snapshot_dropped` (status), exactly.
+//! Writers push to it in their own thread (the ring is the same order as their queue) and,
+//! when a trace opens, take their sensor's batches out and write them before any frame that
+//! was queued after the switch: nothing is reordered or lost between the ring and the trace.
+//!
+//! The unit of the ring is a queue batch (the frames one read brought, usually one frame for
+//! a sensor sending at a steady rate), timed by its arrival at the writer.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::recording::Recorder;
+use super::stats::SensorStats;
+
+/// How long a `trigger` records after it when the command does not say.
+pub const DEFAULT_AFTER: Duration = Duration::from_secs(10);
+
+/// `trigger`: opens a trace that begins with what the ring holds (the last
+/// `pre_trigger_seconds`) and stops it `after` from now, back to keeping the ring. A trigger
+/// while its trace is still recording moves the stop to `after` from the new trigger.
+pub async fn trigger(rec: &Arc<Recorder>, label: Option<&str>, after: Duration) -> Value {
+    if !rec.cfg.snapshot {
+        return json!({"ok": false, "error":
+            "trigger needs \"snapshot\": true in the config (no pre-trigger ring is kept)"});
+    }
+    let reply = match rec.current() {
+        Some((name, _)) => {
+            let mut t = rec.triggered.lock().unwrap_or_else(|p| p.into_inner());
+            match t.as_mut() {
+                Some((trace, n)) if *trace == name => {
+                    *n += 1;
+                    json!({"ok": true, "trace": name, "extended": true})
+                }
+                _ => {
+                    return json!({"ok": false, "error": format!(
+                        "already recording trace {name}, not started by a trigger: stop it first")})
+                }
+            }
+        }
+        None => {
+            let r = rec.start(label, "trigger").await;
+            if r["ok"] != true {
+                return r;
+            }
+            let name = r["trace"].as_str().unwrap_or_default().to_string();
+            let mut t = rec.triggered.lock().unwrap_or_else(|p| p.into_inner());
+            let n = t.as_ref().map_or(0, |(_, n)| n + 1);
+            *t = Some((name, n));
+            r
+        }
+    };
+    let mine = rec
+        .triggered
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|(_, n)| *n);
+    let rec = rec.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        let still = rec
+            .triggered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let current = rec.current().map(|(n, _)| n);
+        // Not when a later trigger moved the stop, or the triggered trace (or the part a
+        // rotation continued it in) is no longer the one recording.
+        let same = still
+            .as_ref()
+            .is_some_and(|(name, n)| Some(*n) == mine && current.as_deref() == Some(name.as_str()));
+        if same {
+            rec.stop("trigger_after").await;
+        }
+    });
+    let mut reply = reply;
+    reply["after_s"] = after.as_secs_f64().into();
+    reply
+}
+
+/// One batch held for a possible trigger.
+pub struct Held {
+    pub sensor: String,
+    pub at: Instant,
+    pub data: bytes::Bytes,
+    pub frames: u32,
+    pub seq: bool,
+    pub recv: Vec<f64>,
+    pub stats: Arc<SensorStats>,
+}
+
+impl Held {
+    fn bytes(&self) -> u64 {
+        self.data.len() as u64
+    }
+
+    fn drop_counted(self) {
+        self.stats
+            .snapshot_dropped
+            .fetch_add(u64::from(self.frames), Relaxed);
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    q: VecDeque<Held>,
+    bytes: u64,
+}
+
+/// The ring (see the module's documentation).
+pub struct SnapshotRing {
+    limit: u64,
+    keep: Duration,
+    inner: Mutex<Inner>,
+}
+
+impl SnapshotRing {
+    pub fn new(limit: u64, keep: Duration) -> SnapshotRing {
+        SnapshotRing {
+            limit,
+            keep,
+            inner: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Drops (counted) what is older than the window at `now` or over the byte bound.
+    fn evict(&self, inner: &mut Inner, now: Instant) {
+        while let Some(front) = inner.q.front() {
+            let old = now.saturating_duration_since(front.at) > self.keep;
+            if !old && inner.bytes <= self.limit {
+                break;
+            }
+            let h = inner.q.pop_front().expect("front exists");
+            inner.bytes -= h.bytes();
+            h.drop_counted();
+        }
+    }
+
+    /// Keeps `h`, dropping the oldest batches as the bounds require (possibly `h` itself when
+    /// it alone is over `snapshot_bytes`).
+    pub fn push(&self, h: Held) {
+        let mut inner = self.lock();
+        let now = h.at;
+        inner.bytes += h.bytes();
+        inner.q.push_back(h);
+        self.evict(&mut inner, now);
+    }
+
+    /// Takes out `sensor`'s batches still in the window, oldest first.
+    pub fn take(&self, sensor: &str) -> Vec<Held> {
+        let mut inner = self.lock();
+        self.evict(&mut inner, Instant::now());
+        let (mine, rest): (VecDeque<Held>, VecDeque<Held>) =
+            inner.q.drain(..).partition(|h| h.sensor == sensor);
+        inner.bytes = rest.iter().map(Held::bytes).sum();
+        inner.q = rest;
+        mine.into()
+    }
+
+    /// For `status`: what the ring holds now.
+    pub fn status(&self) -> Value {
+        let mut inner = self.lock();
+        self.evict(&mut inner, Instant::now());
+        json!({
+            "bytes": inner.bytes,
+            "frames": inner.q.iter().map(|h| u64::from(h.frames)).sum::<u64>(),
+            "snapshot_bytes": self.limit,
+            "pre_trigger_seconds": self.keep.as_secs_f64(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(sensor: &str, at: Instant, n: usize, stats: &Arc<SensorStats>) -> Held {
+        Held {
+            sensor: sensor.into(),
+            at,
+            data: bytes::Bytes::from(vec![0u8; n]),
+            frames: 2,
+            seq: false,
+            recv: Vec::new(),
+            stats: stats.clone(),
+        }
+    }
+
+    #[test]
+    fn oldest_of_any_sensor_goes_first_and_every_drop_is_counted() {
+        let (a, b) = (Arc::new(SensorStats::new(0)), Arc::new(SensorStats::new(0)));
+        let ring = SnapshotRing::new(100, Duration::from_secs(60));
+        let t = Instant::now();
+        ring.push(held("a", t, 40, &a));
+        ring.push(held("b", t, 40, &b));
+        ring.push(held("b", t, 40, &b)); // 120 > 100: a's batch goes
+        assert_eq!(a.snapshot_dropped.load(Relaxed), 2);
+        assert_eq!(b.snapshot_dropped.load(Relaxed), 0);
+        ring.push(held("a", t, 500, &a)); // over the bound alone: everything goes
+        assert_eq!(a.snapshot_dropped.load(Relaxed), 4);
+        assert_eq!(b.snapshot_dropped.load(Relaxed), 4);
+        assert_eq!(ring.status()["bytes"], 0);
+    }
+
+    #[test]
+    fn take_returns_one_sensors_batches_in_order_and_leaves_the_rest() {
+        let s = Arc::new(SensorStats::new(0));
+        let ring = SnapshotRing::new(1000, Duration::from_secs(60));
+        let t = Instant::now();
+        for (k, name) in ["a", "b", "a"].iter().enumerate() {
+            ring.push(held(name, t, 10 + k, &s));
+        }
+        let a: Vec<usize> = ring.take("a").iter().map(|h| h.data.len()).collect();
+        assert_eq!(a, [10, 12]);
+        assert_eq!(ring.status()["bytes"], 11);
+        assert_eq!(s.snapshot_dropped.load(Relaxed), 0);
+    }
+
+    #[test]
+    fn batches_older_than_the_window_are_dropped_and_counted() {
+        let s = Arc::new(SensorStats::new(0));
+        let ring = SnapshotRing::new(1000, Duration::from_millis(50));
+        ring.push(held(
+            "a",
+            Instant::now() - Duration::from_millis(200),
+            10,
+            &s,
+        ));
+        ring.push(held("a", Instant::now(), 10, &s));
+        assert_eq!(s.snapshot_dropped.load(Relaxed), 2);
+        assert_eq!(ring.take("a").len(), 1);
+    }
+}
