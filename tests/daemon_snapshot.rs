@@ -215,3 +215,31 @@ fn a_second_trigger_moves_the_stop() {
         t0.elapsed()
     );
 }
+
+/// A driver that leaves while nothing records takes its ring frames with it (a reconnection
+/// may declare other channels): counted in `snapshot.dropped_frames`, and a reconnection
+/// with another layout records only its own frames.
+#[test]
+fn a_driver_leaving_drops_its_ring_frames_counted() {
+    let d = TestDaemon::start(json!({"autostart": false, "snapshot": true}));
+    let (mut c, _) = d.connect(&hello());
+    for i in 0..3 {
+        send(&d, &mut c, i);
+    }
+    drop(c);
+    let st = d.wait_status("the ring emptied", |st| st["snapshot"]["frames"] == 0);
+    assert_eq!(st["snapshot"]["dropped_frames"], 3, "{st}");
+    let (mut c, r) = d.connect(&raw_hello("cam", 8));
+    assert_eq!(r["ok"], true, "{r}");
+    c.send(&frame(7.0, None, &[(&[7; 8], false)]));
+    d.wait_status("the new frame in the ring", |st| {
+        st["snapshot"]["frames"] == 1
+    });
+    let t = d.ctl(json!({"cmd": "trigger", "after": 0.3}));
+    assert_eq!(t["ok"], true, "{t}");
+    let trace = t["trace"].as_str().unwrap().to_string();
+    wait_stopped(&d);
+    let (ts, data) = read_sensor(&d.data_root().join(trace), "cam", "x");
+    assert_eq!(ts, [7.0]);
+    assert_eq!(data, [vec![7u8; 8]]);
+}

@@ -115,6 +115,9 @@ impl Held {
 struct Inner {
     q: VecDeque<Held>,
     bytes: u64,
+    /// Frames dropped from the ring since the daemon started, all sensors (also those whose
+    /// sensor is gone from `status`).
+    dropped: u64,
 }
 
 /// The ring (see the module's documentation).
@@ -146,6 +149,7 @@ impl SnapshotRing {
             }
             let h = inner.q.pop_front().expect("front exists");
             inner.bytes -= h.bytes();
+            inner.dropped += u64::from(h.frames);
             h.drop_counted();
         }
     }
@@ -171,6 +175,20 @@ impl SnapshotRing {
         mine.into()
     }
 
+    /// Drops (counted) every batch of `sensor`: its writer ends (the driver left while no
+    /// trace was open), and a later connection of that name may lay its frames out otherwise.
+    pub fn discard(&self, sensor: &str) {
+        let mut inner = self.lock();
+        let (gone, rest): (VecDeque<Held>, VecDeque<Held>) =
+            inner.q.drain(..).partition(|h| h.sensor == sensor);
+        inner.bytes = rest.iter().map(Held::bytes).sum();
+        inner.q = rest;
+        for h in gone {
+            inner.dropped += u64::from(h.frames);
+            h.drop_counted();
+        }
+    }
+
     /// For `status`: what the ring holds now.
     pub fn status(&self) -> Value {
         let mut inner = self.lock();
@@ -178,6 +196,7 @@ impl SnapshotRing {
         json!({
             "bytes": inner.bytes,
             "frames": inner.q.iter().map(|h| u64::from(h.frames)).sum::<u64>(),
+            "dropped_frames": inner.dropped,
             "snapshot_bytes": self.limit,
             "pre_trigger_seconds": self.keep.as_secs_f64(),
         })
@@ -228,6 +247,10 @@ mod tests {
         assert_eq!(a, [10, 12]);
         assert_eq!(ring.status()["bytes"], 11);
         assert_eq!(s.snapshot_dropped.load(Relaxed), 0);
+        ring.discard("b");
+        assert_eq!(ring.status()["bytes"], 0);
+        assert_eq!(ring.status()["dropped_frames"], 2);
+        assert_eq!(s.snapshot_dropped.load(Relaxed), 2);
     }
 
     #[test]

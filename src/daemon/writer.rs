@@ -349,6 +349,9 @@ impl Writer {
             }
             WriterMsg::Exit => {
                 let _ = self.close();
+                if let Some(ring) = &self.settings.snapshot {
+                    ring.discard(&self.sensor);
+                }
                 return false;
             }
         }
