@@ -243,3 +243,45 @@ fn a_driver_leaving_drops_its_ring_frames_counted() {
     assert_eq!(ts, [7.0]);
     assert_eq!(data, [vec![7u8; 8]]);
 }
+
+/// Snapshot mode switched by command: on, a trigger works; off, the ring's frames are dropped
+/// (counted) and a trigger is refused.
+#[test]
+fn snapshot_mode_is_switched_by_command() {
+    let d = TestDaemon::start(json!({"autostart": false}));
+    assert_eq!(d.status()["snapshot"]["enabled"], false);
+    let (mut c, _) = d.connect(&hello());
+    c.send(&frame(0.0, None, &[(&sample(9, 0, 64), false)]));
+    d.wait_status("frame 0 discarded", |st| {
+        st["sensors"]["cam"]["discarded"] == 1
+    });
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_roverlog"))
+        .args(["ctl", "--json", "--socket"])
+        .arg(d.control_path())
+        .args(["snapshot", "on"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    for i in 1..3 {
+        c.send(&frame(i as f64, None, &[(&sample(9, i, 64), false)]));
+    }
+    d.wait_status("frames 1 and 2 in the ring", |st| st["snapshot"]["frames"] == 2);
+    let r = d.ctl(json!({"cmd": "snapshot", "on": false}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["snapshot"]["dropped_frames"], 2, "{r}");
+    assert_eq!(r["snapshot"]["frames"], 0, "{r}");
+    let r = d.ctl(json!({"cmd": "trigger"}));
+    assert_eq!(r["ok"], false, "{r}");
+
+    let r = d.ctl(json!({"cmd": "snapshot", "on": true}));
+    assert_eq!(r["snapshot"]["enabled"], true, "{r}");
+    for i in 3..5 {
+        c.send(&frame(i as f64, None, &[(&sample(9, i, 64), false)]));
+    }
+    d.wait_status("frames 3 and 4 in the ring", |st| st["snapshot"]["frames"] == 2);
+    let t = d.ctl(json!({"cmd": "trigger", "after": 0.3}));
+    assert_eq!(t["ok"], true, "{t}");
+    let trace = t["trace"].as_str().unwrap().to_string();
+    wait_stopped(&d);
+    check_trace(&d, &trace, 3..5);
+}

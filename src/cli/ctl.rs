@@ -50,6 +50,11 @@ enum Cmd {
     },
     /// Write a text mark into the trace's events.jsonl.
     Mark { text: String },
+    /// Switch snapshot mode (keeping the last pre_trigger_seconds while not recording).
+    Snapshot {
+        #[arg(value_parser = ["on", "off"])]
+        mode: String,
+    },
     /// Snapshot mode: write the pre-trigger ring and the next --after as a trace.
     Trigger {
         #[arg(long)]
@@ -88,6 +93,7 @@ pub fn main(args: Args) -> ExitCode {
         Cmd::Stop => json!({"cmd": "stop"}),
         Cmd::Rotate { label } => json!({"cmd": "rotate", "label": label}),
         Cmd::Mark { text } => json!({"cmd": "mark", "text": text}),
+        Cmd::Snapshot { mode } => json!({"cmd": "snapshot", "on": mode == "on"}),
         Cmd::Trigger { label, after } => {
             json!({"cmd": "trigger", "label": label, "after": after})
         }

@@ -158,6 +158,15 @@ pub async fn execute(rec: &Arc<Recorder>, cmd: &Value) -> Value {
         }
         Some("stop") => rec.stop("command").await,
         Some("rotate") => rec.rotate("command", label).await,
+        Some("snapshot") => match (cmd.get("on").and_then(Value::as_bool), rec.snapshot_ring()) {
+            (Some(on), Some(ring)) => {
+                ring.set_enabled(on);
+                tracing::info!(on, "snapshot mode switched by command");
+                json!({"ok": true, "snapshot": ring.status()})
+            }
+            (None, _) => json!({"ok": false, "error": "snapshot needs \"on\": true or false"}),
+            (_, None) => json!({"ok": false, "error": "this daemon has no snapshot ring"}),
+        },
         Some("trigger") => {
             let after = match cmd.get("after") {
                 None | Some(Value::Null) => super::snapshot::DEFAULT_AFTER,
@@ -181,7 +190,7 @@ pub async fn execute(rec: &Arc<Recorder>, cmd: &Value) -> Value {
             None => json!({"ok": false, "error": "mark needs \"text\" (a string)"}),
         },
         Some(other) => json!({"ok": false, "error": format!(
-            "unknown command {other:?} (status, start, stop, rotate, mark, trigger)")}),
+            "unknown command {other:?} (status, start, stop, rotate, mark, trigger, snapshot)")}),
         None => {
             json!({"ok": false, "error": "expected {\"cmd\": \"status\" | \"start\" | \"stop\" | \"rotate\" | \"mark\" | \"trigger\"}"})
         }

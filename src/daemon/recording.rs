@@ -126,12 +126,11 @@ impl Recorder {
     ) -> Result<Self> {
         let epoch = Instant::now();
         let settings = WriterSettings {
-            snapshot: cfg.snapshot.then(|| {
-                Arc::new(super::snapshot::SnapshotRing::new(
-                    cfg.snapshot_bytes,
-                    std::time::Duration::from_secs_f64(cfg.pre_trigger_seconds),
-                ))
-            }),
+            snapshot: Some(Arc::new(super::snapshot::SnapshotRing::new(
+                cfg.snapshot,
+                cfg.snapshot_bytes,
+                std::time::Duration::from_secs_f64(cfg.pre_trigger_seconds),
+            ))),
             opts: WriterOptions {
                 buffer_bytes: cfg.buffer_bytes,
                 lzmaf_preset: cfg.lzmaf_preset,
@@ -163,6 +162,11 @@ impl Recorder {
             alarms: Default::default(),
             triggered: Mutex::new(None),
         })
+    }
+
+    /// The pre-trigger ring (see `snapshot`).
+    pub fn snapshot_ring(&self) -> Option<&Arc<super::snapshot::SnapshotRing>> {
+        self.settings.snapshot.as_ref()
     }
 
     /// When the open trace was opened (by this daemon), if one is.

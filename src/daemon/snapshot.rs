@@ -29,9 +29,9 @@ pub const DEFAULT_AFTER: Duration = Duration::from_secs(10);
 /// `pre_trigger_seconds`) and stops it `after` from now, back to keeping the ring. A trigger
 /// while its trace is still recording moves the stop to `after` from the new trigger.
 pub async fn trigger(rec: &Arc<Recorder>, label: Option<&str>, after: Duration) -> Value {
-    if !rec.cfg.snapshot {
+    if !rec.snapshot_ring().is_some_and(|r| r.enabled()) {
         return json!({"ok": false, "error":
-            "trigger needs \"snapshot\": true in the config (no pre-trigger ring is kept)"});
+            "trigger needs snapshot mode (config \"snapshot\": true, or {\"cmd\": \"snapshot\", \"on\": true}): no pre-trigger ring is kept"});
     }
     let reply = match rec.current() {
         Some((name, _)) => {
@@ -122,17 +122,39 @@ struct Inner {
 
 /// The ring (see the module's documentation).
 pub struct SnapshotRing {
+    /// Config `snapshot`, switched by `{"cmd": "snapshot"}`.
+    enabled: std::sync::atomic::AtomicBool,
     limit: u64,
     keep: Duration,
     inner: Mutex<Inner>,
 }
 
 impl SnapshotRing {
-    pub fn new(limit: u64, keep: Duration) -> SnapshotRing {
+    pub fn new(enabled: bool, limit: u64, keep: Duration) -> SnapshotRing {
         SnapshotRing {
+            enabled: enabled.into(),
             limit,
             keep,
             inner: Mutex::default(),
+        }
+    }
+
+    /// Whether batches received while no trace is open are kept.
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Relaxed)
+    }
+
+    /// Switches the mode; switching it off drops (counted) what the ring holds.
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Relaxed);
+        if !on {
+            let mut inner = self.lock();
+            let all: Vec<Held> = inner.q.drain(..).collect();
+            inner.bytes = 0;
+            for h in all {
+                inner.dropped += u64::from(h.frames);
+                h.drop_counted();
+            }
         }
     }
 
@@ -194,6 +216,7 @@ impl SnapshotRing {
         let mut inner = self.lock();
         self.evict(&mut inner, Instant::now());
         json!({
+            "enabled": self.enabled(),
             "bytes": inner.bytes,
             "frames": inner.q.iter().map(|h| u64::from(h.frames)).sum::<u64>(),
             "dropped_frames": inner.dropped,
@@ -222,7 +245,7 @@ mod tests {
     #[test]
     fn oldest_of_any_sensor_goes_first_and_every_drop_is_counted() {
         let (a, b) = (Arc::new(SensorStats::new(0)), Arc::new(SensorStats::new(0)));
-        let ring = SnapshotRing::new(100, Duration::from_secs(60));
+        let ring = SnapshotRing::new(true, 100, Duration::from_secs(60));
         let t = Instant::now();
         ring.push(held("a", t, 40, &a));
         ring.push(held("b", t, 40, &b));
@@ -238,7 +261,7 @@ mod tests {
     #[test]
     fn take_returns_one_sensors_batches_in_order_and_leaves_the_rest() {
         let s = Arc::new(SensorStats::new(0));
-        let ring = SnapshotRing::new(1000, Duration::from_secs(60));
+        let ring = SnapshotRing::new(true, 1000, Duration::from_secs(60));
         let t = Instant::now();
         for (k, name) in ["a", "b", "a"].iter().enumerate() {
             ring.push(held(name, t, 10 + k, &s));
@@ -256,7 +279,7 @@ mod tests {
     #[test]
     fn batches_older_than_the_window_are_dropped_and_counted() {
         let s = Arc::new(SensorStats::new(0));
-        let ring = SnapshotRing::new(1000, Duration::from_millis(50));
+        let ring = SnapshotRing::new(true, 1000, Duration::from_millis(50));
         ring.push(held(
             "a",
             Instant::now() - Duration::from_millis(200),

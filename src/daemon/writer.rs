@@ -278,7 +278,7 @@ impl Writer {
                 // The permits go back even if writing panics (see `run`): lost permits would
                 // shrink the budget until a `block` driver waits forever.
                 if self.open.is_none() && self.stats.failure().is_none() {
-                    if let Some(ring) = &self.settings.snapshot {
+                    if let Some(ring) = self.settings.snapshot.as_ref().filter(|r| r.enabled()) {
                         ring.push(super::snapshot::Held {
                             sensor: self.sensor.clone(),
                             at: Instant::now(),
