@@ -265,7 +265,20 @@ fn snapshot_mode_is_switched_by_command() {
     for i in 1..3 {
         c.send(&frame(i as f64, None, &[(&sample(9, i, 64), false)]));
     }
-    d.wait_status("frames 1 and 2 in the ring", |st| st["snapshot"]["frames"] == 2);
+    d.wait_status("frames 1 and 2 in the ring", |st| {
+        st["snapshot"]["frames"] == 2
+    });
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_roverlog"))
+        .args(["ctl", "--socket"])
+        .arg(d.control_path())
+        .arg("status")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("snapshot: on, 2 frame(s)") && text.contains("0 dropped from the ring"),
+        "{text}"
+    );
     let r = d.ctl(json!({"cmd": "snapshot", "on": false}));
     assert_eq!(r["ok"], true, "{r}");
     assert_eq!(r["snapshot"]["dropped_frames"], 2, "{r}");
@@ -278,7 +291,9 @@ fn snapshot_mode_is_switched_by_command() {
     for i in 3..5 {
         c.send(&frame(i as f64, None, &[(&sample(9, i, 64), false)]));
     }
-    d.wait_status("frames 3 and 4 in the ring", |st| st["snapshot"]["frames"] == 2);
+    d.wait_status("frames 3 and 4 in the ring", |st| {
+        st["snapshot"]["frames"] == 2
+    });
     let t = d.ctl(json!({"cmd": "trigger", "after": 0.3}));
     assert_eq!(t["ok"], true, "{t}");
     let trace = t["trace"].as_str().unwrap().to_string();

@@ -178,6 +178,17 @@ fn print_status(r: &Value) {
     if let Some(why) = r["stopped_reason"].as_str() {
         println!("stopped: {why}");
     }
+    let s = &r["snapshot"];
+    if s["enabled"] == true || s["dropped_frames"].as_u64().unwrap_or(0) > 0 {
+        println!(
+            "snapshot: {}, {} frame(s) ({:.1} MiB) held of the last {} s, {} dropped from the ring",
+            if s["enabled"] == true { "on" } else { "off" },
+            s["frames"],
+            s["bytes"].as_u64().unwrap_or(0) as f64 / (1u64 << 20) as f64,
+            s["pre_trigger_seconds"],
+            s["dropped_frames"]
+        );
+    }
     let d = &r["disk"];
     if let Some(free) = d["free_bytes"].as_u64() {
         println!(
