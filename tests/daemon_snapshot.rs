@@ -89,6 +89,11 @@ fn trigger_writes_the_ring_and_the_after_window_and_counts_every_drop() {
     );
     assert!(
         ev.iter()
+            .any(|e| e["event"] == "snapshot" && e["sensor"] == "cam" && e["frames"] == 10),
+        "{ev:?}"
+    );
+    assert!(
+        ev.iter()
             .any(|e| e["event"] == "stop" && e["reason"] == "trigger_after"),
         "{ev:?}"
     );

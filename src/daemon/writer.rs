@@ -337,8 +337,16 @@ impl Writer {
                 // The snapshot ring's frames first: they came before anything still queued.
                 if r.is_ok() {
                     if let Some(ring) = self.settings.snapshot.clone() {
-                        for h in ring.take(&self.sensor) {
+                        let held = ring.take(&self.sensor);
+                        let frames: u64 = held.iter().map(|h| u64::from(h.frames)).sum();
+                        for h in &held {
                             self.write_batch(&h.data, h.frames, h.seq, &h.recv);
+                        }
+                        if let Some(o) = self.open.as_ref().filter(|_| frames > 0) {
+                            o.events.write(
+                                "snapshot",
+                                serde_json::json!({"sensor": self.sensor, "frames": frames}),
+                            );
                         }
                     }
                 }
