@@ -65,11 +65,28 @@ fn a_peer_in_no_list_is_refused_when_it_connects() {
 #[test]
 fn idle_connections_are_closed_and_free_their_slots() {
     let d = TestDaemon::start(json!({"control_idle_timeout_ms": 1500}));
-    // Every slot taken by a client that never sends a command.
-    let idle: Vec<UnixStream> = (0..16)
-        .map(|_| UnixStream::connect(d.control_path()).unwrap())
-        .collect();
-    std::thread::sleep(Duration::from_millis(50));
+    // Every slot taken by a client that never sends a command. The start-up probe's slot
+    // is freed only when the daemon notices that connection closed, so a connection made
+    // before may be refused as one too many: replace those until 16 are held.
+    let mut idle: Vec<UnixStream> = Vec::new();
+    let t0 = std::time::Instant::now();
+    while idle.len() < 16 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "could not hold 16 control connections within 20 s"
+        );
+        let s = UnixStream::connect(d.control_path()).unwrap();
+        s.set_nonblocking(true).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        let mut b = [0u8; 1];
+        match std::io::Read::read(&mut &s, &mut b) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                s.set_nonblocking(false).unwrap();
+                idle.push(s);
+            }
+            _ => {} // refused (too many) or closed: try again
+        }
+    }
     let mut extra = UnixStream::connect(d.control_path()).unwrap();
     let r = read_line(&extra, "the too-many reply");
     assert!(r["error"].as_str().unwrap().contains("too many"), "{r}");
