@@ -305,3 +305,27 @@ fn snapshot_mode_is_switched_by_command() {
     wait_stopped(&d);
     check_trace(&d, &trace, 3..5);
 }
+
+/// Under the `drop` policy too (the ring never holds queue bytes, so a full ring cannot make
+/// the queue drop): the trace holds the ring and the after window, nothing dropped.
+#[test]
+fn under_the_drop_policy_a_trigger_keeps_every_frame() {
+    let d = TestDaemon::start(json!({
+        "autostart": false, "snapshot": true, "queue_policy": "drop", "queue_bytes": 4096,
+        "max_frame_bytes": 1024}));
+    let (mut c, _) = d.connect(&hello());
+    // 80 frames of 76 bytes: more than the 4096-byte queue, all in the ring.
+    for i in 0..80 {
+        send(&d, &mut c, i);
+    }
+    let t = d.ctl(json!({"cmd": "trigger", "after": 1.0}));
+    assert_eq!(t["ok"], true, "{t}");
+    let trace = t["trace"].as_str().unwrap().to_string();
+    for i in 80..83 {
+        send(&d, &mut c, i);
+    }
+    let st = wait_stopped(&d);
+    check_trace(&d, &trace, 0..83);
+    assert_eq!(st["sensors"]["cam"]["drops"], 0, "{st}");
+    assert_eq!(st["sensors"]["cam"]["snapshot_dropped"], 0, "{st}");
+}
