@@ -81,3 +81,45 @@ fn info_describes_a_zarr_group() {
         assert!(text.contains(want), "{want} missing:\n{text}");
     }
 }
+
+#[test]
+fn info_lists_an_unparseable_array_as_unreadable_and_describes_the_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = tmp.path().join("g.zarr");
+    let write = |p: &str, b: &[u8]| {
+        let p = g.join(p);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, b).unwrap();
+    };
+    write(".zgroup", br#"{"zarr_format": 2}"#);
+    let zarray = |dtype: &str, filters: &str| {
+        format!(
+            r#"{{"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "{dtype}",
+                "compressor": null, "fill_value": null, "order": "C", "filters": {filters}}}"#
+        )
+    };
+    write("good/.zarray", zarray("<f8", "null").as_bytes());
+    write("good/0", &[1.5f64, 2.5].map(f64::to_le_bytes).concat());
+    // zarr-python writes text as an object array with a vlen-utf8 filter; we do not read it.
+    write(
+        "names/.zarray",
+        zarray("|O", r#"[{"id": "vlen-utf8"}]"#).as_bytes(),
+    );
+    write("names/0", b"\x02\0\0\0\x01\0\0\0a\x01\0\0\0b");
+    let r = common::roverlog(&["info".as_ref(), g.as_os_str()]);
+    let text = r.text();
+    assert!(
+        r.ok(),
+        "info failed on a group with one object array:\n{text}"
+    );
+    assert!(text.contains("[good]") && text.contains("<f8"), "{text}");
+    let names = &text[text.find("[names]").expect("[names] listed")..];
+    assert!(
+        names.contains("unreadable") && names.contains(r#"unsupported dtype "|O""#),
+        "{text}"
+    );
+    // The readable array still reads.
+    let r = common::roverlog(&["cat".as_ref(), g.as_os_str(), "good".as_ref()]);
+    assert!(r.ok(), "{}", r.text());
+    assert_eq!(r.stdout, [1.5f64, 2.5].map(f64::to_le_bytes).concat());
+}

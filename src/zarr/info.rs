@@ -122,7 +122,13 @@ fn walk_group(
             format!("{prefix}/{name}")
         };
         if sub.join(".zarray").is_file() {
-            out.push(array_info(&sub, &rel, budget)?);
+            // One array whose `.zarray` we cannot parse (an object dtype, a damaged file)
+            // is listed as unreadable; the rest of the group is still described.
+            let info = match ArrayMeta::read(&sub) {
+                Ok(_) => array_info(&sub, &rel, budget)?,
+                Err(e) => unparsed_array(&sub, &rel, budget, e.to_string())?,
+            };
+            out.push(info);
         } else if sub.join(".zgroup").is_file() {
             walk_group(&sub, &rel, depth + 1, budget, out)?;
         }
@@ -159,6 +165,28 @@ fn array_info(dir: &Path, name: &str, budget: &mut u64) -> Result<ArrayInfo> {
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default(),
+    })
+}
+
+/// What is known of an array inside a group whose `.zarray` could not be parsed: its name,
+/// its files and why it is unreadable.
+fn unparsed_array(dir: &Path, name: &str, budget: &mut u64, why: String) -> Result<ArrayInfo> {
+    let (mut files, mut stored) = (0u64, 0u64);
+    count_files(dir, 0, budget, &mut files, &mut stored)?;
+    Ok(ArrayInfo {
+        name: name.to_string(),
+        shape: Vec::new(),
+        chunks: Vec::new(),
+        dtype: String::new(),
+        itemsize: 0,
+        compressor: String::new(),
+        filters: Vec::new(),
+        order: '?',
+        chunks_total: 0,
+        chunks_initialized: files,
+        nbytes: 0,
+        nbytes_stored: stored,
+        unreadable: why,
     })
 }
 
@@ -223,6 +251,12 @@ impl fmt::Display for ZarrInfo {
             writeln!(f)?;
             if !a.name.is_empty() {
                 writeln!(f, "[{}]", a.name)?;
+            }
+            if a.dtype.is_empty() {
+                // Its `.zarray` could not be parsed: nothing else is known.
+                writeln!(f, "  bytes stored     : {}", human(a.nbytes_stored))?;
+                writeln!(f, "  unreadable       : {}", a.unreadable)?;
+                continue;
             }
             writeln!(f, "  shape            : {:?}", a.shape)?;
             writeln!(f, "  chunks           : {:?}", a.chunks)?;
