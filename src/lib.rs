@@ -8,7 +8,7 @@
 //! sockets or the daemon.
 //!
 //! - [`error`]: the one error enum, carrying the values involved.
-//! - [`format`]: the roverd on-disk format: `meta.json`, channel writers and readers
+//! - [`format`](mod@format): the roverd on-disk format: `meta.json`, channel writers and readers
 //!   (`raw`, `lzma`, `lzmaf`, blob directories, `mjpg` AVI video), [`format::Sensor`],
 //!   [`format::Trace`], and the consistency check / crash recovery.
 //! - [`gulp`]: reader for GulpIO2 video datasets (`data_<n>.gulp` + `meta_<n>.gmeta`):
@@ -21,9 +21,9 @@
 //!   receive times.
 //! - [`client`]: the driver side of the ingest protocol (blocking, std only).
 //! - [`daemon`]: the logging daemon (tokio): ingest and control sockets, per-sensor writer
-//!   threads on top of [`format`], durability, events, status, systemd notification.
+//!   threads on top of [`format`](mod@format), durability, events, status, systemd notification.
 //!   Nothing else in the library uses it.
-//! - [`bench`]: load generator and same-run baselines (`dd`, a plain socket sink) for
+//! - [`bench`](mod@bench): load generator and same-run baselines (`dd`, a plain socket sink) for
 //!   `roverlog bench` and `cargo bench`.
 //!
 //! See `ARCHITECTURE.md` for the data flow from socket to disk.

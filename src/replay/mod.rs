@@ -5,8 +5,8 @@
 //! - [`sync`]: nearest-sample synchronisation of sensors against a reference sensor.
 //! - [`source`]: datasets presented as sensors (roverd traces, GulpIO2 directories);
 //!   [`l5kit`]: L5Kit zarr datasets likewise.
-//! - [`play`]: a source pushed into a running daemon at a chosen rate (through [`crate::client`]).
-//! - [`import`]: a source written straight to a roverd trace.
+//! - [`play`](mod@play): a source pushed into a running daemon at a chosen rate (through [`crate::client`]).
+//! - [`import`](mod@import): a source written straight to a roverd trace.
 //!
 //! Plain Rust over files and a blocking Unix socket: no tokio.
 

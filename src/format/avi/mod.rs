@@ -8,7 +8,7 @@
 //!   no index and placeholder sizes). Whatever an index lists is checked against the chunk it
 //!   points at; whole frames after the last indexed one are found by scanning.
 //! - [`MjpgReader`]: frames as zero-copy JPEG slices of the mapped file, random access.
-//! - [`write`]: [`MjpgWriter`] (append-only, crash-aware) and the trailer that recovery writes.
+//! - [`write`](mod@write): [`MjpgWriter`] (append-only, crash-aware) and the trailer that recovery writes.
 //! - [`repair`]: what `validate` reports and what `recover` does for such a channel.
 
 pub mod parse;
