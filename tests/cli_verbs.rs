@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{roverlog, run_python};
-use roverlog::format::meta::{ChannelFormat, ChannelMeta, SensorMeta};
+use roverlog::format::meta::{ChannelFormat, SensorMeta};
 use roverlog::format::{DType, SensorWriter, WriterOptions};
 use serde_json::Value;
 
@@ -23,17 +23,7 @@ fn s(p: &Path) -> &str {
 }
 
 fn meta(chans: &[(&str, ChannelFormat, DType, Vec<usize>)]) -> SensorMeta {
-    SensorMeta {
-        channels: chans
-            .iter()
-            .map(|(n, f, t, shape)| {
-                (
-                    n.to_string(),
-                    ChannelMeta::new(f.clone(), *t, shape.clone(), ""),
-                )
-            })
-            .collect(),
-    }
+    common::sensor_meta(chans, "")
 }
 
 /// A trace like a drive's: imu (raw, 100 Hz), lidar (lzmaf, 10 Hz, with `lidar.json`), camera

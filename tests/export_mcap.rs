@@ -7,24 +7,14 @@ mod common;
 use std::path::Path;
 
 use common::{roverlog, run_python, sha256_hex};
-use roverlog::format::meta::{ChannelFormat, ChannelMeta, SensorMeta};
+use roverlog::format::meta::{ChannelFormat, SensorMeta};
 use roverlog::format::{DType, SensorWriter, WriterOptions};
 use serde_json::{json, Value};
 
 const T0: f64 = 1.7e9;
 
 fn meta(chans: &[(&str, ChannelFormat, DType, Vec<usize>)]) -> SensorMeta {
-    SensorMeta {
-        channels: chans
-            .iter()
-            .map(|(n, f, t, s)| {
-                (
-                    n.to_string(),
-                    ChannelMeta::new(f.clone(), *t, s.clone(), "d"),
-                )
-            })
-            .collect(),
-    }
+    common::sensor_meta(chans, "d")
 }
 
 /// A trace with images of every kind and a vector sensor; returns the JPEGs.

@@ -128,3 +128,26 @@ pub fn roverlog<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// A sensor's `meta.json` from `(name, format, dtype, shape)` per channel, each described
+/// by `desc`.
+pub fn sensor_meta(
+    chans: &[(
+        &str,
+        roverlog::format::meta::ChannelFormat,
+        roverlog::format::DType,
+        Vec<usize>,
+    )],
+    desc: &str,
+) -> roverlog::format::meta::SensorMeta {
+    roverlog::format::meta::SensorMeta {
+        channels: chans
+            .iter()
+            .map(|(n, f, t, shape)| {
+                let meta =
+                    roverlog::format::meta::ChannelMeta::new(f.clone(), *t, shape.clone(), desc);
+                (n.to_string(), meta)
+            })
+            .collect(),
+    }
+}
