@@ -31,19 +31,20 @@ fn quick_bench_reports_every_scenario_and_loses_nothing() {
     assert_eq!(r["ok"], true, "{r:#}");
     // A fresh daemon per scenario, each stopped with SIGTERM.
     let exits = r["daemon_exits"].as_array().unwrap();
-    assert_eq!(exits.len(), 5, "{exits:?}");
+    assert_eq!(exits.len(), 6, "{exits:?}");
     assert!(exits.iter().all(|e| e["exit"] == 0), "{exits:?}");
     assert_eq!(r["data_check"]["ok"], true, "{:#}", r["data_check"]);
     let checks = r["data_check"]["sensors"].as_array().unwrap();
-    // 2 large + 2 direct + 2 imu + 2 batched + 1 lidar sensors, each with every sample.
-    assert_eq!(checks.len(), 9, "{checks:#?}");
+    // 2 large + 2 direct + 2 imu + 2 batched + 1 lidar + 2 dashboard sensors, each with
+    // every sample.
+    assert_eq!(checks.len(), 11, "{checks:#?}");
     for c in checks {
         assert_eq!(c["ok"], true, "{c}");
         assert_eq!(c["sent"], c["on_disk"], "{c}");
     }
 
     let rows = r["scenarios"].as_array().unwrap();
-    for scenario in ["large", "direct", "imu", "batched", "lzmaf"] {
+    for scenario in ["large", "direct", "imu", "batched", "lzmaf", "dashboard"] {
         let of: Vec<&Value> = rows.iter().filter(|x| x["scenario"] == scenario).collect();
         assert!(!of.is_empty(), "no {scenario} row in {rows:#?}");
         for row in of {
@@ -89,8 +90,25 @@ fn quick_bench_reports_every_scenario_and_loses_nothing() {
         assert!(imu[i]["met"].is_null(), "{}", imu[i]);
     }
 
+    // dashboard: the imu load with a client polling the dashboard against none.
+    let dash: Vec<&Value> = rows
+        .iter()
+        .filter(|x| x["scenario"] == "dashboard")
+        .collect();
+    assert_eq!(dash.len(), 1, "{dash:?}");
+    assert!(
+        named(dash[0], "ours").contains("dashboard polled at 10 Hz"),
+        "{}",
+        dash[0]
+    );
+    assert!(
+        named(dash[0], "baseline").contains("no dashboard client"),
+        "{}",
+        dash[0]
+    );
+
     let mem = r["rss"].as_array().unwrap();
-    assert_eq!(mem.len(), 5, "{mem:?}");
+    assert_eq!(mem.len(), 6, "{mem:?}");
     for m in mem {
         for k in [
             "idle_bytes",

@@ -23,6 +23,7 @@ use roverlog::daemon::Config;
 use roverlog::format::{check_sensor, Depth};
 
 mod child;
+mod dashboard;
 mod report;
 mod scenario;
 
@@ -31,7 +32,7 @@ use scenario::{check_data, python_writer, run_scenario};
 use child::{make_work_dir, write_config, DaemonChild, RemoveOnDrop};
 use report::print_table;
 
-const SCENARIOS: [&str; 5] = ["large", "direct", "imu", "batched", "lzmaf"];
+const SCENARIOS: [&str; 6] = ["large", "direct", "imu", "batched", "lzmaf", "dashboard"];
 /// Bytes of one frame in the large-frame scenario.
 const LARGE_FRAME: usize = 4 << 20;
 /// Largest `--frame-bytes` (the daemon's default `max_frame_bytes` less the frame header).
@@ -50,7 +51,8 @@ const PER_WRITE: usize = 256;
 /// Scenarios: large (4 MiB frames vs dd conv=fdatasync), direct (the same with the daemon's
 /// direct_io on, vs dd oflag=direct), imu (one write() per 44-byte sample
 /// vs a plain socket sink and the upstream-style Python writer), batched (256 samples per
-/// write()), lzmaf (256 KiB frames compressed, vs a 20 Hz lidar). The daemon's resident
+/// write()), lzmaf (256 KiB frames compressed, vs a 20 Hz lidar), dashboard (the imu load
+/// with a client polling the daemon's dashboard at 10 Hz vs none, alternating rounds). The daemon's resident
 /// memory is sampled throughout and compared with its configured budgets.
 ///
 /// Exit codes: 0 every scenario ran and the data checks passed (targets may be missed: that

@@ -189,6 +189,14 @@ fn print_status(r: &Value) {
             s["dropped_frames"]
         );
     }
+    if let Some(url) = r["http"]["url"].as_str() {
+        let ro = if r["http"]["read_only"] == true {
+            " (read-only)"
+        } else {
+            ""
+        };
+        println!("dashboard: {url}{ro}");
+    }
     let d = &r["disk"];
     if let Some(free) = d["free_bytes"].as_u64() {
         println!(

@@ -143,6 +143,11 @@ pub struct Config {
     pub receive_timestamps_except: Vec<String>,
     /// A `clock_step` event when a sensor's median clock offset moves by more than this.
     pub clock_step_threshold_s: f64,
+    /// The dashboard's address (`"127.0.0.1:8080"`); `null`: no dashboard (see `http`).
+    pub http_listen: Option<String>,
+    /// The dashboard's secret: required for every command sent through it, and for any
+    /// listen address that is not loopback. `null`: a read-only dashboard on loopback.
+    pub http_token: Option<String>,
 }
 
 /// What the health alarms expect of one sensor (config `sensors`).
@@ -229,6 +234,8 @@ impl Default for Config {
             receive_timestamps: true,
             receive_timestamps_except: Vec::new(),
             clock_step_threshold_s: 1.0,
+            http_listen: None,
+            http_token: None,
         }
     }
 }
@@ -253,6 +260,7 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         self.socket_mode_bits()?;
         self.fsync_policy()?;
+        super::http::listen_address(self)?;
         if self.ingest_socket == self.control_socket {
             return Err(bad(format!(
                 "ingest_socket and control_socket are the same path ({})",

@@ -8,7 +8,7 @@
 //! - [`writer`]: per-sensor writer threads (blocking file I/O, durability, failure).
 //! - [`recording`]: traces and sensors: attach, start, stop, rotate, mark, status, crash
 //!   recovery.
-//! - [`control`]: the control socket. [`events`]: `events.jsonl`. [`stats`]: counters.
+//! - [`control`]: the control socket. [`http`]: the dashboard (page and JSON API). [`events`]: `events.jsonl`. [`stats`]: counters.
 //! - [`notify`]: systemd `sd_notify` (READY, STATUS, WATCHDOG, STOPPING) without libsystemd.
 //! - [`shutdown`]: the shutdown signal. [`sockets`]: atomic socket creation. [`disk`]: free
 //!   space.
@@ -24,6 +24,7 @@ pub mod control;
 pub mod disk;
 pub mod events;
 pub mod health;
+pub mod http;
 pub mod ingest;
 pub mod notify;
 pub mod protocol;
@@ -74,6 +75,8 @@ pub struct Daemon {
     watchdog: Option<Duration>,
     /// `data_root`, opened and `flock`ed for as long as the daemon runs (see [`lock_data_root`]).
     data_lock: std::fs::File,
+    /// The dashboard's listener (config `http_listen`).
+    http: Option<std::net::TcpListener>,
 }
 
 /// Runs a daemon with `config` until `shutdown` completes (see [`Daemon::run`]).
@@ -88,6 +91,8 @@ impl Daemon {
         config.validate()?;
         crate::format::meta::create_dir_all_durable(&config.data_root)?;
         let data_lock = lock_data_root(&config.data_root)?;
+        // Before the sockets: a taken port must not leave them behind.
+        let http = http::bind(&config)?;
         let mode = config.socket_mode_bits()?;
         let gid = config
             .socket_group
@@ -117,6 +122,7 @@ impl Daemon {
             notify: no_notify,
             watchdog: None,
             data_lock,
+            http,
         })
     }
 
@@ -152,6 +158,7 @@ impl Daemon {
             notify,
             watchdog,
             data_lock: _data_lock,
+            http,
         } = self;
         drop(requests_tx);
         let (notice_tx, mut notices) = mpsc::unbounded_channel();
@@ -194,6 +201,9 @@ impl Daemon {
         ));
         tokio::spawn(control::accept_loop(control, rec.clone(), shut.clone()));
         tokio::spawn(health::run(rec.clone(), shut.clone()));
+        if let Some(l) = http {
+            tokio::spawn(http::serve(l, rec.clone(), shut.clone()));
+        }
         tracing::info!(
             ingest = %cfg.ingest_socket.display(),
             control = %cfg.control_socket.display(),

@@ -110,6 +110,8 @@ pub struct Recorder {
     pub alarms: super::health::ActiveAlarms,
     /// The trace the last `trigger` started and that trigger's number (see `snapshot`).
     pub(super) triggered: Mutex<Option<(String, u64)>>,
+    /// Top-level `status` keys of the optional services (`http`: the dashboard's address).
+    sections: Mutex<serde_json::Map<String, Value>>,
 }
 
 fn json_err(e: impl std::fmt::Display) -> Value {
@@ -161,6 +163,7 @@ impl Recorder {
             epoch,
             alarms: Default::default(),
             triggered: Mutex::new(None),
+            sections: Mutex::default(),
         })
     }
 
@@ -609,6 +612,12 @@ impl Recorder {
     }
 
     /// The `status` reply.
+    /// Adds (or replaces) the top-level `status` key `key` (a service's address and state).
+    pub fn set_status_section(&self, key: &str, v: Value) {
+        let mut sections = self.sections.lock().unwrap_or_else(|p| p.into_inner());
+        sections.insert(key.to_owned(), v);
+    }
+
     pub fn status(&self) -> Value {
         let st = self.lock();
         let now_ms = self.epoch.elapsed().as_millis() as u64;
@@ -621,7 +630,7 @@ impl Recorder {
                 (n.clone(), v)
             })
             .collect();
-        json!({
+        let mut status = json!({
             "ok": true,
             "recording": st.trace.is_some(),
             "trace": st.trace.as_ref().map(|t| t.name.clone()),
@@ -636,7 +645,12 @@ impl Recorder {
             },
             "sensors": sensors,
             "snapshot": self.settings.snapshot.as_ref().map(|r| r.status()),
-        })
+        });
+        let sections = self.sections.lock().unwrap_or_else(|p| p.into_inner());
+        for (k, v) in sections.iter() {
+            status[k] = v.clone();
+        }
+        status
     }
 
     /// Ends every writer thread (after [`Recorder::stop`]) and waits for them.

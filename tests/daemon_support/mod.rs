@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+pub mod http;
+
 pub struct TestDaemon {
     pub dir: tempfile::TempDir,
     pub config: PathBuf,

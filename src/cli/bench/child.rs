@@ -47,6 +47,9 @@ pub(super) fn write_config(
     if scenario == "direct" {
         v["direct_io"] = json!(true);
     }
+    if scenario == "dashboard" {
+        v["http_listen"] = json!("127.0.0.1:0");
+    }
     if let Some(extra) = extra {
         let extra: Value = serde_json::from_str(extra).context("--daemon-config")?;
         let Some(keys) = extra.as_object() else {

@@ -216,6 +216,52 @@ pub(super) fn run_scenario(
             ));
             (rows, n as u64 * (queue + read_buf(0)))
         }
+        "dashboard" => {
+            let st = super::child::ctl(&cfg.control_socket, json!({"cmd": "status"}))?;
+            let Some(url) = st["http"]["url"].as_str() else {
+                bail!("the dashboard scenario's daemon reports no http.url: {st}");
+            };
+            let addr = url
+                .trim_start_matches("http://")
+                .trim_end_matches('/')
+                .to_owned();
+            let mut spec = LoadSpec::new(n, Workload::Imu, sizes.imu_samples);
+            spec.prefix = "dash".into();
+            let (mut quiet, mut polled, mut requests) = (Vec::new(), Vec::new(), 0);
+            for round in 0..sizes.rounds {
+                // Which side goes first alternates, so drift in the machine hits both.
+                for step in 0..2 {
+                    if (step + round) % 2 == 0 {
+                        quiet.push(drive(&spec, expected)?);
+                    } else {
+                        let poller = super::dashboard::Poller::start(addr.clone());
+                        let r = drive(&spec, expected);
+                        requests += poller.stop()?;
+                        polled.push(r?);
+                    }
+                }
+            }
+            for t in &mut quiet {
+                t.name = format!("{} (no dashboard client)", t.name);
+            }
+            for t in &mut polled {
+                t.name = format!(
+                    "{} (dashboard polled at {} Hz)",
+                    t.name,
+                    super::dashboard::POLL_HZ
+                );
+            }
+            eprintln!("bench: dashboard: {requests} requests answered during the polled rounds");
+            files_open += 3 * n as u64;
+            let rows = vec![Row::new(
+                scenario,
+                &polled,
+                Some(Ok(quiet)),
+                Unit::SamplesPerSec,
+                Some(0.9),
+            )];
+            (rows, n as u64 * (queue + read_buf(0)))
+        }
         "batched" => {
             let mut spec = LoadSpec::new(
                 n,
