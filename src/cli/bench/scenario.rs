@@ -225,7 +225,9 @@ pub(super) fn run_scenario(
                 .trim_start_matches("http://")
                 .trim_end_matches('/')
                 .to_owned();
-            let mut spec = LoadSpec::new(n, Workload::Imu, sizes.imu_samples);
+            // Ten times the imu scenario's samples: rounds of seconds, so each polled round
+            // sees tens of requests, not a handful.
+            let mut spec = LoadSpec::new(n, Workload::Imu, 10 * sizes.imu_samples);
             spec.prefix = "dash".into();
             let (mut quiet, mut polled, mut requests) = (Vec::new(), Vec::new(), 0);
             for round in 0..sizes.rounds {
