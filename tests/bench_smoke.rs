@@ -166,8 +166,11 @@ fn disk_bench_reports_percentiles_and_advice() {
         dir.path().as_os_str(),
         "--disk-mib".as_ref(),
         "4".as_ref(),
+        "--load-mbps".as_ref(),
+        "2".as_ref(),
         "--json".as_ref(),
     ]);
+    // 2 MB/s holds on any disk a test runs on; exit 1 would mean no interval held.
     assert!(r.ok(), "{}", r.text());
     let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     let sizes = v["sizes"].as_array().unwrap();
@@ -183,8 +186,41 @@ fn disk_bench_reports_percentiles_and_advice() {
         }
         assert!(s["mb_per_s"].as_f64().unwrap() > 0.0);
     }
+    // The plan: every candidate measured, the recommendation the shortest that holds, a
+    // holding interval's worst round inside it.
+    let plan = v["plan"].as_array().unwrap();
+    assert_eq!(plan.len(), 5, "{v:#}");
+    for p in plan {
+        let (ms, worst) = (
+            p["fsync_interval_ms"].as_u64().unwrap(),
+            p["worst_round_s"].as_f64().unwrap(),
+        );
+        assert_eq!(p["holds"], worst < ms as f64 / 1e3, "{p}");
+        assert_eq!(
+            p["bytes_per_interval"].as_u64().unwrap(),
+            2_000_000 * ms / 1000,
+            "{p}"
+        );
+    }
+    assert_eq!(v["holds"], true, "{v:#}");
+    let first = plan.iter().find(|p| p["holds"] == true).unwrap();
+    assert_eq!(
+        v["recommended"]["fsync_interval_ms"],
+        first["fsync_interval_ms"]
+    );
     assert!(v["recommended"]["queue_bytes"].as_u64().unwrap() >= 4 << 20);
-    assert!(v["recommended"]["fsync_interval_ms"].as_u64().unwrap() >= 100);
+    // A load no disk here writes: nothing holds, exit 1, said in words.
+    let r = common::roverlog(&[
+        "bench".as_ref(),
+        "--disk".as_ref(),
+        dir.path().as_os_str(),
+        "--disk-mib".as_ref(),
+        "4".as_ref(),
+        "--load-mbps".as_ref(),
+        "1000000".as_ref(),
+    ]);
+    assert_eq!(r.code, 1, "{}", r.text());
+    assert!(r.out().contains("no fsync interval holds"), "{}", r.text());
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         0,

@@ -57,7 +57,8 @@ const PER_WRITE: usize = 256;
 ///
 /// Exit codes: 0 every scenario ran and the data checks passed (targets may be missed: that
 /// is reported, not an error); 1 a scenario failed, data was lost, or the daemon did not exit
-/// 0; 2 bad arguments or the daemon could not be started.
+/// 0 (with --disk: no fsync interval holds --load-mbps); 2 bad arguments or the daemon could
+/// not be started.
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -66,7 +67,8 @@ pub struct Args {
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Measure this directory's disk instead (write and fsync latency per block size,
-    /// throughput) and print the queue budget and fsync interval that hold `--load-mbps`.
+    /// throughput) and, per candidate fsync interval, whether writing and syncing one
+    /// interval of `--load-mbps` fits in it and the queue budget it needs.
     #[arg(long, value_name = "DIR")]
     disk: Option<PathBuf>,
     /// The sensor load for `--disk`'s advice, MB/s.
@@ -491,7 +493,11 @@ fn disk(dir: &Path, args: &Args) -> ExitCode {
     };
     if args.json {
         println!("{r:#}");
-        return ExitCode::SUCCESS;
+        return if r["holds"] == true {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        };
     }
     println!(
         "disk of {} ({} MiB per block size, fdatasync every 4 MiB)",
@@ -526,14 +532,34 @@ fn disk(dir: &Path, args: &Args) -> ExitCode {
             s["mb_per_s"].as_f64().unwrap_or(0.0)
         );
     }
+    println!(
+        "\nfor {:.0} MB/s (all sensors; fsync \"periodic\"), one interval's bytes written and synced, worst of {} rounds:",
+        args.load_mbps,
+        roverlog::bench::disk::PLAN_ROUNDS
+    );
+    for p in r["plan"].as_array().into_iter().flatten() {
+        let ms = p["fsync_interval_ms"].as_u64().unwrap_or(0);
+        match (p["holds"] == true, p["why"].as_str()) {
+            (_, Some(why)) => println!("  fsync_interval_ms {ms:>5}: does NOT hold ({why})"),
+            (true, None) => println!(
+                "  fsync_interval_ms {ms:>5}: holds (worst round {:.0} ms); queue_bytes >= {:.0} MiB over all sensors",
+                p["worst_round_s"].as_f64().unwrap_or(0.0) * 1e3,
+                p["queue_bytes"].as_u64().unwrap_or(0) as f64 / (1u64 << 20) as f64
+            ),
+            (false, None) => println!(
+                "  fsync_interval_ms {ms:>5}: does NOT hold (one interval's data took {:.0} ms to write and sync)",
+                p["worst_round_s"].as_f64().unwrap_or(0.0) * 1e3
+            ),
+        }
+    }
+    if r["holds"] != true {
+        println!("no fsync interval holds this load: the disk is too slow for it (exit 1)");
+        return ExitCode::from(1);
+    }
     let rec = &r["recommended"];
     println!(
-        "for {:.0} MB/s: {}; queue_bytes >= {} (twice the load over the worst stall, {:.1} ms), fsync_interval_ms {}",
-        args.load_mbps,
-        if r["sustains_load"] == true { "the disk keeps up" } else { "the disk does NOT keep up" },
-        rec["queue_bytes"],
-        rec["worst_stall_s"].as_f64().unwrap_or(0.0) * 1e3,
-        rec["fsync_interval_ms"]
+        "recommended: fsync_interval_ms {} (the shortest that holds), queue_bytes >= {} over all sensors (twice the load over its worst round)",
+        rec["fsync_interval_ms"], rec["queue_bytes"]
     );
     ExitCode::SUCCESS
 }
