@@ -51,7 +51,7 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// A connection is asked to close after this (the page reconnects), and dropped
 /// [`CLOSE_GRACE`] later whatever it is doing, so slow clients cannot keep slots.
 pub const MAX_CONNECTION_LIFE: Duration = Duration::from_secs(60);
-const CLOSE_GRACE: Duration = Duration::from_secs(5);
+pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// Shortest accepted `http_token`.
 const MIN_TOKEN_CHARS: usize = 16;
 
