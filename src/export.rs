@@ -21,13 +21,16 @@ use std::io::BufWriter;
 use std::ops::Range;
 use std::path::Path;
 
-use foxglove::messages::{log::Level, CompressedImage, Log, RawImage, Timestamp};
+use foxglove::messages::{log::Level, Log};
 use foxglove::Encode;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::error::{Error, IoContext, Result};
-use crate::format::meta::{ChannelFormat, ChannelMeta};
 use crate::format::{DType, Trace};
+
+pub mod message;
+
+use message::{channel_metadata, encode, nanos, stamp, topic, MessageKind};
 
 /// The receive-time channel publish times come from, when a sensor has it.
 pub const RECEIVE_TS_CHANNEL: &str = "ts_recv";
@@ -50,107 +53,13 @@ pub struct ExportReport {
     pub skipped: Vec<String>,
 }
 
-/// How one channel is written.
-enum Kind {
-    Compressed,
-    Raw {
-        encoding: &'static str,
-        width: u32,
-        height: u32,
-        step: u32,
-    },
-    Json,
-}
-
-fn kind(ch: &ChannelMeta) -> Option<Kind> {
-    let jpeg = ch.format == ChannelFormat::Mjpg || ch.format == ChannelFormat::Blob("jpg".into());
-    if jpeg {
-        return Some(Kind::Compressed);
-    }
-    if !ch.format.is_fixed_size() {
-        return None;
-    }
-    let dims = |i: usize| ch.shape.get(i).and_then(|&d| u32::try_from(d).ok());
-    let image = match (ch.dtype, ch.shape.len(), ch.shape.last()) {
-        (DType::U1, 3, Some(3)) => Some(("rgb8", 3)),
-        (DType::U1, 2, _) => Some(("mono8", 1)),
-        (DType::U2, 2, _) => Some(("16UC1", 2)),
-        _ => None,
-    };
-    if let (Some((encoding, bpp)), Some(height), Some(width)) = (image, dims(0), dims(1)) {
-        return Some(Kind::Raw {
-            encoding,
-            width,
-            height,
-            step: width * bpp,
-        });
-    }
-    Some(Kind::Json)
-}
-
-fn stamp(t: f64) -> Timestamp {
-    let t = t.max(0.0);
-    let sec = t.floor().min(f64::from(u32::MAX));
-    Timestamp::new(sec as u32, ((t - sec) * 1e9).min(999_999_999.0) as u32)
-}
-
-fn nanos(t: f64) -> u64 {
-    (t.max(0.0) * 1e9).round() as u64
-}
-
-/// One element of `dtype` at the start of `b`, as JSON.
-fn element(dtype: DType, b: &[u8]) -> Value {
-    let a = |n: usize| -> [u8; 8] {
-        let mut x = [0u8; 8];
-        x[..n].copy_from_slice(&b[..n]);
-        x
-    };
-    match dtype {
-        DType::U1 => json!(b[0]),
-        DType::I1 => json!(b[0] as i8),
-        DType::B1 => json!(b[0] != 0),
-        DType::U2 => json!(u16::from_le_bytes([b[0], b[1]])),
-        DType::I2 => json!(i16::from_le_bytes([b[0], b[1]])),
-        DType::U4 => json!(u32::from_le_bytes(a(4)[..4].try_into().unwrap())),
-        DType::I4 => json!(i32::from_le_bytes(a(4)[..4].try_into().unwrap())),
-        DType::U8 => json!(u64::from_le_bytes(a(8))),
-        DType::I8 => json!(i64::from_le_bytes(a(8))),
-        DType::F2 => json!(crate::zarr::dtype::f16_to_f32(u16::from_le_bytes([
-            b[0], b[1]
-        ]))),
-        DType::F4 => json!(f32::from_le_bytes(a(4)[..4].try_into().unwrap())),
-        DType::F8 => json!(f64::from_le_bytes(a(8))),
-        DType::C8 => json!([element(DType::F4, b), element(DType::F4, &b[4..])]),
-        DType::C16 => json!([element(DType::F8, b), element(DType::F8, &b[8..])]),
-    }
-}
-
-/// A sample as nested lists of `shape`.
-fn nested(dtype: DType, shape: &[usize], b: &[u8]) -> Value {
-    match shape.split_first() {
-        None => element(dtype, b),
-        Some((&n, rest)) => {
-            let per = rest.iter().product::<usize>() * dtype.itemsize();
-            Value::Array((0..n).map(|i| nested(dtype, rest, &b[i * per..])).collect())
-        }
-    }
-}
-
-const SAMPLE_SCHEMA: &str = r#"{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "title": "roverlog.Sample",
-  "description": "One sample of a roverd channel: `value` holds it as nested lists of the channel's shape (see the channel's metadata: format, type, shape, desc); complex numbers are [re, im].",
-  "type": "object",
-  "properties": {"value": {}},
-  "required": ["value"]
-}"#;
-
-fn schema_id<W: std::io::Write + std::io::Seek, M: Encode>(
+/// The id of `s` in `w`, added on first use.
+fn schema_id<W: std::io::Write + std::io::Seek>(
     w: &mut mcap::Writer<W>,
     ids: &mut BTreeMap<String, u16>,
     out: &Path,
+    s: foxglove::Schema,
 ) -> Result<u16> {
-    let s = M::get_schema().expect("Foxglove messages have schemas");
     if let Some(&id) = ids.get(&s.name) {
         return Ok(id);
     }
@@ -172,12 +81,6 @@ fn read_events(trace: &Path) -> Vec<Value> {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
-}
-
-fn encode(m: &impl Encode) -> Vec<u8> {
-    let mut v = Vec::new();
-    m.encode(&mut v).expect("a Vec grows");
-    v
 }
 
 /// Writes the trace in `trace` to the MCAP file `out` (written under a temporary name and
@@ -243,87 +146,24 @@ pub fn export_mcap(
                 if ch_name == RECEIVE_TS_CHANNEL {
                     continue;
                 }
-                let Some(k) = kind(ch) else {
+                let Some(k) = MessageKind::of(ch) else {
                     report.skipped.push(format!(
                         "{name}/{ch_name}: {} channels are not exported",
                         ch.format.as_str()
                     ));
                     continue;
                 };
-                let (schema, encoding) = match k {
-                    Kind::Compressed => (
-                        schema_id::<_, CompressedImage>(&mut w, &mut schemas, out)?,
-                        "protobuf",
-                    ),
-                    Kind::Raw { .. } => (
-                        schema_id::<_, RawImage>(&mut w, &mut schemas, out)?,
-                        "protobuf",
-                    ),
-                    Kind::Json => {
-                        let id = match schemas.get("roverlog.Sample") {
-                            Some(&id) => id,
-                            None => {
-                                let id = w
-                                    .add_schema(
-                                        "roverlog.Sample",
-                                        "jsonschema",
-                                        SAMPLE_SCHEMA.as_bytes(),
-                                    )
-                                    .map_err(|e| mcap_err(out, e))?;
-                                schemas.insert("roverlog.Sample".into(), id);
-                                id
-                            }
-                        };
-                        (id, "json")
-                    }
-                };
-                let topic = format!("/{name}/{ch_name}");
-                let meta: BTreeMap<String, String> = [
-                    ("format", ch.format.as_str().to_string()),
-                    ("type", ch.dtype.code().to_string()),
-                    (
-                        "shape",
-                        serde_json::to_string(&ch.shape).expect("JSON of a list"),
-                    ),
-                    ("desc", ch.desc.clone()),
-                ]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect();
+                let schema = schema_id(&mut w, &mut schemas, out, k.schema())?;
+                let topic = topic(name, ch_name);
                 let channel = w
-                    .add_channel(schema, &topic, encoding, &meta)
+                    .add_channel(schema, &topic, k.message_encoding(), &channel_metadata(ch))
                     .map_err(|e| mcap_err(out, e))?;
                 let mut r = s.channel(ch_name)?;
                 let mut n = 0u64;
                 for i in range.clone() {
                     let sample = r.get(i as u64)?;
                     let t = ts[i];
-                    let data = match &k {
-                        Kind::Compressed => encode(&CompressedImage {
-                            timestamp: Some(stamp(t)),
-                            frame_id: name.clone(),
-                            data: sample.to_vec().into(),
-                            format: "jpeg".into(),
-                        }),
-                        Kind::Raw {
-                            encoding,
-                            width,
-                            height,
-                            step,
-                        } => encode(&RawImage {
-                            timestamp: Some(stamp(t)),
-                            frame_id: name.clone(),
-                            width: *width,
-                            height: *height,
-                            encoding: encoding.to_string(),
-                            step: *step,
-                            data: sample.to_vec().into(),
-                        }),
-                        Kind::Json => serde_json::to_vec(
-                            &json!({"value": nested(ch.dtype, &ch.shape, &sample)}),
-                        )
-                        .expect("JSON of a value"),
-                    };
+                    let data = k.encode(name, t, &sample);
                     let publish = recv.as_ref().and_then(|r| r.get(i).copied()).unwrap_or(t);
                     let header = mcap::records::MessageHeader {
                         channel_id: channel,
@@ -344,7 +184,12 @@ pub fn export_mcap(
         }
         let events = read_events(trace);
         if !events.is_empty() {
-            let schema = schema_id::<_, Log>(&mut w, &mut schemas, out)?;
+            let schema = schema_id(
+                &mut w,
+                &mut schemas,
+                out,
+                Log::get_schema().expect("SDK messages have schemas"),
+            )?;
             let channel = w
                 .add_channel(schema, "/roverlog/events", "protobuf", &BTreeMap::new())
                 .map_err(|e| mcap_err(out, e))?;
