@@ -148,6 +148,12 @@ pub struct Config {
     /// The dashboard's secret: required for every command sent through it, and for any
     /// listen address that is not loopback. `null`: a read-only dashboard on loopback.
     pub http_token: Option<String>,
+    /// The live Foxglove feed's WebSocket address (loopback only); `null`: no feed.
+    pub foxglove_listen: Option<String>,
+    /// Messages per second per channel on the live feed, at most.
+    pub foxglove_max_hz: f64,
+    /// Per sensor: its own `foxglove_max_hz`.
+    pub foxglove_sensor_hz: BTreeMap<String, f64>,
 }
 
 /// What the health alarms expect of one sensor (config `sensors`).
@@ -236,6 +242,9 @@ impl Default for Config {
             clock_step_threshold_s: 1.0,
             http_listen: None,
             http_token: None,
+            foxglove_listen: None,
+            foxglove_max_hz: 10.0,
+            foxglove_sensor_hz: BTreeMap::new(),
         }
     }
 }
@@ -261,6 +270,7 @@ impl Config {
         self.socket_mode_bits()?;
         self.fsync_policy()?;
         super::http::listen_address(self)?;
+        super::foxglove_live::listen_address(self)?;
         if self.ingest_socket == self.control_socket {
             return Err(bad(format!(
                 "ingest_socket and control_socket are the same path ({})",

@@ -8,7 +8,8 @@
 //! - [`writer`]: per-sensor writer threads (blocking file I/O, durability, failure).
 //! - [`recording`]: traces and sensors: attach, start, stop, rotate, mark, status, crash
 //!   recovery.
-//! - [`control`]: the control socket. [`http`]: the dashboard (page and JSON API). [`events`]: `events.jsonl`. [`stats`]: counters.
+//! - [`control`]: the control socket. [`http`]: the dashboard (page and JSON API).
+//!   [`foxglove_live`]: the live Foxglove feed. [`events`]: `events.jsonl`. [`stats`]: counters.
 //! - [`notify`]: systemd `sd_notify` (READY, STATUS, WATCHDOG, STOPPING) without libsystemd.
 //! - [`shutdown`]: the shutdown signal. [`sockets`]: atomic socket creation. [`disk`]: free
 //!   space.
@@ -23,6 +24,7 @@ pub mod config;
 pub mod control;
 pub mod disk;
 pub mod events;
+pub mod foxglove_live;
 pub mod health;
 pub mod http;
 pub mod ingest;
@@ -203,6 +205,10 @@ impl Daemon {
         tokio::spawn(health::run(rec.clone(), shut.clone()));
         if let Some(l) = http {
             tokio::spawn(http::serve(l, rec.clone(), shut.clone()));
+        }
+        if let Some(hub) = rec.live() {
+            let addr = hub.serve().await?;
+            tracing::info!(url = %format!("ws://{addr}"), "live Foxglove feed listening");
         }
         tracing::info!(
             ingest = %cfg.ingest_socket.display(),

@@ -103,6 +103,7 @@ impl Recorder {
                 .map(|w| w / 4)
                 .unwrap_or(std::time::Duration::from_secs(1))
                 .max(std::time::Duration::from_millis(10)),
+            live: super::foxglove_live::LiveHub::new(cfg.clone())?,
         };
         Ok(Recorder {
             cfg,
@@ -120,6 +121,11 @@ impl Recorder {
             triggered: Mutex::new(None),
             sections: Mutex::default(),
         })
+    }
+
+    /// The live Foxglove feed, when configured.
+    pub fn live(&self) -> Option<&Arc<super::foxglove_live::LiveHub>> {
+        self.settings.live.as_ref()
     }
 
     /// The pre-trigger ring (see `snapshot`).
@@ -507,6 +513,9 @@ impl Recorder {
         let sections = self.sections.lock().unwrap_or_else(|p| p.into_inner());
         for (k, v) in sections.iter() {
             status[k] = v.clone();
+        }
+        if let Some(live) = self.live() {
+            status["foxglove"] = live.status();
         }
         status
     }

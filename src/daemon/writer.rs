@@ -95,6 +95,8 @@ pub struct WriterSettings {
     /// The writer beats at least this often while idle (see [`SensorStats::beat`]): well
     /// within the watchdog's bound, so only a writer stuck in I/O stops the pings.
     pub heartbeat: Duration,
+    /// The live Foxglove feed (config `foxglove_listen`).
+    pub live: Option<Arc<super::foxglove_live::LiveHub>>,
 }
 
 struct Open {
@@ -126,6 +128,8 @@ pub struct Writer {
     lzmaf: Vec<usize>,
     /// The stored channels end with the daemon's `ts_recv` (not sent by the driver).
     recv: bool,
+    /// This sensor's view of the live Foxglove feed.
+    live: Option<super::foxglove_live::LiveTap>,
 }
 
 impl Writer {
@@ -152,9 +156,11 @@ impl Writer {
         let recv = meta.data_channels().count() == declared + 1
             && meta.data_channels().last().map(|(n, _)| n)
                 == Some(super::config::RECEIVE_TS_CHANNEL);
+        let live = settings.live.as_ref().map(|h| h.tap(&sensor, &meta));
         Writer {
             lzmaf,
             recv,
+            live,
             sensor,
             meta,
             layouts: [layout.with_seq(false), layout.with_seq(true)],

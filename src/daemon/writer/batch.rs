@@ -76,6 +76,9 @@ impl Writer {
                     break;
                 }
                 self.stats.beat(self.settings.epoch);
+                if let Some(live) = self.live.as_mut() {
+                    live.offer(*ts, slices);
+                }
                 written += 1;
                 // As received: the daemon's own `ts_recv` (last) is not counted.
                 let received = &slices[..slices.len() - usize::from(!recv.is_empty())];

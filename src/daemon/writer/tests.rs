@@ -23,6 +23,7 @@ fn a_panic_fails_the_sensor_returns_permits_and_keeps_answering() {
         compress_threads: 1,
         epoch: Instant::now(),
         heartbeat: Duration::from_secs(1),
+        live: None,
     };
     let w = Writer::new(
         "cam".into(),
