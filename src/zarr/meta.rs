@@ -9,7 +9,8 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use super::codec::Compressor;
-use super::dtype::{f64_to_f16, DType, ScalarKind};
+use super::dtype::{DType, ScalarKind};
+use super::values::f64_to_f16;
 use super::{read_limited, zerr, MAX_CHUNK_BYTES, MAX_META_BYTES, MAX_NDIM};
 use crate::error::{Error, Result};
 
