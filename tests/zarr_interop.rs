@@ -1,6 +1,6 @@
 //! Byte-exactness against zarr-python 2: `tests/py/zarr_interop_write.py` writes a group of
 //! arrays (every compressor/shuffle, odd chunkings, missing chunks, big-endian, strings,
-//! nested structured dtypes, `/` separators, F order, unsupported codecs) plus the bytes
+//! complex, nested structured dtypes, `/` separators, F order, unsupported codecs) plus the bytes
 //! zarr-python reads back; our reader must return exactly those bytes.
 
 mod common;
@@ -114,8 +114,9 @@ fn reads_everything_zarr_python_writes_byte_exactly() {
             readable += 1;
         }
     }
-    // 25 compressors x 5 arrays, plus the dtype/chunking/order/filter/missing-chunk cases.
-    assert!(readable >= 160, "only {readable} cases");
+    // 25 compressors x 5 arrays, plus the dtype/chunking/order/filter/missing-chunk cases
+    // (202 today): the script must not silently shrink.
+    assert!(readable >= 202, "only {readable} cases");
     assert_eq!(errors, 2);
 
     // The whole group describes without error, flagging the unreadable arrays.
@@ -151,4 +152,14 @@ fn typed_values_decode_strings_and_halves() {
     let h = ZarrArray::open(w.group.join("missing_f2")).unwrap();
     let col = h.read_records(29..31).unwrap().values().unwrap();
     assert_eq!(col.values, roverlog::zarr::Values::F16(vec![1.5, 7.0]));
+    // Complex values are [real, imaginary] pairs of what zarr-python read (its bytes, as pairs).
+    let want = std::fs::read(w.group.join("dt_gt_c16_F_2d.expected")).unwrap();
+    let want: Vec<[f64; 2]> = want
+        .chunks_exact(16)
+        .map(|c| [0, 8].map(|h| f64::from_le_bytes(c[h..h + 8].try_into().unwrap())))
+        .collect();
+    let c = ZarrArray::open(w.group.join("dt_gt_c16_F_2d")).unwrap();
+    let col = c.read_records(0..7).unwrap().values().unwrap();
+    assert_eq!((col.rows, &col.shape[..]), (7, &[9][..]));
+    assert_eq!(col.values, roverlog::zarr::Values::C128(want));
 }

@@ -1,7 +1,7 @@
 //! numpy dtypes as zarr v2 stores them in `.zarray`, and what we need to read them.
 //!
-//! A dtype is either a scalar type string (`"<f8"`, `">i4"`, `"|b1"`, `"<U16"`, `"|S5"`,
-//! `"|V8"`) or a structured list of `[name, type]` / `[name, type, shape]` fields where `type`
+//! A dtype is either a scalar type string (`"<f8"`, `">i4"`, `"|b1"`, `"<c16"`, `"<U16"`,
+//! `"|S5"`, `"|V8"`) or a structured list of `[name, type]` / `[name, type, shape]` fields where `type`
 //! may itself be a list (nesting). Rows are packed: each field starts where the previous one
 //! ends, as numpy's `descr` describes them (padding shows up as unnamed `|V` fields).
 //!
@@ -25,6 +25,9 @@ pub enum ScalarKind {
     UInt,
     /// `f2 f4 f8`.
     Float,
+    /// `c8 c16`: a real then an imaginary float of half the size, each in the stored byte
+    /// order on its own (numpy's layout).
+    Complex,
     /// `S n`: n bytes, NUL-padded.
     Bytes,
     /// `U n`: n UTF-32 code units (size is 4n bytes), NUL-padded.
@@ -207,6 +210,7 @@ impl Scalar {
             ScalarKind::Int => ('i', self.size),
             ScalarKind::UInt => ('u', self.size),
             ScalarKind::Float => ('f', self.size),
+            ScalarKind::Complex => ('c', self.size),
             ScalarKind::Bytes => ('S', self.size),
             ScalarKind::Unicode => ('U', self.size / 4),
             ScalarKind::Void => ('V', self.size),
@@ -233,6 +237,7 @@ impl Scalar {
             ScalarKind::Int => format!("int{bits}"),
             ScalarKind::UInt => format!("uint{bits}"),
             ScalarKind::Float => format!("float{bits}"),
+            ScalarKind::Complex => format!("complex{bits}"),
             ScalarKind::Bytes | ScalarKind::Unicode | ScalarKind::Void => self.typestr(),
         }
     }
@@ -370,6 +375,7 @@ fn parse_scalar(s: &str) -> Result<Scalar, DTypeError> {
         ('i', 1 | 2 | 4 | 8) => (ScalarKind::Int, n),
         ('u', 1 | 2 | 4 | 8) => (ScalarKind::UInt, n),
         ('f', 2 | 4 | 8) => (ScalarKind::Float, n),
+        ('c', 8 | 16) => (ScalarKind::Complex, n),
         ('S', _) => (ScalarKind::Bytes, n),
         ('U', _) => (ScalarKind::Unicode, n.checked_mul(4).ok_or_else(bad)?),
         ('V', _) => (ScalarKind::Void, n),
@@ -426,6 +432,8 @@ fn collect_swaps(dt: &DType, base: usize, count: usize, ops: &mut Vec<Swap>) {
         DType::Scalar(s) if s.big_endian => {
             let (width, per) = match s.kind {
                 ScalarKind::Unicode => (4, s.size / 4),
+                // Real and imaginary parts are swapped each on its own, not as one 16 bytes.
+                ScalarKind::Complex => (s.size / 2, 2),
                 _ => (s.size, 1),
             };
             if per * count > 0 {
@@ -494,6 +502,22 @@ mod tests {
         assert_eq!((off, shape), (0, vec![]));
         // Members of a sub-array of structs have no single offset.
         assert!(dt.find_field("s.x").is_none());
+    }
+
+    #[test]
+    fn complex_dtypes_swap_each_half() {
+        for (t, shown, size) in [("<c8", "complex64", 8), (">c16", ">c16", 16)] {
+            let dt = DType::parse_typestr(t).unwrap();
+            assert_eq!((dt.to_string(), dt.numpy_str()), (t.into(), shown.into()));
+            assert_eq!(dt.itemsize(), size);
+        }
+        let c8 = DType::parse_typestr(">c8").unwrap();
+        let mut b = vec![1, 2, 3, 4, 5, 6, 7, 8];
+        c8.swap_plan().apply(&mut b);
+        assert_eq!(b, [4, 3, 2, 1, 8, 7, 6, 5]);
+        for bad in ["<c4", "<c32", "<c", ">c8x"] {
+            assert!(DType::parse_typestr(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

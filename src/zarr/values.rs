@@ -22,6 +22,10 @@ pub enum Values {
     F16(Vec<f32>),
     F32(Vec<f32>),
     F64(Vec<f64>),
+    /// `c8` as `[real, imaginary]` pairs (numpy's `complex64`).
+    C64(Vec<[f32; 2]>),
+    /// `c16` as `[real, imaginary]` pairs (numpy's `complex128`).
+    C128(Vec<[f64; 2]>),
     /// `U n`, trailing NULs stripped (numpy semantics).
     Str(Vec<String>),
     /// `S n` (trailing NULs stripped) and `V n` (as stored).
@@ -70,6 +74,18 @@ pub fn decode_values(s: &Scalar, bytes: &[u8]) -> Values {
         ),
         (ScalarKind::Float, 4) => num!(f32, F32),
         (ScalarKind::Float, _) => num!(f64, F64),
+        (ScalarKind::Complex, 8) => Values::C64(
+            bytes
+                .chunks_exact(8)
+                .map(|c| [0, 4].map(|h| f32::from_le_bytes(c[h..h + 4].try_into().unwrap())))
+                .collect(),
+        ),
+        (ScalarKind::Complex, _) => Values::C128(
+            bytes
+                .chunks_exact(16)
+                .map(|c| [0, 8].map(|h| f64::from_le_bytes(c[h..h + 8].try_into().unwrap())))
+                .collect(),
+        ),
         (ScalarKind::Unicode, _) if s.size == 0 => {
             Values::Str(vec![String::new(); if bytes.is_empty() { 0 } else { 1 }])
         }
@@ -184,6 +200,29 @@ mod tests {
             decode_values(&s, &bytes),
             Values::Str(vec!["a\0b".into(), "é€𝄞".into()])
         );
+    }
+
+    #[test]
+    fn complex_values_are_real_imaginary_pairs() {
+        let c8 = Scalar {
+            kind: ScalarKind::Complex,
+            size: 8,
+            big_endian: false,
+        };
+        let bytes: Vec<u8> = [1.5f32, -2.0, 0.25, f32::INFINITY]
+            .iter()
+            .flat_map(|f| f.to_le_bytes())
+            .collect();
+        assert_eq!(
+            decode_values(&c8, &bytes),
+            Values::C64(vec![[1.5, -2.0], [0.25, f32::INFINITY]])
+        );
+        let c16 = Scalar { size: 16, ..c8 };
+        let bytes: Vec<u8> = [3.0f64, -4.0]
+            .iter()
+            .flat_map(|f| f.to_le_bytes())
+            .collect();
+        assert_eq!(decode_values(&c16, &bytes), Values::C128(vec![[3.0, -4.0]]));
     }
 
     #[test]
