@@ -1,7 +1,8 @@
 //! Byte-exactness against zarr-python 2: `tests/py/zarr_interop_write.py` writes a group of
 //! arrays (every compressor/shuffle, odd chunkings, missing chunks, big-endian, strings,
-//! complex, nested structured dtypes, `/` separators, F order, unsupported codecs) plus the bytes
-//! zarr-python reads back; our reader must return exactly those bytes.
+//! complex, datetime64/timedelta64, nested structured dtypes, `/` separators, F order,
+//! unsupported codecs) plus the bytes zarr-python reads back; our reader must return exactly
+//! those bytes.
 
 mod common;
 
@@ -115,8 +116,8 @@ fn reads_everything_zarr_python_writes_byte_exactly() {
         }
     }
     // 25 compressors x 5 arrays, plus the dtype/chunking/order/filter/missing-chunk cases
-    // (202 today): the script must not silently shrink.
-    assert!(readable >= 202, "only {readable} cases");
+    // (215 today): the script must not silently shrink.
+    assert!(readable >= 215, "only {readable} cases");
     assert_eq!(errors, 2);
 
     // The whole group describes without error, flagging the unreadable arrays.
@@ -138,6 +139,51 @@ fn reads_everything_zarr_python_writes_byte_exactly() {
     assert_eq!(missing.chunks_initialized, 2);
     let inner = roverlog::zarr::meta::GroupMeta::read(&w.group.join("nested/inner")).unwrap();
     assert_eq!(inner.attrs["beschreibung"], "Größe 日本");
+}
+
+/// `roverlog info` names complex and datetime dtypes as numpy's `dtype.str` does (unit and
+/// multiplier included), and `roverlog cat` writes what zarr-python read, NaT and NaN fills too.
+#[test]
+fn info_and_cat_show_complex_and_datetime_arrays_as_zarr_python() {
+    let w = write_cases();
+    let named: Vec<&Value> = w
+        .manifest
+        .iter()
+        .filter(|c| c.get("dtype_str").is_some())
+        .collect();
+    assert!(named.len() >= 26, "only {} cases", named.len());
+    let info = describe(&w.group).unwrap();
+    let run = common::roverlog(&[std::ffi::OsStr::new("info"), w.group.as_os_str()]);
+    assert!(run.ok(), "{}", run.text());
+    let text = run.out();
+    for case in &named {
+        let name = case["name"].as_str().unwrap();
+        let want = case["dtype_str"].as_str().unwrap();
+        let a = info.arrays.iter().find(|a| a.name == name).unwrap();
+        assert_eq!(a.dtype, want, "{name}");
+        assert!(
+            text.contains(&format!("[{name}]\n  shape"))
+                && text.contains(&format!("  dtype            : {want}\n")),
+            "{name}: {want} not in info"
+        );
+    }
+    for name in ["missing_nat", "missing_c16", "dt_gt_m8_10ms_F_3d"] {
+        let run = common::roverlog(&[
+            std::ffi::OsStr::new("cat"),
+            w.group.as_os_str(),
+            std::ffi::OsStr::new(name),
+        ]);
+        assert!(run.ok(), "{name}: {}", run.text());
+        let want = std::fs::read(w.group.join(format!("{name}.expected"))).unwrap();
+        assert!(run.stdout == want, "{name}: cat differs from zarr-python");
+    }
+    // The NaT fill really is in there (i64::MIN), next to the one written value.
+    let nat = ZarrArray::open(w.group.join("missing_nat")).unwrap();
+    let col = nat.read_records(7..8).unwrap().values().unwrap();
+    assert_eq!(
+        col.values,
+        roverlog::zarr::Values::I64(vec![i64::MIN, 1_795_588_200, i64::MIN])
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! numpy dtypes as zarr v2 stores them in `.zarray`, and what we need to read them.
 //!
-//! A dtype is either a scalar type string (`"<f8"`, `">i4"`, `"|b1"`, `"<c16"`, `"<U16"`,
-//! `"|S5"`, `"|V8"`) or a structured list of `[name, type]` / `[name, type, shape]` fields where `type`
+//! A dtype is either a scalar type string (`"<f8"`, `">i4"`, `"|b1"`, `"<c16"`, `"<M8[ns]"`,
+//! `"<U16"`, `"|S5"`, `"|V8"`) or a structured list of `[name, type]` / `[name, type, shape]` fields where `type`
 //! may itself be a list (nesting). Rows are packed: each field starts where the previous one
 //! ends, as numpy's `descr` describes them (padding shows up as unnamed `|V` fields).
 //!
@@ -28,12 +28,71 @@ pub enum ScalarKind {
     /// `c8 c16`: a real then an imaginary float of half the size, each in the stored byte
     /// order on its own (numpy's layout).
     Complex,
+    /// `M8[unit]`: numpy `datetime64`, an `i8` count of units since 1970-01-01T00:00
+    /// (`i64::MIN` is NaT).
+    Datetime(TimeUnit),
+    /// `m8[unit]`: numpy `timedelta64`, an `i8` count of units (`i64::MIN` is NaT).
+    Timedelta(TimeUnit),
     /// `S n`: n bytes, NUL-padded.
     Bytes,
     /// `U n`: n UTF-32 code units (size is 4n bytes), NUL-padded.
     Unicode,
     /// `V n`: n opaque bytes (also padding between fields).
     Void,
+}
+
+/// The unit of an `M8`/`m8` dtype: `count` times one of numpy's units (`[ns]`, `[10ms]`), or
+/// generic (`M8` without brackets). Kept so `info` names the dtype as numpy does; the stored
+/// values are plain counts either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeUnit {
+    /// Index into [`TIME_UNITS`] (0 is generic).
+    pub code: u8,
+    /// The multiplier, 1 or more (numpy keeps it in a C int).
+    pub count: u32,
+}
+
+/// numpy's datetime unit names, in its order; the empty first one is the generic unit.
+pub const TIME_UNITS: [&str; 14] = [
+    "", "Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "ps", "fs", "as",
+];
+
+impl TimeUnit {
+    /// Parses what follows `M8`/`m8`: nothing (generic), `[unit]` or `[<count>unit]`.
+    fn parse(s: &str) -> Option<TimeUnit> {
+        if s.is_empty() {
+            return Some(TimeUnit { code: 0, count: 1 });
+        }
+        let inner = s.strip_prefix('[')?.strip_suffix(']')?;
+        let digits = inner.bytes().take_while(u8::is_ascii_digit).count();
+        let count = match digits {
+            0 => 1,
+            // u32 parsing bounds the text, numpy keeps a C int. numpy takes `[0s]` but no
+            // zarr-python array can have a zero-length unit, so it is refused.
+            _ => inner[..digits]
+                .parse::<u32>()
+                .ok()
+                .filter(|&c| (1..=i32::MAX as u32).contains(&c))?,
+        };
+        let code = TIME_UNITS[1..]
+            .iter()
+            .position(|&u| u == &inner[digits..])?
+            + 1;
+        Some(TimeUnit {
+            code: code as u8,
+            count,
+        })
+    }
+
+    /// `[ns]`, `[10ms]`, or empty for generic.
+    pub fn suffix(&self) -> String {
+        let name = TIME_UNITS[usize::from(self.code)];
+        match (self.code, self.count) {
+            (0, _) => String::new(),
+            (_, 1) => format!("[{name}]"),
+            (_, n) => format!("[{n}{name}]"),
+        }
+    }
 }
 
 /// A scalar type with its size in bytes and stored byte order.
@@ -203,9 +262,19 @@ fn quoted_descr(dt: &DType) -> String {
 }
 
 impl Scalar {
-    /// The numpy type string, e.g. `<f8`, `|b1`, `>U4`.
+    /// The numpy type string, e.g. `<f8`, `|b1`, `>U4`, `<M8[ns]`.
     pub fn typestr(&self) -> String {
         let (code, n) = match self.kind {
+            ScalarKind::Datetime(u) | ScalarKind::Timedelta(u) => {
+                let code = if matches!(self.kind, ScalarKind::Datetime(_)) {
+                    'M'
+                } else {
+                    'm'
+                };
+                // numpy always gives these a byte order, though the unit follows the size.
+                let order = if self.big_endian { '>' } else { '<' };
+                return format!("{order}{code}8{}", u.suffix());
+            }
             ScalarKind::Bool => ('b', self.size),
             ScalarKind::Int => ('i', self.size),
             ScalarKind::UInt => ('u', self.size),
@@ -238,6 +307,8 @@ impl Scalar {
             ScalarKind::UInt => format!("uint{bits}"),
             ScalarKind::Float => format!("float{bits}"),
             ScalarKind::Complex => format!("complex{bits}"),
+            ScalarKind::Datetime(u) => format!("datetime64{}", u.suffix()),
+            ScalarKind::Timedelta(u) => format!("timedelta64{}", u.suffix()),
             ScalarKind::Bytes | ScalarKind::Unicode | ScalarKind::Void => self.typestr(),
         }
     }
@@ -369,6 +440,18 @@ fn parse_scalar(s: &str) -> Result<Scalar, DTypeError> {
         ('|', s)
     };
     let code = rest.chars().next().ok_or_else(bad)?;
+    if let (Some(unit), 'M' | 'm') = (rest[code.len_utf8()..].strip_prefix('8'), code) {
+        let unit = TimeUnit::parse(unit).ok_or_else(bad)?;
+        return Ok(Scalar {
+            kind: if code == 'M' {
+                ScalarKind::Datetime(unit)
+            } else {
+                ScalarKind::Timedelta(unit)
+            },
+            size: 8,
+            big_endian: order == '>',
+        });
+    }
     let n: u64 = rest[code.len_utf8()..].parse().map_err(|_| bad())?;
     let (kind, size) = match (code, n) {
         ('b', 1) => (ScalarKind::Bool, 1),
@@ -516,6 +599,41 @@ mod tests {
         c8.swap_plan().apply(&mut b);
         assert_eq!(b, [4, 3, 2, 1, 8, 7, 6, 5]);
         for bad in ["<c4", "<c32", "<c", ">c8x"] {
+            assert!(DType::parse_typestr(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn datetimes_keep_their_units() {
+        for (t, shown) in [
+            ("<M8[ns]", "datetime64[ns]"),
+            (">m8[10ms]", ">m8[10ms]"),
+            ("<M8", "datetime64"),
+            ("<m8[D]", "timedelta64[D]"),
+            ("<M8[2147483647as]", "datetime64[2147483647as]"),
+        ] {
+            let dt = DType::parse_typestr(t).unwrap();
+            assert_eq!((dt.to_string(), dt.numpy_str()), (t.into(), shown.into()));
+            assert_eq!(dt.itemsize(), 8);
+        }
+        let mut b: Vec<u8> = (1..=8).collect();
+        DType::parse_typestr(">M8[s]")
+            .unwrap()
+            .swap_plan()
+            .apply(&mut b);
+        assert_eq!(b, [8, 7, 6, 5, 4, 3, 2, 1]);
+        for bad in [
+            "<M8[xs]",
+            "<M8[0s]",
+            "<M8[2147483648s]",
+            "<M8[99999999999999999999s]",
+            "<M4[ns]",
+            "<M8ns",
+            "<m8[ns",
+            "<M8[]",
+            "<M8[-1s]",
+            "<M8[ns/2]",
+        ] {
             assert!(DType::parse_typestr(bad).is_err(), "{bad}");
         }
     }

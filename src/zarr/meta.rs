@@ -310,6 +310,18 @@ fn fill_value(v: &Value, dtype: &DType) -> Result<Option<Vec<u8>>, String> {
             };
             le(raw.to_le_bytes().to_vec())
         }
+        ScalarKind::Datetime(_) | ScalarKind::Timedelta(_) => {
+            // zarr-python writes the count of units (`int(v.view("i8"))`, NaT as i64::MIN);
+            // numpy would also read "NaT". Floats and date strings it never writes: refused.
+            let n = match v {
+                Value::Number(n) => n
+                    .as_i64()
+                    .ok_or_else(|| format!("{v} is not a 64-bit integer count of units"))?,
+                Value::String(t) if t == "NaT" => i64::MIN,
+                _ => return Err(format!("{v} is not a count of units or \"NaT\"")),
+            };
+            le(n.to_le_bytes().to_vec())
+        }
         ScalarKind::Float => le(float_le_bytes(float_fill(v)?, s.size)),
         ScalarKind::Complex => {
             let parts = v
@@ -582,6 +594,52 @@ mod tests {
         .unwrap();
         let e = f.check_readable(Path::new("a")).unwrap_err().to_string();
         assert!(e.contains("<c16"), "{e}");
+    }
+
+    #[test]
+    fn datetime_fill_values_are_counts_or_nat() {
+        let with = |dtype: &str, fill: &str| {
+            parse(
+                &OK.replace(r#""dtype":">i4""#, &format!(r#""dtype":"{dtype}""#))
+                    .replace(r#""fill_value":-2"#, &format!(r#""fill_value":{fill}"#)),
+            )
+            .map(|m| m.fill_value)
+        };
+        // zarr-python writes NaT as int(np.datetime64("NaT").view("i8")).
+        assert_eq!(
+            with("<M8[s]", "-9223372036854775808").unwrap(),
+            Some(i64::MIN.to_le_bytes().to_vec())
+        );
+        assert_eq!(
+            with("<M8[s]", r#""NaT""#).unwrap(),
+            Some(i64::MIN.to_le_bytes().to_vec())
+        );
+        assert_eq!(
+            with(">m8[10ms]", "1234").unwrap(),
+            Some(1234i64.to_be_bytes().to_vec())
+        );
+        assert_eq!(with("<M8[ns]", "null").unwrap(), None);
+        for bad in [
+            "2.5",
+            r#""2020-01-01""#,
+            "9223372036854775808",
+            "true",
+            "[1]",
+        ] {
+            let e = with("<M8[ns]", bad).unwrap_err().to_string();
+            assert!(e.contains("fill_value"), "{bad}: {e}");
+        }
+        // Filters take numeric dtypes only.
+        let f = parse(
+            &OK.replace(r#""dtype":">i4""#, r#""dtype":"<m8[s]""#)
+                .replace(
+                    r#""filters":null"#,
+                    r#""filters":[{"id":"delta","dtype":"<m8[s]"}]"#,
+                ),
+        )
+        .unwrap();
+        let e = f.check_readable(Path::new("a")).unwrap_err().to_string();
+        assert!(e.contains("\"<m8[s]\" is not supported"), "{e}");
     }
 
     #[test]

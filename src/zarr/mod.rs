@@ -3,7 +3,8 @@
 //! Plain Rust over files and bytes. The pieces, one per concern:
 //!
 //! - [`dtype`]: numpy dtypes as zarr v2 writes them (`"<f8"`, `"|S5"`, structured lists with
-//!   sub-array shapes and nesting, complex) and byte-order normalisation.
+//!   sub-array shapes and nesting, complex, datetime64/timedelta64 with their units) and
+//!   byte-order normalisation.
 //! - [`values`]: the normalised bytes of a field as typed [`Values`] (numbers, strings).
 //! - [`meta`]: `.zarray` / `.zgroup` / `.zattrs` parsing with explicit limits, since metadata
 //!   files are untrusted input; fill values.

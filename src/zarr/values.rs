@@ -13,6 +13,8 @@ pub enum Values {
     I8(Vec<i8>),
     I16(Vec<i16>),
     I32(Vec<i32>),
+    /// `i8`, and `M8`/`m8` as their counts of units (NaT is `i64::MIN`; the unit is in the
+    /// dtype).
     I64(Vec<i64>),
     U8(Vec<u8>),
     U16(Vec<u16>),
@@ -61,7 +63,10 @@ pub fn decode_values(s: &Scalar, bytes: &[u8]) -> Values {
         (ScalarKind::Int, 1) => num!(i8, I8),
         (ScalarKind::Int, 2) => num!(i16, I16),
         (ScalarKind::Int, 4) => num!(i32, I32),
-        (ScalarKind::Int, _) => num!(i64, I64),
+        // datetime64/timedelta64 as their counts of units; the unit is in the dtype.
+        (ScalarKind::Int | ScalarKind::Datetime(_) | ScalarKind::Timedelta(_), _) => {
+            num!(i64, I64)
+        }
         (ScalarKind::UInt, 1) => Values::U8(bytes.to_vec()),
         (ScalarKind::UInt, 2) => num!(u16, U16),
         (ScalarKind::UInt, 4) => num!(u32, U32),
@@ -223,6 +228,22 @@ mod tests {
             .flat_map(|f| f.to_le_bytes())
             .collect();
         assert_eq!(decode_values(&c16, &bytes), Values::C128(vec![[3.0, -4.0]]));
+    }
+
+    #[test]
+    fn datetimes_are_counts_of_their_unit() {
+        let dt = match crate::zarr::DType::parse_typestr("<m8[10ms]").unwrap() {
+            crate::zarr::DType::Scalar(s) => s,
+            other => panic!("{other}"),
+        };
+        let bytes: Vec<u8> = [i64::MIN, -3, 1 << 40]
+            .iter()
+            .flat_map(|n| n.to_le_bytes())
+            .collect();
+        assert_eq!(
+            decode_values(&dt, &bytes),
+            Values::I64(vec![i64::MIN, -3, 1 << 40])
+        );
     }
 
     #[test]
