@@ -14,7 +14,7 @@ secs=${1:-1200}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(frame meta_json lzmaf_index gulp_meta zarr_meta blosc_chunk)
+    targets=(frame meta_json lzmaf_index gulp_meta zarr_meta blosc_chunk zarr_order)
 fi
 mkdir -p fuzz/logs
 export RUSTC_BOOTSTRAP=1

@@ -68,3 +68,8 @@ fn avi_seeds() {
 fn zarr_codec_seeds() {
     run_seeds("zarr_codec", checks::zarr_codec);
 }
+
+#[test]
+fn zarr_order_seeds() {
+    run_seeds("zarr_order", checks::zarr_order);
+}

@@ -1,7 +1,8 @@
 //! Byte-exactness against zarr-python 2: `tests/py/zarr_interop_write.py` writes a group of
 //! arrays (every compressor/shuffle, odd chunkings, missing chunks, big-endian, strings,
-//! nested structured dtypes, `/` separators, F order, unsupported codecs) plus the bytes
-//! zarr-python reads back; our reader must return exactly those bytes.
+//! complex, datetime64/timedelta64, nested structured dtypes, `/` separators, F order,
+//! unsupported codecs) plus the bytes zarr-python reads back; our reader must return exactly
+//! those bytes.
 
 mod common;
 
@@ -114,8 +115,9 @@ fn reads_everything_zarr_python_writes_byte_exactly() {
             readable += 1;
         }
     }
-    // 25 compressors x 5 arrays, plus the dtype/chunking/order/filter/missing-chunk cases.
-    assert!(readable >= 160, "only {readable} cases");
+    // 25 compressors x 5 arrays, plus the dtype/chunking/order/filter/missing-chunk cases
+    // (215 today): the script must not silently shrink.
+    assert!(readable >= 215, "only {readable} cases");
     assert_eq!(errors, 2);
 
     // The whole group describes without error, flagging the unreadable arrays.
@@ -139,6 +141,51 @@ fn reads_everything_zarr_python_writes_byte_exactly() {
     assert_eq!(inner.attrs["beschreibung"], "Größe 日本");
 }
 
+/// `roverlog info` names complex and datetime dtypes as numpy's `dtype.str` does (unit and
+/// multiplier included), and `roverlog cat` writes what zarr-python read, NaT and NaN fills too.
+#[test]
+fn info_and_cat_show_complex_and_datetime_arrays_as_zarr_python() {
+    let w = write_cases();
+    let named: Vec<&Value> = w
+        .manifest
+        .iter()
+        .filter(|c| c.get("dtype_str").is_some())
+        .collect();
+    assert!(named.len() >= 26, "only {} cases", named.len());
+    let info = describe(&w.group).unwrap();
+    let run = common::roverlog(&[std::ffi::OsStr::new("info"), w.group.as_os_str()]);
+    assert!(run.ok(), "{}", run.text());
+    let text = run.out();
+    for case in &named {
+        let name = case["name"].as_str().unwrap();
+        let want = case["dtype_str"].as_str().unwrap();
+        let a = info.arrays.iter().find(|a| a.name == name).unwrap();
+        assert_eq!(a.dtype, want, "{name}");
+        assert!(
+            text.contains(&format!("[{name}]\n  shape"))
+                && text.contains(&format!("  dtype            : {want}\n")),
+            "{name}: {want} not in info"
+        );
+    }
+    for name in ["missing_nat", "missing_c16", "dt_gt_m8_10ms_F_3d"] {
+        let run = common::roverlog(&[
+            std::ffi::OsStr::new("cat"),
+            w.group.as_os_str(),
+            std::ffi::OsStr::new(name),
+        ]);
+        assert!(run.ok(), "{name}: {}", run.text());
+        let want = std::fs::read(w.group.join(format!("{name}.expected"))).unwrap();
+        assert!(run.stdout == want, "{name}: cat differs from zarr-python");
+    }
+    // The NaT fill really is in there (i64::MIN), next to the one written value.
+    let nat = ZarrArray::open(w.group.join("missing_nat")).unwrap();
+    let col = nat.read_records(7..8).unwrap().values().unwrap();
+    assert_eq!(
+        col.values,
+        roverlog::zarr::Values::I64(vec![i64::MIN, 1_795_588_200, i64::MIN])
+    );
+}
+
 #[test]
 fn typed_values_decode_strings_and_halves() {
     let w = write_cases();
@@ -151,4 +198,14 @@ fn typed_values_decode_strings_and_halves() {
     let h = ZarrArray::open(w.group.join("missing_f2")).unwrap();
     let col = h.read_records(29..31).unwrap().values().unwrap();
     assert_eq!(col.values, roverlog::zarr::Values::F16(vec![1.5, 7.0]));
+    // Complex values are [real, imaginary] pairs of what zarr-python read (its bytes, as pairs).
+    let want = std::fs::read(w.group.join("dt_gt_c16_F_2d.expected")).unwrap();
+    let want: Vec<[f64; 2]> = want
+        .chunks_exact(16)
+        .map(|c| [0, 8].map(|h| f64::from_le_bytes(c[h..h + 8].try_into().unwrap())))
+        .collect();
+    let c = ZarrArray::open(w.group.join("dt_gt_c16_F_2d")).unwrap();
+    let col = c.read_records(0..7).unwrap().values().unwrap();
+    assert_eq!((col.rows, &col.shape[..]), (7, &[9][..]));
+    assert_eq!(col.values, roverlog::zarr::Values::C128(want));
 }

@@ -349,3 +349,56 @@ pub fn zarr_codec(data: &[u8]) {
     let c = Compressor::from_json(&configs[usize::from(data[0]) % configs.len()]).unwrap();
     let _ = c.decode_into(&data[3..], &mut dst, "fuzz");
 }
+
+/// `zarr_order`: the Fortran-to-C reorder of one decoded chunk ([`roverlog::zarr::order::f_to_c`])
+/// against an element-by-element model. Byte 0 picks the item size (every fixed-width path
+/// and the generic one: 3 and 16 bytes, as for `c16`), byte 1 the number of dimensions (the
+/// 2-D tiled transpose and the N-d gather), the next bytes the chunk shape (1-40 per
+/// dimension, as the metadata check allows no zero). The rest seeds the chunk's contents.
+pub fn zarr_order(data: &[u8]) {
+    if data.len() < 2 {
+        return;
+    }
+    let item = [1usize, 2, 3, 4, 8, 16][usize::from(data[0]) % 6];
+    let nd = usize::from(data[1]) % 4 + 1;
+    let Some(dims) = data.get(2..2 + nd) else {
+        return;
+    };
+    let shape: Vec<u64> = dims.iter().map(|&d| u64::from(d % 40) + 1).collect();
+    let n = shape.iter().product::<u64>() as usize;
+    if n * item > 1 << 20 {
+        return;
+    }
+    let seed = &data[2 + nd..];
+    // Distinct-looking elements, so a wrong index shows; the input varies them further.
+    let fortran: Vec<u8> = (0..n * item)
+        .map(|i| (i * 7 + i / 251) as u8 ^ seed.get(i % seed.len().max(1)).copied().unwrap_or(0))
+        .collect();
+    let mut got = fortran.clone();
+    roverlog::zarr::order::f_to_c(&mut got, &shape, item);
+    // Model: the element at C-order position `c` (multi-index `idx`) is the one at Fortran
+    // offset sum(idx[k] * prod(shape[..k])).
+    let mut want = Vec::with_capacity(got.len());
+    let mut idx = vec![0u64; nd];
+    for _ in 0..n {
+        let mut f = 0u64;
+        let mut stride = 1u64;
+        for k in 0..nd {
+            f += idx[k] * stride;
+            stride *= shape[k];
+        }
+        let f = f as usize * item;
+        want.extend_from_slice(&fortran[f..f + item]);
+        for k in (0..nd).rev() {
+            idx[k] += 1;
+            if idx[k] < shape[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    assert!(
+        got == want,
+        "f_to_c of {shape:?} x {item} bytes differs from the model"
+    );
+}

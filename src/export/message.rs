@@ -180,7 +180,7 @@ fn element(dtype: DType, b: &[u8]) -> Value {
         DType::I4 => json!(i32::from_le_bytes(a(4)[..4].try_into().unwrap())),
         DType::U8 => json!(u64::from_le_bytes(a(8))),
         DType::I8 => json!(i64::from_le_bytes(a(8))),
-        DType::F2 => json!(crate::zarr::dtype::f16_to_f32(u16::from_le_bytes([
+        DType::F2 => json!(crate::zarr::values::f16_to_f32(u16::from_le_bytes([
             b[0], b[1]
         ]))),
         DType::F4 => json!(f32::from_le_bytes(a(4)[..4].try_into().unwrap())),

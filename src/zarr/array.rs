@@ -15,8 +15,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::dtype::{decode_values, numpy_str_shaped, Column, DType, SwapPlan};
+use super::dtype::{numpy_str_shaped, DType, SwapPlan};
 use super::meta::ArrayMeta;
+use super::values::{decode_values, Column};
 use super::{read_limited_into, zerr, MAX_CHUNK_BYTES};
 use crate::error::{Error, Result};
 

@@ -1,7 +1,7 @@
 //! numpy dtypes as zarr v2 stores them in `.zarray`, and what we need to read them.
 //!
-//! A dtype is either a scalar type string (`"<f8"`, `">i4"`, `"|b1"`, `"<U16"`, `"|S5"`,
-//! `"|V8"`) or a structured list of `[name, type]` / `[name, type, shape]` fields where `type`
+//! A dtype is either a scalar type string (`"<f8"`, `">i4"`, `"|b1"`, `"<c16"`, `"<M8[ns]"`,
+//! `"<U16"`, `"|S5"`, `"|V8"`) or a structured list of `[name, type]` / `[name, type, shape]` fields where `type`
 //! may itself be a list (nesting). Rows are packed: each field starts where the previous one
 //! ends, as numpy's `descr` describes them (padding shows up as unnamed `|V` fields).
 //!
@@ -25,12 +25,74 @@ pub enum ScalarKind {
     UInt,
     /// `f2 f4 f8`.
     Float,
+    /// `c8 c16`: a real then an imaginary float of half the size, each in the stored byte
+    /// order on its own (numpy's layout).
+    Complex,
+    /// `M8[unit]`: numpy `datetime64`, an `i8` count of units since 1970-01-01T00:00
+    /// (`i64::MIN` is NaT).
+    Datetime(TimeUnit),
+    /// `m8[unit]`: numpy `timedelta64`, an `i8` count of units (`i64::MIN` is NaT).
+    Timedelta(TimeUnit),
     /// `S n`: n bytes, NUL-padded.
     Bytes,
     /// `U n`: n UTF-32 code units (size is 4n bytes), NUL-padded.
     Unicode,
     /// `V n`: n opaque bytes (also padding between fields).
     Void,
+}
+
+/// The unit of an `M8`/`m8` dtype: `count` times one of numpy's units (`[ns]`, `[10ms]`), or
+/// generic (`M8` without brackets). Kept so `info` names the dtype as numpy does; the stored
+/// values are plain counts either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeUnit {
+    /// Index into [`TIME_UNITS`] (0 is generic).
+    pub code: u8,
+    /// The multiplier, 1 or more (numpy keeps it in a C int).
+    pub count: u32,
+}
+
+/// numpy's datetime unit names, in its order; the empty first one is the generic unit.
+pub const TIME_UNITS: [&str; 14] = [
+    "", "Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "ps", "fs", "as",
+];
+
+impl TimeUnit {
+    /// Parses what follows `M8`/`m8`: nothing (generic), `[unit]` or `[<count>unit]`.
+    fn parse(s: &str) -> Option<TimeUnit> {
+        if s.is_empty() {
+            return Some(TimeUnit { code: 0, count: 1 });
+        }
+        let inner = s.strip_prefix('[')?.strip_suffix(']')?;
+        let digits = inner.bytes().take_while(u8::is_ascii_digit).count();
+        let count = match digits {
+            0 => 1,
+            // u32 parsing bounds the text, numpy keeps a C int. numpy takes `[0s]` but no
+            // zarr-python array can have a zero-length unit, so it is refused.
+            _ => inner[..digits]
+                .parse::<u32>()
+                .ok()
+                .filter(|&c| (1..=i32::MAX as u32).contains(&c))?,
+        };
+        let code = TIME_UNITS[1..]
+            .iter()
+            .position(|&u| u == &inner[digits..])?
+            + 1;
+        Some(TimeUnit {
+            code: code as u8,
+            count,
+        })
+    }
+
+    /// `[ns]`, `[10ms]`, or empty for generic.
+    pub fn suffix(&self) -> String {
+        let name = TIME_UNITS[usize::from(self.code)];
+        match (self.code, self.count) {
+            (0, _) => String::new(),
+            (_, 1) => format!("[{name}]"),
+            (_, n) => format!("[{n}{name}]"),
+        }
+    }
 }
 
 /// A scalar type with its size in bytes and stored byte order.
@@ -200,13 +262,24 @@ fn quoted_descr(dt: &DType) -> String {
 }
 
 impl Scalar {
-    /// The numpy type string, e.g. `<f8`, `|b1`, `>U4`.
+    /// The numpy type string, e.g. `<f8`, `|b1`, `>U4`, `<M8[ns]`.
     pub fn typestr(&self) -> String {
         let (code, n) = match self.kind {
+            ScalarKind::Datetime(u) | ScalarKind::Timedelta(u) => {
+                let code = if matches!(self.kind, ScalarKind::Datetime(_)) {
+                    'M'
+                } else {
+                    'm'
+                };
+                // numpy always gives these a byte order, though the unit follows the size.
+                let order = if self.big_endian { '>' } else { '<' };
+                return format!("{order}{code}8{}", u.suffix());
+            }
             ScalarKind::Bool => ('b', self.size),
             ScalarKind::Int => ('i', self.size),
             ScalarKind::UInt => ('u', self.size),
             ScalarKind::Float => ('f', self.size),
+            ScalarKind::Complex => ('c', self.size),
             ScalarKind::Bytes => ('S', self.size),
             ScalarKind::Unicode => ('U', self.size / 4),
             ScalarKind::Void => ('V', self.size),
@@ -233,6 +306,9 @@ impl Scalar {
             ScalarKind::Int => format!("int{bits}"),
             ScalarKind::UInt => format!("uint{bits}"),
             ScalarKind::Float => format!("float{bits}"),
+            ScalarKind::Complex => format!("complex{bits}"),
+            ScalarKind::Datetime(u) => format!("datetime64{}", u.suffix()),
+            ScalarKind::Timedelta(u) => format!("timedelta64{}", u.suffix()),
             ScalarKind::Bytes | ScalarKind::Unicode | ScalarKind::Void => self.typestr(),
         }
     }
@@ -364,12 +440,25 @@ fn parse_scalar(s: &str) -> Result<Scalar, DTypeError> {
         ('|', s)
     };
     let code = rest.chars().next().ok_or_else(bad)?;
+    if let (Some(unit), 'M' | 'm') = (rest[code.len_utf8()..].strip_prefix('8'), code) {
+        let unit = TimeUnit::parse(unit).ok_or_else(bad)?;
+        return Ok(Scalar {
+            kind: if code == 'M' {
+                ScalarKind::Datetime(unit)
+            } else {
+                ScalarKind::Timedelta(unit)
+            },
+            size: 8,
+            big_endian: order == '>',
+        });
+    }
     let n: u64 = rest[code.len_utf8()..].parse().map_err(|_| bad())?;
     let (kind, size) = match (code, n) {
         ('b', 1) => (ScalarKind::Bool, 1),
         ('i', 1 | 2 | 4 | 8) => (ScalarKind::Int, n),
         ('u', 1 | 2 | 4 | 8) => (ScalarKind::UInt, n),
         ('f', 2 | 4 | 8) => (ScalarKind::Float, n),
+        ('c', 8 | 16) => (ScalarKind::Complex, n),
         ('S', _) => (ScalarKind::Bytes, n),
         ('U', _) => (ScalarKind::Unicode, n.checked_mul(4).ok_or_else(bad)?),
         ('V', _) => (ScalarKind::Void, n),
@@ -426,6 +515,8 @@ fn collect_swaps(dt: &DType, base: usize, count: usize, ops: &mut Vec<Swap>) {
         DType::Scalar(s) if s.big_endian => {
             let (width, per) = match s.kind {
                 ScalarKind::Unicode => (4, s.size / 4),
+                // Real and imaginary parts are swapped each on its own, not as one 16 bytes.
+                ScalarKind::Complex => (s.size / 2, 2),
                 _ => (s.size, 1),
             };
             if per * count > 0 {
@@ -445,164 +536,6 @@ fn collect_swaps(dt: &DType, base: usize, count: usize, ops: &mut Vec<Swap>) {
             }
         }
     }
-}
-
-/// Typed values of one field (or of a scalar array), flattened in C order.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Values {
-    Bool(Vec<bool>),
-    I8(Vec<i8>),
-    I16(Vec<i16>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    U8(Vec<u8>),
-    U16(Vec<u16>),
-    U32(Vec<u32>),
-    U64(Vec<u64>),
-    /// `f2` values widened to `f32`.
-    F16(Vec<f32>),
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-    /// `U n`, trailing NULs stripped (numpy semantics).
-    Str(Vec<String>),
-    /// `S n` (trailing NULs stripped) and `V n` (as stored).
-    Bytes(Vec<Vec<u8>>),
-}
-
-/// One field of a row range as typed values.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Column {
-    /// Number of rows.
-    pub rows: usize,
-    /// Shape of the field within one row (`[]` for one value per row).
-    pub shape: Vec<usize>,
-    /// `rows * prod(shape)` values, row after row.
-    pub values: Values,
-}
-
-/// Decodes packed little-endian elements of scalar type `s` (`bytes.len()` is a multiple of
-/// `s.size`).
-pub fn decode_values(s: &Scalar, bytes: &[u8]) -> Values {
-    macro_rules! num {
-        ($t:ty, $v:ident) => {
-            Values::$v(
-                bytes
-                    .chunks_exact(std::mem::size_of::<$t>())
-                    .map(|c| <$t>::from_le_bytes(c.try_into().unwrap()))
-                    .collect(),
-            )
-        };
-    }
-    match (s.kind, s.size) {
-        (ScalarKind::Bool, _) => Values::Bool(bytes.iter().map(|&b| b != 0).collect()),
-        (ScalarKind::Int, 1) => num!(i8, I8),
-        (ScalarKind::Int, 2) => num!(i16, I16),
-        (ScalarKind::Int, 4) => num!(i32, I32),
-        (ScalarKind::Int, _) => num!(i64, I64),
-        (ScalarKind::UInt, 1) => Values::U8(bytes.to_vec()),
-        (ScalarKind::UInt, 2) => num!(u16, U16),
-        (ScalarKind::UInt, 4) => num!(u32, U32),
-        (ScalarKind::UInt, _) => num!(u64, U64),
-        (ScalarKind::Float, 2) => Values::F16(
-            bytes
-                .chunks_exact(2)
-                .map(|c| f16_to_f32(u16::from_le_bytes([c[0], c[1]])))
-                .collect(),
-        ),
-        (ScalarKind::Float, 4) => num!(f32, F32),
-        (ScalarKind::Float, _) => num!(f64, F64),
-        (ScalarKind::Unicode, _) if s.size == 0 => {
-            Values::Str(vec![String::new(); if bytes.is_empty() { 0 } else { 1 }])
-        }
-        (ScalarKind::Unicode, _) => {
-            Values::Str(bytes.chunks_exact(s.size).map(utf32_str).collect())
-        }
-        (ScalarKind::Bytes, _) if s.size > 0 => Values::Bytes(
-            bytes
-                .chunks_exact(s.size)
-                .map(|c| {
-                    let end = c.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-                    c[..end].to_vec()
-                })
-                .collect(),
-        ),
-        (ScalarKind::Void, _) if s.size > 0 => {
-            Values::Bytes(bytes.chunks_exact(s.size).map(<[u8]>::to_vec).collect())
-        }
-        (ScalarKind::Bytes | ScalarKind::Void, _) => Values::Bytes(Vec::new()),
-    }
-}
-
-/// A NUL-padded UTF-32LE string (trailing NULs stripped, interior ones kept, as numpy does);
-/// invalid code points become U+FFFD.
-pub fn utf32_str(bytes: &[u8]) -> String {
-    let units: Vec<u32> = bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-        .collect();
-    let end = units.iter().rposition(|&u| u != 0).map_or(0, |p| p + 1);
-    units[..end]
-        .iter()
-        .map(|&u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER))
-        .collect()
-}
-
-/// IEEE half to single precision (exact).
-pub fn f16_to_f32(h: u16) -> f32 {
-    let sign = ((h >> 15) as u32) << 31;
-    let exp = ((h >> 10) & 0x1f) as u32;
-    let man = (h & 0x3ff) as u32;
-    let bits = match exp {
-        0 if man == 0 => sign,
-        0 => {
-            // Subnormal: normalise the mantissa.
-            let mut e: u32 = 127 - 15 + 1;
-            let mut m = man;
-            while m & 0x400 == 0 {
-                m <<= 1;
-                e -= 1;
-            }
-            sign | (e << 23) | ((m & 0x3ff) << 13)
-        }
-        31 => sign | 0x7f80_0000 | (man << 13),
-        _ => sign | ((exp + 127 - 15) << 23) | (man << 13),
-    };
-    f32::from_bits(bits)
-}
-
-/// Double to IEEE half, round to nearest even (via `f32`; used for fill values only).
-pub fn f64_to_f16(v: f64) -> u16 {
-    let b = (v as f32).to_bits();
-    let sign = ((b >> 16) & 0x8000) as u16;
-    let exp = ((b >> 23) & 0xff) as i32;
-    let man = b & 0x7f_ffff;
-    if exp == 0xff {
-        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
-    }
-    let e = exp - 127 + 15;
-    if e >= 31 {
-        return sign | 0x7c00;
-    }
-    if e <= 0 {
-        if e < -10 {
-            return sign;
-        }
-        let m = man | 0x80_0000;
-        let shift = (14 - e) as u32;
-        let half = 1u32 << (shift - 1);
-        let mut r = m >> shift;
-        let rem = m & ((1 << shift) - 1);
-        if rem > half || (rem == half && r & 1 == 1) {
-            r += 1;
-        }
-        return sign | r as u16;
-    }
-    let mut r = ((e as u32) << 10) | (man >> 13);
-    let rem = man & 0x1fff;
-    if rem > 0x1000 || (rem == 0x1000 && r & 1 == 1) {
-        r += 1;
-    }
-    sign | r as u16
 }
 
 #[cfg(test)]
@@ -655,6 +588,57 @@ mod tests {
     }
 
     #[test]
+    fn complex_dtypes_swap_each_half() {
+        for (t, shown, size) in [("<c8", "complex64", 8), (">c16", ">c16", 16)] {
+            let dt = DType::parse_typestr(t).unwrap();
+            assert_eq!((dt.to_string(), dt.numpy_str()), (t.into(), shown.into()));
+            assert_eq!(dt.itemsize(), size);
+        }
+        let c8 = DType::parse_typestr(">c8").unwrap();
+        let mut b = vec![1, 2, 3, 4, 5, 6, 7, 8];
+        c8.swap_plan().apply(&mut b);
+        assert_eq!(b, [4, 3, 2, 1, 8, 7, 6, 5]);
+        for bad in ["<c4", "<c32", "<c", ">c8x"] {
+            assert!(DType::parse_typestr(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn datetimes_keep_their_units() {
+        for (t, shown) in [
+            ("<M8[ns]", "datetime64[ns]"),
+            (">m8[10ms]", ">m8[10ms]"),
+            ("<M8", "datetime64"),
+            ("<m8[D]", "timedelta64[D]"),
+            ("<M8[2147483647as]", "datetime64[2147483647as]"),
+        ] {
+            let dt = DType::parse_typestr(t).unwrap();
+            assert_eq!((dt.to_string(), dt.numpy_str()), (t.into(), shown.into()));
+            assert_eq!(dt.itemsize(), 8);
+        }
+        let mut b: Vec<u8> = (1..=8).collect();
+        DType::parse_typestr(">M8[s]")
+            .unwrap()
+            .swap_plan()
+            .apply(&mut b);
+        assert_eq!(b, [8, 7, 6, 5, 4, 3, 2, 1]);
+        for bad in [
+            "<M8[xs]",
+            "<M8[0s]",
+            "<M8[2147483648s]",
+            "<M8[99999999999999999999s]",
+            "<M4[ns]",
+            "<M8ns",
+            "<m8[ns",
+            "<M8[]",
+            "<M8[-1s]",
+            "<M8[ns/2]",
+        ] {
+            assert!(DType::parse_typestr(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn rejects_hostile_dtypes() {
         assert!(DType::from_json(&json!("<i3")).is_err());
         assert!(DType::from_json(&json!("<U99999999999")).is_err());
@@ -667,40 +651,5 @@ mod tests {
             deep = json!([["x", deep]]);
         }
         assert!(DType::from_json(&deep).is_err());
-    }
-
-    #[test]
-    fn unicode_keeps_interior_nuls_like_numpy() {
-        // numpy: np.array(['a\x00b', 'é€𝄞'], dtype='<U4') reads back 'a\x00b' and 'é€𝄞'.
-        let s = Scalar {
-            kind: ScalarKind::Unicode,
-            size: 16,
-            big_endian: false,
-        };
-        let bytes: Vec<u8> = ['a', '\0', 'b', '\0', 'é', '€', '𝄞', '\0']
-            .iter()
-            .flat_map(|&c| (c as u32).to_le_bytes())
-            .collect();
-        assert_eq!(
-            decode_values(&s, &bytes),
-            Values::Str(vec!["a\0b".into(), "é€𝄞".into()])
-        );
-    }
-
-    #[test]
-    fn half_floats() {
-        for v in [
-            0.0,
-            1.5,
-            -2.0,
-            65504.0,
-            2f64.powi(-14),
-            2f64.powi(-24),
-            3.0 * 2f64.powi(-20),
-            f64::INFINITY,
-        ] {
-            assert_eq!(f16_to_f32(f64_to_f16(v)) as f64, v, "{v}");
-        }
-        assert!(f16_to_f32(f64_to_f16(f64::NAN)).is_nan());
     }
 }

@@ -30,11 +30,11 @@ impl Num {
             Some(b'<' | b'|' | b'=') => (false, &s[1..]),
             _ => (false, s),
         };
-        let kind = *rest
-            .as_bytes()
-            .first()
-            .ok_or_else(|| format!("dtype {s:?}"))?;
-        let size: usize = rest[1..].parse().map_err(|_| format!("dtype {s:?}"))?;
+        // Complex, datetime (`<M8[ns]`) and string dtypes end up here too: one message.
+        let unsupported =
+            || format!("filter dtype {s:?} is not supported (integers, f4, f8, bool)");
+        let kind = *rest.as_bytes().first().ok_or_else(unsupported)?;
+        let size: usize = rest[1..].parse().map_err(|_| unsupported())?;
         let ok = match kind {
             b'i' | b'u' => matches!(size, 1 | 2 | 4 | 8),
             b'f' => matches!(size, 4 | 8),
@@ -42,9 +42,7 @@ impl Num {
             _ => false,
         };
         if !ok {
-            return Err(format!(
-                "filter dtype {s:?} is not supported (integers, f4, f8, bool)"
-            ));
+            return Err(unsupported());
         }
         Ok(Num { kind, size, big })
     }

@@ -10,8 +10,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::array::{Rows, ZarrArray};
-use super::dtype::{utf32_str, DType, ScalarKind};
+use super::dtype::{DType, ScalarKind};
 use super::meta::GroupMeta;
+use super::values::utf32_str;
 use super::zerr;
 use crate::error::Result;
 

@@ -9,7 +9,8 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use super::codec::Compressor;
-use super::dtype::{f64_to_f16, DType, ScalarKind};
+use super::dtype::{DType, ScalarKind};
+use super::values::f64_to_f16;
 use super::{read_limited, zerr, MAX_CHUNK_BYTES, MAX_META_BYTES, MAX_NDIM};
 use crate::error::{Error, Result};
 
@@ -309,19 +310,43 @@ fn fill_value(v: &Value, dtype: &DType) -> Result<Option<Vec<u8>>, String> {
             };
             le(raw.to_le_bytes().to_vec())
         }
-        ScalarKind::Float => {
-            let f = match v {
-                Value::Number(n) => n.as_f64().unwrap_or(0.0),
-                Value::String(s) if s == "NaN" => f64::NAN,
-                Value::String(s) if s == "Infinity" => f64::INFINITY,
-                Value::String(s) if s == "-Infinity" => f64::NEG_INFINITY,
-                _ => return Err(format!("{v} is not a number")),
+        ScalarKind::Datetime(_) | ScalarKind::Timedelta(_) => {
+            // zarr-python writes the count of units (`int(v.view("i8"))`, NaT as i64::MIN);
+            // numpy would also read "NaT". Floats and date strings it never writes: refused.
+            let n = match v {
+                Value::Number(n) => n
+                    .as_i64()
+                    .ok_or_else(|| format!("{v} is not a 64-bit integer count of units"))?,
+                Value::String(t) if t == "NaT" => i64::MIN,
+                _ => return Err(format!("{v} is not a count of units or \"NaT\"")),
             };
-            le(match s.size {
-                2 => f64_to_f16(f).to_le_bytes().to_vec(),
-                4 => (f as f32).to_le_bytes().to_vec(),
-                _ => f.to_le_bytes().to_vec(),
-            })
+            le(n.to_le_bytes().to_vec())
+        }
+        ScalarKind::Float => le(float_le_bytes(float_fill(v)?, s.size)),
+        ScalarKind::Complex => {
+            let parts = v
+                .as_array()
+                .filter(|a| a.len() == 2)
+                .ok_or_else(|| format!("{v} is not [real, imaginary]"))?;
+            let half = s.size / 2;
+            // Each part is first a fill value of the half-size float (rounded to f32 for c8).
+            let part = |p: &Value| -> Result<f64, String> {
+                let f = float_fill(p)?;
+                Ok(if half == 4 { f as f32 as f64 } else { f })
+            };
+            let (re, im) = (part(&parts[0])?, part(&parts[1])?);
+            // zarr-python reads the pair back as `re + 1j * im` in numpy arithmetic and fills
+            // missing chunks with that: the real part is `re + (0 * im - 0)` and the imaginary
+            // part `0 + im`. So an infinite or NaN imaginary part makes the real part NaN, and
+            // an imaginary -0.0 becomes +0.0. Computed at run time like numpy does it, so a NaN
+            // has the sign this CPU gives `0 * inf`, as zarr-python's has.
+            let mut b = float_le_bytes(re + 0.0 * im, half);
+            b.extend(float_le_bytes(0.0 + im, half));
+            if s.big_endian {
+                b[..half].reverse();
+                b[half..].reverse();
+            }
+            b
         }
         ScalarKind::Unicode => {
             let text = v.as_str().ok_or_else(|| format!("{v} is not a string"))?;
@@ -352,6 +377,26 @@ fn fill_value(v: &Value, dtype: &DType) -> Result<Option<Vec<u8>>, String> {
         }
     };
     Ok(Some(out))
+}
+
+/// A float `fill_value`: a number, or the strings zarr-python writes for NaN and infinities.
+fn float_fill(v: &Value) -> Result<f64, String> {
+    Ok(match v {
+        Value::Number(n) => n.as_f64().unwrap_or(0.0),
+        Value::String(s) if s == "NaN" => f64::NAN,
+        Value::String(s) if s == "Infinity" => f64::INFINITY,
+        Value::String(s) if s == "-Infinity" => f64::NEG_INFINITY,
+        _ => return Err(format!("{v} is not a number")),
+    })
+}
+
+/// `f` as a little-endian float of `size` bytes (2, 4 or 8).
+fn float_le_bytes(f: f64, size: usize) -> Vec<u8> {
+    match size {
+        2 => f64_to_f16(f).to_le_bytes().to_vec(),
+        4 => (f as f32).to_le_bytes().to_vec(),
+        _ => f.to_le_bytes().to_vec(),
+    }
 }
 
 /// A parsed `.zgroup` plus its `.zattrs`.
@@ -494,6 +539,107 @@ mod tests {
             with(r#""<U2""#, "7").is_err(),
             "only 0 stands for an empty string"
         );
+    }
+
+    #[test]
+    fn complex_fill_values_read_as_zarr_python_reads_them() {
+        let with = |dtype: &str, fill: &str| {
+            parse(
+                &OK.replace(r#""dtype":">i4""#, &format!(r#""dtype":"{dtype}""#))
+                    .replace(r#""fill_value":-2"#, &format!(r#""fill_value":{fill}"#)),
+            )
+            .unwrap()
+            .fill_value
+            .unwrap()
+        };
+        let hex = |b: Vec<u8>| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        // What zarr-python 2.18.7 gives: np.array(Metadata2.decode_fill_value(fill, dtype),
+        // dtype).tobytes().hex() for each case.
+        for (dtype, fill, want) in [
+            ("<c8", "[3, -4]", "00004040000080c0"),
+            ("<c8", "[-0.0, -0.0]", "0000008000000000"),
+            ("<c8", r#"["NaN", 1.0]"#, "0000c07f0000803f"),
+            ("<c8", r#"[2.0, "NaN"]"#, "0000c07f0000c07f"),
+            ("<c8", "[-0.0, 2.0]", "0000000000000040"),
+            (">c16", "[3, -4]", "4008000000000000c010000000000000"),
+            (">c16", "[-0.0, -0.0]", "80000000000000000000000000000000"),
+            (
+                ">c16",
+                r#"["Infinity", 0.0]"#,
+                "7ff00000000000000000000000000000",
+            ),
+        ] {
+            assert_eq!(hex(with(dtype, fill)), want, "{dtype} {fill}");
+        }
+        // An infinite imaginary part makes the real part NaN (0 * inf); its sign is the CPU's.
+        let b = with(">c16", r#"[1.5, "-Infinity"]"#);
+        assert!(f64::from_be_bytes(b[..8].try_into().unwrap()).is_nan());
+        assert_eq!(hex(b[8..].to_vec()), "fff0000000000000");
+        for bad in ["1.5", "[1.5]", "[1, 2, 3]", r#"["x", 1]"#, "null"] {
+            let m = parse(
+                &OK.replace(r#""dtype":">i4""#, r#""dtype":"<c8""#)
+                    .replace(r#""fill_value":-2"#, &format!(r#""fill_value":{bad}"#)),
+            );
+            assert_eq!(m.is_err(), bad != "null", "{bad}");
+        }
+        // Filters take numeric dtypes only: complex ones are refused by name.
+        let f = parse(
+            &OK.replace(r#""dtype":">i4""#, r#""dtype":"<c16""#)
+                .replace(r#""fill_value":-2"#, r#""fill_value":null"#)
+                .replace(
+                    r#""filters":null"#,
+                    r#""filters":[{"id":"delta","dtype":"<c16"}]"#,
+                ),
+        )
+        .unwrap();
+        let e = f.check_readable(Path::new("a")).unwrap_err().to_string();
+        assert!(e.contains("<c16"), "{e}");
+    }
+
+    #[test]
+    fn datetime_fill_values_are_counts_or_nat() {
+        let with = |dtype: &str, fill: &str| {
+            parse(
+                &OK.replace(r#""dtype":">i4""#, &format!(r#""dtype":"{dtype}""#))
+                    .replace(r#""fill_value":-2"#, &format!(r#""fill_value":{fill}"#)),
+            )
+            .map(|m| m.fill_value)
+        };
+        // zarr-python writes NaT as int(np.datetime64("NaT").view("i8")).
+        assert_eq!(
+            with("<M8[s]", "-9223372036854775808").unwrap(),
+            Some(i64::MIN.to_le_bytes().to_vec())
+        );
+        assert_eq!(
+            with("<M8[s]", r#""NaT""#).unwrap(),
+            Some(i64::MIN.to_le_bytes().to_vec())
+        );
+        assert_eq!(
+            with(">m8[10ms]", "1234").unwrap(),
+            Some(1234i64.to_be_bytes().to_vec())
+        );
+        assert_eq!(with("<M8[ns]", "null").unwrap(), None);
+        for bad in [
+            "2.5",
+            r#""2020-01-01""#,
+            "9223372036854775808",
+            "true",
+            "[1]",
+        ] {
+            let e = with("<M8[ns]", bad).unwrap_err().to_string();
+            assert!(e.contains("fill_value"), "{bad}: {e}");
+        }
+        // Filters take numeric dtypes only.
+        let f = parse(
+            &OK.replace(r#""dtype":">i4""#, r#""dtype":"<m8[s]""#)
+                .replace(
+                    r#""filters":null"#,
+                    r#""filters":[{"id":"delta","dtype":"<m8[s]"}]"#,
+                ),
+        )
+        .unwrap();
+        let e = f.check_readable(Path::new("a")).unwrap_err().to_string();
+        assert!(e.contains("\"<m8[s]\" is not supported"), "{e}");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! Plain Rust over files and bytes. The pieces, one per concern:
 //!
 //! - [`dtype`]: numpy dtypes as zarr v2 writes them (`"<f8"`, `"|S5"`, structured lists with
-//!   sub-array shapes and nesting), byte-order normalisation and typed field values.
+//!   sub-array shapes and nesting, complex, datetime64/timedelta64 with their units) and
+//!   byte-order normalisation.
+//! - [`values`]: the normalised bytes of a field as typed [`Values`] (numbers, strings).
 //! - [`meta`]: `.zarray` / `.zgroup` / `.zattrs` parsing with explicit limits, since metadata
 //!   files are untrusted input; fill values.
 //! - [`codec`]: the compressors numcodecs writes (Blosc, Zstd, Zlib, GZip, LZ4, none), each
@@ -28,12 +30,14 @@ pub mod l5kit;
 pub mod lzma;
 pub mod meta;
 pub mod order;
+pub mod values;
 
 pub use array::{Rows, ZarrArray};
 pub use codec::Compressor;
-pub use dtype::{Column, DType, Field, Scalar, ScalarKind, Values};
+pub use dtype::{DType, Field, Scalar, ScalarKind};
 pub use info::{cat, describe, ArrayInfo, ZarrInfo};
 pub use meta::{ArrayMeta, Order};
+pub use values::{Column, Values};
 
 use std::path::Path;
 

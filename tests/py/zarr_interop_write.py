@@ -52,6 +52,12 @@ def fill_random(a):
     k = base.kind
     if k == "f":
         flat[...] = np.round(rng.normal(0, 100, n), 2).astype(base)
+    elif k in "Mm":
+        # Counts of units across the whole range NaT-free i8 allows, plus NaT itself.
+        flat.view("i8")[...] = rng.integers(-(2**62), 2**62, n)
+        flat[::7] = np.datetime64("NaT") if k == "M" else np.timedelta64("NaT")
+    elif k == "c":
+        flat[...] = (rng.normal(0, 100, n) + 1j * rng.normal(0, 100, n)).astype(base)
     elif k in "iu":
         info = np.iinfo(base)
         flat[...] = rng.integers(max(info.min, -5000), min(info.max, 5000), n, endpoint=True).astype(base)
@@ -150,6 +156,17 @@ for dt in ["|b1", "|i1", "|u1", "<i2", "<i4", "<i8", "<u4", "<u8", "<f2", "<f4",
     safe = dt.replace("<", "lt_").replace(">", "gt_").replace("|", "na_")
     case(f"dt_{safe}", (257,), (50,), dt)
 
+# Complex (real and imaginary halves, each byte-swapped on its own when big-endian; c16 is an
+# item size the F-order copy has no fixed-width path for) and datetime64/timedelta64 (i8
+# counts, the unit in the dtype): C and F order, 1-3 dimensions. `dtype_str` is numpy's name
+# for the dtype, which `info` must show.
+for dt in ["<c8", ">c16", "<M8[ns]", ">m8[10ms]"]:
+    safe = dt.replace("<", "lt_").replace(">", "gt_").replace("[", "_").replace("]", "")
+    for order in "CF":
+        for nd, (shape, chunks) in enumerate([((23,), (5,)), ((7, 9), (3, 4)), ((4, 5, 6), (3, 2, 4))], 1):
+            a = case(f"dt_{safe}_{order}_{nd}d", shape, chunks, dt, order=order)
+            manifest[-1]["dtype_str"] = a.dtype.str
+
 # Structured: nesting, sub-arrays, big-endian fields.
 case("struct_nested", (301,), (64,), NESTED, fields=("id", "pos", "inner.a", "inner.b", "name", "flag"))
 case("struct_big", (200,), (33,), BIG, fields=("a", "b", "s", "c"), compressor=numcodecs.Blosc("zstd", 3, 2))
@@ -186,6 +203,25 @@ a[10:20] = np.arange(10) + 1
 exp = np.zeros(30, dtype="<i8")
 exp[10:20] = np.arange(10) + 1
 save("missing_null", exp)
+# Complex fill values are stored as [real, imaginary] and read back as re + 1j * im: with
+# 1.5-inf*j the real part of the fill turns NaN; with [-0.0, -0.0] (zarr-python writes 0.0 for
+# it, so the .zarray is edited) the imaginary part turns +0.0.
+a = root.create_dataset("missing_c16", shape=(20,), chunks=(6,), dtype=">c16", fill_value=complex(1.5, -np.inf), write_empty_chunks=False)
+a[7] = 3 - 4j
+save("missing_c16", a[:])
+manifest[-1]["dtype_str"] = a.dtype.str
+a = root.create_dataset("missing_c8_neg_zero", shape=(3, 10), chunks=(2, 4), dtype="<c8", fill_value=0, order="F", write_empty_chunks=False)
+a[1, 5] = 2 + 1j
+meta_path = os.path.join(out, "missing_c8_neg_zero", ".zarray")
+meta = json.load(open(meta_path))
+meta["fill_value"] = [-0.0, -0.0]
+json.dump(meta, open(meta_path, "w"))
+save("missing_c8_neg_zero", zarr.open_array(os.path.join(out, "missing_c8_neg_zero"), mode="r")[:])
+# NaT fill: zarr-python stores it as the i8 count (-2**63).
+a = root.create_dataset("missing_nat", shape=(20, 3), chunks=(6, 2), dtype="<M8[s]", fill_value=np.datetime64("NaT"), write_empty_chunks=False)
+a[7, 1] = np.datetime64("2026-11-25T06:30:00")
+save("missing_nat", a[:])
+manifest[-1]["dtype_str"] = a.dtype.str
 a = root.create_dataset("missing_2d", shape=(10, 10), chunks=(3, 4), dtype="<i2", fill_value=3, write_empty_chunks=False)
 a[4:6, 5:9] = 11
 save("missing_2d", a[:])
