@@ -251,3 +251,28 @@ fn read_all_handles_large_scattered_and_reordered_records() {
         assert!(*bytes == want[order[k]], "frame {k}: {} bytes", bytes.len());
     }
 }
+
+#[cfg(feature = "jpeg")]
+#[test]
+fn a_frame_decodes_into_a_callers_buffer_as_decode_jpeg_decodes_it() {
+    use roverlog::gulp::decode::DEFAULT_MAX_PIXELS;
+    use roverlog::gulp::JpegFrame;
+    let (dir, _) = fixture();
+    let frame = dir.video("video001").unwrap().frame(0).unwrap();
+    let want = roverlog::gulp::decode_jpeg(frame).unwrap();
+    let f = JpegFrame::open(frame, DEFAULT_MAX_PIXELS).unwrap();
+    assert_eq!(
+        (f.width(), f.height(), f.channels()),
+        (want.width, want.height, 3)
+    );
+    assert_eq!(f.len(), want.pixels.len());
+    // The buffer is not zeroed first by the decoder: every byte must be written.
+    let mut out = vec![0xa5; f.len()];
+    f.decode_into(&mut out).unwrap();
+    assert_eq!(out, want.pixels);
+    // A buffer of the wrong size is refused, not partly written.
+    let f = JpegFrame::open(frame, DEFAULT_MAX_PIXELS).unwrap();
+    let mut short = vec![0; f.len() - 1];
+    assert!(f.decode_into(&mut short).is_err());
+    assert!(JpegFrame::open(frame, 48 * 32 - 1).is_err());
+}

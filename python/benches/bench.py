@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """The Python package against the Python libraries it replaces, same run, best of 3:
 
-    .venv/bin/python python/benches/bench.py [--quick]      # ROVERLOG_BIN=target/release/roverlog for the driver row
+    .venv/bin/python python/benches/bench.py [--quick] [--only gulp ...]   # ROVERLOG_BIN=target/release/roverlog for the driver row
 
-- gulp: every frame of every video decoded, ours (`roverlog.gulp`) vs gulpio2;
-- L5Kit agents: the whole array, and 200 random 100-row slices, vs zarr-python;
+- gulp: every frame of every video decoded, ours (`roverlog.gulp`) vs gulpio2, each in its
+  own process; then both again with glibc malloc's thresholds pinned (no page faults); and
+  6 videos of 60 frames of 1080p (reads of 373 MB, fresh memory on both sides);
+- L5Kit agents: the whole array, and 200 random 100-row slices, vs zarr-python (with, for
+  reference, c-blosc alone decoding the same chunks into a pre-faulted array: the floor);
 - an `lzmaf` channel read whole vs an upstream-style reader (`lzma.decompress` per frame);
 - a `raw` channel read whole (zero-copy) vs `numpy.memmap`, each then summed (touching the
   bytes, so both pay the page faults);
@@ -46,28 +49,50 @@ def row(name, ours, theirs, unit=""):
     print(f"{name:<52} ours {ours * 1e3:9.1f} ms   theirs {theirs * 1e3:9.1f} ms   {theirs / ours:6.2f}x {unit}")
 
 
-def bench_gulp(tmp, videos, frames):
-    from gulpio2 import GulpDirectory as Theirs
-    d = os.path.join(tmp, "gulp")
+# One side of the gulp row, in a fresh interpreter: reading decoded frames allocates and frees
+# megabytes per video, and glibc's malloc adapts its mmap and trim thresholds to the frees it
+# has seen, so in one process the side measured second would inherit the first's allocator
+# state (gulpio2 read after ours pays no page faults; read alone it does).
+GULP_SIDE = """
+import sys, time
+d, side = sys.argv[1], sys.argv[2]
+if side == "ours":
+    from roverlog.gulp import GulpDirectory
+else:
+    from gulpio2 import GulpDirectory
+g = GulpDirectory(d)
+ids = list(g.merged_meta_dict)
+best = float("inf")
+for _ in range(3):
+    t0 = time.perf_counter()
+    n = sum(len(g[i][0]) for i in ids)
+    best = min(best, time.perf_counter() - t0)
+print(best, n)
+"""
+
+# glibc's thresholds pinned (setting them turns the adaptation off): frames go to the heap and
+# freed memory is never handed back to the kernel, so neither side pays page faults.
+NO_TRIM = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
+
+
+def bench_gulp(tmp, videos, frames, w=640, h=480, pinned=True):
+    d = os.path.join(tmp, f"gulp{w}x{h}")
     os.makedirs(d)
     script = os.path.join(ROOT, "tests", "py", "gulp_bench.py")
-    subprocess.run([sys.executable, script, "create", d, str(videos), str(frames), "4", "640", "480"],
+    subprocess.run([sys.executable, script, "create", d, str(videos), str(frames), "4", str(w), str(h)],
                    check=True, capture_output=True)
-    theirs = Theirs(d)
-    ids = list(theirs.merged_meta_dict)
 
-    def read_theirs():
-        return sum(len(theirs[i][0]) for i in ids)
+    def side(which, env=None):
+        out = subprocess.run([sys.executable, "-c", GULP_SIDE, d, which], env={**os.environ, **(env or {})},
+                             check=True, capture_output=True, text=True, timeout=600).stdout.split()
+        assert int(out[1]) == videos * frames
+        return float(out[0])
 
-    ours = roverlog.gulp.GulpDirectory(d)
-
-    def read_ours():
-        return sum(len(ours[i][0]) for i in ids)
-
-    to, no = best(read_ours)
-    tt, nt = best(read_theirs)
-    assert no == nt == videos * frames
-    row(f"gulp: {no} frames 640x480 decoded", to, tt)
+    row(f"gulp: {videos * frames} frames {w}x{h} decoded", side("ours"), side("theirs"))
+    if pinned:
+        to, tt = side("ours", NO_TRIM), side("theirs", NO_TRIM)
+        print(f"{'  (both: malloc thresholds pinned, no page faults)':<52} ours {to * 1e3:9.1f} ms   "
+              f"theirs {tt * 1e3:9.1f} ms   {tt / to:6.2f}x")
 
 
 def bench_l5kit(tmp, rows):
@@ -89,10 +114,28 @@ def bench_l5kit(tmp, rows):
         g.create_dataset(name, data=a[:], chunks=a.chunks, compressor=a.compressor)
     ours = roverlog.l5kit.ChunkedDataset(path).open().agents
     theirs = zarr.open_group(path, mode="r")["agents"]
-    to, a = best(lambda: ours[:])
-    tt, b = best(lambda: theirs[:])
+    # Best of 10, not 3: each read takes tens of ms, and a build elsewhere on this shared
+    # machine easily spoils three in a row, for either side.
+    to, a = best(lambda: ours[:], 10)
+    tt, b = best(lambda: theirs[:], 10)
     assert a.tobytes() == b.tobytes()
     row(f"L5Kit agents: whole array ({rows} rows, {a.nbytes >> 20} MB)", to, tt)
+    # The floor under both: numcodecs' c-blosc decoding the same chunk files into an array
+    # whose pages are already faulted in, one chunk per task on 2 threads (GIL released),
+    # the files already read. What is left for a reader is allocating the output and I/O.
+    from concurrent.futures import ThreadPoolExecutor
+    from numcodecs import blosc
+    files = [open(os.path.join(path, "agents", str(i)), "rb").read() for i in range(theirs.nchunks)]
+    per = theirs.chunks[0] * theirs.dtype.itemsize
+    pre = np.ones(len(files) * per, np.uint8)
+    threads = blosc.use_threads
+    blosc.use_threads = False
+    with ThreadPoolExecutor(2) as ex:
+        tf, _ = best(lambda: list(ex.map(lambda i: blosc.decompress(files[i], pre[i * per:(i + 1) * per]),
+                                         range(len(files)))), 10)
+    blosc.use_threads = threads
+    print(f"{'  (floor: c-blosc decode only, 2 threads, pre-faulted)':<52} {tf * 1e3:9.1f} ms   "
+          f"theirs / floor {tt / tf:5.2f}x")
     rng = np.random.default_rng(0)
     starts = rng.integers(0, rows - 100, 200)
     to, x = best(lambda: [ours[s:s + 100] for s in starts])
@@ -203,13 +246,23 @@ def bench_driver(tmp, n):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    ap.add_argument("--only", action="append", choices=["gulp", "l5kit", "channels", "driver"],
+                    help="run only these rows (repeatable; default: all)")
     a = ap.parse_args()
     q = a.quick
+    run = set(a.only or ["gulp", "l5kit", "channels", "driver"])
     with tempfile.TemporaryDirectory() as tmp:
-        bench_gulp(tmp, 20 if q else 100, 10 if q else 30)
-        bench_l5kit(tmp, 100000 if q else 1000000)
-        bench_channels(tmp, 20 if q else 200)
-        bench_driver(tmp, 20000 if q else 200000)
+        if "gulp" in run:
+            bench_gulp(tmp, 20 if q else 100, 10 if q else 30)
+            # Long 1080p reads (373 MB a video): larger than any malloc threshold, so every read
+            # gets fresh memory on both sides.
+            bench_gulp(tmp, 2 if q else 6, 10 if q else 60, 1920, 1080, pinned=False)
+        if "l5kit" in run:
+            bench_l5kit(tmp, 100000 if q else 1000000)
+        if "channels" in run:
+            bench_channels(tmp, 20 if q else 200)
+        if "driver" in run:
+            bench_driver(tmp, 20000 if q else 200000)
 
 
 if __name__ == "__main__":

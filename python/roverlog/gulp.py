@@ -10,7 +10,9 @@
             ...
 
 Frames are decoded natively on every core with the GIL released (gulpio2 decodes with
-simplejpeg's fast DCT; pixels differ by a little, within a JPEG decoder's tolerance).
+simplejpeg's fast DCT; pixels differ by a little, within a JPEG decoder's tolerance). The
+frames of one read are views of one block of memory (each `HxWx3`, C-contiguous and
+writable, like gulpio2's); keeping one frame keeps that read's block alive.
 `jpeg_decoder=` is honoured as in gulpio2 (called on each frame's JPEG bytes) when given.
 Only `meta_data[0]` of each id is kept (what gulpio2's reads return). Objects pickle by path.
 """
@@ -138,7 +140,13 @@ class GulpDirectory:
         if self.jpeg_decoder is not None:
             frames = [self.jpeg_decoder(b) for b in self._native.read(id_, idx, False)]
         else:
-            frames = self._native.read(id_, idx, True)
+            # One block of pixels for the whole read, decoded natively; each frame is a view
+            # of its part (writable, sharing the block, so a kept frame keeps the block alive).
+            block, placed = self._native.read(id_, idx, True)
+            frames = [
+                block[o:o + h * w * c].reshape((h, w) if c == 1 else (h, w, c))
+                for o, h, w, c in placed
+            ]
         meta = self.merged_meta_dict[id_]["meta_data"]
         if not meta:
             raise _roverlog.Error(f"{self.output_dir}: id {id_!r}: meta_data is empty")

@@ -77,3 +77,42 @@ def test_bad_ids_and_selections_raise(gulp, tmp_path):
         ours[1.5]
     with pytest.raises(FileNotFoundError):
         GulpDirectory(str(tmp_path / "missing"))
+
+
+def test_frames_of_one_read_are_separate_writable_arrays(gulp):
+    # The frames of a read share one block of memory (decoded in place); each must still
+    # behave as gulpio2's own array: C-contiguous, writable, its writes seen by no other frame.
+    ours = GulpDirectory(gulp)
+    for id_ in ours.merged_meta_dict:
+        frames, _ = ours[id_]
+        if len(frames) < 2:
+            continue
+        again, _ = ours[id_]
+        for f in frames:
+            assert f.flags.c_contiguous and f.flags.writeable
+        frames[0][...] = 255 - frames[0]
+        for f, g in zip(frames[1:], again[1:]):
+            np.testing.assert_array_equal(f, g)
+        assert not np.array_equal(frames[0], again[0])
+
+
+def test_a_corrupt_frame_is_an_error(gulp, tmp_path):
+    import shutil
+
+    import roverlog
+
+    bad = str(tmp_path / "bad")
+    shutil.copytree(gulp, bad)
+    ours = GulpDirectory(bad)
+    id_ = next(iter(ours.merged_meta_dict))
+    chunk = ours.chunk_objs_lookup[ours.chunk_lookup[id_]]
+    loc = ours.merged_meta_dict[id_]["frame_info"][-1][0]
+    with open(chunk.data_file_path, "r+b") as f:
+        f.seek(loc)
+        f.write(b"\0\0\0\0")  # no SOI marker: not a JPEG
+    ours = GulpDirectory(bad)
+    with pytest.raises(roverlog.Error, match="jpeg"):
+        ours[id_]
+    # The other frames still decode on their own.
+    frames, _ = ours[id_, [0]]
+    assert frames[0].dtype == np.uint8

@@ -42,39 +42,106 @@ pub fn decode_jpeg(bytes: &[u8]) -> Result<DecodedFrame> {
 
 /// Decodes one JPEG, refusing (before allocating) one of more than `max_pixels` pixels.
 pub fn decode_jpeg_limited(bytes: &[u8], max_pixels: usize) -> Result<DecodedFrame> {
-    let err = |e: zune_jpeg::errors::DecodeErrors| Error::Codec {
-        codec: "jpeg".into(),
-        msg: e.to_string(),
-    };
-    let opts = DecoderOptions::default().jpeg_set_out_colorspace(ColorSpace::RGB);
-    let mut dec = JpegDecoder::new_with_options(ZCursor::new(bytes), opts);
-    dec.decode_headers().map_err(err)?;
-    if let Some((w, h)) = dec.dimensions() {
-        let pixels = w.saturating_mul(h);
-        if pixels > max_pixels {
-            return Err(Error::Codec {
-                codec: "jpeg".into(),
-                msg: format!("{w}x{h} image is over the limit of {max_pixels} pixels"),
-            });
-        }
-    }
-    if dec.input_colorspace() == Some(ColorSpace::Luma) {
-        let gray = dec.options().jpeg_set_out_colorspace(ColorSpace::Luma);
-        dec.set_options(gray);
-    }
-    let pixels = dec.decode().map_err(err)?;
-    let info = dec.info().ok_or_else(|| Error::Codec {
-        codec: "jpeg".into(),
-        msg: "no image information after decoding".into(),
-    })?;
-    let (width, height) = (info.width as usize, info.height as usize);
-    let channels = pixels.len().checked_div(width * height).unwrap_or(0);
+    let frame = JpegFrame::open(bytes, max_pixels)?;
+    let (width, height, channels) = (frame.width(), frame.height(), frame.channels());
+    let mut pixels = vec![0; frame.len()];
+    frame.decode_into(&mut pixels)?;
     Ok(DecodedFrame {
         width,
         height,
         channels,
         pixels,
     })
+}
+
+fn jpeg_err(e: zune_jpeg::errors::DecodeErrors) -> Error {
+    Error::Codec {
+        codec: "jpeg".into(),
+        msg: e.to_string(),
+    }
+}
+
+/// A JPEG whose headers have been read: its decoded size is known before any pixel is
+/// decoded, so a caller can lay out one buffer for many frames (a numpy array's memory) and
+/// decode each straight into its place, with no per-frame allocation or copy.
+pub struct JpegFrame<'a> {
+    dec: JpegDecoder<ZCursor<&'a [u8]>>,
+    width: usize,
+    height: usize,
+    channels: usize,
+}
+
+impl<'a> JpegFrame<'a> {
+    /// Reads the headers of `bytes`, refusing an image of more than `max_pixels` pixels.
+    /// Colour images decode to RGB, grayscale ones to one channel.
+    pub fn open(bytes: &'a [u8], max_pixels: usize) -> Result<JpegFrame<'a>> {
+        let opts = DecoderOptions::default().jpeg_set_out_colorspace(ColorSpace::RGB);
+        let mut dec = JpegDecoder::new_with_options(ZCursor::new(bytes), opts);
+        dec.decode_headers().map_err(jpeg_err)?;
+        let (w, h) = dec.dimensions().ok_or_else(|| Error::Codec {
+            codec: "jpeg".into(),
+            msg: "no image dimensions after reading the headers".into(),
+        })?;
+        if w.saturating_mul(h) > max_pixels {
+            return Err(Error::Codec {
+                codec: "jpeg".into(),
+                msg: format!("{w}x{h} image is over the limit of {max_pixels} pixels"),
+            });
+        }
+        if dec.input_colorspace() == Some(ColorSpace::Luma) {
+            let gray = dec.options().jpeg_set_out_colorspace(ColorSpace::Luma);
+            dec.set_options(gray);
+        }
+        let channels = dec.options().jpeg_get_out_colorspace().num_components();
+        Ok(JpegFrame {
+            dec,
+            width: w,
+            height: h,
+            channels,
+        })
+    }
+
+    /// Pixels per row.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Rows.
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
+    /// Bytes per pixel: 1 (gray) or 3 (RGB).
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// Bytes of the decoded image (`height * width * channels`).
+    pub fn len(&self) -> usize {
+        self.width * self.height * self.channels
+    }
+
+    /// True for an image without pixels.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Decodes the image into `out`, which must be exactly [`JpegFrame::len`] bytes.
+    pub fn decode_into(mut self, out: &mut [u8]) -> Result<()> {
+        if out.len() != self.len() {
+            return Err(Error::Codec {
+                codec: "jpeg".into(),
+                msg: format!(
+                    "output of {} bytes for a {}x{}x{} image",
+                    out.len(),
+                    self.height,
+                    self.width,
+                    self.channels
+                ),
+            });
+        }
+        self.dec.decode_into(out).map_err(jpeg_err)
+    }
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use serde_json::Value;
 
 pub use check::{sanity_check, ChunkSummary, GulpSummary, SanityProblem, SanityReport};
 #[cfg(feature = "jpeg")]
-pub use decode::{decode_jpeg, decode_jpeg_limited, DecodedFrame};
+pub use decode::{decode_jpeg, decode_jpeg_limited, DecodedFrame, JpegFrame};
 pub use meta::{parse_gmeta, FrameInfo, GmetaEntry};
 pub use select::FrameSelection;
 
