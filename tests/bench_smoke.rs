@@ -31,20 +31,28 @@ fn quick_bench_reports_every_scenario_and_loses_nothing() {
     assert_eq!(r["ok"], true, "{r:#}");
     // A fresh daemon per scenario, each stopped with SIGTERM.
     let exits = r["daemon_exits"].as_array().unwrap();
-    assert_eq!(exits.len(), 6, "{exits:?}");
+    assert_eq!(exits.len(), 7, "{exits:?}");
     assert!(exits.iter().all(|e| e["exit"] == 0), "{exits:?}");
     assert_eq!(r["data_check"]["ok"], true, "{:#}", r["data_check"]);
     let checks = r["data_check"]["sensors"].as_array().unwrap();
-    // 2 large + 2 direct + 2 imu + 2 batched + 1 lidar + 2 dashboard sensors, each with
-    // every sample.
-    assert_eq!(checks.len(), 11, "{checks:#?}");
+    // 2 large + 2 direct + 2 imu + 2 batched + 1 lidar + 2 dashboard + 2 foxglove sensors,
+    // each with every sample.
+    assert_eq!(checks.len(), 13, "{checks:#?}");
     for c in checks {
         assert_eq!(c["ok"], true, "{c}");
         assert_eq!(c["sent"], c["on_disk"], "{c}");
     }
 
     let rows = r["scenarios"].as_array().unwrap();
-    for scenario in ["large", "direct", "imu", "batched", "lzmaf", "dashboard"] {
+    for scenario in [
+        "large",
+        "direct",
+        "imu",
+        "batched",
+        "lzmaf",
+        "dashboard",
+        "foxglove",
+    ] {
         let of: Vec<&Value> = rows.iter().filter(|x| x["scenario"] == scenario).collect();
         assert!(!of.is_empty(), "no {scenario} row in {rows:#?}");
         for row in of {
@@ -107,8 +115,26 @@ fn quick_bench_reports_every_scenario_and_loses_nothing() {
         dash[0]
     );
 
+    // foxglove: the imu load with a client subscribed to the whole live feed against none
+    // (the bench itself fails if that client received no message).
+    let fox: Vec<&Value> = rows
+        .iter()
+        .filter(|x| x["scenario"] == "foxglove")
+        .collect();
+    assert_eq!(fox.len(), 1, "{fox:?}");
+    assert!(
+        named(fox[0], "ours").contains("a Foxglove client subscribed to every channel"),
+        "{}",
+        fox[0]
+    );
+    assert!(
+        named(fox[0], "baseline").contains("no Foxglove client"),
+        "{}",
+        fox[0]
+    );
+
     let mem = r["rss"].as_array().unwrap();
-    assert_eq!(mem.len(), 6, "{mem:?}");
+    assert_eq!(mem.len(), 7, "{mem:?}");
     for m in mem {
         for k in [
             "idle_bytes",

@@ -24,6 +24,7 @@ use roverlog::format::{check_sensor, Depth};
 
 mod child;
 mod dashboard;
+mod foxglove;
 mod report;
 mod scenario;
 
@@ -32,7 +33,15 @@ use scenario::{check_data, python_writer, run_scenario};
 use child::{make_work_dir, write_config, DaemonChild, RemoveOnDrop};
 use report::print_table;
 
-const SCENARIOS: [&str; 6] = ["large", "direct", "imu", "batched", "lzmaf", "dashboard"];
+const SCENARIOS: [&str; 7] = [
+    "large",
+    "direct",
+    "imu",
+    "batched",
+    "lzmaf",
+    "dashboard",
+    "foxglove",
+];
 /// Bytes of one frame in the large-frame scenario.
 const LARGE_FRAME: usize = 4 << 20;
 /// Largest `--frame-bytes` (the daemon's default `max_frame_bytes` less the frame header).
@@ -52,7 +61,9 @@ const PER_WRITE: usize = 256;
 /// direct_io on, vs dd oflag=direct), imu (one write() per 44-byte sample
 /// vs a plain socket sink and the upstream-style Python writer), batched (256 samples per
 /// write()), lzmaf (256 KiB frames compressed, vs a 20 Hz lidar), dashboard (the imu load
-/// with a client polling the daemon's dashboard at 10 Hz vs none, alternating rounds). The daemon's resident
+/// with a client polling the daemon's dashboard at 10 Hz vs none, alternating rounds),
+/// foxglove (the imu load with a client subscribed to the whole live Foxglove feed vs none).
+/// The daemon's resident
 /// memory is sampled throughout and compared with its configured budgets.
 ///
 /// Exit codes: 0 every scenario ran and the data checks passed (targets may be missed: that

@@ -50,6 +50,9 @@ pub(super) fn write_config(
     if scenario == "dashboard" {
         v["http_listen"] = json!("127.0.0.1:0");
     }
+    if scenario == "foxglove" {
+        v["foxglove_listen"] = json!("127.0.0.1:0");
+    }
     if let Some(extra) = extra {
         let extra: Value = serde_json::from_str(extra).context("--daemon-config")?;
         let Some(keys) = extra.as_object() else {

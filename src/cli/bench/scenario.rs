@@ -216,48 +216,50 @@ pub(super) fn run_scenario(
             ));
             (rows, n as u64 * (queue + read_buf(0)))
         }
-        "dashboard" => {
+        "dashboard" | "foxglove" => {
             let st = super::child::ctl(&cfg.control_socket, json!({"cmd": "status"}))?;
-            let Some(url) = st["http"]["url"].as_str() else {
-                bail!("the dashboard scenario's daemon reports no http.url: {st}");
-            };
-            let addr = url
-                .trim_start_matches("http://")
-                .trim_end_matches('/')
-                .to_owned();
-            // Ten times the imu scenario's samples: rounds of seconds, so each polled round
-            // sees tens of requests, not a handful.
+            let viewer = Viewer::of(scenario, &st)?;
+            // Ten times the imu scenario's samples: rounds of seconds, so each watched round
+            // sees tens of requests or messages, not a handful.
             let mut spec = LoadSpec::new(n, Workload::Imu, 10 * sizes.imu_samples);
-            spec.prefix = "dash".into();
-            let (mut quiet, mut polled, mut requests) = (Vec::new(), Vec::new(), 0);
+            spec.prefix = if scenario == "dashboard" {
+                "dash"
+            } else {
+                "fox"
+            }
+            .into();
+            let (mut quiet, mut watched, mut seen) = (Vec::new(), Vec::new(), 0);
             for round in 0..sizes.rounds {
                 // Which side goes first alternates, so drift in the machine hits both.
                 for step in 0..2 {
                     if (step + round) % 2 == 0 {
                         quiet.push(drive(&spec, expected)?);
                     } else {
-                        let poller = super::dashboard::Poller::start(addr.clone());
+                        let client = viewer.start()?;
                         let r = drive(&spec, expected);
-                        requests += poller.stop()?;
-                        polled.push(r?);
+                        seen += client.stop()?;
+                        watched.push(r?);
                     }
                 }
             }
+            let (without, with) = viewer.names();
             for t in &mut quiet {
-                t.name = format!("{} (no dashboard client)", t.name);
+                t.name = format!("{} ({without})", t.name);
             }
-            for t in &mut polled {
-                t.name = format!(
-                    "{} (dashboard polled at {} Hz)",
-                    t.name,
-                    super::dashboard::POLL_HZ
-                );
+            for t in &mut watched {
+                t.name = format!("{} ({with})", t.name);
             }
-            eprintln!("bench: dashboard: {requests} requests answered during the polled rounds");
+            eprintln!(
+                "bench: {scenario}: {seen} {} during the watched rounds",
+                viewer.unit()
+            );
+            if seen == 0 {
+                bail!("{scenario}: the client saw nothing while the load ran");
+            }
             files_open += 3 * n as u64;
             let rows = vec![Row::new(
                 scenario,
-                &polled,
+                &watched,
                 Some(Ok(quiet)),
                 Unit::SamplesPerSec,
                 Some(0.9),
@@ -481,4 +483,78 @@ pub(super) fn check_data(trace: &Path, expected: &BTreeMap<String, u64>) -> Vec<
         }
     }
     out
+}
+
+/// A client of what the daemon shows (the dashboard's API, the live Foxglove feed), whose cost
+/// to the writers the `dashboard` and `foxglove` scenarios measure.
+enum Viewer {
+    /// The dashboard at `host:port`.
+    Dashboard(String),
+    /// The Foxglove feed at `ws://host:port`.
+    Foxglove(String),
+}
+
+enum Watching {
+    Dashboard(super::dashboard::Poller),
+    Foxglove(super::foxglove::Watcher),
+}
+
+impl Viewer {
+    /// The scenario's viewer, at the address the daemon's `status` reports.
+    fn of(scenario: &str, status: &Value) -> Result<Viewer> {
+        let section = if scenario == "dashboard" {
+            "http"
+        } else {
+            "foxglove"
+        };
+        let Some(url) = status[section]["url"].as_str() else {
+            bail!("the {scenario} scenario's daemon reports no {section}.url: {status}");
+        };
+        Ok(if scenario == "dashboard" {
+            let addr = url.trim_start_matches("http://").trim_end_matches('/');
+            Viewer::Dashboard(addr.to_owned())
+        } else {
+            Viewer::Foxglove(url.to_owned())
+        })
+    }
+
+    fn start(&self) -> Result<Watching> {
+        Ok(match self {
+            Viewer::Dashboard(addr) => {
+                Watching::Dashboard(super::dashboard::Poller::start(addr.clone()))
+            }
+            Viewer::Foxglove(url) => Watching::Foxglove(super::foxglove::Watcher::start(url)?),
+        })
+    }
+
+    /// The baseline's and the measured side's labels.
+    fn names(&self) -> (&'static str, String) {
+        match self {
+            Viewer::Dashboard(_) => (
+                "no dashboard client",
+                format!("dashboard polled at {} Hz", super::dashboard::POLL_HZ),
+            ),
+            Viewer::Foxglove(_) => (
+                "no Foxglove client",
+                "a Foxglove client subscribed to every channel".to_owned(),
+            ),
+        }
+    }
+
+    fn unit(&self) -> &'static str {
+        match self {
+            Viewer::Dashboard(_) => "requests answered",
+            Viewer::Foxglove(_) => "feed messages received",
+        }
+    }
+}
+
+impl Watching {
+    /// Stops the client; how many requests were answered or messages received.
+    fn stop(self) -> Result<u64> {
+        match self {
+            Watching::Dashboard(p) => p.stop(),
+            Watching::Foxglove(w) => w.stop(),
+        }
+    }
 }
