@@ -14,7 +14,8 @@ secs=${1:-1200}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(frame meta_json lzmaf_index gulp_meta zarr_meta blosc_chunk zarr_order)
+    # Every [[bin]] of fuzz/Cargo.toml except the crate's own name.
+    mapfile -t targets < <(sed -n 's/^name = "\(.*\)"$/\1/p' fuzz/Cargo.toml | grep -vx roverlog-fuzz)
 fi
 mkdir -p fuzz/logs
 export RUSTC_BOOTSTRAP=1

@@ -8,9 +8,13 @@
 //! - [`values`]: the normalised bytes of a field as typed [`Values`] (numbers, strings).
 //! - [`meta`]: `.zarray` / `.zgroup` / `.zattrs` parsing with explicit limits, since metadata
 //!   files are untrusted input; fill values.
-//! - [`codec`]: the compressors numcodecs writes (Blosc, Zstd, Zlib, GZip, LZ4, none), each
-//!   decoding into a buffer of exactly the chunk's size; [`blosc`] validates the Blosc header
-//!   before handing a chunk to c-blosc.
+//! - [`codec`]: the compressors numcodecs writes (Blosc, Zstd, Zlib, GZip, BZ2, LZ4, LZMA,
+//!   none), each decoding into a buffer of exactly the chunk's size; [`blosc`] validates the
+//!   Blosc header before handing a chunk to c-blosc; [`lzma`](mod@lzma) is numcodecs' `LZMA`
+//!   in its four formats.
+//! - [`filters`]: the `.zarray` filter chain (delta, fixedscaleoffset, quantize, astype,
+//!   packbits, categorize, ...), undone in reverse after the compressor.
+//! - [`order`]: `order: "F"` chunks reordered to C order, one chunk at a time.
 //! - [`array`](mod@array): [`ZarrArray`], row-range reads that decode each chunk once (small LRU of
 //!   decoded chunks) and decode independent chunks in parallel.
 //! - [`info`]: [`describe`] and [`cat`], the library side of `roverlog info` / `roverlog cat`.
