@@ -221,7 +221,22 @@ fn connections_over_the_limit_are_answered_busy_and_slots_come_back() {
     loop {
         let r = raw(&base, b"GET /api/status HTTP/1.1\r\nHost: x\r\n\r\n");
         if r.starts_with("HTTP/1.1 503") {
-            assert!(r.contains("too many dashboard connections"), "{r}");
+            // A whole reply: the body is as long as its content-length says, and JSON.
+            let (head, body) = r.split_once("\r\n\r\n").expect("a head and a body");
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .unwrap_or_else(|| panic!("no content-length: {r}"));
+            assert_eq!(length.parse::<usize>().unwrap(), body.len(), "{r}");
+            let v: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {r}"));
+            assert_eq!(v["ok"], false, "{r}");
+            assert!(
+                v["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("too many dashboard connections"),
+                "{r}"
+            );
             break;
         }
         assert!(

@@ -148,6 +148,7 @@ pub async fn serve(listener: std::net::TcpListener, rec: Arc<Recorder>, mut shut
 
     let app = router(dash);
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let busy = busy_reply();
     loop {
         let (stream, peer) = tokio::select! {
             r = listener.accept() => match r {
@@ -161,7 +162,7 @@ pub async fn serve(listener: std::net::TcpListener, rec: Arc<Recorder>, mut shut
             _ = shutdown.recv() => return,
         };
         let Ok(permit) = slots.clone().try_acquire_owned() else {
-            let _ = stream.try_write(BUSY);
+            let _ = stream.try_write(&busy);
             continue;
         };
         let svc = TowerToHyperService::new(app.clone().layer(axum::Extension(peer)));
@@ -201,10 +202,19 @@ pub async fn serve(listener: std::net::TcpListener, rec: Arc<Recorder>, mut shut
     }
 }
 
-/// The answer to a connection over [`MAX_CONNECTIONS`].
-const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
-connection: close\r\ncontent-length: 71\r\n\r\n\
-{\"ok\":false,\"error\":\"too many dashboard connections, try again shortly\"}";
+/// The body of the answer to a connection over [`MAX_CONNECTIONS`].
+const BUSY_BODY: &str =
+    r#"{"ok":false,"error":"too many dashboard connections, try again shortly"}"#;
+
+/// The whole answer to a connection over [`MAX_CONNECTIONS`], its length taken from the body.
+fn busy_reply() -> Vec<u8> {
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n{BUSY_BODY}",
+        BUSY_BODY.len()
+    )
+    .into_bytes()
+}
 
 fn router(dash: Arc<Dashboard>) -> Router {
     Router::new()
