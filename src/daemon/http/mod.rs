@@ -52,6 +52,11 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// [`CLOSE_GRACE`] later whatever it is doing, so slow clients cannot keep slots.
 pub const MAX_CONNECTION_LIFE: Duration = Duration::from_secs(60);
 pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// Connections over the limit being answered 503 at once; past this they are closed unanswered.
+const MAX_REFUSING: usize = 32;
+/// How long a refused connection's request is read and thrown away after the 503, so closing
+/// with it unread does not reset the connection before the client has read the reply.
+const REFUSE_LINGER: Duration = Duration::from_millis(500);
 /// Shortest accepted `http_token`.
 const MIN_TOKEN_CHARS: usize = 16;
 
@@ -148,7 +153,8 @@ pub async fn serve(listener: std::net::TcpListener, rec: Arc<Recorder>, mut shut
 
     let app = router(dash);
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    let busy = busy_reply();
+    let refusing = Arc::new(tokio::sync::Semaphore::new(MAX_REFUSING));
+    let busy: Arc<[u8]> = busy_reply().into();
     loop {
         let (stream, peer) = tokio::select! {
             r = listener.accept() => match r {
@@ -162,7 +168,9 @@ pub async fn serve(listener: std::net::TcpListener, rec: Arc<Recorder>, mut shut
             _ = shutdown.recv() => return,
         };
         let Ok(permit) = slots.clone().try_acquire_owned() else {
-            let _ = stream.try_write(&busy);
+            if let Ok(permit) = refusing.clone().try_acquire_owned() {
+                tokio::spawn(refuse(stream, busy.clone(), permit));
+            }
             continue;
         };
         let svc = TowerToHyperService::new(app.clone().layer(axum::Extension(peer)));
@@ -214,6 +222,24 @@ fn busy_reply() -> Vec<u8> {
         BUSY_BODY.len()
     )
     .into_bytes()
+}
+
+/// Answers a connection over the limit with `reply` (the 503), then reads what the client sent
+/// for at most [`REFUSE_LINGER`] before closing, so the reply is not lost to a reset.
+async fn refuse(
+    mut stream: tokio::net::TcpStream,
+    reply: Arc<[u8]>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = tokio::time::timeout(REFUSE_LINGER, async {
+        stream.write_all(&reply).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        while stream.read(&mut sink).await? > 0 {}
+        std::io::Result::Ok(())
+    })
+    .await;
 }
 
 fn router(dash: Arc<Dashboard>) -> Router {
