@@ -36,6 +36,7 @@ pub mod export;
 pub mod format;
 pub mod gulp;
 mod io;
+pub mod mem;
 pub mod plot;
 pub mod replay;
 pub mod timestamps;

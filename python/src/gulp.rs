@@ -52,7 +52,9 @@ fn decode_block(frames: &[&[u8]]) -> roverlog::Result<(Vec<u8>, Vec<Placed>)> {
             codec: "jpeg".into(),
             msg: format!("cannot allocate {total} bytes for the decoded frames"),
         })?;
-    advise_huge_pages(block.spare_capacity_mut());
+    // gulpio2's frames get numpy's huge-page hint; a read larger than malloc's mmap threshold
+    // (32 MiB at most; 60 frames of 1080p are 373 MB) gets fresh memory each time.
+    roverlog::mem::advise_huge_pages(block.spare_capacity_mut());
     // One job per frame, taken in order by whichever thread is free (frames differ in cost).
     let mut jobs = Vec::with_capacity(opened.len());
     let mut rest: &mut [MaybeUninit<u8>] = &mut block.spare_capacity_mut()[..total];
@@ -97,35 +99,6 @@ fn decode_block(frames: &[&[u8]]) -> roverlog::Result<(Vec<u8>, Vec<Placed>)> {
     // every job succeeded (an error returned above), so all `total` bytes are initialised.
     unsafe { block.set_len(total) };
     Ok((block, placed))
-}
-
-/// Asks for transparent huge pages over `buf` when it is 4 MiB or more, as numpy does for its
-/// own arrays (gulpio2's frames get it): a read larger than malloc's mmap threshold (32 MiB
-/// at most; 60 frames of 1080p are 373 MB) gets fresh memory each time, and with 4 KiB pages
-/// its page faults cost as much system time as the decoding takes. Only a hint: a failure
-/// (or another OS) changes nothing.
-fn advise_huge_pages(buf: &mut [std::mem::MaybeUninit<u8>]) {
-    #[cfg(target_os = "linux")]
-    if buf.len() >= 4 << 20 {
-        const PAGE: usize = 4096;
-        let start = buf.as_mut_ptr() as usize;
-        let aligned = start.next_multiple_of(PAGE);
-        let end = (start + buf.len()) / PAGE * PAGE;
-        if end > aligned {
-            // SAFETY: madvise only changes the kernel's paging policy of whole pages inside
-            // the live allocation `buf` (aligned..end lies within it); it neither reads nor
-            // writes the memory and cannot invalidate it.
-            unsafe {
-                libc::madvise(
-                    aligned as *mut libc::c_void,
-                    end - aligned,
-                    libc::MADV_HUGEPAGE,
-                );
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = buf;
 }
 
 #[pymethods]

@@ -320,32 +320,14 @@ fn alloc_output(len: usize) -> Option<Vec<u8>> {
     // SAFETY: `layout` has non-zero size. A non-null result is `len` zeroed bytes from the
     // global allocator with exactly this layout (align 1), which is what Vec::from_raw_parts
     // requires for a Vec<u8> of length and capacity `len`.
-    let out = unsafe {
+    let mut out = unsafe {
         let ptr = std::alloc::alloc_zeroed(layout);
         if ptr.is_null() {
             return None;
         }
         Vec::from_raw_parts(ptr, len, len)
     };
-    #[cfg(target_os = "linux")]
-    if len >= 4 << 20 {
-        const PAGE: usize = 4096;
-        let start = out.as_ptr() as usize;
-        let aligned = start.next_multiple_of(PAGE);
-        let end = (start + len) / PAGE * PAGE;
-        if end > aligned {
-            // SAFETY: madvise only changes the kernel's paging policy for whole pages inside
-            // the live allocation `out` (aligned..end lies within it); it neither reads nor
-            // writes memory and cannot invalidate it. A failure is harmless and ignored.
-            unsafe {
-                libc::madvise(
-                    aligned as *mut libc::c_void,
-                    end - aligned,
-                    libc::MADV_HUGEPAGE,
-                );
-            }
-        }
-    }
+    crate::mem::advise_huge_pages(&mut out);
     Some(out)
 }
 
