@@ -21,6 +21,7 @@ import argparse
 import json
 import math
 import select
+import signal
 import socket
 import struct
 import sys
@@ -297,6 +298,10 @@ def main(argv=None) -> int:
         return 1
     print(f"connected: {json.dumps(reply)}")
 
+    # Ctrl-C (SIGINT) ends the run with a last durability request. A shell that starts jobs
+    # in the background leaves SIGINT ignored in them, and Python then installs no handler:
+    # install it here, so `kill -INT` works however the driver was started.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     period = 1.0 / args.rate
     start = time.monotonic()
     sent = 0

@@ -220,7 +220,7 @@ fn sighup_rotates() {
 #[test]
 fn no_arguments_runs_on_defaults_in_the_working_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_roverlog"))
+    let child = Command::new(env!("CARGO_BIN_EXE_roverlog"))
         .arg("daemon")
         .current_dir(dir.path())
         .stderr(std::process::Stdio::null())
@@ -242,7 +242,8 @@ fn no_arguments_runs_on_defaults_in_the_working_directory() {
     assert!(dir.path().join("data").read_dir().unwrap().count() == 1);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    assert!(child.wait().unwrap().success());
+    let out = output_within(child, 30, "the daemon after SIGINT");
+    assert!(out.status.success(), "{:?}", out.status);
 }
 
 #[test]

@@ -21,10 +21,13 @@ fn example(d: &TestDaemon, sensor: &str) -> Command {
 #[test]
 fn the_example_driver_records_what_it_sends() {
     let d = TestDaemon::start(json!({}));
-    let out = example(&d, "imu")
+    let driver = example(&d, "imu")
         .args(["--rate", "2000", "--count", "300"])
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let out = output_within(driver, 60, "the example driver sending 300 samples");
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
@@ -61,7 +64,7 @@ fn the_example_driver_reconnects_when_the_daemon_restarts() {
     // Ctrl-C: the example asks for durability one last time and exits 130.
     // SAFETY: a signal to the child we spawned and have not waited for.
     assert_eq!(unsafe { libc::kill(driver.id() as i32, libc::SIGINT) }, 0);
-    let out = driver.wait_with_output().unwrap();
+    let out = output_within(driver, 30, "the example driver after SIGINT");
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),

@@ -359,3 +359,22 @@ pub fn feed_one_by_one(d: &TestDaemon, c: &mut Driver, sensor: &str, n: u64) {
         });
     }
 }
+
+/// Waits for `child` (its output piped or not) to exit within `secs`, collecting its output;
+/// on timeout kills it and panics naming `what` was awaited.
+pub fn output_within(child: Child, secs: u64, what: &str) -> std::process::Output {
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: a signal to our own child, which has not been reaped (its waiter
+            // has not returned).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{what}: no exit within {secs} s (killed)");
+        }
+    }
+}
