@@ -9,7 +9,7 @@ use pyo3::types::{PyBytes, PyList};
 
 use roverlog::gulp::{FrameSelection, GulpDirectory, JpegFrame};
 
-use crate::to_py;
+use crate::{joined, to_py};
 
 #[pyclass(module = "roverlog._roverlog")]
 pub struct GulpDir {
@@ -89,10 +89,10 @@ fn decode_block(frames: &[&[u8]]) -> roverlog::Result<(Vec<u8>, Vec<Placed>)> {
     };
     std::thread::scope(|s| {
         let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
-        let mine = work();
+        let mine = joined(std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)));
         helpers
             .into_iter()
-            .map(|h| h.join().expect("a decoding thread panicked"))
+            .map(|h| joined(h.join()))
             .fold(mine, |acc, r| acc.and(r))
     })?;
     // SAFETY: the jobs covered `block`'s first `total` bytes of spare capacity exactly, and

@@ -42,6 +42,22 @@ pub(crate) fn to_py(e: roverlog::Error) -> PyErr {
     }
 }
 
+/// A decoding thread's result, its panic (a decoder bug) turned into an error, so that it
+/// reaches Python as `roverlog.Error` rather than pyo3's `PanicException`.
+fn joined(r: std::thread::Result<roverlog::Result<()>>) -> roverlog::Result<()> {
+    r.unwrap_or_else(|payload| {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(roverlog::Error::Codec {
+            codec: "decoder".into(),
+            msg: format!("a decoding thread panicked: {why}"),
+        })
+    })
+}
+
 /// Splits `start..start+count` over the cores and runs `f(range, out_chunk)` on each, where
 /// `out` holds `per` bytes per sample.
 fn parallel_fill(
@@ -67,9 +83,7 @@ fn parallel_fill(
             handles.push(s.spawn(move || f(from..to, mine)));
             from = to;
         }
-        handles
-            .into_iter()
-            .try_for_each(|h| h.join().expect("a decoding thread panicked"))
+        handles.into_iter().try_for_each(|h| joined(h.join()))
     })
 }
 
