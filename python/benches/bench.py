@@ -8,6 +8,7 @@
   6 videos of 60 frames of 1080p (reads of 373 MB, fresh memory on both sides);
 - L5Kit agents: the whole array, and 200 random 100-row slices, vs zarr-python (with, for
   reference, c-blosc alone decoding the same chunks into a pre-faulted array: the floor);
+  (`--only l5kit-spread`, not a row: how the whole-array read's time spreads in one process);
 - an `lzmaf` channel read whole vs an upstream-style reader (`lzma.decompress` per frame);
 - a `raw` channel read whole (zero-copy) vs `numpy.memmap`, each then summed (touching the
   bytes, so both pay the page faults);
@@ -95,9 +96,10 @@ def bench_gulp(tmp, videos, frames, w=640, h=480, pinned=True):
               f"theirs {tt * 1e3:9.1f} ms   {tt / to:6.2f}x")
 
 
-def bench_l5kit(tmp, rows):
-    """An agents array as L5Kit writes it (the fixture's dtype, 20000-row chunks, Blosc lz4
-    with shuffle), `rows` long: the fixture's rows repeated with changing ids and positions."""
+def make_agents(tmp, rows):
+    """An L5Kit dataset whose agents array is as L5Kit writes it (the fixture's dtype,
+    20000-row chunks, Blosc lz4 with shuffle), `rows` long: the fixture's rows repeated with
+    changing ids and positions. Returns its path."""
     import numcodecs
     import zarr
     scene = os.path.join(ROOT, "tests", "data", "l5kit_single_scene.zarr")
@@ -112,6 +114,12 @@ def bench_l5kit(tmp, rows):
     for name in ["scenes", "frames", "traffic_light_faces"]:
         a = zarr.open_group(scene, mode="r")[name]
         g.create_dataset(name, data=a[:], chunks=a.chunks, compressor=a.compressor)
+    return path
+
+
+def bench_l5kit(tmp, rows):
+    import zarr
+    path = make_agents(tmp, rows)
     ours = roverlog.l5kit.ChunkedDataset(path).open().agents
     theirs = zarr.open_group(path, mode="r")["agents"]
     # Best of 10, not 3: each read takes tens of ms, and a build elsewhere on this shared
@@ -142,6 +150,30 @@ def bench_l5kit(tmp, rows):
     tt, y = best(lambda: [theirs[s:s + 100] for s in starts])
     assert all(p.tobytes() == q.tobytes() for p, q in zip(x, y))
     row("L5Kit agents: 200 random 100-row slices", to, tt)
+
+
+def bench_l5kit_spread(tmp, rows, n=30):
+    """Not a row: how the whole-array read's time spreads within one process, `n` reads a
+    side, twice, fastest five and the median (the best-of-10 row varies between processes)."""
+    import zarr
+    path = make_agents(tmp, rows)
+    ours = roverlog.l5kit.ChunkedDataset(path).open().agents
+    theirs = zarr.open_group(path, mode="r")["agents"]
+
+    def times(f):
+        out = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            x = f()
+            out.append((time.perf_counter() - t0) * 1e3)
+            del x
+        return sorted(out)
+
+    for _ in range(2):
+        for name, f in [("ours", lambda: ours[:]), ("theirs", lambda: theirs[:])]:
+            t = times(f)
+            print(f"L5Kit whole array, {n} reads, {name:<6}: fastest "
+                  f"{' '.join(f'{v:.1f}' for v in t[:5])} ms, median {t[n // 2]:.1f} ms")
 
 
 def bench_channels(tmp, n):
@@ -246,8 +278,10 @@ def bench_driver(tmp, n):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
-    ap.add_argument("--only", action="append", choices=["gulp", "l5kit", "channels", "driver"],
-                    help="run only these rows (repeatable; default: all)")
+    ap.add_argument("--only", action="append",
+                    choices=["gulp", "l5kit", "channels", "driver", "l5kit-spread"],
+                    help="run only these rows (repeatable; default: all but l5kit-spread, "
+                         "the whole-array read's times within one process)")
     a = ap.parse_args()
     q = a.quick
     run = set(a.only or ["gulp", "l5kit", "channels", "driver"])
@@ -259,6 +293,8 @@ def main():
             bench_gulp(tmp, 2 if q else 6, 10 if q else 60, 1920, 1080, pinned=False)
         if "l5kit" in run:
             bench_l5kit(tmp, 100000 if q else 1000000)
+        if "l5kit-spread" in run:
+            bench_l5kit_spread(tmp, 100000 if q else 1000000)
         if "channels" in run:
             bench_channels(tmp, 20 if q else 200)
         if "driver" in run:
