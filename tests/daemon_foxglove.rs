@@ -243,31 +243,6 @@ fn a_client_sees_decimated_messages_that_are_on_disk_and_a_stalled_one_slows_not
     }
 }
 
-fn refused(extra: Value, msg: &str) {
-    let d = TestDaemon::create(extra);
-    let mut child = d
-        .command()
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if t0.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            panic!("the daemon did not refuse a bad foxglove config within 20 s ({msg})");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    assert_eq!(status.code(), Some(2), "{err}");
-    assert!(err.contains(msg), "expected {msg:?} in: {err}");
-}
-
 #[test]
 fn a_bad_foxglove_config_is_refused_at_start() {
     refused(

@@ -299,41 +299,6 @@ fn off_loopback_every_api_read_needs_the_token() {
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
 }
 
-/// Starts the daemon with `extra` and expects it to refuse: exit code 2 and `msg` on stderr.
-fn refused(extra: Value, msg: &str) {
-    let d = TestDaemon::create(extra);
-    let mut child = d
-        .command()
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if t0.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            panic!("the daemon did not refuse a bad dashboard config within 20 s ({msg})");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert_eq!(status.code(), Some(2), "{err}");
-    assert!(err.contains(msg), "expected {msg:?} in: {err}");
-    assert!(
-        !d.control_path().exists(),
-        "a refused daemon left its control socket"
-    );
-}
-
 #[test]
 fn a_bad_dashboard_config_is_refused_at_start() {
     refused(

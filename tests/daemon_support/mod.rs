@@ -378,3 +378,27 @@ pub fn output_within(child: Child, secs: u64, what: &str) -> std::process::Outpu
         }
     }
 }
+
+/// Starts the daemon with `extra` config keys and expects it to refuse them: exit code 2
+/// within 20 s, `msg` on stderr, and no control socket left behind.
+pub fn refused(extra: Value, msg: &str) {
+    let d = TestDaemon::create(extra);
+    let child = d
+        .command()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = output_within(
+        child,
+        20,
+        &format!("the daemon refusing a bad config ({msg})"),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(msg), "expected {msg:?} in: {err}");
+    assert!(
+        !d.control_path().exists(),
+        "a refused daemon left its control socket"
+    );
+}
