@@ -455,6 +455,15 @@ mod tests {
     const OK: &str = r#"{"zarr_format":2,"shape":[10,4],"chunks":[3,4],"dtype":">i4",
         "compressor":null,"fill_value":-2,"filters":null,"order":"C"}"#;
 
+    /// [`OK`] with another dtype and fill value: the parsed fill value's bytes.
+    fn with_dtype_fill(dtype: &str, fill: &str) -> Result<Option<Vec<u8>>> {
+        parse(
+            &OK.replace(r#""dtype":">i4""#, &format!(r#""dtype":"{dtype}""#))
+                .replace(r#""fill_value":-2"#, &format!(r#""fill_value":{fill}"#)),
+        )
+        .map(|m| m.fill_value)
+    }
+
     #[test]
     fn parses_and_keys() {
         let m = parse(OK).unwrap();
@@ -543,15 +552,7 @@ mod tests {
 
     #[test]
     fn complex_fill_values_read_as_zarr_python_reads_them() {
-        let with = |dtype: &str, fill: &str| {
-            parse(
-                &OK.replace(r#""dtype":">i4""#, &format!(r#""dtype":"{dtype}""#))
-                    .replace(r#""fill_value":-2"#, &format!(r#""fill_value":{fill}"#)),
-            )
-            .unwrap()
-            .fill_value
-            .unwrap()
-        };
+        let with = |dtype: &str, fill: &str| with_dtype_fill(dtype, fill).unwrap().unwrap();
         let hex = |b: Vec<u8>| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
         // What zarr-python 2.18.7 gives: np.array(Metadata2.decode_fill_value(fill, dtype),
         // dtype).tobytes().hex() for each case.
@@ -598,13 +599,7 @@ mod tests {
 
     #[test]
     fn datetime_fill_values_are_counts_or_nat() {
-        let with = |dtype: &str, fill: &str| {
-            parse(
-                &OK.replace(r#""dtype":">i4""#, &format!(r#""dtype":"{dtype}""#))
-                    .replace(r#""fill_value":-2"#, &format!(r#""fill_value":{fill}"#)),
-            )
-            .map(|m| m.fill_value)
-        };
+        let with = with_dtype_fill;
         // zarr-python writes NaT as int(np.datetime64("NaT").view("i8")).
         assert_eq!(
             with("<M8[s]", "-9223372036854775808").unwrap(),
