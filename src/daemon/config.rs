@@ -42,6 +42,9 @@ pub enum FsyncPolicy {
     OnRequest,
 }
 
+/// Most fsyncs of a blob channel in flight at once (`blob_sync_threads`).
+pub const MAX_BLOB_SYNC_THREADS: usize = 1024;
+
 /// The daemon's configuration (see `config/README.md`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -95,6 +98,9 @@ pub struct Config {
     /// Start the kernel's writeback of a channel file every this many bytes (see
     /// `format::append`); 0: leave it to the kernel's own thresholds.
     pub writeback_bytes: u64,
+    /// fsyncs of a blob channel's files (`jpg`, `npz`) in flight at once at each sync; 1: one
+    /// after the other.
+    pub blob_sync_threads: usize,
     pub lzmaf_preset: u32,
     /// Threads compressing one sensor's `lzmaf` samples; 0: one per CPU (at most 8).
     pub compress_threads: usize,
@@ -212,6 +218,7 @@ impl Default for Config {
             direct_io: false,
             direct_io_min_sample_bytes: 64 << 10,
             writeback_bytes: crate::format::append::DEFAULT_WRITEBACK_BYTES,
+            blob_sync_threads: crate::format::blob::DEFAULT_SYNC_THREADS,
             lzmaf_preset: 0,
             compress_threads: 0,
             formats: BTreeMap::new(),
@@ -304,6 +311,7 @@ impl Config {
                 "direct_io_min_sample_bytes",
                 self.direct_io_min_sample_bytes,
             ),
+            ("blob_sync_threads", self.blob_sync_threads),
         ] {
             if v == 0 {
                 return Err(bad(format!("{k} must be positive")));
@@ -319,6 +327,12 @@ impl Config {
         }
         if self.hello_timeout_ms == 0 {
             return Err(bad("hello_timeout_ms must be positive"));
+        }
+        if self.blob_sync_threads > MAX_BLOB_SYNC_THREADS {
+            return Err(bad(format!(
+                "blob_sync_threads ({}) is over {MAX_BLOB_SYNC_THREADS}",
+                self.blob_sync_threads
+            )));
         }
         if !(self.pre_trigger_seconds > 0.0 && self.pre_trigger_seconds <= 86_400.0) {
             return Err(bad(format!(
@@ -567,6 +581,23 @@ mod tests {
             let e = cfg(q).validate().unwrap_err().to_string();
             assert!(e.contains(&format!("drain_quiet_ms ({q})")), "{e}");
         }
+    }
+
+    #[test]
+    fn blob_sync_threads_must_be_from_1_to_the_cap() {
+        let cfg = |n| Config {
+            blob_sync_threads: n,
+            ..Config::default()
+        };
+        cfg(1).validate().unwrap();
+        cfg(MAX_BLOB_SYNC_THREADS).validate().unwrap();
+        let e = cfg(0).validate().unwrap_err().to_string();
+        assert!(e.contains("blob_sync_threads must be positive"), "{e}");
+        let e = cfg(MAX_BLOB_SYNC_THREADS + 1)
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("blob_sync_threads (1025) is over 1024"), "{e}");
     }
 
     #[test]

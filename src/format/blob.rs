@@ -47,8 +47,14 @@ pub struct BlobWriter {
     sync_threads: usize,
 }
 
-/// Default of [`BlobWriter::set_sync_threads`].
-pub const DEFAULT_SYNC_THREADS: usize = 8;
+/// Default of [`BlobWriter::set_sync_threads`]: enough that a period's files at camera rates
+/// (30 to 60 per second) are all in flight at once, so one journal commit covers them
+/// (BENCHMARKS.md "Blob channels": on a disk whose flush takes milliseconds, 8 threads needed
+/// about twice the flushes of one thread per file).
+pub const DEFAULT_SYNC_THREADS: usize = 64;
+
+/// Stack of an fsync thread: it only makes the one call.
+const SYNC_THREAD_STACK: usize = 64 << 10;
 
 impl BlobWriter {
     /// Creates the channel directory (which must not exist).
@@ -157,13 +163,24 @@ impl BlobWriter {
             // Every file is synced before the directory, as one at a time would: the
             // guarantee is the same, the waits overlap.
             let per = files.len().div_ceil(threads);
+            let sync_part = |part: &[File]| part.iter().try_for_each(|f| f.sync_data());
             std::thread::scope(|s| {
-                let hs: Vec<_> = files
-                    .chunks(per)
-                    .map(|part| s.spawn(move || part.iter().try_for_each(|f| f.sync_data())))
-                    .collect();
+                let mut hs = Vec::with_capacity(threads);
+                let mut inline = Ok(());
+                for part in files.chunks(per) {
+                    let spawned = std::thread::Builder::new()
+                        .stack_size(SYNC_THREAD_STACK)
+                        .spawn_scoped(s, move || sync_part(part));
+                    match spawned {
+                        Ok(h) => hs.push(h),
+                        // No thread to be had (a process limit, memory): this part waits
+                        // here instead, and the sync still completes.
+                        Err(_) => inline = inline.and_then(|()| sync_part(part)),
+                    }
+                }
                 hs.into_iter()
                     .try_for_each(|h| h.join().expect("an fsync thread panicked"))
+                    .and(inline)
             })
             .at(&self.dir)?;
         }

@@ -151,6 +151,9 @@ pub struct WriterOptions {
     /// Start the kernel's writeback of a channel file every this many bytes (see
     /// [`super::append`]); 0: leave it to the kernel.
     pub writeback_bytes: u64,
+    /// fsyncs of a blob channel's files in flight at once (see
+    /// [`BlobWriter::set_sync_threads`]).
+    pub blob_sync_threads: usize,
 }
 
 impl Default for WriterOptions {
@@ -160,6 +163,7 @@ impl Default for WriterOptions {
             lzmaf_preset: super::lzma::DEFAULT_PRESET,
             direct_io_min_sample_bytes: None,
             writeback_bytes: super::append::DEFAULT_WRITEBACK_BYTES,
+            blob_sync_threads: super::blob::DEFAULT_SYNC_THREADS,
         }
     }
 }
@@ -217,8 +221,8 @@ impl ChannelWriter {
             ChannelWriter::Raw(r) => r.file_mut().set_writeback_bytes(opts.writeback_bytes),
             ChannelWriter::Lzmaf(l) => l.data_mut().set_writeback_bytes(opts.writeback_bytes),
             ChannelWriter::Mjpg(m) => m.file_mut().set_writeback_bytes(opts.writeback_bytes),
-            // One small file per sample, fsynced one by one.
-            ChannelWriter::Blob(_) => {}
+            // One small file per sample, a period's fsynced together.
+            ChannelWriter::Blob(b) => b.set_sync_threads(opts.blob_sync_threads),
         }
         Ok(w)
     }
