@@ -1,7 +1,7 @@
 //! Health alarms through the real daemon (issue 16): a driver that stops sending raises
 //! `silent` within its bound and clears it when it resumes; a required sensor that never
-//! connects raises `missing`; a rate outside the tolerance raises `rate_low`; the disk alarm
-//! follows the write rate; `alarm_command` gets every alarm as JSON and a hung one stalls
+//! connects raises `missing`; a rate outside the tolerance raises `rate_low` or `rate_high`;
+//! a writer that falls behind raises `queue_high`; the disk alarm follows the write rate; `alarm_command` gets every alarm as JSON and a hung one stalls
 //! nothing; `ctl status` shows the alarms first.
 
 mod common;
@@ -193,4 +193,63 @@ fn a_learned_rate_and_a_hung_alarm_command_stall_nothing() {
     let log = d.log();
     assert!(log.contains("learned the sensor's rate"), "{log}");
     assert!(log.contains("killed"), "{log}");
+}
+
+#[test]
+fn rate_high_and_queue_high_are_raised_and_cleared() {
+    const N: usize = 1 << 20;
+    let d = TestDaemon::start(json!({
+        "sensors": {"imu": {"expected_hz": 10.0, "tolerance": 0.3}},
+        "silent_periods": 20, "rate_window_ms": 600, "health_interval_ms": 50,
+        "queue_bytes": 8 << 20, "max_frame_bytes": 2 << 20, "queue_high_fraction": 0.3,
+    }));
+    // imu at four times its expected rate: rate_high; back at 10 Hz it clears.
+    let (mut c, r) = d.connect(&raw_hello("imu", 8));
+    assert_eq!(r["ok"], true, "{r}");
+    send(&mut c, 0, 40, 40.0);
+    let st = wait(&d, "rate_high imu", 10, |st| has(st, "rate_high", "imu"));
+    assert!(!has(&st, "rate_low", "imu"), "{st:#}");
+    send(&mut c, 40, 12, 10.0);
+    wait(&d, "rate_high imu cleared", 10, |st| {
+        !has(st, "rate_high", "imu")
+    });
+
+    // A lidar whose lzmaf frames compress at a few MB/s while four 1 MiB frames arrive at
+    // once: its writer falls behind and its queue holds over 30% of 8 MiB.
+    let hello = json!({"roverlog": 1, "sensor": "lidar", "channels": [
+        {"name": "rng", "format": "lzmaf", "type": "u1", "shape": [N]}]});
+    let (mut l, r) = d.connect(&hello);
+    assert_eq!(r["ok"], true, "{r}");
+    let frames: Vec<Vec<u8>> = (0..4).map(|i| noise(N, 0x9e37_79b9 + i)).collect();
+    for (i, f) in frames.iter().enumerate() {
+        l.send(&frame(1.7e9 + i as f64, None, &[(f, false)]));
+    }
+    let st = wait(&d, "queue_high lidar", 20, |st| {
+        has(st, "queue_high", "lidar")
+    });
+    let alarm = &st["sensors"]["lidar"]["alarms"][0];
+    assert_eq!(alarm["alarm"], "queue_high", "{st:#}");
+    assert!(
+        alarm["queue_bytes"].as_u64().unwrap() > (8 << 20) * 3 / 10,
+        "{alarm}"
+    );
+    // Once everything is written the queue is empty again: cleared, nothing lost.
+    assert_eq!(l.sync(), 4);
+    wait(&d, "queue_high lidar cleared", 20, |st| {
+        !has(st, "queue_high", "lidar")
+    });
+    let (_, back) = read_sensor(&d.trace_dir(), "lidar", "rng");
+    assert_eq!(back, frames, "the frames read back differ");
+    let ev = events(&d.trace_dir());
+    for (event, kind) in [
+        ("alarm", "rate_high"),
+        ("alarm_clear", "rate_high"),
+        ("alarm", "queue_high"),
+        ("alarm_clear", "queue_high"),
+    ] {
+        assert!(
+            ev.iter().any(|e| e["event"] == event && e["alarm"] == kind),
+            "no {event} {kind} in events.jsonl: {ev:?}"
+        );
+    }
 }

@@ -231,16 +231,7 @@ fn watchdog_pings_go_on_while_one_huge_lzmaf_frame_compresses() {
         {"name": "rng", "format": "lzmaf", "type": "u1", "shape": [N]}]});
     let (mut c, r) = d.connect(&hello);
     assert_eq!(r["ok"], true, "{r}");
-    // Incompressible bytes (xorshift), so the encoder has real work.
-    let mut x = 0x2545_f491_4f6c_dd1d_u64;
-    let data: Vec<u8> = (0..N)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let data = noise(N, 0x2545_f491_4f6c_dd1d);
     let sent = Instant::now();
     c.send(&frame(1.0, None, &[(&data, false)]));
     assert_eq!(c.sync(), 1);
