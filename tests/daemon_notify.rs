@@ -261,3 +261,43 @@ fn watchdog_pings_go_on_while_one_huge_lzmaf_frame_compresses() {
     assert_eq!(back, vec![data], "the frame read back differs");
     assert!(d.stop().success(), "{}", d.log());
 }
+
+/// Active alarms lead the `STATUS=` line (what `systemctl status` shows), and leave it when
+/// they clear.
+#[test]
+fn active_alarms_lead_the_status_line() {
+    let mut d = TestDaemon::create(json!({
+        "sensors": {"gps": {"required": true}},
+        "missing_after_ms": 200, "health_interval_ms": 50, "stats_interval_ms": 200,
+    }));
+    let (notify, got, ready) = listen(&d);
+    spawn_under_watchdog(&mut d, &notify, 10_000_000);
+    wait_until("READY=1", 20, || ready.lock().unwrap().is_some());
+    let status_lines = |got: &Received| -> Vec<String> {
+        got.lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, m)| m.starts_with("STATUS="))
+            .map(|(_, m)| m.clone())
+            .collect()
+    };
+    wait_until("a STATUS= line with the missing gps alarm", 10, || {
+        status_lines(&got)
+            .iter()
+            .any(|m| m.starts_with("STATUS=ALARM (1): missing gps; recording "))
+    });
+    let (_gps, r) = d.connect(&raw_hello("gps", 4));
+    assert_eq!(r["ok"], true, "{r}");
+    let cleared = Instant::now();
+    wait_until(
+        "a STATUS= line without the alarm once gps connected",
+        10,
+        || {
+            got.lock()
+                .unwrap()
+                .iter()
+                .any(|(t, m)| *t > cleared && m.starts_with("STATUS=recording "))
+        },
+    );
+    assert!(d.stop().success(), "{}", d.log());
+}
