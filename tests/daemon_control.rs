@@ -91,6 +91,10 @@ fn start_stop_rotate_mark_and_ctl() {
         .iter()
         .any(|e| e["event"] == "mark" && e["text"] == "turning left"));
     assert!(ev.iter().any(|e| e["event"] == "rotate"));
+    // The rotated trace's stop line says what each sensor holds there.
+    let stop = ev.iter().rfind(|e| e["event"] == "stop").unwrap();
+    assert_eq!(stop["reason"], "rotate", "{stop}");
+    assert_eq!(stop["sensors"]["s"]["samples"], 5, "{stop}");
 
     // Errors: exit 1 for a refused command, 3 when nothing listens.
     assert_eq!(ctl_cli(&d, &["stop"]).0, Some(1));

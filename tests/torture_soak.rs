@@ -86,6 +86,26 @@ fn check_trace(trace: &Path, specs: &[Spec], next: &mut [u64]) -> Vec<u64> {
         .collect()
 }
 
+/// The trace's last `stop` line names each sensor with its count on disk (`counts`, from
+/// `check_trace`); a sensor it does not name has nothing there.
+fn check_stop_record(trace: &Path, specs: &[Spec], counts: &[u64]) {
+    let ev = events(trace);
+    let stop = ev
+        .iter()
+        .rfind(|e| e["event"] == "stop")
+        .unwrap_or_else(|| panic!("{}: no stop line", trace.display()));
+    for (spec, n) in specs.iter().zip(counts) {
+        let said = stop["sensors"][&spec.name]["samples"].as_u64().unwrap_or(0);
+        assert_eq!(
+            said,
+            *n,
+            "{} in {}: stop line vs files: {stop}",
+            spec.name,
+            trace.display()
+        );
+    }
+}
+
 /// When the trace's last `stop` was written (a rotation is complete once it is).
 fn stop_time(trace: &Path) -> f64 {
     events(trace)
@@ -166,7 +186,8 @@ fn soak_sixteen_sensors_flat_memory_no_drops_counts_agree() {
                 if !finished(&t) {
                     break;
                 }
-                check_trace(&t, &specs, &mut next);
+                let counts = check_trace(&t, &specs, &mut next);
+                check_stop_record(&t, &specs, &counts);
                 last_stop_t = last_stop_t.max(stop_time(&t));
                 std::fs::remove_dir_all(&t).unwrap();
                 checked.push(t);
@@ -200,6 +221,7 @@ fn soak_sixteen_sensors_flat_memory_no_drops_counts_agree() {
     let mut last_counts = Vec::new();
     for t in &rest {
         last_counts = check_trace(t, &specs, &mut next);
+        check_stop_record(t, &specs, &last_counts);
         traces_checked += 1;
         if *t != last {
             last_stop_t = last_stop_t.max(stop_time(t));

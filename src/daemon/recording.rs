@@ -203,8 +203,14 @@ impl Recorder {
         })
     }
 
-    /// Opens `trace` in every sensor's writer and waits for them.
-    async fn open_all(&self, trace: OpenTrace, reason: &str, extra: Value) -> Value {
+    /// Opens `trace` in every sensor's writer and waits for them. Also returns each sensor's
+    /// final count in the trace it left, if it had one open (what a rotation's `stop` records).
+    async fn open_all(
+        &self,
+        trace: OpenTrace,
+        reason: &str,
+        extra: Value,
+    ) -> (Value, serde_json::Map<String, Value>) {
         let (slots, stale, dir, events, name, label) = {
             let mut st = self.lock();
             // A sensor without a connection ends with the trace it has files in (a rotation
@@ -230,22 +236,33 @@ impl Recorder {
             f.extend(x);
         }
         events.write("start", fields);
+        let mut left = serde_json::Map::new();
+        let count = |r: Result<u64, String>| match r {
+            Ok(n) => json!({"samples": n}),
+            Err(e) => json!({"error": e}),
+        };
         for s in &slots {
             let (d, e) = (dir.clone(), events.clone());
+            let (left_tx, left_rx) = tokio::sync::oneshot::channel();
             let _ = s
                 .ask(|reply| WriterMsg::Open {
                     trace: d,
                     events: e,
                     reply,
+                    left: Some(left_tx),
                 })
                 .await;
+            // Dropped unanswered when the writer had no trace open.
+            if let Ok(r) = left_rx.await {
+                left.insert(s.name.clone(), count(r));
+            }
         }
         for s in &stale {
-            let _ = s.ask(WriterMsg::Close).await;
+            left.insert(s.name.clone(), count(s.ask(WriterMsg::Close).await));
             let _ = s.tx.send(WriterMsg::Exit);
         }
         tracing::info!(trace = %dir.display(), reason, "recording");
-        json!({"ok": true, "trace": name, "dir": dir})
+        (json!({"ok": true, "trace": name, "dir": dir}), left)
     }
 
     /// Closes the open trace: every writer finishes (fsync), the stop event records each
@@ -317,7 +334,7 @@ impl Recorder {
             return json_err(format!("already recording trace {name}"));
         }
         match self.create_trace(label) {
-            Ok(t) => self.open_all(t, reason, json!({})).await,
+            Ok(t) => self.open_all(t, reason, json!({})).await.0,
             Err(e) => json_err(e),
         }
     }
@@ -348,7 +365,7 @@ impl Recorder {
                     age_before: std::time::Duration::try_from_secs_f64(age).unwrap_or_default(),
                     label,
                 };
-                self.open_all(t, "resume", json!({})).await
+                self.open_all(t, "resume", json!({})).await.0
             }
             Err(e) => json_err(e),
         }
@@ -401,7 +418,7 @@ impl Recorder {
         let new = t.name.clone();
         // Written before the switch, so whoever sees the new trace finds this line.
         old_events.write("rotate", json!({"to": new, "reason": reason}));
-        let r = self.open_all(t, reason, json!({"from": old})).await;
+        let (r, counts) = self.open_all(t, reason, json!({"from": old})).await;
         // A triggered trace's stop follows it into the next part (see `snapshot::trigger`).
         if let Some((name, _)) = self
             .triggered
@@ -412,7 +429,10 @@ impl Recorder {
         {
             *name = new;
         }
-        old_events.write("stop", json!({"trace": old, "reason": "rotate"}));
+        old_events.write(
+            "stop",
+            json!({"trace": old, "reason": "rotate", "sensors": counts}),
+        );
         old_events.sync();
         r
     }

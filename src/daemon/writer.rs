@@ -61,6 +61,9 @@ pub enum WriterMsg {
         trace: PathBuf,
         events: Arc<EventLog>,
         reply: CountReply,
+        /// Given the final count of the trace it leaves, if one was open (a rotation's
+        /// `stop` line records it).
+        left: Option<CountReply>,
     },
     /// Finish the current trace's files; reply with the final count.
     Close(CountReply),
@@ -337,8 +340,13 @@ impl Writer {
                 trace,
                 events,
                 reply,
+                left,
             } => {
-                let _ = self.close();
+                let had_open = self.open.is_some();
+                let closed = self.close();
+                if let Some(left) = left.filter(|_| had_open) {
+                    let _ = left.send(closed);
+                }
                 let r = self.open(trace, events);
                 // The snapshot ring's frames first: they came before anything still queued.
                 if r.is_ok() {

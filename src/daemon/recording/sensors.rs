@@ -55,6 +55,7 @@ impl Slot {
             trace: trace.dir.clone(),
             events: trace.events.clone(),
             reply,
+            left: None,
         });
     }
 }

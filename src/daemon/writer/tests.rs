@@ -47,6 +47,7 @@ fn a_panic_fails_the_sensor_returns_permits_and_keeps_answering() {
         trace: dir.path().to_path_buf(),
         events: events.clone(),
         reply,
+        left: None,
     });
     assert_eq!(opened, Ok(0));
 
