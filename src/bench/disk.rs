@@ -35,20 +35,9 @@ pub const INTERVALS_MS: [u64; 5] = [100, 250, 500, 1000, 2000];
 pub const PLAN_ROUNDS: usize = 3;
 /// The plan's write size (the daemon hands the kernel its buffers in pieces like this).
 const PLAN_WRITE: usize = 1 << 20;
-
-/// Bytes that are not one repeated value (a file system that compresses or dedups would
-/// flatter the disk).
-fn pattern(n: usize) -> Vec<u8> {
-    let mut x = 0x243f_6a88_85a3_08d3_u64;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+/// The written bytes' seed: not one repeated value, so a file system that compresses or
+/// dedups would not flatter the disk.
+const PATTERN_SEED: u64 = 0x243f_6a88_85a3_08d3;
 
 /// Measures `dir`'s disk: `bytes` written per block size, an fdatasync every `sync_bytes`;
 /// then the plan for `load` bytes/s (see the module doc). `"holds": false` when no candidate
@@ -69,7 +58,7 @@ pub fn measure(dir: &Path, bytes: u64, sync_bytes: u64, load: f64) -> Result<Val
             .create_new(true)
             .open(&path)
             .at(&path)?;
-        let buf = pattern(block);
+        let buf = super::noise(block, PATTERN_SEED);
         let (mut writes, mut syncs) = (Vec::new(), Vec::new());
         let (mut written, mut since_sync) = (0u64, 0u64);
         let t0 = Instant::now();
@@ -133,7 +122,7 @@ fn plan(dir: &Path, load: f64, sustained: f64) -> Result<Vec<Value>> {
         .create_new(true)
         .open(&path)
         .at(&path)?;
-    let data = pattern(PLAN_WRITE);
+    let data = super::noise(PLAN_WRITE, PATTERN_SEED);
     let r = (|| -> Result<Vec<Value>> {
         let mut out = Vec::new();
         for ms in INTERVALS_MS {

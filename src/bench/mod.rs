@@ -17,6 +17,20 @@ pub mod disk;
 pub mod load;
 pub mod procfs;
 
+/// `n` bytes of an xorshift stream from `seed` (made odd): not one repeated value, so a
+/// compressor has real work and a file system that compresses or dedups flatters nothing.
+pub fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 use std::fmt;
 use std::time::Duration;
 

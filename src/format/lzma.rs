@@ -188,17 +188,9 @@ mod tests {
         }
     }
 
-    /// Poorly compressible bytes (an xorshift stream), so the encoder has real work.
+    /// Poorly compressible bytes, so the encoder has real work.
     fn noise(n: usize) -> Vec<u8> {
-        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
+        crate::bench::noise(n, 0x9e37_79b9_7f4a_7c15)
     }
 
     #[test]

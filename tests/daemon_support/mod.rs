@@ -302,19 +302,6 @@ pub fn sample(salt: u8, i: u64, n: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Incompressible bytes (xorshift), so the `lzmaf` encoder has real work.
-pub fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 /// Reads a sensor back with the format library: timestamps and channel `ch` samples; checks
 /// consistency with `check_sensor`.
 pub fn read_sensor(trace: &Path, sensor: &str, ch: &str) -> (Vec<f64>, Vec<Vec<u8>>) {
