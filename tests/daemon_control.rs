@@ -58,6 +58,18 @@ fn start_stop_rotate_mark_and_ctl() {
     }
     assert_eq!(c.sync(), 5);
     assert_eq!(ctl_cli(&d, &["mark", "turning left"]).0, Some(0));
+    // A sensor whose driver left before the rotation ends with this trace.
+    {
+        let (mut g, r) = d.connect(&raw_hello("gone", 2));
+        assert_eq!(r["ok"], true, "{r}");
+        for i in 0..2 {
+            g.send(&frame(i as f64, None, &[(&[i as u8, 1], false)]));
+        }
+        assert_eq!(g.sync(), 2);
+    }
+    d.wait_status("gone's driver seen to leave", |st| {
+        st["sensors"]["gone"]["connected"] == false
+    });
 
     // Rotation cuts the stream exactly: 5 samples in the first trace, the rest in the second.
     let r = d.ctl(json!({"cmd": "rotate", "label": "run2"}));
@@ -95,6 +107,7 @@ fn start_stop_rotate_mark_and_ctl() {
     let stop = ev.iter().rfind(|e| e["event"] == "stop").unwrap();
     assert_eq!(stop["reason"], "rotate", "{stop}");
     assert_eq!(stop["sensors"]["s"]["samples"], 5, "{stop}");
+    assert_eq!(stop["sensors"]["gone"]["samples"], 2, "{stop}");
 
     // Errors: exit 1 for a refused command, 3 when nothing listens.
     assert_eq!(ctl_cli(&d, &["stop"]).0, Some(1));
