@@ -63,8 +63,8 @@ const PER_WRITE: usize = 256;
 /// write()), lzmaf (256 KiB frames compressed, vs a 20 Hz lidar), dashboard (the imu load
 /// with a client polling the daemon's dashboard at 10 Hz vs none, alternating rounds),
 /// foxglove (the imu load with a client subscribed to the whole live Foxglove feed vs none).
-/// The daemon's resident
-/// memory is sampled throughout and compared with its configured budgets.
+/// The daemon's resident memory is sampled throughout and compared with its configured
+/// budgets.
 ///
 /// Exit codes: 0 every scenario ran and the data checks passed (targets may be missed: that
 /// is reported, not an error); 1 a scenario failed, data was lost, or the daemon did not exit

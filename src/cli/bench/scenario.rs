@@ -222,12 +222,7 @@ pub(super) fn run_scenario(
             // Ten times the imu scenario's samples: rounds of seconds, so each watched round
             // sees tens of requests or messages, not a handful.
             let mut spec = LoadSpec::new(n, Workload::Imu, 10 * sizes.imu_samples);
-            spec.prefix = if scenario == "dashboard" {
-                "dash"
-            } else {
-                "fox"
-            }
-            .into();
+            spec.prefix = viewer.sensor_prefix().into();
             let (mut quiet, mut watched, mut seen) = (Vec::new(), Vec::new(), 0);
             for round in 0..sizes.rounds {
                 // Which side goes first alternates, so drift in the machine hits both.
@@ -538,6 +533,14 @@ impl Viewer {
                 "no Foxglove client",
                 "a Foxglove client subscribed to every channel".to_owned(),
             ),
+        }
+    }
+
+    /// The prefix of the load's sensor names.
+    fn sensor_prefix(&self) -> &'static str {
+        match self {
+            Viewer::Dashboard(_) => "dash",
+            Viewer::Foxglove(_) => "fox",
         }
     }
 
