@@ -15,8 +15,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
-use crate::format::Trace;
+use roverlog_core::error::{Error, Result};
+use roverlog_core::format::Trace;
 
 static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSansMono.ttf");
 const FONT_NAME: &str = "roverlog-mono";

@@ -73,7 +73,8 @@ fn a_recorded_trace_plots_with_its_drops_gaps_marks_and_alarms() {
         .collect();
     assert_eq!(
         (v[0], v[1]),
-        (roverlog::plot::WIDTH, roverlog::plot::height(2)),
+        // The plot's size: 1600 wide; a 56 px header, a 64 px row per sensor, a 40 px axis.
+        (1600, 56 + 64 * 2 + 40),
         "{size}"
     );
     assert!(v[2] < 50 && v[3] == 255, "an image with content: {size}");

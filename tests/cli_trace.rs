@@ -5,7 +5,7 @@ mod common;
 
 use std::process::Command;
 
-use roverlog::format::{
+use roverlog_core::format::{
     ChannelFormat, ChannelMeta, DType, SensorMeta, SensorWriter, WriterOptions,
 };
 

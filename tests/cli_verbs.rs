@@ -8,8 +8,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{roverlog, run_python};
-use roverlog::format::meta::{ChannelFormat, SensorMeta};
-use roverlog::format::{DType, SensorWriter, WriterOptions};
+use roverlog_core::format::meta::{ChannelFormat, SensorMeta};
+use roverlog_core::format::{DType, SensorWriter, WriterOptions};
 use serde_json::Value;
 
 fn verbs_py(args: &[&str]) -> Value {
@@ -87,7 +87,7 @@ fn jpegs(dir: &Path) -> Vec<Vec<u8>> {
 
 /// Every sample of every channel of a sensor, as stored (lzmaf frames compressed).
 fn stored(trace: &Path, sensor: &str) -> Vec<(f64, Vec<Vec<u8>>)> {
-    let s = roverlog::format::Sensor::open(&trace.join(sensor)).unwrap();
+    let s = roverlog_core::format::Sensor::open(&trace.join(sensor)).unwrap();
     let ts = s.timestamps().unwrap();
     let names: Vec<String> = s
         .meta()
@@ -100,7 +100,7 @@ fn stored(trace: &Path, sensor: &str) -> Vec<(f64, Vec<Vec<u8>>)> {
             let samples = readers
                 .iter_mut()
                 .map(|r| match r {
-                    roverlog::format::ChannelReader::Lzmaf(l) => {
+                    roverlog_core::format::ChannelReader::Lzmaf(l) => {
                         l.compressed(i as u64).unwrap().to_vec()
                     }
                     r => r.get(i as u64).unwrap().into_owned(),
@@ -399,7 +399,7 @@ fn convert_moves_frames_between_video_and_blobs_and_fixed_formats_through_sample
     );
     assert!(a.join("camera/img").is_file());
     let decoded = |t: &Path, sensor: &str| -> Vec<Vec<u8>> {
-        let s = roverlog::format::Sensor::open(&t.join(sensor)).unwrap();
+        let s = roverlog_core::format::Sensor::open(&t.join(sensor)).unwrap();
         let mut r = s
             .channel(s.meta().data_channels().next().unwrap().0)
             .unwrap();

@@ -374,7 +374,7 @@ fn a_sensor_directory_left_without_meta_json_by_a_crash_is_recreated_on_resume()
     std::fs::write(cam.join("ts"), b"").unwrap();
     std::fs::write(cam.join("x"), b"").unwrap();
     std::fs::write(
-        roverlog::format::meta::atomic_tmp_path(&cam.join("meta.json")),
+        roverlog_core::format::meta::atomic_tmp_path(&cam.join("meta.json")),
         b"{\"ts\": {",
     )
     .unwrap();

@@ -18,7 +18,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use daemon_support::*;
-use roverlog::format::{check_sensor, Depth};
+use roverlog_core::format::{check_sensor, Depth};
 use serde_json::{json, Value};
 
 /// A tmpfs (or ramfs) mounted on a temp directory, unmounted on drop.

@@ -10,7 +10,7 @@ mod daemon_support;
 use std::time::{Duration, Instant};
 
 use daemon_support::*;
-use roverlog::bench::noise;
+use roverlog_bench::noise;
 use serde_json::{json, Value};
 
 /// Polls status until `ok` holds (bounded), naming `what` on failure.

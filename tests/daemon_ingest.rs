@@ -266,9 +266,11 @@ fn an_empty_jpg_sample_is_refused_before_anything_is_written() {
     let (mut c2, r) = d.connect(&hello);
     assert_eq!(r["samples"], 2, "{r}");
     assert_eq!(c2.sync(), 2);
-    let check =
-        roverlog::format::check_sensor(&d.trace_dir().join("cam"), roverlog::format::Depth::Deep)
-            .unwrap();
+    let check = roverlog_core::format::check_sensor(
+        &d.trace_dir().join("cam"),
+        roverlog_core::format::Depth::Deep,
+    )
+    .unwrap();
     assert!(check.is_ok(), "{:?}", check.all_problems());
     assert!(d.status()["sensors"]["cam"]["failed"].is_null());
 }

@@ -9,7 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use daemon_support::*;
-use roverlog::format::{SensorMeta, SensorWriter, WriterOptions};
+use roverlog_core::format::{SensorMeta, SensorWriter, WriterOptions};
 use serde_json::json;
 
 /// A sensor writing all along, checked at the end: it must not notice anything.

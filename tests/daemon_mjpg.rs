@@ -9,7 +9,7 @@ mod daemon_support;
 use common::roverlog;
 use common::video::{ffmpeg_packets, hashes, opencv_read, opencv_write, our_frames};
 use daemon_support::*;
-use roverlog::format::avi::MjpgReader;
+use roverlog_core::format::avi::MjpgReader;
 use serde_json::{json, Value};
 
 fn camera_hello() -> Value {

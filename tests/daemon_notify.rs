@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use daemon_support::*;
-use roverlog::bench::noise;
+use roverlog_bench::noise;
 use serde_json::json;
 
 /// Every datagram received, with its arrival time.

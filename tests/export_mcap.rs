@@ -7,8 +7,8 @@ mod common;
 use std::path::Path;
 
 use common::{roverlog, run_python, sha256_hex};
-use roverlog::format::meta::{ChannelFormat, SensorMeta};
-use roverlog::format::{DType, SensorWriter, WriterOptions};
+use roverlog_core::format::meta::{ChannelFormat, SensorMeta};
+use roverlog_core::format::{DType, SensorWriter, WriterOptions};
 use serde_json::{json, Value};
 
 const T0: f64 = 1.7e9;
@@ -143,7 +143,7 @@ fn every_channel_reads_back_from_the_mcap_file_as_foxglove_messages() {
         assert_eq!(c["log_time"], json!(want_t), "{topic}");
         assert_eq!(c["fields"][2]["sec"], 1_700_000_000u64);
     }
-    let s = roverlog::format::Sensor::open(&t.join("lidar")).unwrap();
+    let s = roverlog_core::format::Sensor::open(&t.join("lidar")).unwrap();
     for (ch, enc, w, h, step) in [
         ("rng", "16UC1", 16, 8, 32),
         ("nir", "mono8", 16, 8, 16),

@@ -8,7 +8,7 @@ mod common;
 use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 
-use roverlog::format::{
+use roverlog_core::format::{
     self, ChannelFormat, ChannelMeta, DType, SensorMeta, SensorWriter, WriterOptions,
 };
 

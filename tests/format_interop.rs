@@ -7,7 +7,7 @@ mod common;
 
 use std::ffi::OsStr;
 
-use roverlog::format::{
+use roverlog_core::format::{
     self, ChannelFormat, ChannelMeta, DType, SensorMeta, SensorWriter, WriterOptions,
 };
 

@@ -6,9 +6,9 @@
 
 use std::fs::OpenOptions;
 
-use roverlog::format::durable::{self, BOOT_ID_ENV};
-use roverlog::format::meta::{ChannelFormat, ChannelMeta, SensorMeta};
-use roverlog::format::{
+use roverlog_core::format::durable::{self, BOOT_ID_ENV};
+use roverlog_core::format::meta::{ChannelFormat, ChannelMeta, SensorMeta};
+use roverlog_core::format::{
     check_sensor, recover_sensor, DType, Depth, Sensor, SensorWriter, WriterOptions,
 };
 

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use roverlog::format::{
+use roverlog_core::format::{
     self, lzma, ChannelFormat, ChannelMeta, DType, SensorMeta, SensorWriter, Trace, WriterOptions,
 };
 

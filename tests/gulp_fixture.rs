@@ -3,7 +3,7 @@
 
 mod common;
 
-use roverlog::gulp::{sanity_check, FrameSelection, GulpDirectory, GulpOptions};
+use roverlog_core::gulp::{sanity_check, FrameSelection, GulpDirectory, GulpOptions};
 use serde_json::Value;
 
 /// The expected means come from gulpio2's decoder: simplejpeg with `fastdct=True`, i.e.
@@ -70,7 +70,7 @@ fn decoded_frames_match_simplejpeg() {
         let v = dir.video(id).unwrap();
         assert_eq!(means.len(), v.frame_count());
         for (i, (frame, mean)) in v.frames().zip(means).enumerate() {
-            let img = roverlog::gulp::decode_jpeg(frame).unwrap();
+            let img = roverlog_core::gulp::decode_jpeg(frame).unwrap();
             assert_eq!(img.height as u64, want["height"].as_u64().unwrap(), "{id}");
             assert_eq!(img.width as u64, want["width"].as_u64().unwrap(), "{id}");
             assert_eq!(img.channels, 3, "{id}");
@@ -87,9 +87,9 @@ fn decoded_frames_match_simplejpeg() {
     println!("largest |mean - simplejpeg mean| = {worst:.4}");
     // The pixel limit is checked from the header, before decoding.
     let frame = dir.video("video001").unwrap().frame(0).unwrap();
-    let err = roverlog::gulp::decode_jpeg_limited(frame, 48 * 32 - 1).unwrap_err();
+    let err = roverlog_core::gulp::decode_jpeg_limited(frame, 48 * 32 - 1).unwrap_err();
     assert!(err.to_string().contains("48x32"), "{err}");
-    assert!(roverlog::gulp::decode_jpeg_limited(frame, 48 * 32).is_ok());
+    assert!(roverlog_core::gulp::decode_jpeg_limited(frame, 48 * 32).is_ok());
 }
 
 #[test]
@@ -149,8 +149,10 @@ fn sanity_check_and_describe() {
     assert_eq!((s.frames_per_id_min, s.frames_per_id_max), (5, 7));
     let text = s.to_string();
     assert!(text.contains("2 chunks, 5 ids, 31 frames"), "{text}");
-    assert!(roverlog::gulp::is_gulp_dir(dir.path()));
-    assert!(!roverlog::gulp::is_gulp_dir(common::root().join("src")));
+    assert!(roverlog_core::gulp::is_gulp_dir(dir.path()));
+    assert!(!roverlog_core::gulp::is_gulp_dir(
+        common::root().join("src")
+    ));
 }
 
 #[test]
@@ -213,7 +215,7 @@ fn read_all_handles_large_scattered_and_reordered_records() {
     let tmp = tempfile::tempdir().unwrap();
     let frame = |n: usize, seed: u8| -> Vec<u8> { (0..n).map(|i| (i as u8) ^ seed).collect() };
     let want = [
-        frame(roverlog::gulp::READ_GROUP as usize + 12_345, 1),
+        frame(roverlog_core::gulp::READ_GROUP as usize + 12_345, 1),
         frame(5_000, 2),
         frame(70_001, 3),
         frame(9, 4),
@@ -255,11 +257,11 @@ fn read_all_handles_large_scattered_and_reordered_records() {
 #[cfg(feature = "jpeg")]
 #[test]
 fn a_frame_decodes_into_a_callers_buffer_as_decode_jpeg_decodes_it() {
-    use roverlog::gulp::decode::DEFAULT_MAX_PIXELS;
-    use roverlog::gulp::JpegFrame;
+    use roverlog_core::gulp::JpegFrame;
+    use roverlog_core::jpeg::DEFAULT_MAX_PIXELS;
     let (dir, _) = fixture();
     let frame = dir.video("video001").unwrap().frame(0).unwrap();
-    let want = roverlog::gulp::decode_jpeg(frame).unwrap();
+    let want = roverlog_core::gulp::decode_jpeg(frame).unwrap();
     let f = JpegFrame::open(frame, DEFAULT_MAX_PIXELS).unwrap();
     assert_eq!(
         (f.width(), f.height(), f.channels()),

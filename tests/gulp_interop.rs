@@ -6,8 +6,10 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use roverlog::gulp::{sanity_check, FrameSelection, GulpDirectory, GulpOptions, SanityProblem};
-use roverlog::Error;
+use roverlog_core::gulp::{
+    sanity_check, FrameSelection, GulpDirectory, GulpOptions, SanityProblem,
+};
+use roverlog_core::Error;
 use serde_json::Value;
 
 /// A fresh gulpio2-written directory in a temp dir, and what gulpio2 reads from it.
@@ -80,7 +82,7 @@ fn reads_what_gulpio2_reads() {
                 .iter()
                 .map(|x| x.as_u64().unwrap())
                 .collect();
-            let img = roverlog::gulp::decode_jpeg(frames[0]).unwrap();
+            let img = roverlog_core::gulp::decode_jpeg(frames[0]).unwrap();
             assert_eq!(
                 [img.height as u64, img.width as u64],
                 shape[..],

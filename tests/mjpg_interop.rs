@@ -15,7 +15,7 @@ use common::video::{
     assert_pixels_close, ffmpeg_packets, ffprobe_decoded_frames, hashes, opencv_read, opencv_write,
     our_frames,
 };
-use roverlog::format::avi::{MjpgReader, MjpgWriter};
+use roverlog_core::format::avi::{MjpgReader, MjpgWriter};
 
 #[test]
 fn opencv_files_read_byte_identical_to_ffmpeg_and_decode_like_opencv() {
@@ -153,7 +153,7 @@ fn our_files_single_and_opendml_read_the_same_in_opencv_and_ffmpeg() {
             assert!(r.layout().segments.len() >= 3, "{:?}", r.layout().segments);
             assert_eq!(
                 r.layout().source,
-                roverlog::format::avi::IndexSource::OpenDml
+                roverlog_core::format::avi::IndexSource::OpenDml
             );
         }
         assert_eq!(our_frames(&p), frames);
@@ -248,7 +248,7 @@ fn cat_decodes_video_frames_and_validate_names_channels_it_cannot_check() {
     assert!(decoded.ok(), "{}", decoded.text());
     let want: Vec<u8> = frames[1..3]
         .iter()
-        .flat_map(|f| roverlog::format::avi::decode_rgb(f).unwrap())
+        .flat_map(|f| roverlog_core::format::avi::decode_rgb(f).unwrap())
         .collect();
     assert_eq!(decoded.stdout.len(), 2 * (w * h * 3) as usize);
     assert!(

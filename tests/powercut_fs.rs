@@ -145,8 +145,8 @@ fn directories_the_daemon_creates_for_its_data_survive_a_cut() {
     // (found by torture_powercut).
     let (_d, mut p) = fs();
     let root = p.mountpoint.join("var/lib/roverlog");
-    roverlog::format::meta::create_dir_all_durable(&root).unwrap();
-    roverlog::format::meta::create_dir_all_durable(&root).unwrap();
+    roverlog_core::format::meta::create_dir_all_durable(&root).unwrap();
+    roverlog_core::format::meta::create_dir_all_durable(&root).unwrap();
     p.cut(Cut::Clean);
     assert!(root.is_dir());
 }

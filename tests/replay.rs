@@ -8,10 +8,10 @@ mod daemon_support;
 use std::path::Path;
 
 use daemon_support::TestDaemon;
-use roverlog::format::{
+use roverlog_core::format::{
     self, ChannelFormat, ChannelMeta, DType, SensorMeta, SensorWriter, WriterOptions,
 };
-use roverlog::replay::TimeMerge;
+use roverlog_core::replay::TimeMerge;
 use serde_json::json;
 
 fn sample(k: usize, i: usize, n: usize) -> Vec<u8> {
@@ -217,8 +217,8 @@ fn looped_replay_reports_no_sequence_gaps_between_loops() {
     let src = tmp.path().join("recorded");
     write_trace(&src);
     let mut d = TestDaemon::start(json!({"receive_timestamps": false}));
-    let mut source = roverlog::replay::TraceSource::open(&src, &["imu".into()]).unwrap();
-    let opts = roverlog::replay::PlayOptions {
+    let mut source = roverlog_core::replay::TraceSource::open(&src, &["imu".into()]).unwrap();
+    let opts = roverlog_client::PlayOptions {
         rate: None,
         looped: true,
         ..Default::default()
@@ -226,7 +226,7 @@ fn looped_replay_reports_no_sequence_gaps_between_loops() {
     // Stop after the second loop has been sent in full (progress reports each loop's end).
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut ends = 0;
-    let r = roverlog::replay::play(
+    let r = roverlog_client::play(
         &mut source,
         &d.ingest_path(),
         &opts,

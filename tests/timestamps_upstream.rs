@@ -5,7 +5,7 @@
 mod common;
 
 use common::{roverlog, run_python};
-use roverlog::timestamps::{discretize, smooth};
+use roverlog_core::timestamps::{discretize, smooth};
 
 /// `n` timestamps at `hz` from `t0` with receive jitter up to `jitter` s and every `drop`-th
 /// frame missing (deterministic).
@@ -135,7 +135,7 @@ fn cat_and_replay_sources_give_modelled_timestamps() {
         assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
     }
     // The replay/import source gives the same model to every sensor.
-    use roverlog::replay::{Source, TraceSource};
+    use roverlog_core::replay::{Source, TraceSource};
     let mut src = TraceSource::open(&t, &[])
         .unwrap()
         .with_timestamps("smooth".parse().unwrap());

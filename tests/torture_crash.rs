@@ -69,7 +69,7 @@ fn kill9_loop_keeps_every_acknowledged_sample_and_resumes_exactly() {
         };
         std::thread::sleep(Duration::from_millis(ms));
         let pid = d.child.as_ref().unwrap().id();
-        max_hwm = max_hwm.max(roverlog::bench::procfs::status_bytes(pid, "VmHWM").unwrap_or(0));
+        max_hwm = max_hwm.max(roverlog_bench::procfs::status_bytes(pid, "VmHWM").unwrap_or(0));
         let g = ctl.gen.load(SeqCst);
         ctl.killing.store(g, SeqCst);
         d.kill9();
@@ -117,7 +117,7 @@ fn kill9_loop_keeps_every_acknowledged_sample_and_resumes_exactly() {
     assert!(v.is_empty(), "{v:#?}");
     let st = d.status();
     let pid = d.child.as_ref().unwrap().id();
-    max_hwm = max_hwm.max(roverlog::bench::procfs::status_bytes(pid, "VmHWM").unwrap_or(0));
+    max_hwm = max_hwm.max(roverlog_bench::procfs::status_bytes(pid, "VmHWM").unwrap_or(0));
     assert!(d.stop().success(), "{}", d.log());
     let mut total = 0;
     for dr in &drivers {
@@ -162,8 +162,7 @@ fn kill9_during_a_rotation_leaves_both_traces_valid() {
         (0, 0),
     );
     let (mut c, _) =
-        roverlog::client::Driver::connect(&d.ingest_path(), &spec.name, &spec.meta(), true)
-            .unwrap();
+        roverlog_client::Driver::connect(&d.ingest_path(), &spec.name, &spec.meta(), true).unwrap();
     let mut bufs = vec![Vec::new(); 3];
     for seq in 0..1000 {
         for (ch, b) in bufs.iter_mut().enumerate() {

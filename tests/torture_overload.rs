@@ -214,8 +214,7 @@ fn periodic_fsync_keeps_its_interval_through_a_backlog() {
     }));
     let spec = Spec::new("radar", 16, vec![Chan::Raw(40 << 10)], 0.0, (0, 0));
     let (mut c, _) =
-        roverlog::client::Driver::connect(&d.ingest_path(), &spec.name, &spec.meta(), true)
-            .unwrap();
+        roverlog_client::Driver::connect(&d.ingest_path(), &spec.name, &spec.meta(), true).unwrap();
     let n = 150u64;
     let mut b = Vec::new();
     for seq in 0..n {

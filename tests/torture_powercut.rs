@@ -71,7 +71,7 @@ fn check_whole_files(trace: &Path, k: u64) {
         let meta = e.unwrap().path().join("meta.json");
         if meta.exists() {
             let bytes = std::fs::read(&meta).unwrap();
-            roverlog::format::SensorMeta::parse(&bytes, &meta)
+            roverlog_core::format::SensorMeta::parse(&bytes, &meta)
                 .unwrap_or_else(|err| panic!("cut {k}: {} is torn: {err}", meta.display()));
         }
     }
@@ -134,7 +134,10 @@ fn power_cut_loop_keeps_every_acknowledged_sample() {
     // Each power-up is a new boot (what tells recovery a power cut happened).
     let boot = |d: &TestDaemon, k: u64| {
         let mut c = d.command();
-        c.env(roverlog::format::durable::BOOT_ID_ENV, format!("boot-{k}"));
+        c.env(
+            roverlog_core::format::durable::BOOT_ID_ENV,
+            format!("boot-{k}"),
+        );
         c
     };
     let cmd = boot(&d, 0);
@@ -226,7 +229,7 @@ fn power_cut_loop_keeps_every_acknowledged_sample() {
         );
         total += sent;
     }
-    let video = roverlog::format::avi::MjpgReader::open(&trace.join("video/c0")).unwrap();
+    let video = roverlog_core::format::avi::MjpgReader::open(&trace.join("video/c0")).unwrap();
     assert_eq!(
         video.layout().problems,
         Vec::<String>::new(),

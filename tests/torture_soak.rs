@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use daemon_support::{events, TestDaemon};
-use roverlog::bench::procfs::status_bytes;
+use roverlog_bench::procfs::status_bytes;
 use serde_json::{json, Value};
 use torture_support::*;
 
@@ -204,7 +204,7 @@ fn soak_sixteen_sensors_flat_memory_no_drops_counts_agree() {
     stop_drivers(&ctl, &mut drivers);
     let v = violations(&drivers);
     assert!(v.is_empty(), "{v:#?}");
-    let status_t = roverlog::daemon::events::now_epoch();
+    let status_t = roverlog_daemon::events::now_epoch();
     let st = d.status();
     let hwm = status_bytes(pid, "VmHWM").unwrap_or(0);
     let stop = d.ctl(json!({"cmd": "stop"}));

@@ -6,9 +6,9 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use roverlog::zarr::l5kit::ChunkedDataset;
-use roverlog::zarr::ZarrArray;
-use roverlog::Error;
+use roverlog_core::zarr::l5kit::ChunkedDataset;
+use roverlog_core::zarr::ZarrArray;
+use roverlog_core::Error;
 
 /// A copy of the fixture's `agents` array (2 Blosc/lz4 chunks) in a temp dir.
 fn agents_copy() -> (tempfile::TempDir, PathBuf) {
@@ -153,7 +153,7 @@ fn hostile_shapes_fail_instead_of_aborting() {
         assert!(matches!(a.read_all(), Err(Error::TooLarge { .. })));
         // Small reads of a huge (all-missing) array are fine.
         assert_eq!(a.read_rows(5..10).unwrap().len(), 5 * a.row_bytes());
-        let info = roverlog::zarr::describe(&arr).unwrap();
+        let info = roverlog_core::zarr::describe(&arr).unwrap();
         assert_eq!(info.arrays[0].chunks_initialized, 0);
     }
 }

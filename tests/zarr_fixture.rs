@@ -6,9 +6,9 @@ mod common;
 
 use std::path::PathBuf;
 
-use roverlog::zarr::dtype::numpy_str_shaped;
-use roverlog::zarr::l5kit::ChunkedDataset;
-use roverlog::zarr::{describe, Values, ZarrArray};
+use roverlog_core::zarr::dtype::numpy_str_shaped;
+use roverlog_core::zarr::l5kit::ChunkedDataset;
+use roverlog_core::zarr::{describe, Values, ZarrArray};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -238,11 +238,12 @@ fn describe_summarises_the_group() {
 fn cat_writes_rows_and_fields() {
     let arr = ZarrArray::open(store().join("agents")).unwrap();
     let mut out = Vec::new();
-    let n = roverlog::zarr::cat(&store().join("agents"), 19_990..20_010, None, &mut out).unwrap();
+    let n =
+        roverlog_core::zarr::cat(&store().join("agents"), 19_990..20_010, None, &mut out).unwrap();
     assert_eq!(n as usize, out.len());
     assert_eq!(out, arr.read_rows(19_990..20_010).unwrap());
     let mut ids = Vec::new();
-    roverlog::zarr::cat(
+    roverlog_core::zarr::cat(
         &store().join("agents"),
         20_001..99_999_999,
         Some("track_id"),
@@ -251,7 +252,7 @@ fn cat_writes_rows_and_fields() {
     .unwrap();
     assert_eq!(ids.len(), 801 * 8);
     assert_eq!(u64::from_le_bytes(ids[..8].try_into().unwrap()), 548);
-    let e = roverlog::zarr::cat(&store().join("agents"), 0..1, Some("nope"), &mut Vec::new());
+    let e = roverlog_core::zarr::cat(&store().join("agents"), 0..1, Some("nope"), &mut Vec::new());
     assert!(e.unwrap_err().to_string().contains("track_id"));
 }
 

@@ -8,7 +8,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use roverlog::zarr::{describe, ZarrArray};
+use roverlog_core::zarr::{describe, ZarrArray};
 use serde_json::Value;
 
 struct Written {
@@ -137,7 +137,7 @@ fn reads_everything_zarr_python_writes_byte_exactly() {
     assert_eq!(slash.chunks_initialized, slash.chunks_total);
     let missing = info.arrays.iter().find(|a| a.name == "missing_i4").unwrap();
     assert_eq!(missing.chunks_initialized, 2);
-    let inner = roverlog::zarr::meta::GroupMeta::read(&w.group.join("nested/inner")).unwrap();
+    let inner = roverlog_core::zarr::meta::GroupMeta::read(&w.group.join("nested/inner")).unwrap();
     assert_eq!(inner.attrs["beschreibung"], "Größe 日本");
 }
 
@@ -182,7 +182,7 @@ fn info_and_cat_show_complex_and_datetime_arrays_as_zarr_python() {
     let col = nat.read_records(7..8).unwrap().values().unwrap();
     assert_eq!(
         col.values,
-        roverlog::zarr::Values::I64(vec![i64::MIN, 1_795_588_200, i64::MIN])
+        roverlog_core::zarr::Values::I64(vec![i64::MIN, 1_795_588_200, i64::MIN])
     );
 }
 
@@ -193,11 +193,11 @@ fn typed_values_decode_strings_and_halves() {
     let col = s.read_records(0..2).unwrap().values().unwrap();
     assert_eq!(
         col.values,
-        roverlog::zarr::Values::Str(vec!["xyz".into(), "ab".into()])
+        roverlog_core::zarr::Values::Str(vec!["xyz".into(), "ab".into()])
     );
     let h = ZarrArray::open(w.group.join("missing_f2")).unwrap();
     let col = h.read_records(29..31).unwrap().values().unwrap();
-    assert_eq!(col.values, roverlog::zarr::Values::F16(vec![1.5, 7.0]));
+    assert_eq!(col.values, roverlog_core::zarr::Values::F16(vec![1.5, 7.0]));
     // Complex values are [real, imaginary] pairs of what zarr-python read (its bytes, as pairs).
     let want = std::fs::read(w.group.join("dt_gt_c16_F_2d.expected")).unwrap();
     let want: Vec<[f64; 2]> = want
@@ -207,5 +207,5 @@ fn typed_values_decode_strings_and_halves() {
     let c = ZarrArray::open(w.group.join("dt_gt_c16_F_2d")).unwrap();
     let col = c.read_records(0..7).unwrap().values().unwrap();
     assert_eq!((col.rows, &col.shape[..]), (7, &[9][..]));
-    assert_eq!(col.values, roverlog::zarr::Values::C128(want));
+    assert_eq!(col.values, roverlog_core::zarr::Values::C128(want));
 }

@@ -7,11 +7,11 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use roverlog::daemon::protocol::{accept_hello, Check, FrameLayout};
-use roverlog::format::lzmaf::{parse_index, scan_frames, trusted_prefix};
-use roverlog::format::{lzma, SensorMeta};
-use roverlog::gulp::parse_gmeta;
-use roverlog::zarr::{blosc, ArrayMeta, Compressor};
+use roverlog_core::format::lzmaf::{parse_index, scan_frames, trusted_prefix};
+use roverlog_core::format::{lzma, SensorMeta};
+use roverlog_core::gulp::parse_gmeta;
+use roverlog_core::zarr::{blosc, ArrayMeta, Compressor};
+use roverlog_daemon::protocol::{accept_hello, Check, FrameLayout};
 
 /// Limits small enough that the fuzzer reaches them, in the same roles as the daemon's.
 const MAX_HELLO: usize = 4096;
@@ -124,7 +124,7 @@ pub fn meta_json(data: &[u8]) {
     for (_, ch) in &meta.channels {
         if ch.format.is_fixed_size() {
             let n = ch.sample_bytes();
-            assert!(n > 0 && n <= roverlog::format::meta::MAX_SAMPLE_BYTES);
+            assert!(n > 0 && n <= roverlog_core::format::meta::MAX_SAMPLE_BYTES);
         }
     }
     let again = SensorMeta::parse(&meta.to_json_bytes(), Path::new("meta.json"))
@@ -248,7 +248,7 @@ pub fn blosc_chunk(data: &[u8]) {
 /// ascend without overlapping; an index never lists more than the file can hold. Recovery
 /// of the file to its whole frames yields a finished file listing exactly those frames.
 pub fn avi(data: &[u8]) {
-    use roverlog::format::avi::parse::parse;
+    use roverlog_core::format::avi::parse::parse;
     let Ok(l) = parse(data) else {
         return;
     };
@@ -278,8 +278,13 @@ pub fn avi(data: &[u8]) {
     let _cleanup = RemoveOnDrop(path.clone());
     let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     let keep = l.frames.len();
-    let written =
-        roverlog::format::avi::write::write_trailer(&f, &path, &l.header, &l.segments, &l.frames);
+    let written = roverlog_core::format::avi::write::write_trailer(
+        &f,
+        &path,
+        &l.header,
+        &l.segments,
+        &l.frames,
+    );
     if written.is_err() {
         return; // e.g. several segments and no super index slot: refused, named
     }
@@ -329,15 +334,15 @@ pub fn zarr_codec(data: &[u8]) {
             json!([{"id": "categorize", "labels": ["a", "bb"], "dtype": "<U3", "astype": "|u1"}]),
             json!([{"id": "shuffle", "elementsize": 8}, {"id": "delta", "dtype": ">i8"}]),
         ];
-        let chain: Vec<roverlog::zarr::filters::Filter> = filters
+        let chain: Vec<roverlog_core::zarr::filters::Filter> = filters
             [usize::from(data[0]) % filters.len()]
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| roverlog::zarr::filters::Filter::from_json(f).unwrap())
+        .map(|f| roverlog_core::zarr::filters::Filter::from_json(f).unwrap())
         .collect();
         let src = &data[3..];
-        let _ = roverlog::zarr::filters::decode_chain(&chain, &mut dst, |buf| {
+        let _ = roverlog_core::zarr::filters::decode_chain(&chain, &mut dst, |buf| {
             if buf.len() != src.len() {
                 return Err(format!("{} bytes for {}", src.len(), buf.len()));
             }
@@ -350,7 +355,7 @@ pub fn zarr_codec(data: &[u8]) {
     let _ = c.decode_into(&data[3..], &mut dst, "fuzz");
 }
 
-/// `zarr_order`: the Fortran-to-C reorder of one decoded chunk ([`roverlog::zarr::order::f_to_c`])
+/// `zarr_order`: the Fortran-to-C reorder of one decoded chunk ([`roverlog_core::zarr::order::f_to_c`])
 /// against an element-by-element model. Byte 0 picks the item size (every fixed-width path
 /// and the generic one: 3 and 16 bytes, as for `c16`), byte 1 the number of dimensions (the
 /// 2-D tiled transpose and the N-d gather), the next bytes the chunk shape (1-40 per
@@ -375,7 +380,7 @@ pub fn zarr_order(data: &[u8]) {
         .map(|i| (i * 7 + i / 251) as u8 ^ seed.get(i % seed.len().max(1)).copied().unwrap_or(0))
         .collect();
     let mut got = fortran.clone();
-    roverlog::zarr::order::f_to_c(&mut got, &shape, item);
+    roverlog_core::zarr::order::f_to_c(&mut got, &shape, item);
     // Model: the element at C-order position `c` (multi-index `idx`) is the one at Fortran
     // offset sum(idx[k] * prod(shape[..k])).
     let mut want = Vec::with_capacity(got.len());

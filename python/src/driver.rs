@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-use roverlog::client::{self, encode_frame, is_daemon_gone, sample_sizes};
-use roverlog::format::SensorMeta;
+use roverlog_client::driver::{self as client, encode_frame, is_daemon_gone, sample_sizes};
+use roverlog_core::format::SensorMeta;
 
 use crate::{to_py, Error};
 
@@ -53,12 +53,12 @@ struct Inner {
     closed: bool,
 }
 
-fn err(msg: impl Into<String>) -> roverlog::Error {
-    roverlog::Error::Protocol(msg.into())
+fn err(msg: impl Into<String>) -> roverlog_core::Error {
+    roverlog_core::Error::Protocol(msg.into())
 }
 
 impl Inner {
-    fn connect(&mut self) -> roverlog::Result<()> {
+    fn connect(&mut self) -> roverlog_core::Result<()> {
         let t0 = Instant::now();
         let mut backoff = Duration::from_millis(20);
         loop {
@@ -74,7 +74,11 @@ impl Inner {
     }
 
     /// A fresh connection: resend what the daemon does not have.
-    fn resume(&mut self, mut d: client::Driver, hello: client::HelloReply) -> roverlog::Result<()> {
+    fn resume(
+        &mut self,
+        mut d: client::Driver,
+        hello: client::HelloReply,
+    ) -> roverlog_core::Result<()> {
         let first = self.conn.is_none() && self.trace.is_empty();
         let samples = hello.samples as i64;
         if first {
@@ -120,7 +124,7 @@ impl Inner {
         Ok(())
     }
 
-    fn flush(&mut self) -> roverlog::Result<()> {
+    fn flush(&mut self) -> roverlog_core::Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
@@ -147,7 +151,7 @@ impl Inner {
         }
     }
 
-    fn sync(&mut self) -> roverlog::Result<u64> {
+    fn sync(&mut self) -> roverlog_core::Result<u64> {
         loop {
             self.flush()?;
             if self.conn.is_none() {
@@ -182,7 +186,7 @@ impl Inner {
         self.kept_first += n as u64;
     }
 
-    fn push(&mut self, ts: f64, seq: Option<u64>, samples: &[&[u8]]) -> roverlog::Result<()> {
+    fn push(&mut self, ts: f64, seq: Option<u64>, samples: &[&[u8]]) -> roverlog_core::Result<()> {
         if let Some(f) = &self.failed {
             return Err(err(format!("an earlier write failed: {f}")));
         }

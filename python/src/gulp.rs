@@ -7,7 +7,7 @@ use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use roverlog::gulp::{FrameSelection, GulpDirectory, JpegFrame};
+use roverlog_core::gulp::{FrameSelection, GulpDirectory, JpegFrame};
 
 use crate::{joined, to_py};
 
@@ -26,21 +26,21 @@ type Placed = (usize, usize, usize, usize);
 /// pages or copy. Allocating and freeing (when Python drops the arrays) in the caller's
 /// thread lets the allocator hand the same memory back on the next read, as it does for
 /// the arrays gulpio2's decoder allocates.
-fn decode_block(frames: &[&[u8]]) -> roverlog::Result<(Vec<u8>, Vec<Placed>)> {
+fn decode_block(frames: &[&[u8]]) -> roverlog_core::Result<(Vec<u8>, Vec<Placed>)> {
     use std::mem::MaybeUninit;
     use std::sync::Mutex;
 
     let opened = frames
         .iter()
-        .map(|f| JpegFrame::open(f, roverlog::gulp::decode::DEFAULT_MAX_PIXELS))
-        .collect::<roverlog::Result<Vec<_>>>()?;
+        .map(|f| JpegFrame::open(f, roverlog_core::jpeg::DEFAULT_MAX_PIXELS))
+        .collect::<roverlog_core::Result<Vec<_>>>()?;
     let mut placed = Vec::with_capacity(opened.len());
     let mut total = 0usize;
     for f in &opened {
         placed.push((total, f.height(), f.width(), f.channels()));
         total = total
             .checked_add(f.len())
-            .ok_or_else(|| roverlog::Error::Codec {
+            .ok_or_else(|| roverlog_core::Error::Codec {
                 codec: "jpeg".into(),
                 msg: "decoded frames overflow the address space".into(),
             })?;
@@ -48,13 +48,13 @@ fn decode_block(frames: &[&[u8]]) -> roverlog::Result<(Vec<u8>, Vec<Placed>)> {
     let mut block: Vec<u8> = Vec::new();
     block
         .try_reserve_exact(total)
-        .map_err(|_| roverlog::Error::Codec {
+        .map_err(|_| roverlog_core::Error::Codec {
             codec: "jpeg".into(),
             msg: format!("cannot allocate {total} bytes for the decoded frames"),
         })?;
     // gulpio2's frames get numpy's huge-page hint; a read larger than malloc's mmap threshold
     // (32 MiB at most; 60 frames of 1080p are 373 MB) gets fresh memory each time.
-    roverlog::mem::advise_huge_pages(block.spare_capacity_mut());
+    roverlog_core::mem::advise_huge_pages(block.spare_capacity_mut());
     // One job per frame, taken in order by whichever thread is free (frames differ in cost).
     let mut jobs = Vec::with_capacity(opened.len());
     let mut rest: &mut [MaybeUninit<u8>] = &mut block.spare_capacity_mut()[..total];
@@ -67,7 +67,7 @@ fn decode_block(frames: &[&[u8]]) -> roverlog::Result<(Vec<u8>, Vec<Placed>)> {
         .map_or(1, |n| n.get())
         .min(jobs.len().max(1));
     let queue = Mutex::new(jobs.into_iter());
-    let work = || -> roverlog::Result<()> {
+    let work = || -> roverlog_core::Result<()> {
         loop {
             let Some((f, dst)) = queue.lock().unwrap().next() else {
                 return Ok(());

@@ -18,7 +18,7 @@ use pyo3::exceptions::{PyFileNotFoundError, PyIndexError, PyOSError, PyValueErro
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use roverlog::format::{ChannelFormat, ChannelReader, Sensor};
+use roverlog_core::format::{ChannelFormat, ChannelReader, Sensor};
 
 mod driver;
 mod gulp;
@@ -31,27 +31,29 @@ pyo3::create_exception!(
     "A dataset roverlog cannot read as asked (corrupt, unsupported, inconsistent)."
 );
 
-pub(crate) fn to_py(e: roverlog::Error) -> PyErr {
+pub(crate) fn to_py(e: roverlog_core::Error) -> PyErr {
     match &e {
-        roverlog::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+        roverlog_core::Error::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
             PyFileNotFoundError::new_err(e.to_string())
         }
-        roverlog::Error::Io { .. } => PyOSError::new_err(e.to_string()),
-        roverlog::Error::OutOfRange { .. } => PyIndexError::new_err(e.to_string()),
+        roverlog_core::Error::Io { .. } => PyOSError::new_err(e.to_string()),
+        roverlog_core::Error::OutOfRange { .. } => PyIndexError::new_err(e.to_string()),
         _ => Error::new_err(e.to_string()),
     }
 }
 
 /// A decoding thread's result, its panic (a decoder bug) turned into an error, so that it
 /// reaches Python as `roverlog.Error` rather than pyo3's `PanicException`.
-fn joined(r: std::thread::Result<roverlog::Result<()>>) -> roverlog::Result<()> {
+fn joined(r: std::thread::Result<roverlog_core::Result<()>>) -> roverlog_core::Result<()> {
     r.unwrap_or_else(|payload| {
         let why = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        Err(roverlog::Error::Codec {
+        Err(roverlog_core::Error::Codec {
             codec: "decoder".into(),
             msg: format!("a decoding thread panicked: {why}"),
         })
@@ -65,8 +67,8 @@ fn parallel_fill(
     count: u64,
     per: usize,
     out: &mut [u8],
-    f: impl Fn(std::ops::Range<u64>, &mut [u8]) -> roverlog::Result<()> + Sync,
-) -> roverlog::Result<()> {
+    f: impl Fn(std::ops::Range<u64>, &mut [u8]) -> roverlog_core::Result<()> + Sync,
+) -> roverlog_core::Result<()> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(count.max(1) as usize);
@@ -87,7 +89,7 @@ fn parallel_fill(
     })
 }
 
-fn open_channel(dir: &Path, name: &str) -> roverlog::Result<ChannelReader> {
+fn open_channel(dir: &Path, name: &str) -> roverlog_core::Result<ChannelReader> {
     Sensor::open(dir)?.channel(name)
 }
 
@@ -98,7 +100,7 @@ fn read_fixed(
     start: u64,
     count: u64,
     per: usize,
-) -> roverlog::Result<Vec<u8>> {
+) -> roverlog_core::Result<Vec<u8>> {
     let mut out = vec![0u8; count as usize * per];
     let first = open_channel(dir, name)?;
     if let ChannelReader::Lzma(_) = first {
@@ -129,22 +131,22 @@ fn decode_frames(
     name: &str,
     start: u64,
     count: u64,
-) -> roverlog::Result<(Vec<u8>, [usize; 3])> {
+) -> roverlog_core::Result<(Vec<u8>, [usize; 3])> {
     let r = open_channel(dir, name)?;
     let mut r = r;
     if count == 0 {
         return Ok((Vec::new(), [0, 0, 3]));
     }
-    let first = roverlog::gulp::decode::decode_jpeg(&r.get(start)?)?;
+    let first = roverlog_core::jpeg::decode_jpeg(&r.get(start)?)?;
     let shape = [first.height, first.width, 3];
     let per = shape.iter().product::<usize>();
     let mut out = vec![0u8; count as usize * per];
     parallel_fill(start, count, per, &mut out, |range, chunk| {
         let mut r = open_channel(dir, name)?;
         for (k, i) in range.enumerate() {
-            let rgb = roverlog::format::avi::decode_rgb(&r.get(i)?)?;
+            let rgb = roverlog_core::format::avi::decode_rgb(&r.get(i)?)?;
             if rgb.len() != per {
-                return Err(roverlog::Error::Codec {
+                return Err(roverlog_core::Error::Codec {
                     codec: "jpeg".into(),
                     msg: format!(
                         "{name}: frame {i} decodes to {} bytes, frame {start} to {per} ({}x{}x3): frames of different sizes cannot share one array (read them one at a time, or decode=False)",
@@ -211,7 +213,7 @@ fn read(
         return Ok((a.into_any().unbind(), Some((h, w, c))));
     }
     let frames: Vec<Vec<u8>> = py
-        .allow_threads(|| -> roverlog::Result<Vec<Vec<u8>>> {
+        .allow_threads(|| -> roverlog_core::Result<Vec<Vec<u8>>> {
             let mut r = open_channel(&sensor_dir, channel)?;
             (start..start + count)
                 .map(|i| r.get(i).map(|b| b.into_owned()))
@@ -232,7 +234,9 @@ fn PyKeyError(msg: String) -> PyErr {
 #[pyfunction]
 fn check_sensor(py: Python<'_>, path: PathBuf) -> PyResult<Vec<String>> {
     let c = py
-        .allow_threads(|| roverlog::format::check_sensor(&path, roverlog::format::Depth::Structure))
+        .allow_threads(|| {
+            roverlog_core::format::check_sensor(&path, roverlog_core::format::Depth::Structure)
+        })
         .map_err(to_py)?;
     Ok(c.all_problems())
 }

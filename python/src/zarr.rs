@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use numpy::IntoPyArray;
 use pyo3::prelude::*;
 
-use roverlog::zarr::ZarrArray;
+use roverlog_core::zarr::ZarrArray;
 
 use crate::to_py;
 

@@ -1,10 +1,10 @@
 //! `roverlog bench`: runs the real daemon as a child process, drives it with
-//! [`roverlog::bench::load`], and prints its figures next to baselines measured in the same
+//! [`roverlog_bench::load`], and prints its figures next to baselines measured in the same
 //! run on the same directory, as ratios. The machine this runs on is shared and noisy, so
 //! only ratios measured minutes apart mean anything; absolute figures are for the record.
 //!
 //! A run that loses data is a failure, not a figure: after SIGTERM (which must exit 0) every
-//! sensor's files are checked with [`roverlog::format::check_sensor`] and must hold exactly
+//! sensor's files are checked with [`roverlog_core::format::check_sensor`] and must hold exactly
 //! the samples sent.
 
 use std::collections::BTreeMap;
@@ -15,12 +15,12 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use roverlog::bench::baselines::{self, Input, Leave};
-use roverlog::bench::load::{self, LoadSpec, Workload};
-use roverlog::bench::{procfs, Throughput};
-use roverlog::daemon::events::EVENTS_DIR;
-use roverlog::daemon::Config;
-use roverlog::format::{check_sensor, Depth};
+use roverlog_bench::baselines::{self, Input, Leave};
+use roverlog_bench::load::{self, LoadSpec, Workload};
+use roverlog_bench::{procfs, Throughput};
+use roverlog_core::format::{check_sensor, Depth};
+use roverlog_daemon::events::EVENTS_DIR;
+use roverlog_daemon::Config;
 
 mod child;
 mod dashboard;
@@ -484,7 +484,7 @@ fn mib(b: u64) -> String {
     format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
 }
 
-/// `bench --disk DIR`: see [`roverlog::bench::disk`].
+/// `bench --disk DIR`: see [`roverlog_bench::disk`].
 fn disk(dir: &Path, args: &Args) -> ExitCode {
     if !dir.is_dir() {
         eprintln!("roverlog bench: error: {}: not a directory", dir.display());
@@ -495,7 +495,7 @@ fn disk(dir: &Path, args: &Args) -> ExitCode {
         return ExitCode::from(2);
     }
     let load = args.load_mbps * 1e6;
-    let r = match roverlog::bench::disk::measure(dir, args.disk_mib << 20, 4 << 20, load) {
+    let r = match roverlog_bench::disk::measure(dir, args.disk_mib << 20, 4 << 20, load) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("roverlog bench: error: {e}");
@@ -546,7 +546,7 @@ fn disk(dir: &Path, args: &Args) -> ExitCode {
     println!(
         "\nfor {:.0} MB/s (all sensors; fsync \"periodic\"), one interval's bytes written and synced, worst of {} rounds:",
         args.load_mbps,
-        roverlog::bench::disk::PLAN_ROUNDS
+        roverlog_bench::disk::PLAN_ROUNDS
     );
     for p in r["plan"].as_array().into_iter().flatten() {
         let ms = p["fsync_interval_ms"].as_u64().unwrap_or(0);

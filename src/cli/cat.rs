@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::Outcome;
-use roverlog::format::{self, Sensor};
+use roverlog_core::format::{self, Sensor};
 
 #[derive(Args)]
 pub struct CatArgs {
@@ -31,7 +31,7 @@ pub struct CatArgs {
     /// For a roverd `sensor/ts` channel: as recorded (`raw`), or through upstream's timestamp
     /// models `smooth` or `discretize` (computed over the whole channel, then `--rows`).
     #[arg(long, default_value = "raw")]
-    pub timestamps: roverlog::timestamps::Model,
+    pub timestamps: roverlog_core::timestamps::Model,
 }
 
 /// A row selection `start:stop:step` resolved against a length.
@@ -109,8 +109,8 @@ impl Rows {
 pub fn cat(args: CatArgs) -> Result<Outcome> {
     let stdout = io::stdout().lock();
     let mut out = BufWriter::with_capacity(1 << 20, stdout);
-    let gulp = roverlog::gulp::is_gulp_dir(&args.dataset);
-    let roverd_only = args.jpeg || args.timestamps != roverlog::timestamps::Model::Raw;
+    let gulp = roverlog_core::gulp::is_gulp_dir(&args.dataset);
+    let roverd_only = args.jpeg || args.timestamps != roverlog_core::timestamps::Model::Raw;
     if (gulp || is_zarr(&args.dataset)) && roverd_only {
         bail!("--jpeg and --timestamps apply to roverd traces only");
     }
@@ -145,12 +145,12 @@ fn cat_zarr(args: &CatArgs, out: &mut impl Write) -> Result<()> {
             args.item
         );
     }
-    let len = roverlog::zarr::ZarrArray::open(&path)?.len();
+    let len = roverlog_core::zarr::ZarrArray::open(&path)?.len();
     let rows = Rows::parse(args.rows.as_deref(), len)?;
     if rows.step != 1 {
         bail!("--rows: zarr arrays take A:B ranges without a step");
     }
-    roverlog::zarr::cat(&path, rows.start..rows.stop, args.field.as_deref(), out)?;
+    roverlog_core::zarr::cat(&path, rows.start..rows.stop, args.field.as_deref(), out)?;
     Ok(())
 }
 
@@ -159,9 +159,9 @@ fn cat_gulp(args: &CatArgs, out: &mut impl Write) -> Result<()> {
     if args.field.is_some() {
         bail!("--field applies to zarr arrays only");
     }
-    let g = roverlog::gulp::GulpDirectory::open(&args.dataset)?;
+    let g = roverlog_core::gulp::GulpDirectory::open(&args.dataset)?;
     let sel = match &args.rows {
-        None => roverlog::gulp::FrameSelection::All,
+        None => roverlog_core::gulp::FrameSelection::All,
         Some(r) => r.parse().map_err(|e| anyhow::anyhow!("--rows: {e}"))?,
     };
     if g.video(&args.item).is_none() {
@@ -194,7 +194,7 @@ fn cat_roverd(args: &CatArgs, out: &mut impl Write) -> Result<()> {
         );
     }
     let s = Sensor::open(&args.dataset.join(sensor))?;
-    if args.timestamps != roverlog::timestamps::Model::Raw {
+    if args.timestamps != roverlog_core::timestamps::Model::Raw {
         if channel != format::TS_CHANNEL {
             bail!("--timestamps applies to the `ts` channel (e.g. {sensor}/ts)");
         }
@@ -228,9 +228,9 @@ fn cat_roverd(args: &CatArgs, out: &mut impl Write) -> Result<()> {
 }
 
 /// Writes to stdout. (A closed pipe ends the process through SIGPIPE, see `cli::main`.)
-fn write_all(out: &mut impl Write, bytes: &[u8]) -> roverlog::Result<()> {
+fn write_all(out: &mut impl Write, bytes: &[u8]) -> roverlog_core::Result<()> {
     out.write_all(bytes)
-        .map_err(|e| roverlog::Error::io("<stdout>", e))
+        .map_err(|e| roverlog_core::Error::io("<stdout>", e))
 }
 
 #[cfg(test)]

@@ -198,7 +198,7 @@ fn write_csv(path: &Path, hash: Hash, rows: &BTreeMap<String, String>) -> Result
     for (f, h) in rows {
         text.push_str(&format!("{},{h}\n", quote(f)));
     }
-    roverlog::format::meta::write_file_atomic(path, text.as_bytes())
+    roverlog_core::format::meta::write_file_atomic(path, text.as_bytes())
         .with_context(|| format!("writing {}", path.display()))
 }
 

@@ -12,8 +12,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::Outcome;
-use roverlog::format::copy::{copy_trace, TracePlan};
-use roverlog::format::ChannelFormat;
+use roverlog_core::format::copy::{copy_trace, TracePlan};
+use roverlog_core::format::ChannelFormat;
 
 #[derive(Args)]
 pub struct ConvertArgs {

@@ -78,14 +78,14 @@ fn seconds(s: &str) -> Result<f64, String> {
 pub fn main(args: Args) -> ExitCode {
     let socket = match (&args.socket, &args.config) {
         (Some(s), _) => s.clone(),
-        (None, Some(c)) => match roverlog::daemon::Config::load(c) {
+        (None, Some(c)) => match roverlog_daemon::Config::load(c) {
             Ok(cfg) => cfg.control_socket,
             Err(e) => {
                 eprintln!("roverlog ctl: {e}");
                 return ExitCode::from(2);
             }
         },
-        (None, None) => roverlog::daemon::Config::default().control_socket,
+        (None, None) => roverlog_daemon::Config::default().control_socket,
     };
     let cmd = match &args.cmd {
         Cmd::Status => json!({"cmd": "status"}),

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use roverlog::daemon::{Config, Daemon, Request};
+use roverlog_daemon::{Config, Daemon, Request};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 /// Run the logging daemon.
@@ -93,15 +93,15 @@ pub fn main(args: Args) -> ExitCode {
             // something else) is the operator's to fix: 2, not a runtime failure.
             let code = match e {
                 _ if in_use => 3,
-                roverlog::Error::Config(_) => 2,
+                roverlog_core::Error::Config(_) => 2,
                 _ => 1,
             };
             return ExitCode::from(code);
         }
     };
-    daemon.set_watchdog(roverlog::daemon::notify::watchdog_interval());
+    daemon.set_watchdog(roverlog_daemon::notify::watchdog_interval());
     daemon.set_notifier(|state| {
-        if let Err(e) = roverlog::daemon::notify::notify(state) {
+        if let Err(e) = roverlog_daemon::notify::notify(state) {
             tracing::warn!("sd_notify {state:?}: {e}");
         }
     });

@@ -1,5 +1,5 @@
 //! `roverlog export <trace> <out.mcap> [--sensors a,b] [--start S] [--end E]`: the trace as an
-//! MCAP file for Foxglove and Lichtblick (see `roverlog::export` for what each channel
+//! MCAP file for Foxglove and Lichtblick (see `roverlog_export` for what each channel
 //! becomes). `--start`/`--end` are seconds from the trace's first sample (negative: back from
 //! its last). An existing output is refused; a failure leaves no file.
 
@@ -9,8 +9,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::Outcome;
-use roverlog::export::{export_mcap, ExportOptions};
-use roverlog::format::Trace;
+use roverlog_core::format::Trace;
+use roverlog_export::{export_mcap, ExportOptions};
 
 #[derive(Args)]
 pub struct ExportArgs {

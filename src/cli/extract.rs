@@ -17,8 +17,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::Outcome;
-use roverlog::format::copy::{copy_trace, TracePlan};
-use roverlog::format::Trace;
+use roverlog_core::format::copy::{copy_trace, TracePlan};
+use roverlog_core::format::Trace;
 
 #[derive(Args)]
 pub struct ExtractArgs {

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::Outcome;
-use roverlog::format::trace::CONFIG_FILE;
+use roverlog_core::format::trace::CONFIG_FILE;
 
 #[derive(Args)]
 pub struct ListArgs {

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::Outcome;
-use roverlog::format::trace::is_trace;
+use roverlog_core::format::trace::is_trace;
 
 #[derive(Args)]
 pub struct PlotArgs {
@@ -40,7 +40,7 @@ pub fn plot(args: PlotArgs) -> Result<Outcome> {
                 out.display()
             );
         }
-        let (w, h) = roverlog::plot::plot_trace(&args.path, &out)
+        let (w, h) = crate::plot::plot_trace(&args.path, &out)
             .with_context(|| format!("plotting {}", args.path.display()))?;
         println!("{}: {w}x{h}", out.display());
         return Ok(Outcome::Ok);
@@ -68,7 +68,7 @@ pub fn plot(args: PlotArgs) -> Result<Outcome> {
                 out.display()
             );
         }
-        let (w, h) = roverlog::plot::plot_trace(&args.path.join(&rel), &out)
+        let (w, h) = crate::plot::plot_trace(&args.path.join(&rel), &out)
             .with_context(|| format!("plotting {}", args.path.join(&rel).display()))?;
         println!("{}: {w}x{h}", out.display());
     }

@@ -9,8 +9,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::Outcome;
-use roverlog::replay::{self, GulpSource, PlayOptions, Source, TraceSource};
-use roverlog::timestamps::Model;
+use roverlog_client::PlayOptions;
+use roverlog_core::replay::{self, GulpSource, Source, TraceSource};
+use roverlog_core::timestamps::Model;
 
 #[derive(Args)]
 pub struct ReplayArgs {
@@ -71,7 +72,7 @@ pub struct ImportArgs {
 
 /// Opens `path` as whichever kind of source it is.
 fn open_source(path: &Path, sensors: &[String], fps: f64, model: Model) -> Result<Box<dyn Source>> {
-    if roverlog::format::is_trace(path) {
+    if roverlog_core::format::is_trace(path) {
         return Ok(Box::new(
             TraceSource::open(path, sensors)?.with_timestamps(model),
         ));
@@ -79,7 +80,7 @@ fn open_source(path: &Path, sensors: &[String], fps: f64, model: Model) -> Resul
     if model != Model::Raw {
         bail!("--timestamps applies to roverd traces only");
     }
-    if roverlog::gulp::is_gulp_dir(path) {
+    if roverlog_core::gulp::is_gulp_dir(path) {
         if !sensors.is_empty() {
             bail!("--sensors applies to roverd traces; a gulp directory has one camera sensor");
         }
@@ -89,7 +90,7 @@ fn open_source(path: &Path, sensors: &[String], fps: f64, model: Model) -> Resul
         if !sensors.is_empty() {
             bail!("--sensors applies to roverd traces; an L5Kit dataset gives ego, agents and traffic_light_faces");
         }
-        return Ok(Box::new(roverlog::replay::L5KitSource::open(path)?));
+        return Ok(Box::new(roverlog_core::replay::L5KitSource::open(path)?));
     }
     bail!(
         "{}: not a roverd trace, gulp directory or L5Kit zarr dataset",
@@ -110,7 +111,7 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
         looped: args.looped,
     };
     let pb = super::progress::bar("replay", "samples");
-    let r = replay::play(
+    let r = roverlog_client::play(
         source.as_mut(),
         &args.socket,
         &opts,

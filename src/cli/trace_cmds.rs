@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::Outcome;
-use roverlog::format::{self, check_sensor, recover_sensor, trace, Depth, Trace};
+use roverlog_core::format::{self, check_sensor, recover_sensor, trace, Depth, Trace};
 
 #[derive(Args)]
 pub struct InfoArgs {
@@ -74,11 +74,11 @@ fn human_bytes(n: f64) -> String {
 
 pub fn info(args: InfoArgs) -> Result<Outcome> {
     if super::cat::is_zarr(&args.path) {
-        print!("{}", roverlog::zarr::describe(&args.path)?);
+        print!("{}", roverlog_core::zarr::describe(&args.path)?);
         return Ok(Outcome::Ok);
     }
-    if roverlog::gulp::is_gulp_dir(&args.path) {
-        let g = roverlog::gulp::GulpDirectory::open(&args.path)?;
+    if roverlog_core::gulp::is_gulp_dir(&args.path) {
+        let g = roverlog_core::gulp::GulpDirectory::open(&args.path)?;
         print!("{}", g.describe());
         return Ok(Outcome::Ok);
     }
@@ -205,10 +205,10 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
     let mut checked = 0usize;
     let mut unchecked = 0usize;
     for root in &args.paths {
-        if roverlog::gulp::is_gulp_dir(root) {
+        if roverlog_core::gulp::is_gulp_dir(root) {
             checked += 1;
-            let opts = roverlog::gulp::GulpOptions::default();
-            let report = roverlog::gulp::sanity_check(root, &opts)?;
+            let opts = roverlog_core::gulp::GulpOptions::default();
+            let report = roverlog_core::gulp::sanity_check(root, &opts)?;
             if report.is_ok() {
                 println!("{}: {report}", root.display());
             } else {

@@ -7,9 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The project root (where Cargo.toml is).
+/// The workspace root (where Cargo.lock is), also when a crate's benches include this file.
 pub fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .find(|d| d.join("Cargo.lock").exists())
+        .unwrap_or(here)
 }
 
 /// The Python interpreter of the project's venv (numpy, zarr<3, numcodecs, gulpio2), created by
@@ -48,9 +51,13 @@ pub fn run_python(script: &str, args: &[&std::ffi::OsStr]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// The `roverlog` binary built for this test run.
+/// The `roverlog` binary built for this test run (the root package's tests; the bench crate's
+/// benches include this file too, and have no such binary: `env!` would not compile there).
 pub fn roverlog_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_roverlog"))
+    match option_env!("CARGO_BIN_EXE_roverlog") {
+        Some(bin) => PathBuf::from(bin),
+        None => panic!("only the roverlog package's tests are built with the roverlog binary"),
+    }
 }
 
 /// Lower-case hex sha256 of `bytes`.
@@ -68,7 +75,7 @@ pub fn assert_upstream_reads_same(trace: &Path) {
     let script = std::fs::read_to_string(root().join("tests/py/roverd_read.py")).unwrap();
     let theirs: serde_json::Value =
         serde_json::from_str(&run_python(&script, &[trace.as_os_str()])).unwrap();
-    let t = roverlog::format::Trace::open(trace).unwrap();
+    let t = roverlog_core::format::Trace::open(trace).unwrap();
     let names = t.sensor_names();
     assert_eq!(theirs.as_object().unwrap().len(), names.len(), "{theirs}");
     for name in names {
@@ -134,18 +141,22 @@ pub fn roverlog<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
 pub fn sensor_meta(
     chans: &[(
         &str,
-        roverlog::format::meta::ChannelFormat,
-        roverlog::format::DType,
+        roverlog_core::format::meta::ChannelFormat,
+        roverlog_core::format::DType,
         Vec<usize>,
     )],
     desc: &str,
-) -> roverlog::format::meta::SensorMeta {
-    roverlog::format::meta::SensorMeta {
+) -> roverlog_core::format::meta::SensorMeta {
+    roverlog_core::format::meta::SensorMeta {
         channels: chans
             .iter()
             .map(|(n, f, t, shape)| {
-                let meta =
-                    roverlog::format::meta::ChannelMeta::new(f.clone(), *t, shape.clone(), desc);
+                let meta = roverlog_core::format::meta::ChannelMeta::new(
+                    f.clone(),
+                    *t,
+                    shape.clone(),
+                    desc,
+                );
                 (n.to_string(), meta)
             })
             .collect(),

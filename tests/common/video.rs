@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::{run_python, sha256_hex};
-use roverlog::format::avi::MjpgReader;
+use roverlog_core::format::avi::MjpgReader;
 
 pub fn peer() -> String {
     std::fs::read_to_string(super::root().join("tests/py/avi_peer.py")).unwrap()
@@ -162,6 +162,6 @@ pub fn assert_pixels_close(frames: &[Vec<u8>], videocapture: &[u8], scratch: &Pa
 pub fn decode_all(frames: &[Vec<u8>]) -> Vec<u8> {
     frames
         .iter()
-        .flat_map(|f| roverlog::format::avi::decode_rgb(f).unwrap())
+        .flat_map(|f| roverlog_core::format::avi::decode_rgb(f).unwrap())
         .collect()
 }

@@ -306,9 +306,10 @@ pub fn sample(salt: u8, i: u64, n: usize) -> Vec<u8> {
 /// consistency with `check_sensor`.
 pub fn read_sensor(trace: &Path, sensor: &str, ch: &str) -> (Vec<f64>, Vec<Vec<u8>>) {
     let dir = trace.join(sensor);
-    let check = roverlog::format::check_sensor(&dir, roverlog::format::Depth::Structure).unwrap();
+    let check =
+        roverlog_core::format::check_sensor(&dir, roverlog_core::format::Depth::Structure).unwrap();
     assert!(check.is_ok(), "{:?}", check.all_problems());
-    let t = roverlog::format::Trace::open(trace).unwrap();
+    let t = roverlog_core::format::Trace::open(trace).unwrap();
     let s = t.sensor(sensor).unwrap();
     let ts = s.timestamps().unwrap();
     let mut r = s.channel(ch).unwrap();
@@ -319,7 +320,7 @@ pub fn read_sensor(trace: &Path, sensor: &str, ch: &str) -> (Vec<f64>, Vec<Vec<u
 }
 
 pub fn events(trace: &Path) -> Vec<Value> {
-    roverlog::daemon::events::read_events(trace)
+    roverlog_daemon::events::read_events(trace)
 }
 
 /// The write end of a pipe whose reader is already gone: a command's stdout as in

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use roverlog::client::Driver;
-use roverlog::format::{
+use roverlog_client::Driver;
+use roverlog_core::format::{
     check_sensor, ChannelFormat, ChannelMeta, DType, Depth, Sensor, SensorMeta,
 };
 
@@ -244,10 +244,11 @@ pub fn verify_sensor(
         }
         readers.push(r);
     }
-    let header_seq = |r: &mut roverlog::format::ChannelReader, i: u64| -> Result<u64, String> {
-        let b = r.get(i).map_err(|e| format!("{name} sample {i}: {e}"))?;
-        Ok(u64::from_le_bytes(b[..8].try_into().unwrap()))
-    };
+    let header_seq =
+        |r: &mut roverlog_core::format::ChannelReader, i: u64| -> Result<u64, String> {
+            let b = r.get(i).map_err(|e| format!("{name} sample {i}: {e}"))?;
+            Ok(u64::from_le_bytes(b[..8].try_into().unwrap()))
+        };
     let first = match first_seq {
         Some(f) => f,
         None => header_seq(&mut readers[0], 0)?,

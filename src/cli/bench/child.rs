@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
-use roverlog::daemon::Config;
+use roverlog_daemon::Config;
 
 pub(super) fn make_work_dir(base: Option<&Path>) -> Result<PathBuf> {
     let base = match base {

@@ -25,8 +25,8 @@ pub(super) fn run_scenario(
     // free (released after a second without large frames).
     let pool = |frame: usize| {
         // A frame on the wire: `u32 len`, `f64 ts`, then the sample (the bench sends no seq).
-        if frame + 12 >= roverlog::daemon::ingest::POOLED_FRAME {
-            roverlog::daemon::bufpool::FREE_MAX as u64
+        if frame + 12 >= roverlog_daemon::ingest::POOLED_FRAME {
+            roverlog_daemon::bufpool::FREE_MAX as u64
         } else {
             0
         }
@@ -136,7 +136,7 @@ pub(super) fn run_scenario(
             // A direct channel's staging buffer is at least 1 MiB instead of buffer_bytes.
             let staging = if direct {
                 let b = cfg.buffer_bytes as u64;
-                live * (b.max(roverlog::format::direct::MIN_DIRECT_BUFFER as u64) - b)
+                live * (b.max(roverlog_core::format::direct::MIN_DIRECT_BUFFER as u64) - b)
             } else {
                 0
             };

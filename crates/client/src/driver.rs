@@ -1,0 +1,315 @@
+//! The driver side of the ingest protocol (`docs/protocol.md`), blocking, std only: what a
+//! Rust driver, `roverlog replay` and tests use to push samples into a running daemon.
+//!
+//! ```no_run
+//! # use roverlog_client::Driver;
+//! # use roverlog_core::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
+//! let meta = SensorMeta { channels: vec![
+//!     ("acc".into(), ChannelMeta::new(ChannelFormat::Raw, DType::F4, vec![3], "m/s^2")),
+//! ]};
+//! let (mut imu, hello) = Driver::connect("run/ingest.sock".as_ref(), "imu", &meta, false)?;
+//! let acc: Vec<u8> = [0.0f32, 0.0, 9.81].iter().flat_map(|v| v.to_le_bytes()).collect();
+//! imu.send(1.7e9, None, &[&acc])?;
+//! let durable = imu.sync()?;
+//! # Ok::<(), roverlog_core::Error>(())
+//! ```
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use roverlog_core::error::{Error, Result};
+use roverlog_core::format::SensorMeta;
+
+/// Longest reply line we accept from the daemon.
+const MAX_REPLY: u64 = 64 * 1024;
+
+/// How an EOF without an error line reads in our errors (the daemon stopping, docs/protocol.md 6).
+const CLOSED: &str = "connection closed without a reply";
+/// The daemon's refusal while an older connection of the sensor is still open (protocol 7).
+const LIVE: &str = "already has a live connection";
+
+/// Whether `e` means the daemon went away or is not there (yet): stopped, restarting, socket
+/// missing. A driver reconnects with back-off after such errors; other errors are refusals.
+pub fn is_daemon_gone(e: &Error) -> bool {
+    match e {
+        Error::Io { .. } => true,
+        Error::Protocol(msg) => msg.ends_with(CLOSED) || msg.contains(LIVE),
+        _ => false,
+    }
+}
+
+/// What the daemon answered to the hello.
+#[derive(Debug, Clone)]
+pub struct HelloReply {
+    /// The trace being recorded.
+    pub trace: String,
+    /// Samples this sensor already has in that trace.
+    pub samples: u64,
+}
+
+/// One sensor's connection to the daemon.
+pub struct Driver {
+    socket: PathBuf,
+    sensor: String,
+    stream: UnixStream,
+    replies: BufReader<UnixStream>,
+    /// Per data channel: `Some(n)` fixed-size of n bytes, `None` variable-size.
+    sizes: Vec<Option<usize>>,
+    seq: bool,
+    frame: Vec<u8>,
+    sent: u64,
+}
+
+/// The hello line for `sensor` with `meta`'s data channels (`ts` is implicit).
+pub fn hello_line(sensor: &str, meta: &SensorMeta, seq: bool) -> Vec<u8> {
+    let channels: Vec<Value> = meta
+        .data_channels()
+        .map(|(name, c)| {
+            json!({"name": name, "format": c.format.as_str(), "type": c.dtype.code(),
+                   "shape": c.shape, "desc": c.desc})
+        })
+        .collect();
+    let mut line = serde_json::to_vec(
+        &json!({"roverlog": 1, "sensor": sensor, "seq": seq, "channels": channels}),
+    )
+    .expect("JSON of a value");
+    line.push(b'\n');
+    line
+}
+
+/// Per data channel of `meta`: `Some(bytes)` for a fixed-size channel, `None` for a
+/// variable-size one (what [`encode_frame`] checks samples against).
+pub fn sample_sizes(meta: &SensorMeta) -> Vec<Option<usize>> {
+    meta.data_channels()
+        .map(|(_, c)| c.format.is_fixed_size().then(|| c.sample_bytes()))
+        .collect()
+}
+
+/// Encodes one frame into `out` (appending; nothing is appended on error): `ts`, `seq` when
+/// the hello declared sequence numbers, and one buffer per data channel, checked against
+/// `sizes` (see [`sample_sizes`]). The error says what did not fit.
+pub fn encode_frame(
+    out: &mut Vec<u8>,
+    sizes: &[Option<usize>],
+    ts: f64,
+    seq: Option<u64>,
+    samples: &[&[u8]],
+) -> std::result::Result<(), String> {
+    if samples.len() != sizes.len() {
+        return Err(format!(
+            "{} channel buffers for {} channels",
+            samples.len(),
+            sizes.len()
+        ));
+    }
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&ts.to_le_bytes());
+    if let Some(seq) = seq {
+        out.extend_from_slice(&seq.to_le_bytes());
+    }
+    for (k, (s, size)) in samples.iter().zip(sizes).enumerate() {
+        match size {
+            Some(n) if s.len() != *n => {
+                out.truncate(at);
+                return Err(format!("channel {k}: {} bytes, expected {n}", s.len()));
+            }
+            Some(_) => {}
+            None => out.extend_from_slice(&(s.len() as u32).to_le_bytes()),
+        }
+        out.extend_from_slice(s);
+    }
+    let len = out.len() - at - 4;
+    let Ok(len) = u32::try_from(len) else {
+        out.truncate(at);
+        return Err(format!("frame of {len} bytes"));
+    };
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+    Ok(())
+}
+
+impl Driver {
+    /// Connects, sends the hello and reads the answer; a refusal is an error carrying the
+    /// daemon's message.
+    pub fn connect(
+        socket: &Path,
+        sensor: &str,
+        meta: &SensorMeta,
+        seq: bool,
+    ) -> Result<(Driver, HelloReply)> {
+        if meta.data_channels().next().is_none() {
+            return Err(Error::Protocol(format!(
+                "sensor {sensor:?}: no data channel to send (\"ts\" is implicit)"
+            )));
+        }
+        let io = |e| Error::io(socket, e);
+        let stream = UnixStream::connect(socket).map_err(io)?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .map_err(io)?;
+        let replies = BufReader::new(stream.try_clone().map_err(io)?);
+        let sizes = sample_sizes(meta);
+        let mut d = Driver {
+            socket: socket.to_path_buf(),
+            sensor: sensor.to_string(),
+            stream,
+            replies,
+            sizes,
+            seq,
+            frame: Vec::new(),
+            sent: 0,
+        };
+        d.stream
+            .write_all(&hello_line(sensor, meta, seq))
+            .map_err(io)?;
+        let reply = d.read_reply()?;
+        let hello = HelloReply {
+            trace: reply["trace"].as_str().unwrap_or_default().to_string(),
+            samples: reply["samples"]
+                .as_u64()
+                .ok_or_else(|| d.refused(format!("hello reply without \"samples\": {reply}")))?,
+        };
+        Ok((d, hello))
+    }
+
+    fn refused(&self, msg: String) -> Error {
+        Error::Protocol(format!(
+            "{} sensor {:?}: {msg}",
+            self.socket.display(),
+            self.sensor
+        ))
+    }
+
+    /// How long to wait for a reply (default 60 s; a final fsync of a large backlog can take
+    /// longer).
+    pub fn set_reply_timeout(&mut self, timeout: Duration) -> Result<()> {
+        self.stream
+            .set_read_timeout(Some(timeout))
+            .map_err(|e| Error::io(&self.socket, e))
+    }
+
+    /// Frames sent on this connection.
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// Encodes one frame into `out` (appending): `ts`, the sequence number when the hello
+    /// declared `seq`, and one buffer per data channel.
+    pub fn encode(
+        &self,
+        out: &mut Vec<u8>,
+        ts: f64,
+        seq: Option<u64>,
+        samples: &[&[u8]],
+    ) -> Result<()> {
+        let seq = self.seq.then(|| seq.unwrap_or(self.sent));
+        encode_frame(out, &self.sizes, ts, seq, samples).map_err(|msg| self.refused(msg))
+    }
+
+    /// Sends one sample (one `write()`); `seq` defaults to the count of frames sent.
+    pub fn send(&mut self, ts: f64, seq: Option<u64>, samples: &[&[u8]]) -> Result<()> {
+        let mut frame = std::mem::take(&mut self.frame);
+        frame.clear();
+        let r = self.encode(&mut frame, ts, seq, samples);
+        let r = r.and_then(|()| self.write(&frame));
+        self.frame = frame;
+        r?;
+        self.sent += 1;
+        Ok(())
+    }
+
+    /// Sends already encoded frames (from [`Driver::encode`]) in one `write()`.
+    pub fn send_encoded(&mut self, frames: &[u8], count: u64) -> Result<()> {
+        self.write(frames)?;
+        self.sent += count;
+        Ok(())
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        if let Err(e) = self.stream.write_all(bytes) {
+            // The daemon refused something and closed: its reason is the better message.
+            return Err(match self.read_reply() {
+                Err(refusal) => refusal,
+                Ok(_) => Error::io(&self.socket, e),
+            });
+        }
+        Ok(())
+    }
+
+    /// Asks for durability; returns how many of this sensor's samples are on disk.
+    pub fn sync(&mut self) -> Result<u64> {
+        self.write(&0u32.to_le_bytes())?;
+        let reply = self.read_reply()?;
+        reply["durable"]
+            .as_u64()
+            .ok_or_else(|| self.refused(format!("durability reply without \"durable\": {reply}")))
+    }
+
+    fn read_reply(&mut self) -> Result<Value> {
+        let mut line = Vec::new();
+        let n = (&mut self.replies)
+            .take(MAX_REPLY)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::io(&self.socket, e))?;
+        if n == 0 {
+            return Err(self.refused(CLOSED.into()));
+        }
+        let reply: Value = serde_json::from_slice(&line).map_err(|e| {
+            self.refused(format!(
+                "reply is not JSON ({e}): {}",
+                String::from_utf8_lossy(&line)
+            ))
+        })?;
+        if reply["ok"] == true {
+            Ok(reply)
+        } else {
+            let msg = reply["error"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| reply.to_string());
+            Err(self.refused(msg))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use roverlog_core::format::{ChannelFormat, ChannelMeta, DType};
+
+    #[test]
+    fn hello_line_and_frame_encoding_follow_the_protocol() {
+        let meta = SensorMeta {
+            channels: vec![
+                ("ts".into(), ChannelMeta::timestamps()),
+                (
+                    "acc".into(),
+                    ChannelMeta::new(ChannelFormat::Raw, DType::F4, vec![3], "m/s^2"),
+                ),
+            ],
+        };
+        let line = hello_line("imu", &meta, true);
+        assert_eq!(line.last(), Some(&b'\n'));
+        let v: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["sensor"], "imu");
+        assert_eq!(v["seq"], true);
+        assert_eq!(
+            v["channels"].as_array().unwrap().len(),
+            1,
+            "ts is implicit: {v}"
+        );
+        assert_eq!(v["channels"][0]["type"], "f4");
+
+        let only_ts = SensorMeta {
+            channels: vec![("ts".into(), ChannelMeta::timestamps())],
+        };
+        let err = Driver::connect(Path::new("/nonexistent.sock"), "x", &only_ts, false)
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("no data channel"), "{err}");
+    }
+}

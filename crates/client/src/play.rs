@@ -1,0 +1,318 @@
+//! Playback: a [`Source`] pushed into a running daemon over the ingest protocol, one
+//! connection per sensor, in timestamp order, paced by the recorded timestamps.
+//!
+//! Pacing schedules every sample against one monotonic clock read at the start (`due =
+//! start + (ts - first) / rate`) and sleeps until then: errors never accumulate the way they
+//! do when sleeping the gap between samples.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::Driver;
+use roverlog_core::error::{Error, Result};
+use roverlog_core::replay::merge::TimeMerge;
+use roverlog_core::replay::source::{check_sensors, Source};
+
+/// How to play.
+#[derive(Debug, Clone)]
+pub struct PlayOptions {
+    /// Speed factor (1.0 = real time); `None` sends as fast as the daemon takes them.
+    pub rate: Option<f64>,
+    /// Seconds after the source's first timestamp to start at.
+    pub start: f64,
+    /// Seconds of the source to play (from `start`); all when `None`.
+    pub duration: Option<f64>,
+    /// Start over at the end (timestamps keep increasing) until `stop` is set.
+    pub looped: bool,
+}
+
+impl Default for PlayOptions {
+    fn default() -> Self {
+        PlayOptions {
+            rate: Some(1.0),
+            start: 0.0,
+            duration: None,
+            looped: false,
+        }
+    }
+}
+
+/// What a playback did.
+#[derive(Debug, Clone, Default)]
+pub struct PlayReport {
+    /// Per sensor: (name, samples sent, durable count the daemon confirmed at the end).
+    pub sensors: Vec<(String, u64, u64)>,
+    pub samples: u64,
+    pub bytes: u64,
+    pub elapsed: Duration,
+    /// How late each sample was sent against its schedule (empty at maximum speed).
+    pub lateness: Lateness,
+    pub loops: u64,
+}
+
+impl PlayReport {
+    /// The `q` quantile (0..=1) of lateness, in seconds (see [`Lateness::quantile`]).
+    pub fn late_quantile(&self, q: f64) -> Option<f64> {
+        self.lateness.quantile(q)
+    }
+}
+
+/// Lateness of the samples sent, in a few KiB however long a replay loops: a histogram with
+/// buckets 1 % apart from 1 us up, and the exact maximum.
+#[derive(Debug, Clone, Default)]
+pub struct Lateness {
+    /// `counts[0]`: under 1 us; `counts[i]`: from `RATIO^(i-1)` to `RATIO^i` us.
+    counts: Vec<u64>,
+    n: u64,
+    max: f64,
+}
+
+impl Lateness {
+    const RATIO: f64 = 1.01;
+    /// 1.01^3000 us is over 100 days: later samples share the last bucket.
+    const BUCKETS: usize = 3001;
+
+    fn bucket(seconds: f64) -> usize {
+        let us = seconds * 1e6;
+        if us.is_nan() || us < 1.0 {
+            return 0;
+        }
+        (1 + (us.ln() / Self::RATIO.ln()) as usize).min(Self::BUCKETS - 1)
+    }
+
+    /// Counts one sample that was `seconds` late.
+    pub fn record(&mut self, seconds: f64) {
+        let b = Self::bucket(seconds);
+        if self.counts.len() <= b {
+            self.counts.resize(b + 1, 0);
+        }
+        self.counts[b] += 1;
+        self.n += 1;
+        self.max = self.max.max(seconds);
+    }
+
+    /// Samples counted.
+    pub fn len(&self) -> u64 {
+        self.n
+    }
+
+    /// Whether no sample was counted.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The `q` quantile (0..=1) in seconds: the upper edge of its bucket (at most 1 % above
+    /// the exact value, or 1 us), never above the maximum.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if self.n == 0 {
+            return None;
+        }
+        let rank = ((self.n - 1) as f64 * q.clamp(0.0, 1.0)).round() as u64;
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen > rank {
+                let upper = Self::RATIO.powi(i as i32) * 1e-6;
+                return Some(upper.min(self.max));
+            }
+        }
+        Some(self.max)
+    }
+}
+
+/// Plays `source` into the daemon listening on `socket`. `progress(done, total)` is called
+/// now and then (total is per loop). Returns when the source (or window) is exhausted, or
+/// when `stop` is set.
+pub fn play(
+    source: &mut dyn Source,
+    socket: &Path,
+    opts: &PlayOptions,
+    stop: &AtomicBool,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<PlayReport> {
+    check_sensors(source.sensors())?;
+    if let Some(r) = opts.rate {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(Error::Config(format!(
+                "--rate must be a positive number, got {r}"
+            )));
+        }
+    }
+    if !(opts.start.is_finite() && opts.start >= 0.0) {
+        return Err(Error::Config(format!(
+            "--start must be a number of seconds, 0 or more, got {}",
+            opts.start
+        )));
+    }
+    if let Some(d) = opts.duration {
+        if d.is_nan() || d < 0.0 {
+            return Err(Error::Config(format!(
+                "--duration must be a number of seconds, 0 or more, got {d}"
+            )));
+        }
+    }
+    let names: Vec<String> = source.sensors().iter().map(|s| s.name.clone()).collect();
+    let mut all = Vec::with_capacity(names.len());
+    for (i, n) in names.iter().enumerate() {
+        all.push((n.clone(), source.timestamps(i)?));
+    }
+    let mut merge = TimeMerge::from_timestamps(all)?;
+    let Some((first, last)) = merge.time_span() else {
+        return Ok(PlayReport::default());
+    };
+    let from = first + opts.start;
+    let until = opts.duration.map_or(f64::INFINITY, |d| from + d);
+    merge.window(from, until);
+    let per_loop = merge.len_in_window();
+    // Each loop is shifted by the span plus one average sample period, so time keeps going.
+    let period = if per_loop > 1 {
+        (last.min(until) - from).max(0.0) / (per_loop - 1) as f64
+    } else {
+        1.0
+    };
+    let loop_shift = (last.min(until) - from).max(0.0) + period.max(1e-6);
+
+    let mut drivers = Vec::with_capacity(names.len());
+    for (i, s) in source.sensors().iter().enumerate() {
+        let (d, hello) = Driver::connect(socket, &s.name, &s.meta, true)?;
+        drivers.push((d, hello.samples, i));
+    }
+
+    let mut report = PlayReport::default();
+    let mut buf = Vec::new();
+    let started = Instant::now();
+    let mut sent_per_sensor = vec![0u64; names.len()];
+    'outer: for k in 0u64.. {
+        let shift = k as f64 * loop_shift;
+        let mut done = 0;
+        merge.seek(from);
+        for m in merge.by_ref() {
+            if stop.load(Ordering::Relaxed) {
+                break 'outer;
+            }
+            let ts = m.ts + shift;
+            let due = match opts.rate {
+                Some(r) => Some(Duration::try_from_secs_f64((ts - from) / r).map_err(|_| {
+                    Error::Config(format!(
+                        "--rate {r}: the sample at {ts} would be due {} s after the start, \
+                         more than can be waited for",
+                        (ts - from) / r
+                    ))
+                })?),
+                None => None,
+            };
+            if let Some(due) = due {
+                if !sleep_until(started, due, stop) {
+                    break 'outer;
+                }
+            }
+            source.read(m.sensor, m.index, &mut buf)?;
+            let refs: Vec<&[u8]> = buf.iter().map(Vec::as_slice).collect();
+            // Consecutive per connection: every sample is sent, so the daemon sees no gap.
+            let seq = sent_per_sensor[m.sensor];
+            drivers[m.sensor].0.send(ts, Some(seq), &refs)?;
+            if let Some(due) = due {
+                report
+                    .lateness
+                    .record(started.elapsed().saturating_sub(due).as_secs_f64());
+            }
+            report.bytes += refs.iter().map(|r| r.len() as u64).sum::<u64>();
+            report.samples += 1;
+            sent_per_sensor[m.sensor] += 1;
+            done += 1;
+            if done % 64 == 0 {
+                progress(done, per_loop);
+            }
+        }
+        progress(done, per_loop);
+        report.loops = k + 1;
+        if !opts.looped || per_loop == 0 {
+            break;
+        }
+    }
+    for (d, before, i) in &mut drivers {
+        let durable = d.sync()?;
+        let want = *before + sent_per_sensor[*i];
+        if durable < want {
+            return Err(Error::Protocol(format!(
+                "sensor {:?}: daemon confirms {durable} durable samples, expected {want}",
+                names[*i]
+            )));
+        }
+        report
+            .sensors
+            .push((names[*i].clone(), sent_per_sensor[*i], durable));
+    }
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+/// Sleeps until `due` after `started`, in slices short enough that `stop` (Ctrl-C) is seen
+/// within a tenth of a second even across an hours-long gap in the data. `false`: stopped.
+fn sleep_until(started: Instant, due: Duration, stop: &AtomicBool) -> bool {
+    const SLICE: Duration = Duration::from_millis(100);
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = started.elapsed();
+        if now >= due {
+            return true;
+        }
+        std::thread::sleep((due - now).min(SLICE));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_sleep_until_a_far_due_time_ends_soon_after_stop() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            s.store(true, Ordering::Relaxed);
+        });
+        let started = Instant::now();
+        // Due in two minutes: one plain sleep would return then, and report "not stopped".
+        assert!(!sleep_until(started, Duration::from_secs(120), &stop));
+        assert!(started.elapsed() < Duration::from_secs(60));
+        setter.join().unwrap();
+        // Already due: at once, not stopped.
+        assert!(sleep_until(
+            started,
+            Duration::ZERO,
+            &AtomicBool::new(false)
+        ));
+    }
+
+    #[test]
+    fn lateness_quantiles_within_one_percent_in_bounded_memory() {
+        let mut l = Lateness::default();
+        assert_eq!(l.quantile(0.5), None);
+        // 1..=1000 ms, in a scrambled order.
+        for i in 0..1000u64 {
+            l.record(((i * 7919) % 1000 + 1) as f64 * 1e-3);
+        }
+        for (q, exact) in [(0.0, 0.001), (0.5, 0.5005), (0.99, 0.990), (1.0, 1.0)] {
+            let got = l.quantile(q).unwrap();
+            // The rank rounds to a neighbour of the exact middle value.
+            assert!(
+                got >= exact - 0.001 && got <= (exact + 0.001) * 1.01,
+                "q {q}: {got}"
+            );
+        }
+        assert_eq!(l.quantile(1.0), Some(1.0), "the maximum is exact");
+        // Sub-microsecond and far too late samples still count; memory stays bounded.
+        for i in 0..2_000_000u64 {
+            l.record(if i % 2 == 0 { 1e-9 } else { 1e9 });
+        }
+        assert_eq!(l.len(), 2_001_000);
+        assert!(l.counts.len() <= Lateness::BUCKETS);
+        assert_eq!(l.quantile(0.0), Some(1e-6));
+    }
+}

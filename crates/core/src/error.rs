@@ -1,0 +1,143 @@
+//! The library's one error type.
+//!
+//! Every variant carries the values involved (the path, the sensor or channel, what was
+//! expected and what was found) so that a message printed to a user names what was wrong
+//! without further context. Binaries wrap this in `anyhow` and map it to exit codes.
+
+use std::path::PathBuf;
+
+/// Result alias used throughout the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in the library.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    // ----- general ---------------------------------------------------------------------
+    /// An operating-system I/O error on a named file.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A JSON document that did not parse.
+    #[error("{}: invalid JSON: {source}", path.display())]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    /// An input larger than the limit we accept for it.
+    #[error("{what} is {got} bytes, over the limit of {limit}")]
+    TooLarge { what: String, got: u64, limit: u64 },
+
+    // ----- roverd format ---------------------------------------------------------------
+    /// A sensor or channel name that cannot be used.
+    #[error("invalid {kind} name {name:?}: {reason}")]
+    InvalidName {
+        kind: &'static str,
+        name: String,
+        reason: &'static str,
+    },
+
+    /// A numpy type code we do not know.
+    #[error(
+        "unknown type code {code:?} (expected one of u1 i1 u2 i2 u4 i4 u8 i8 f2 f4 f8 c8 c16 b1)"
+    )]
+    InvalidType { code: String },
+
+    /// A `meta.json` (or a channel description inside one) that is not valid.
+    #[error("{}: {msg}", path.display())]
+    InvalidMeta { path: PathBuf, msg: String },
+
+    /// A channel stored in a format this library cannot read or write.
+    #[error("channel {channel:?}: unsupported format {format:?}")]
+    UnsupportedFormat { channel: String, format: String },
+
+    /// A sample index past the end of a channel.
+    #[error("{}: sample {index} out of range (channel holds {len})", path.display())]
+    OutOfRange { path: PathBuf, index: u64, len: u64 },
+
+    /// A sample whose byte length does not match the channel's type and shape.
+    #[error("channel {channel:?}: sample is {got} bytes, expected {expected}")]
+    SampleSize {
+        channel: String,
+        expected: usize,
+        got: usize,
+    },
+
+    /// An empty sample for a blob channel: an empty sample file is how a sample lost in a
+    /// power cut looks, so it is never written.
+    #[error("channel {channel:?}: empty sample (a jpg/npz sample needs at least one byte)")]
+    EmptySample { channel: String },
+
+    /// Bytes on disk that contradict the format (torn tail, bad index, bad container).
+    #[error("{}: {msg}", path.display())]
+    Corrupt { path: PathBuf, msg: String },
+
+    /// A directory that is not what the caller asked for (trace, sensor, dataset).
+    #[error("{}: not a {expected}", path.display())]
+    NotA {
+        path: PathBuf,
+        expected: &'static str,
+    },
+
+    // ----- gulp ------------------------------------------------------------------------
+    /// A GulpIO2 directory that is inconsistent.
+    #[error("{}: {msg}", path.display())]
+    Gulp { path: PathBuf, msg: String },
+
+    // ----- zarr / codecs ---------------------------------------------------------------
+    /// Zarr metadata or layout we cannot read.
+    #[error("{}: {msg}", path.display())]
+    Zarr { path: PathBuf, msg: String },
+
+    /// A compressed chunk that could not be decoded.
+    #[error("{codec}: {msg}")]
+    Codec { codec: String, msg: String },
+
+    /// Timestamps a timestamp model cannot be applied to (too few, not advancing).
+    #[error("timestamps: {0}")]
+    Timestamps(String),
+
+    // ----- daemon ----------------------------------------------------------------------
+    /// A driver broke the ingest protocol.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+
+    /// A configuration value that is not valid.
+    #[error("config: {0}")]
+    Config(String),
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A `Corrupt` error for `path`.
+    pub fn corrupt(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
+        Error::Corrupt {
+            path: path.into(),
+            msg: msg.into(),
+        }
+    }
+}
+
+/// Adds the path to `std::io::Result`s (`.at(path)?`).
+pub trait IoContext<T> {
+    fn at(self, path: &std::path::Path) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn at(self, path: &std::path::Path) -> Result<T> {
+        self.map_err(|e| Error::io(path, e))
+    }
+}

@@ -1,0 +1,240 @@
+//! The `.xz` codec (via `lzma-rust2`) and `lzma` channels: one `.xz` container (possibly
+//! several concatenated streams) holding all samples.
+//!
+//! `lzma-rs`, named in the design card, stores data uncompressed in its `.xz` writer and
+//! cannot read multi-stream files; `lzma-rust2` does both (see BENCHMARKS.md).
+
+use std::fs::File;
+use std::io::{BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use lzma_rust2::{XzOptions, XzReader, XzWriter};
+
+use crate::error::{Error, IoContext, Result};
+
+/// The preset upstream uses for per-frame compression.
+pub const DEFAULT_PRESET: u32 = 0;
+
+/// Compresses `data` into one `.xz` container (CRC64 check, as Python's `lzma` does).
+pub fn compress(data: &[u8], preset: u32) -> Vec<u8> {
+    compress_with_progress(data, preset, &mut || {})
+}
+
+/// Bytes fed to the encoder between two calls of `progress` in [`compress_with_progress`]:
+/// small enough that even a slow core reports well under a second apart.
+pub const PROGRESS_STEP: usize = 256 << 10;
+
+/// [`compress`], calling `progress` after every [`PROGRESS_STEP`] bytes of input are fed to
+/// the encoder (which encodes as it is fed) and once at the end. The daemon's watchdog counts
+/// these calls as progress, so a single huge frame does not look like a stuck writer. The
+/// output is the same bytes as [`compress`].
+pub fn compress_with_progress(data: &[u8], preset: u32, progress: &mut dyn FnMut()) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() / 2 + 64);
+    encode_into(&mut out, data, preset, progress).expect("writing to a Vec");
+    out
+}
+
+/// Encodes `data` as one `.xz` container into `out`, calling `progress` as
+/// [`compress_with_progress`] says.
+fn encode_into<W: Write>(
+    out: W,
+    data: &[u8],
+    preset: u32,
+    progress: &mut dyn FnMut(),
+) -> std::io::Result<()> {
+    let mut w = XzWriter::new(out, XzOptions::with_preset(preset.min(9)))?;
+    for piece in data.chunks(PROGRESS_STEP) {
+        w.write_all(piece)?;
+        progress();
+    }
+    w.finish()?;
+    progress();
+    Ok(())
+}
+
+/// Decompresses `.xz` bytes (all streams), refusing more than `limit` decompressed bytes.
+pub fn decompress(data: &[u8], limit: usize, what: &Path) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    XzReader::new(data, true)
+        .take(limit as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| Error::corrupt(what, format!("xz: {e}")))?;
+    if out.len() > limit {
+        return Err(Error::corrupt(
+            what,
+            format!("xz data decompresses to more than {limit} bytes"),
+        ));
+    }
+    Ok(out)
+}
+
+/// An `lzma` channel: decompressed on demand, streamed or whole.
+pub struct LzmaReader {
+    pub(crate) path: PathBuf,
+    sample_bytes: usize,
+    /// Decompressed contents, filled on first random access.
+    pub(crate) whole: Option<Vec<u8>>,
+}
+
+impl LzmaReader {
+    /// Opens `path`; nothing is decompressed until asked for.
+    pub fn open(path: &Path, sample_bytes: usize) -> Result<LzmaReader> {
+        File::open(path).at(path)?;
+        Ok(LzmaReader {
+            path: path.to_path_buf(),
+            sample_bytes,
+            whole: None,
+        })
+    }
+
+    /// Bytes per sample.
+    pub fn sample_bytes(&self) -> usize {
+        self.sample_bytes
+    }
+
+    /// Decompresses the whole channel (once) and returns its bytes.
+    pub fn bytes(&mut self) -> Result<&[u8]> {
+        if self.whole.is_none() {
+            let mut out = Vec::new();
+            let file = File::open(&self.path).at(&self.path)?;
+            XzReader::new(BufReader::new(file), true)
+                .read_to_end(&mut out)
+                .map_err(|e| Error::corrupt(&self.path, format!("xz: {e}")))?;
+            self.whole = Some(out);
+        }
+        Ok(self.whole.as_deref().unwrap_or_default())
+    }
+
+    /// Number of whole samples (decompresses the channel).
+    #[allow(clippy::len_without_is_empty)] // reading the length may need I/O; no cheap is_empty
+    pub fn len(&mut self) -> Result<u64> {
+        let s = self.sample_bytes as u64;
+        Ok(self.bytes()?.len() as u64 / s)
+    }
+
+    /// Whether the channel holds no whole sample (decompresses the channel).
+    pub fn is_empty(&mut self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// A streaming iterator over samples, decompressing as it goes (constant memory).
+    pub fn stream(&self) -> Result<LzmaStream> {
+        let file = File::open(&self.path).at(&self.path)?;
+        Ok(LzmaStream {
+            path: self.path.clone(),
+            inner: XzReader::new(BufReader::new(file), true),
+            sample_bytes: self.sample_bytes,
+            done: false,
+        })
+    }
+}
+
+/// Samples of an `lzma` channel in order.
+pub struct LzmaStream {
+    path: PathBuf,
+    inner: XzReader<BufReader<File>>,
+    sample_bytes: usize,
+    done: bool,
+}
+
+impl Iterator for LzmaStream {
+    type Item = Result<Vec<u8>>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let mut buf = vec![0u8; self.sample_bytes];
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self.inner.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(Error::corrupt(&self.path, format!("xz: {e}"))));
+                }
+            }
+        }
+        if filled < buf.len() {
+            self.done = true;
+            return (filled > 0).then(|| {
+                Err(Error::corrupt(
+                    &self.path,
+                    format!("ends with a partial sample of {filled} bytes"),
+                ))
+            });
+        }
+        Some(Ok(buf))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    /// Counts the bytes the encoder has emitted so far.
+    struct Counting(Rc<Cell<usize>>);
+
+    impl Write for Counting {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.set(self.0.get() + b.len());
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Poorly compressible bytes, so the encoder has real work.
+    fn noise(n: usize) -> Vec<u8> {
+        crate::noise(n, 0x9e37_79b9_7f4a_7c15)
+    }
+
+    #[test]
+    fn progress_output_is_the_same_bytes_as_compress() {
+        let data = noise(3 * PROGRESS_STEP + 1234);
+        let mut calls = 0;
+        let chunked = compress_with_progress(&data, 6, &mut || calls += 1);
+        assert_eq!(chunked, compress(&data, 6));
+        // One call per started step, and one after finishing.
+        assert_eq!(calls, 4 + 1);
+        let back = decompress(&chunked, data.len(), Path::new("test")).unwrap();
+        assert_eq!(back, data);
+    }
+
+    /// The watchdog beats mean something only if the encoder works while it is fed, not all
+    /// at `finish`: by the last progress call before finishing, most of a large incompressible
+    /// frame (at the daemon's default preset) must already have come out of the encoder.
+    #[test]
+    fn a_huge_frame_is_encoded_while_it_is_fed() {
+        let data = noise(4 << 20);
+        let emitted = Rc::new(Cell::new(0));
+        let mut seen = Vec::new();
+        let counter = emitted.clone();
+        encode_into(
+            Counting(emitted.clone()),
+            &data,
+            DEFAULT_PRESET,
+            &mut || seen.push(counter.get()),
+        )
+        .unwrap();
+        let total = emitted.get();
+        assert!(total >= data.len(), "noise should not compress: {total}");
+        assert_eq!(seen.len(), data.len() / PROGRESS_STEP + 1);
+        let before_finish = seen[seen.len() - 2];
+        assert!(
+            before_finish >= total / 2,
+            "only {before_finish} of {total} bytes were emitted before finish: the encoder \
+             buffers the whole frame, so progress calls would not prove any work"
+        );
+        // And the output grows steadily, not in one burst.
+        let halfway = seen[seen.len() / 2];
+        assert!(
+            halfway >= total / 4,
+            "only {halfway} of {total} bytes emitted halfway through the input"
+        );
+    }
+}

@@ -1,0 +1,51 @@
+//! roverlog-core: the roverd on-disk format and the readers for the datasets our users replay
+//! (roverd, GulpIO2, L5Kit zarr). Plain Rust over files and bytes: no tokio, no sockets, no
+//! daemon. Every other roverlog crate stands on this one.
+//!
+//! # Crate map
+//!
+//! - [`error`]: the one error enum, carrying the values involved.
+//! - [`format`](mod@format): the roverd on-disk format: `meta.json`, channel writers and readers
+//!   (`raw`, `lzma`, `lzmaf`, blob directories, `mjpg` AVI video), [`format::Sensor`],
+//!   [`format::Trace`], and the consistency check / crash recovery.
+//! - [`jpeg`] (feature `jpeg`): JPEG frames to pixels, for gulp frames and `mjpg` video.
+//! - [`gulp`]: reader for GulpIO2 video datasets (`data_<n>.gulp` + `meta_<n>.gmeta`):
+//!   zero-copy JPEG frames from mapped files, sanity check, summary.
+//! - [`zarr`]: Zarr v2 reader (Blosc and the numcodecs compressors, structured dtypes) and
+//!   the L5Kit dataset layer on top ([`zarr::l5kit::ChunkedDataset`]).
+//! - [`replay`]: time-merged reading, nearest synchronisation, datasets as sensor sources, and
+//!   import into roverd (playback into a daemon is `roverlog-client`'s).
+//! - [`timestamps`]: upstream's timestamp models (`smooth`, `discretize`) for jittered
+//!   receive times.
+//! - [`mem`], [`noise`]: the huge-page hint for large fresh buffers; a deterministic
+//!   incompressible byte stream for tests and benches.
+//!
+//! Dependencies point down the list's order: `replay` uses the readers, the readers use
+//! `format` and `error`. See `ARCHITECTURE.md` for the crates around this one.
+
+pub mod error;
+pub mod format;
+pub mod gulp;
+pub mod io;
+#[cfg(feature = "jpeg")]
+pub mod jpeg;
+pub mod mem;
+pub mod replay;
+pub mod timestamps;
+pub mod zarr;
+
+pub use error::{Error, Result};
+
+/// `n` bytes of an xorshift stream from `seed` (made odd): not one repeated value, so a
+/// compressor has real work and a file system that compresses or dedups flatters nothing.
+pub fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}

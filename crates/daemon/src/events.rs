@@ -1,0 +1,186 @@
+//! `<trace>/_roverlog/events.jsonl`: what happened while recording, one JSON object per line
+//! (start, stop, rotation, drops and sequence gaps with their time span, clock steps, errors,
+//! marks). The directory starts with `_`, so upstream readers skip it.
+//!
+//! Lines are written unbuffered (one `write` each, under a mutex, so lines never interleave)
+//! and the file is fsynced when the trace closes.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Map, Value};
+
+use roverlog_core::error::{Error, Result};
+
+/// The event log's directory inside a trace.
+pub const EVENTS_DIR: &str = "_roverlog";
+/// The event log's file name.
+pub const EVENTS_FILE: &str = "events.jsonl";
+
+/// Seconds since the epoch, now.
+pub fn now_epoch() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// One trace's event log.
+pub struct EventLog {
+    path: PathBuf,
+    /// The file, and whether it may end in a torn line (a crash or a failed write left part
+    /// of one): the next line then starts with a newline, so it stays readable on its own.
+    file: Mutex<(File, bool)>,
+}
+
+impl EventLog {
+    /// Opens (appending) `<trace>/_roverlog/events.jsonl`, creating the directory.
+    pub fn open(trace: &Path) -> Result<EventLog> {
+        let dir = trace.join(EVENTS_DIR);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let path = dir.join(EVENTS_FILE);
+        repair(&path)?;
+        let created = !path.exists();
+        let file = OpenOptions::new()
+            .read(true)
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        if created {
+            // New directory entries survive a power cut only once their directory is synced.
+            roverlog_core::format::meta::sync_dir(&dir)?;
+            roverlog_core::format::meta::sync_dir(trace)?;
+        }
+        let torn = last_byte(&file)
+            .map_err(|e| Error::io(&path, e))?
+            .is_some_and(|b| b != b'\n');
+        Ok(EventLog {
+            path,
+            file: Mutex::new((file, torn)),
+        })
+    }
+
+    /// Appends `{"t": now, "event": kind, ...fields}`. A failure is logged, not returned:
+    /// losing an event line must not stop recording.
+    pub fn write(&self, kind: &str, fields: Value) {
+        let mut m = Map::new();
+        m.insert("t".into(), now_epoch().into());
+        m.insert("event".into(), kind.into());
+        if let Value::Object(f) = fields {
+            m.extend(f);
+        }
+        let mut line = vec![b'\n'];
+        serde_json::to_writer(&mut line, &Value::Object(m)).expect("JSON of a map");
+        line.push(b'\n');
+        let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let line = if f.1 { &line[..] } else { &line[1..] };
+        f.1 = false;
+        if let Err(e) = f.0.write_all(line) {
+            f.1 = true;
+            tracing::error!(path = %self.path.display(), "writing an event: {e}");
+        }
+    }
+
+    /// fsyncs the log (at stop and rotation).
+    pub fn sync(&self) {
+        let f = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = f.0.sync_data() {
+            tracing::error!(path = %self.path.display(), "fsync of the event log: {e}");
+        }
+    }
+}
+
+/// After a crash or a power cut the log may end in a torn line, or hold a stretch the
+/// filesystem never wrote (zeros) where a line was: it is rewritten (atomically) with its
+/// whole lines only, so every line of an event log is whole JSON. A log without such damage
+/// is left untouched.
+fn repair(path: &Path) -> Result<()> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let whole = |l: &[u8]| serde_json::from_slice::<Value>(l).is_ok_and(|v| v.is_object());
+    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    let (last, body) = lines.split_last().expect("split yields at least one item");
+    let damaged = !last.is_empty() || body.iter().any(|l| !l.is_empty() && !whole(l));
+    if !damaged {
+        return Ok(());
+    }
+    let mut kept = Vec::with_capacity(bytes.len());
+    let mut dropped = 0;
+    for l in lines.iter().filter(|l| !l.is_empty()) {
+        if whole(l) {
+            kept.extend_from_slice(l);
+            kept.push(b'\n');
+        } else {
+            dropped += 1;
+        }
+    }
+    tracing::warn!(path = %path.display(), dropped, "event log had torn lines (a crash): kept the whole ones");
+    roverlog_core::format::meta::write_file_atomic(path, &kept)
+}
+
+/// The last byte of `file`, `None` when it is empty.
+fn last_byte(file: &File) -> std::io::Result<Option<u8>> {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    let mut b = [0u8];
+    file.read_exact_at(&mut b, len - 1)?;
+    Ok(Some(b[0]))
+}
+
+/// Reads every event of a trace (for tests and tools); unparsable lines are skipped.
+pub fn read_events(trace: &Path) -> Vec<Value> {
+    let path = trace.join(EVENTS_DIR).join(EVENTS_FILE);
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod repair_tests {
+    use super::*;
+
+    #[test]
+    fn a_log_a_power_cut_damaged_keeps_its_whole_lines_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join(EVENTS_DIR);
+        std::fs::create_dir(&log).unwrap();
+        let path = log.join(EVENTS_FILE);
+        let mut bytes = b"{\"event\":\"start\"}\n".to_vec();
+        bytes.extend([0u8; 40]); // a page the filesystem never wrote
+        bytes.extend(b"\n{\"event\":\"mark\"}\n{\"event\":\"dr");
+        std::fs::write(&path, &bytes).unwrap();
+        let ev = EventLog::open(dir.path()).unwrap();
+        ev.write("stop", serde_json::json!({}));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let kinds: Vec<String> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["event"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(kinds, ["start", "mark", "stop"], "{text:?}");
+        // An undamaged log is not rewritten.
+        let before = std::fs::metadata(&path).unwrap().modified().unwrap();
+        drop(ev);
+        EventLog::open(dir.path()).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().modified().unwrap(),
+            before
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! The live Foxglove feed (config `foxglove_listen`, off by default): the Foxglove SDK's
+//! WebSocket server on loopback, so an engineer watches the sensors in Foxglove or Lichtblick
+//! during a drive. Every data channel is a topic `/<sensor>/<channel>` shown as
+//! `roverlog export` shows it (`export::message`).
+//!
+//! The writers never wait for it. A writer offers a sample after appending it, and the offer
+//! copies it only when the channel has a subscriber and is due under its rate limit
+//! (`foxglove_max_hz`, per sensor `foxglove_sensor_hz`); it then goes into a hand-off whose
+//! bytes are bounded ([`QUEUE_BYTES`]): a sample that does not fit is dropped from the preview
+//! and counted. One thread encodes the messages and hands them to the SDK, which keeps a
+//! bounded backlog per client. Nothing here touches what is written or acknowledged.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use foxglove::{Context, PartialMetadata, RawChannel};
+use serde_json::{json, Value};
+
+use super::config::Config;
+use roverlog_core::error::{Error, Result};
+use roverlog_core::format::SensorMeta;
+use roverlog_export::message::{channel_metadata, nanos, topic, MessageKind};
+
+/// Sample bytes waiting to be encoded for Foxglove, all sensors together; more are dropped.
+pub const QUEUE_BYTES: u64 = 16 << 20;
+
+/// One sample on its way to Foxglove.
+struct Preview {
+    channel: Arc<RawChannel>,
+    kind: Arc<MessageKind>,
+    sensor: Arc<str>,
+    ts: f64,
+    bytes: Vec<u8>,
+}
+
+/// The feed shared by every writer: the SDK context, the hand-off and its counters.
+pub struct LiveHub {
+    ctx: Arc<Context>,
+    tx: crossbeam_channel::Sender<Preview>,
+    queued: Arc<AtomicU64>,
+    sent: Arc<AtomicU64>,
+    dropped: AtomicU64,
+    cfg: Arc<Config>,
+    server: std::sync::Mutex<Option<foxglove::WebSocketServerHandle>>,
+}
+
+/// The `foxglove_listen` address checked (loopback only) and the rates (`None`: no feed).
+pub fn listen_address(cfg: &Config) -> Result<Option<std::net::SocketAddr>> {
+    let bad_rate = |k: &str, v: f64| {
+        Error::Config(format!(
+            "{k} must be a positive number of messages per second, not {v}"
+        ))
+    };
+    if !(cfg.foxglove_max_hz.is_finite() && cfg.foxglove_max_hz > 0.0) {
+        return Err(bad_rate("foxglove_max_hz", cfg.foxglove_max_hz));
+    }
+    for (sensor, &hz) in &cfg.foxglove_sensor_hz {
+        if !(hz.is_finite() && hz > 0.0) {
+            return Err(bad_rate(&format!("foxglove_sensor_hz.{sensor}"), hz));
+        }
+    }
+    let Some(listen) = &cfg.foxglove_listen else {
+        return Ok(None);
+    };
+    let addr: std::net::SocketAddr = listen.parse().map_err(|_| {
+        Error::Config(format!(
+            "foxglove_listen {listen:?} is not an IP address with a port (\"127.0.0.1:8765\")"
+        ))
+    })?;
+    if !addr.ip().is_loopback() {
+        return Err(Error::Config(format!(
+            "foxglove_listen {addr} is not a loopback address: the live feed has no authentication, so it serves this machine only (reach it from elsewhere through an SSH tunnel)"
+        )));
+    }
+    Ok(Some(addr))
+}
+
+impl LiveHub {
+    /// The feed, when `foxglove_listen` is set; its server starts with [`LiveHub::serve`].
+    pub fn new(cfg: Arc<Config>) -> Result<Option<Arc<LiveHub>>> {
+        if listen_address(&cfg)?.is_none() {
+            return Ok(None);
+        }
+        let (tx, rx) = crossbeam_channel::unbounded::<Preview>();
+        let queued = Arc::new(AtomicU64::new(0));
+        let sent = Arc::new(AtomicU64::new(0));
+        let (q, s) = (queued.clone(), sent.clone());
+        std::thread::Builder::new()
+            .name("foxglove-live".into())
+            .spawn(move || {
+                // Ends when the hub and every writer's tap are gone.
+                for p in rx {
+                    let msg = p.kind.encode(&p.sensor, p.ts, &p.bytes);
+                    p.channel.log_with_meta(
+                        &msg,
+                        PartialMetadata {
+                            log_time: Some(nanos(p.ts)),
+                        },
+                    );
+                    q.fetch_sub(p.bytes.len() as u64, Relaxed);
+                    s.fetch_add(1, Relaxed);
+                }
+            })
+            .map_err(|e| Error::Config(format!("cannot start the foxglove thread: {e}")))?;
+        Ok(Some(Arc::new(LiveHub {
+            ctx: Context::new(),
+            tx,
+            queued,
+            sent,
+            dropped: AtomicU64::new(0),
+            cfg,
+            server: std::sync::Mutex::new(None),
+        })))
+    }
+
+    /// Starts the WebSocket server on `foxglove_listen`; returns its address.
+    pub async fn serve(&self) -> Result<std::net::SocketAddr> {
+        let addr = listen_address(&self.cfg)?.expect("checked in new");
+        let handle = foxglove::WebSocketServer::new()
+            .name("roverlog")
+            .context(&self.ctx)
+            .bind(addr.ip().to_string(), addr.port())
+            .start()
+            .await
+            .map_err(|e| Error::Config(format!("foxglove_listen {addr}: cannot listen: {e}")))?;
+        let bound = std::net::SocketAddr::new(addr.ip(), handle.port());
+        *self.server.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+        Ok(bound)
+    }
+
+    /// The feed in `status`: its address, clients, messages sent and previews dropped.
+    pub fn status(&self) -> Value {
+        let server = self.server.lock().unwrap_or_else(|p| p.into_inner());
+        json!({
+            "url": server.as_ref().map(|h| format!("ws://{}:{}", listen_address(&self.cfg).ok().flatten().map_or("127.0.0.1".into(), |a| a.ip().to_string()), h.port())),
+            "clients": server.as_ref().map_or(0, |h| h.client_count()),
+            "sent": self.sent.load(Relaxed),
+            "dropped": self.dropped.load(Relaxed),
+            "queued_bytes": self.queued.load(Relaxed),
+        })
+    }
+
+    /// A writer's tap for `sensor` with the stored channels `meta`.
+    pub fn tap(self: &Arc<Self>, sensor: &str, meta: &SensorMeta) -> LiveTap {
+        let hz = self
+            .cfg
+            .foxglove_sensor_hz
+            .get(sensor)
+            .copied()
+            .unwrap_or(self.cfg.foxglove_max_hz);
+        let channels = meta
+            .data_channels()
+            .map(|(name, ch)| {
+                if name == super::config::RECEIVE_TS_CHANNEL {
+                    return None;
+                }
+                let kind = MessageKind::of(ch)?;
+                let raw = self
+                    .ctx
+                    .channel_builder(topic(sensor, name))
+                    .schema(kind.schema())
+                    .message_encoding(kind.message_encoding())
+                    .metadata(channel_metadata(ch))
+                    .build_raw()
+                    .map_err(|e| tracing::warn!(sensor, channel = name, "foxglove channel: {e}"))
+                    .ok()?;
+                Some(TapChannel {
+                    raw,
+                    kind: Arc::new(kind),
+                    next: Instant::now(),
+                })
+            })
+            .collect();
+        LiveTap {
+            hub: self.clone(),
+            sensor: sensor.into(),
+            period: Duration::from_secs_f64(1.0 / hz),
+            channels,
+        }
+    }
+
+    fn offer(&self, p: Preview) {
+        let n = p.bytes.len() as u64;
+        if self.queued.fetch_add(n, Relaxed) + n > QUEUE_BYTES {
+            self.queued.fetch_sub(n, Relaxed);
+            self.dropped.fetch_add(1, Relaxed);
+            return;
+        }
+        if self.tx.send(p).is_err() {
+            self.queued.fetch_sub(n, Relaxed);
+        }
+    }
+}
+
+struct TapChannel {
+    raw: Arc<RawChannel>,
+    kind: Arc<MessageKind>,
+    /// The earliest time this channel's next sample goes out.
+    next: Instant,
+}
+
+/// One writer's view of the feed.
+pub struct LiveTap {
+    hub: Arc<LiveHub>,
+    sensor: Arc<str>,
+    period: Duration,
+    /// Per data channel in stored order (`None`: not shown). Channels stay advertised when
+    /// the writer ends: the SDK hands a reconnecting sensor's writer the same channel, which
+    /// closing here could then take from it.
+    channels: Vec<Option<TapChannel>>,
+}
+
+impl LiveTap {
+    /// Offers a sample just appended (`slices` in the stored channel order). Costs an atomic
+    /// load per channel unless a client subscribed and the channel is due.
+    pub fn offer(&mut self, ts: f64, slices: &[&[u8]]) {
+        let mut now = None;
+        for (ch, bytes) in self.channels.iter_mut().zip(slices) {
+            let Some(ch) = ch else { continue };
+            if !ch.raw.has_sinks() {
+                continue;
+            }
+            let t = *now.get_or_insert_with(Instant::now);
+            if t < ch.next {
+                continue;
+            }
+            ch.next = t + self.period;
+            self.hub.offer(Preview {
+                channel: ch.raw.clone(),
+                kind: ch.kind.clone(),
+                sensor: self.sensor.clone(),
+                ts,
+                bytes: bytes.to_vec(),
+            });
+        }
+    }
+}

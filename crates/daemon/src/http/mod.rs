@@ -1,0 +1,469 @@
+//! The dashboard: an HTTP listener on the daemon's own tokio runtime (config `http_listen`,
+//! off by default) serving one embedded page and a JSON API beside the control socket.
+//!
+//! ```text
+//! GET  /               the page; /app.js and /style.css beside it (embedded: vehicles are offline)
+//! GET  /api/status     exactly the control protocol's `status` reply
+//! GET  /api/history    the last minutes, one point a second: rates, bytes/s, disk time left
+//! POST /api/command    a control command ({"cmd": "stop"}); the reply is exactly the control
+//!                      socket's, with status 200 when it says "ok": true and 422 when not
+//! ```
+//!
+//! Security (docs/dashboard.md): the listen address must be loopback unless `http_token` is
+//! set; every command needs `Authorization: Bearer <http_token>` and is a POST with a JSON body
+//! (a cross-site form cannot send either); without a token the dashboard is read-only. On a
+//! loopback address the `Host` header must name loopback (a DNS-rebinding page cannot reach
+//! the API); on any other address the API's reads need the token too. Tokens are compared in
+//! constant time (as BLAKE3 digests). Nothing but the embedded assets is served, request heads
+//! and bodies are bounded, connections are counted and live at most [`MAX_CONNECTION_LIFE`].
+
+pub mod history;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use serde_json::{json, Value};
+
+use super::config::Config;
+use super::recording::Recorder;
+use super::shutdown::Shutdown;
+use history::History;
+use roverlog_core::error::{Error, Result};
+
+/// Connections served at once; more are answered 503 and closed.
+pub const MAX_CONNECTIONS: usize = 32;
+/// Largest command body.
+pub const MAX_BODY_BYTES: usize = 16 << 10;
+/// Largest request head (hyper's buffer; its minimum is 8 KiB).
+const MAX_HEAD_BYTES: usize = 8 << 10;
+/// A request head must arrive within this.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection is asked to close after this (the page reconnects), and dropped
+/// [`CLOSE_GRACE`] later whatever it is doing, so slow clients cannot keep slots.
+pub const MAX_CONNECTION_LIFE: Duration = Duration::from_secs(60);
+pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// Connections over the limit being answered 503 at once; past this they are closed unanswered.
+const MAX_REFUSING: usize = 32;
+/// How long a refused connection's request is read and thrown away after the 503, so closing
+/// with it unread does not reset the connection before the client has read the reply.
+const REFUSE_LINGER: Duration = Duration::from_millis(500);
+/// Shortest accepted `http_token`.
+const MIN_TOKEN_CHARS: usize = 16;
+
+const INDEX_HTML: &str = include_str!("assets/index.html");
+const APP_JS: &str = include_str!("assets/app.js");
+const STYLE_CSS: &str = include_str!("assets/style.css");
+
+/// `http_listen` parsed and checked against `http_token` (`None`: no dashboard).
+pub fn listen_address(cfg: &Config) -> Result<Option<SocketAddr>> {
+    if let Some(t) = &cfg.http_token {
+        if t.chars().count() < MIN_TOKEN_CHARS
+            || t.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Err(Error::Config(format!(
+                "http_token must be at least {MIN_TOKEN_CHARS} characters, without spaces or control characters"
+            )));
+        }
+    }
+    let Some(listen) = &cfg.http_listen else {
+        return Ok(None);
+    };
+    let addr: SocketAddr = listen.parse().map_err(|_| {
+        Error::Config(format!(
+            "http_listen {listen:?} is not an IP address with a port (\"127.0.0.1:8080\", \"[::1]:8080\")"
+        ))
+    })?;
+    if !addr.ip().is_loopback() && cfg.http_token.is_none() {
+        return Err(Error::Config(format!(
+            "http_listen {addr} is not a loopback address: set http_token (a secret of at least {MIN_TOKEN_CHARS} characters) so nobody else on the network can control the daemon"
+        )));
+    }
+    Ok(Some(addr))
+}
+
+/// Binds the dashboard's listener when `http_listen` is set (at bind time, so a taken port
+/// stops the daemon before it reports ready).
+pub fn bind(cfg: &Config) -> Result<Option<std::net::TcpListener>> {
+    let Some(addr) = listen_address(cfg)? else {
+        return Ok(None);
+    };
+    let l = std::net::TcpListener::bind(addr)
+        .map_err(|e| Error::Config(format!("http_listen {addr}: cannot listen: {e}")))?;
+    l.set_nonblocking(true)
+        .map_err(|e| Error::Config(format!("http_listen {addr}: {e}")))?;
+    Ok(Some(l))
+}
+
+/// What every request handler sees.
+struct Dashboard {
+    rec: Arc<Recorder>,
+    history: Arc<History>,
+    /// The BLAKE3 digest of `http_token` (its `==` is constant-time).
+    token: Option<blake3::Hash>,
+    /// Listening on loopback: reads need no token, `Host` must name loopback.
+    loopback: bool,
+    port: u16,
+}
+
+/// Serves the dashboard on `listener` until shutdown; also keeps its history.
+pub async fn serve(listener: std::net::TcpListener, rec: Arc<Recorder>, mut shutdown: Shutdown) {
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+        tracing::error!("dashboard: cannot register the listener with the runtime");
+        return;
+    };
+    let addr = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::error!("dashboard: no local address: {e}");
+            return;
+        }
+    };
+    let dash = Arc::new(Dashboard {
+        history: Arc::new(History::default()),
+        token: rec
+            .cfg
+            .http_token
+            .as_deref()
+            .map(|t| blake3::hash(t.as_bytes())),
+        loopback: addr.ip().is_loopback(),
+        port: addr.port(),
+        rec,
+    });
+    let url = format!("http://{addr}/");
+    dash.rec.set_status_section(
+        "http",
+        json!({"url": url, "read_only": dash.token.is_none()}),
+    );
+    tracing::info!(%url, read_only = dash.token.is_none(), "dashboard listening");
+    tokio::spawn(history::run(
+        dash.rec.clone(),
+        dash.history.clone(),
+        shutdown.clone(),
+    ));
+
+    let app = router(dash);
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let refusing = Arc::new(tokio::sync::Semaphore::new(MAX_REFUSING));
+    let busy: Arc<[u8]> = busy_reply().into();
+    loop {
+        let (stream, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(c) => c,
+                Err(_) => {
+                    // Out of descriptors and the like: wait rather than spin.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.recv() => return,
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            if let Ok(permit) = refusing.clone().try_acquire_owned() {
+                tokio::spawn(refuse(stream, busy.clone(), permit));
+            }
+            continue;
+        };
+        let svc = TowerToHyperService::new(app.clone().layer(axum::Extension(peer)));
+        let mut shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_buf_size(MAX_HEAD_BYTES)
+                .max_headers(64);
+            let conn = http.serve_connection(TokioIo::new(stream), svc);
+            tokio::pin!(conn);
+            let life = tokio::time::sleep(MAX_CONNECTION_LIFE);
+            tokio::pin!(life);
+            let lived = tokio::time::timeout(MAX_CONNECTION_LIFE + CLOSE_GRACE, async {
+                let mut closing = false;
+                loop {
+                    tokio::select! {
+                        _ = conn.as_mut() => return,
+                        _ = &mut life, if !closing => {
+                            conn.as_mut().graceful_shutdown();
+                            closing = true;
+                        }
+                        _ = shutdown.recv(), if !closing => {
+                            conn.as_mut().graceful_shutdown();
+                            closing = true;
+                        }
+                    }
+                }
+            })
+            .await;
+            if lived.is_err() {
+                tracing::debug!(%peer, "dashboard: connection dropped after its grace period");
+            }
+            drop(permit);
+        });
+    }
+}
+
+/// The body of the answer to a connection over [`MAX_CONNECTIONS`].
+const BUSY_BODY: &str =
+    r#"{"ok":false,"error":"too many dashboard connections, try again shortly"}"#;
+
+/// The whole answer to a connection over [`MAX_CONNECTIONS`], its length taken from the body.
+fn busy_reply() -> Vec<u8> {
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n{BUSY_BODY}",
+        BUSY_BODY.len()
+    )
+    .into_bytes()
+}
+
+/// Answers a connection over the limit with `reply` (the 503), then reads what the client sent
+/// for at most [`REFUSE_LINGER`] before closing, so the reply is not lost to a reset.
+async fn refuse(
+    mut stream: tokio::net::TcpStream,
+    reply: Arc<[u8]>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = tokio::time::timeout(REFUSE_LINGER, async {
+        stream.write_all(&reply).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        while stream.read(&mut sink).await? > 0 {}
+        std::io::Result::Ok(())
+    })
+    .await;
+}
+
+fn router(dash: Arc<Dashboard>) -> Router {
+    Router::new()
+        .route("/", get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }))
+        .route("/app.js", get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }))
+        .route("/style.css", get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }))
+        .route("/api/status", get(api_status))
+        .route("/api/history", get(api_history))
+        .route("/api/command", post(api_command))
+        .method_not_allowed_fallback(|| async {
+            error(StatusCode::METHOD_NOT_ALLOWED, "wrong method: pages and reads are GET, commands are POST /api/command")
+        })
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such page (the dashboard serves /, /api/status, /api/history and POST /api/command)") })
+        .layer(middleware::from_fn_with_state(dash.clone(), guard))
+        .with_state(dash)
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// A JSON error reply in the control protocol's shape.
+fn error(status: StatusCode, why: impl Into<String>) -> Response {
+    (
+        status,
+        axum::Json(json!({"ok": false, "error": why.into()})),
+    )
+        .into_response()
+}
+
+/// Every request: the `Host` check on loopback, then the headers that keep the page from
+/// being framed, sniffed or cached.
+async fn guard(State(dash): State<Arc<Dashboard>>, req: Request, next: Next) -> Response {
+    if dash.loopback && !host_is_loopback(req.headers(), dash.port) {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .map_or("(none)".into(), |h| {
+                String::from_utf8_lossy(h.as_bytes()).into_owned()
+            });
+        return error(
+            StatusCode::MISDIRECTED_REQUEST,
+            format!("Host {host:?} is not this loopback dashboard (127.0.0.1, localhost or [::1] with port {})", dash.port),
+        );
+    }
+    let mut res = next.run(req).await;
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'; form-action 'none'"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}
+
+/// Whether `Host` names a loopback address with our port.
+fn host_is_loopback(headers: &HeaderMap, port: u16) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+        return false;
+    };
+    let Some((name, p)) = host.rsplit_once(':') else {
+        return false;
+    };
+    if p.parse::<u16>() != Ok(port) {
+        return false;
+    }
+    let name = name.trim_start_matches('[').trim_end_matches(']');
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Why a request may not proceed, as its answer (`None`: it may): commands always need the
+/// token, reads only off loopback.
+fn refusal(dash: &Dashboard, headers: &HeaderMap, command: bool) -> Option<Response> {
+    if !command && dash.loopback {
+        return None;
+    }
+    let Some(expected) = dash.token else {
+        return Some(error(
+            StatusCode::FORBIDDEN,
+            "this dashboard is read-only: set http_token in the daemon's config to start, stop, rotate or mark from it",
+        ));
+    };
+    let got = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.strip_prefix("Bearer "));
+    match got {
+        None => Some(error(
+            StatusCode::UNAUTHORIZED,
+            "missing token: send Authorization: Bearer <http_token>",
+        )),
+        Some(t) if blake3::hash(t.as_bytes()) == expected => None,
+        Some(_) => Some(error(StatusCode::FORBIDDEN, "wrong token")),
+    }
+}
+
+async fn api_status(State(dash): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
+    if let Some(r) = refusal(&dash, &headers, false) {
+        return r;
+    }
+    axum::Json(dash.rec.status()).into_response()
+}
+
+async fn api_history(State(dash): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
+    if let Some(r) = refusal(&dash, &headers, false) {
+        return r;
+    }
+    axum::Json(dash.history.to_json()).into_response()
+}
+
+async fn api_command(
+    State(dash): State<Arc<Dashboard>>,
+    axum::Extension(peer): axum::Extension<SocketAddr>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if let Some(r) = refusal(&dash, &headers, true) {
+        return r;
+    }
+    let json_body = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|t| {
+            t.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        });
+    if !json_body {
+        return error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "a command is a JSON body: send Content-Type: application/json",
+        );
+    }
+    let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(_) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("command body over {MAX_BODY_BYTES} bytes (or not received whole)"),
+            )
+        }
+    };
+    let cmd: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => return error(StatusCode::BAD_REQUEST, format!("not valid JSON: {e}")),
+    };
+    let name = cmd.get("cmd").cloned().unwrap_or_default();
+    tracing::info!(%peer, cmd = %name, "dashboard command");
+    let reply = super::control::execute(&dash.rec, &cmd).await;
+    let status = if reply["ok"] == true {
+        StatusCode::OK
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    (status, axum::Json(reply)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(listen: Option<&str>, token: Option<&str>) -> Config {
+        Config {
+            http_listen: listen.map(str::to_owned),
+            http_token: token.map(str::to_owned),
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn listen_rules() {
+        assert_eq!(listen_address(&cfg(None, None)).unwrap(), None);
+        assert!(listen_address(&cfg(Some("127.0.0.1:0"), None))
+            .unwrap()
+            .is_some());
+        assert!(listen_address(&cfg(Some("[::1]:8080"), None))
+            .unwrap()
+            .is_some());
+        let e = listen_address(&cfg(Some("0.0.0.0:8080"), None))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("not a loopback address") && e.contains("http_token"),
+            "{e}"
+        );
+        assert!(listen_address(&cfg(Some("0.0.0.0:8080"), Some("0123456789abcdef"))).is_ok());
+        let e = listen_address(&cfg(Some("localhost:80"), None))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not an IP address with a port"), "{e}");
+        let e = listen_address(&cfg(Some("127.0.0.1:1"), Some("short")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at least 16 characters"), "{e}");
+        let e = listen_address(&cfg(None, Some("0123456789 abcdef")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("without spaces"), "{e}");
+    }
+
+    #[test]
+    fn host_check() {
+        let h = |v: &str| {
+            let mut m = HeaderMap::new();
+            m.insert(header::HOST, HeaderValue::from_str(v).unwrap());
+            m
+        };
+        assert!(host_is_loopback(&h("127.0.0.1:8080"), 8080));
+        assert!(host_is_loopback(&h("LOCALHOST:8080"), 8080));
+        assert!(host_is_loopback(&h("[::1]:8080"), 8080));
+        assert!(host_is_loopback(&h("127.1.2.3:8080"), 8080));
+        assert!(!host_is_loopback(&h("evil.example:8080"), 8080));
+        assert!(!host_is_loopback(&h("127.0.0.1:8081"), 8080));
+        assert!(!host_is_loopback(&h("127.0.0.1"), 8080));
+        assert!(!host_is_loopback(&HeaderMap::new(), 8080));
+    }
+}

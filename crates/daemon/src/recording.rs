@@ -1,0 +1,562 @@
+//! The recorder: which trace is open, which sensors exist, and the operations on them (attach
+//! a connection, start, stop, rotate, mark, status, recover a crashed trace).
+//!
+//! A sensor ([`Slot`]) lives from its first hello until its trace closes with no connection
+//! attached; its writer thread lives as long. Trace switches are messages in every sensor's
+//! queue, so each sensor cuts its sample stream exactly at the switch.
+//!
+//! The state sits behind a `std` mutex that is never held across an `.await`; start, stop and
+//! rotate are serialised by an async mutex so their replies can be awaited.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::config::{validate_label, Config};
+use super::events::{read_events, EventLog};
+use super::writer::{WriterMsg, WriterNotice, WriterSettings};
+use roverlog_core::error::{Error, Result};
+use roverlog_core::format::meta::write_file_atomic;
+use roverlog_core::format::trace::CONFIG_FILE;
+use roverlog_core::format::WriterOptions;
+
+use super::traces::created_at;
+pub use super::traces::{local_timestamp, recover_unfinished};
+
+mod sensors;
+pub use sensors::Slot;
+
+/// The open trace.
+pub struct OpenTrace {
+    pub name: String,
+    pub dir: PathBuf,
+    pub events: Arc<EventLog>,
+    pub opened: Instant,
+    /// How old the trace already was when this daemon opened it: 0 for a new trace, the time
+    /// since its creation for one resumed after a crash (`rotate_seconds` counts from its
+    /// creation, as `rotate_bytes` counts all of its bytes).
+    pub age_before: std::time::Duration,
+    /// The label the trace was started with; a rotation without one keeps it.
+    pub label: Option<String>,
+}
+
+struct State {
+    trace: Option<OpenTrace>,
+    slots: BTreeMap<String, Arc<Slot>>,
+    /// Why recording stopped on its own (disk guard, ENOSPC), for status.
+    stopped_reason: Option<String>,
+    disk_free: Option<u64>,
+}
+
+/// The recorder shared by every task.
+pub struct Recorder {
+    pub cfg: Arc<Config>,
+    settings: WriterSettings,
+    notices: mpsc::UnboundedSender<WriterNotice>,
+    state: Mutex<State>,
+    ops: tokio::sync::Mutex<()>,
+    pub epoch: Instant,
+    /// The health alarms active now (see `health`).
+    pub alarms: super::health::ActiveAlarms,
+    /// The trace the last `trigger` started and that trigger's number (see `snapshot`).
+    pub(super) triggered: Mutex<Option<(String, u64)>>,
+    /// Top-level `status` keys of the optional services (`http`: the dashboard's address).
+    sections: Mutex<serde_json::Map<String, Value>>,
+}
+
+fn json_err(e: impl std::fmt::Display) -> Value {
+    json!({"ok": false, "error": e.to_string()})
+}
+
+impl Recorder {
+    /// A recorder with no trace open; writer failures that need the daemon go to `notices`.
+    /// With a `watchdog` timeout, idle writers beat often enough to stay well within it.
+    pub fn new(
+        cfg: Arc<Config>,
+        notices: mpsc::UnboundedSender<WriterNotice>,
+        watchdog: Option<std::time::Duration>,
+    ) -> Result<Self> {
+        let epoch = Instant::now();
+        let settings = WriterSettings {
+            snapshot: Some(Arc::new(super::snapshot::SnapshotRing::new(
+                cfg.snapshot,
+                cfg.snapshot_bytes,
+                std::time::Duration::from_secs_f64(cfg.pre_trigger_seconds),
+            ))),
+            opts: WriterOptions {
+                buffer_bytes: cfg.buffer_bytes,
+                lzmaf_preset: cfg.lzmaf_preset,
+                direct_io_min_sample_bytes: cfg.direct_io.then_some(cfg.direct_io_min_sample_bytes),
+                writeback_bytes: cfg.writeback_bytes,
+                blob_sync_threads: cfg.blob_sync_threads,
+            },
+            flush_interval: std::time::Duration::from_millis(cfg.flush_interval_ms),
+            fsync: cfg.fsync_policy()?,
+            debug_delay: std::time::Duration::from_millis(cfg.debug_write_delay_ms),
+            compress_threads: cfg.compress_threads_or_auto(),
+            epoch,
+            heartbeat: watchdog
+                .map(|w| w / 4)
+                .unwrap_or(std::time::Duration::from_secs(1))
+                .max(std::time::Duration::from_millis(10)),
+            live: super::foxglove_live::LiveHub::new(cfg.clone())?,
+        };
+        Ok(Recorder {
+            cfg,
+            settings,
+            notices,
+            state: Mutex::new(State {
+                trace: None,
+                slots: BTreeMap::new(),
+                stopped_reason: None,
+                disk_free: None,
+            }),
+            ops: tokio::sync::Mutex::new(()),
+            epoch,
+            alarms: Default::default(),
+            triggered: Mutex::new(None),
+            sections: Mutex::default(),
+        })
+    }
+
+    /// The live Foxglove feed, when configured.
+    pub fn live(&self) -> Option<&Arc<super::foxglove_live::LiveHub>> {
+        self.settings.live.as_ref()
+    }
+
+    /// The pre-trigger ring (see `snapshot`).
+    pub fn snapshot_ring(&self) -> Option<&Arc<super::snapshot::SnapshotRing>> {
+        self.settings.snapshot.as_ref()
+    }
+
+    /// When the open trace was opened (by this daemon), if one is.
+    pub fn trace_opened(&self) -> Option<Instant> {
+        self.lock().trace.as_ref().map(|t| t.opened)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The open trace's name and event log.
+    pub fn current(&self) -> Option<(String, Arc<EventLog>)> {
+        self.lock()
+            .trace
+            .as_ref()
+            .map(|t| (t.name.clone(), t.events.clone()))
+    }
+
+    /// The open trace's directory.
+    pub fn current_dir(&self) -> Option<PathBuf> {
+        self.lock().trace.as_ref().map(|t| t.dir.clone())
+    }
+
+    /// Writes an event to the open trace, if any.
+    pub fn event(&self, kind: &str, fields: Value) {
+        if let Some((_, ev)) = self.current() {
+            ev.write(kind, fields);
+        }
+    }
+
+    /// Creates a new trace directory `<data_root>/<YYYY.MM.DD-HH.MM.SS>[-label]` with
+    /// `config.yaml`, and its event log.
+    fn create_trace(&self, label: Option<&str>) -> Result<OpenTrace> {
+        if let Some(l) = label {
+            validate_label(l)?;
+        }
+        let root = &self.cfg.data_root;
+        roverlog_core::format::meta::create_dir_all_durable(root)?;
+        let base = match label {
+            Some(l) => format!("{}-{l}", local_timestamp()),
+            None => local_timestamp(),
+        };
+        let mut name = base.clone();
+        let mut n = 1;
+        let dir = loop {
+            let dir = root.join(&name);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => break dir,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => {
+                    n += 1;
+                    name = format!("{base}.{n}");
+                }
+                Err(e) => return Err(Error::io(&dir, e)),
+            }
+        };
+        let mut config = serde_json::to_vec_pretty(&*self.cfg).expect("config as JSON");
+        config.push(b'\n');
+        write_file_atomic(&dir.join(CONFIG_FILE), &config)?;
+        roverlog_core::format::meta::sync_dir(root)?;
+        let events = Arc::new(EventLog::open(&dir)?);
+        Ok(OpenTrace {
+            name,
+            dir,
+            events,
+            opened: Instant::now(),
+            age_before: std::time::Duration::ZERO,
+            label: label.map(str::to_string),
+        })
+    }
+
+    /// Opens `trace` in every sensor's writer and waits for them. Also returns each sensor's
+    /// final count in the trace it left, if it had one open (what a rotation's `stop` records).
+    async fn open_all(
+        &self,
+        trace: OpenTrace,
+        reason: &str,
+        extra: Value,
+    ) -> (Value, serde_json::Map<String, Value>) {
+        let (slots, stale, dir, events, name, label) = {
+            let mut st = self.lock();
+            // A sensor without a connection ends with the trace it has files in (a rotation
+            // closes that trace): it is not carried into the new one.
+            let stale: Vec<_> = st
+                .slots
+                .values()
+                .filter(|s| !s.stats.connected.load(Relaxed))
+                .cloned()
+                .collect();
+            for s in &stale {
+                st.slots.remove(&s.name);
+            }
+            let slots: Vec<_> = st.slots.values().cloned().collect();
+            let (dir, events, name) = (trace.dir.clone(), trace.events.clone(), trace.name.clone());
+            let label = trace.label.clone();
+            st.trace = Some(trace);
+            st.stopped_reason = None;
+            (slots, stale, dir, events, name, label)
+        };
+        let mut fields = json!({"trace": name, "reason": reason, "label": label, "sensors": slots.iter().map(|s| s.name.clone()).collect::<Vec<_>>()});
+        if let (Value::Object(f), Value::Object(x)) = (&mut fields, extra) {
+            f.extend(x);
+        }
+        events.write("start", fields);
+        let mut left = serde_json::Map::new();
+        let count = |r: Result<u64, String>| match r {
+            Ok(n) => json!({"samples": n}),
+            Err(e) => json!({"error": e}),
+        };
+        for s in &slots {
+            let (d, e) = (dir.clone(), events.clone());
+            let (left_tx, left_rx) = tokio::sync::oneshot::channel();
+            let _ = s
+                .ask(|reply| WriterMsg::Open {
+                    trace: d,
+                    events: e,
+                    reply,
+                    left: Some(left_tx),
+                })
+                .await;
+            // Dropped unanswered when the writer had no trace open.
+            if let Ok(r) = left_rx.await {
+                left.insert(s.name.clone(), count(r));
+            }
+        }
+        for s in &stale {
+            left.insert(s.name.clone(), count(s.ask(WriterMsg::Close).await));
+            let _ = s.tx.send(WriterMsg::Exit);
+        }
+        tracing::info!(trace = %dir.display(), reason, "recording");
+        (json!({"ok": true, "trace": name, "dir": dir}), left)
+    }
+
+    /// Closes the open trace: every writer finishes (fsync), the stop event records each
+    /// sensor's final count. Sensors without a connection are removed.
+    async fn close_all(&self, reason: &str) -> Option<(String, Value)> {
+        let trace = {
+            let st = self.lock();
+            let t = st.trace.as_ref()?;
+            (t.name.clone(), t.events.clone(), t.dir.clone())
+        };
+        // Closing waits for every writer; a sensor attached meanwhile opened its files in
+        // this trace too, so it is closed as well. The trace ends (no more attaching to it)
+        // once every sensor there was is closed.
+        let mut counts = serde_json::Map::new();
+        let mut closed: Vec<Arc<Slot>> = Vec::new();
+        loop {
+            let pending: Vec<_> = {
+                let mut st = self.lock();
+                let pending: Vec<_> = st
+                    .slots
+                    .values()
+                    .filter(|s| !closed.iter().any(|c| Arc::ptr_eq(c, s)))
+                    .cloned()
+                    .collect();
+                if pending.is_empty() {
+                    st.trace = None;
+                    break;
+                }
+                pending
+            };
+            for s in &pending {
+                let r = s.ask(WriterMsg::Close).await;
+                counts.insert(
+                    s.name.clone(),
+                    match r {
+                        Ok(n) => json!({"samples": n}),
+                        Err(e) => json!({"error": e}),
+                    },
+                );
+            }
+            closed.extend(pending);
+        }
+        let counts = Value::Object(counts);
+        trace.1.write(
+            "stop",
+            json!({"trace": trace.0, "reason": reason, "sensors": counts}),
+        );
+        trace.1.sync();
+        let mut st = self.lock();
+        let gone: Vec<String> = st
+            .slots
+            .iter()
+            .filter(|(_, s)| !s.stats.connected.load(Relaxed))
+            .map(|(n, _)| n.clone())
+            .collect();
+        for n in gone {
+            if let Some(s) = st.slots.remove(&n) {
+                let _ = s.tx.send(WriterMsg::Exit);
+            }
+        }
+        tracing::info!(trace = %trace.2.display(), reason, "stopped recording");
+        Some((trace.0, counts))
+    }
+
+    /// `start`: opens a new trace (an error when one is open).
+    pub async fn start(&self, label: Option<&str>, reason: &str) -> Value {
+        let _op = self.ops.lock().await;
+        if let Some((name, _)) = self.current() {
+            return json_err(format!("already recording trace {name}"));
+        }
+        match self.create_trace(label) {
+            Ok(t) => self.open_all(t, reason, json!({})).await.0,
+            Err(e) => json_err(e),
+        }
+    }
+
+    /// Continues an existing trace directory (after a crash).
+    pub async fn resume(&self, dir: &Path) -> Value {
+        let _op = self.ops.lock().await;
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        // The label it was started with (its last `start` event), for later rotations.
+        let label = read_events(dir)
+            .iter()
+            .rev()
+            .find(|e| e["event"] == "start")
+            .and_then(|e| e["label"].as_str().map(str::to_string))
+            .or_else(|| self.cfg.label.clone());
+        match EventLog::open(dir) {
+            Ok(ev) => {
+                // Wall-clock time since its first event; 0 if the clock is behind it.
+                let age = created_at(dir).map_or(0.0, |t| super::events::now_epoch() - t);
+                let t = OpenTrace {
+                    name,
+                    dir: dir.to_path_buf(),
+                    events: Arc::new(ev),
+                    opened: Instant::now(),
+                    age_before: std::time::Duration::try_from_secs_f64(age).unwrap_or_default(),
+                    label,
+                };
+                self.open_all(t, "resume", json!({})).await.0
+            }
+            Err(e) => json_err(e),
+        }
+    }
+
+    /// `stop`: closes the open trace.
+    pub async fn stop(&self, reason: &str) -> Value {
+        let _op = self.ops.lock().await;
+        match self.close_all(reason).await {
+            Some((name, counts)) => json!({"ok": true, "trace": name, "sensors": counts}),
+            None => json_err("not recording"),
+        }
+    }
+
+    /// Stops because of the disk (guard or ENOSPC): remembered for status.
+    pub async fn stop_for(&self, why: String) {
+        let _op = self.ops.lock().await;
+        // The reason first: `status` must never show recording stopped without saying why
+        // (closing waits for every writer, and status is answered meanwhile).
+        self.lock().stopped_reason = Some(why.clone());
+        if self.close_all(&why).await.is_some() {
+            tracing::error!("recording stopped: {why}");
+        }
+    }
+
+    /// Remembers for status why nothing is being recorded (e.g. autostart failed), unless a
+    /// trace is open or a reason is already shown.
+    pub fn note_not_recording(&self, why: String) {
+        let mut st = self.lock();
+        if st.trace.is_none() && st.stopped_reason.is_none() {
+            st.stopped_reason = Some(why);
+        }
+    }
+
+    /// `rotate`: a new trace with `label`, or without one the label of the trace it
+    /// replaces; every sensor switches at one point of its stream.
+    pub async fn rotate(&self, reason: &str, label: Option<&str>) -> Value {
+        let _op = self.ops.lock().await;
+        let Some((old, old_events)) = self.current() else {
+            return json_err("not recording");
+        };
+        let label = match label {
+            Some(l) => Some(l.to_string()),
+            None => self.lock().trace.as_ref().and_then(|t| t.label.clone()),
+        };
+        let t = match self.create_trace(label.as_deref()) {
+            Ok(t) => t,
+            Err(e) => return json_err(e),
+        };
+        let new = t.name.clone();
+        // Written before the switch, so whoever sees the new trace finds this line.
+        old_events.write("rotate", json!({"to": new, "reason": reason}));
+        let (r, counts) = self.open_all(t, reason, json!({"from": old})).await;
+        // A triggered trace's stop follows it into the next part (see `snapshot::trigger`).
+        if let Some((name, _)) = self
+            .triggered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+            .filter(|(n, _)| *n == old)
+        {
+            *name = new;
+        }
+        old_events.write(
+            "stop",
+            json!({"trace": old, "reason": "rotate", "sensors": counts}),
+        );
+        old_events.sync();
+        r
+    }
+
+    /// `mark`: a text line in the event log.
+    pub fn mark(&self, text: &str) -> Value {
+        match self.current() {
+            Some((name, ev)) => {
+                ev.write("mark", json!({"text": text}));
+                json!({"ok": true, "trace": name})
+            }
+            None => json_err("not recording"),
+        }
+    }
+
+    /// The open trace's age and its sensors' appended bytes (for rotation by size/duration).
+    pub fn trace_size(&self) -> Option<(std::time::Duration, u64)> {
+        let st = self.lock();
+        let t = st.trace.as_ref()?;
+        let bytes = st.slots.values().map(|s| s.stats.bytes.load(Relaxed)).sum();
+        Some((t.age_before + t.opened.elapsed(), bytes))
+    }
+
+    /// Records the last free-space reading.
+    pub fn set_disk_free(&self, free: Option<u64>) {
+        self.lock().disk_free = free;
+    }
+
+    /// Why recording may not start because of the disk, if it may not.
+    pub fn disk_low(&self) -> Option<String> {
+        let free = self.lock().disk_free?;
+        (free < self.cfg.min_free_bytes).then(|| {
+            format!(
+                "disk low: {free} bytes free under {}, below min_free_bytes {}",
+                self.cfg.data_root.display(),
+                self.cfg.min_free_bytes
+            )
+        })
+    }
+
+    /// The writers whose last heartbeat is older than `bound`, with its age in ms: stuck in
+    /// a write or fsync (or ended without being removed). Empty when all make progress.
+    pub fn stalled_writers(&self, bound: std::time::Duration) -> Vec<(String, u64)> {
+        let now_ms = self.epoch.elapsed().as_millis() as u64;
+        let bound = bound.as_millis() as u64;
+        self.lock()
+            .slots
+            .values()
+            .map(|s| (s.name.clone(), s.stats.heartbeat_age_ms(now_ms)))
+            .filter(|(_, age)| *age > bound)
+            .collect()
+    }
+
+    /// Why recording stopped on its own, if it did.
+    pub fn stopped_reason(&self) -> Option<String> {
+        self.lock().stopped_reason.clone()
+    }
+
+    /// Every sensor, for the stats log line.
+    pub fn slots(&self) -> Vec<Arc<Slot>> {
+        self.lock().slots.values().cloned().collect()
+    }
+
+    /// The `status` reply.
+    /// Adds (or replaces) the top-level `status` key `key` (a service's address and state).
+    pub fn set_status_section(&self, key: &str, v: Value) {
+        let mut sections = self.sections.lock().unwrap_or_else(|p| p.into_inner());
+        sections.insert(key.to_owned(), v);
+    }
+
+    pub fn status(&self) -> Value {
+        let st = self.lock();
+        let now_ms = self.epoch.elapsed().as_millis() as u64;
+        let sensors: serde_json::Map<String, Value> = st
+            .slots
+            .iter()
+            .map(|(n, s)| {
+                let mut v = s.stats.to_json(s.queue_fill(), now_ms);
+                v["alarms"] = self.alarms.for_sensor(n).into();
+                (n.clone(), v)
+            })
+            .collect();
+        let mut status = json!({
+            "ok": true,
+            "recording": st.trace.is_some(),
+            "trace": st.trace.as_ref().map(|t| t.name.clone()),
+            "trace_dir": st.trace.as_ref().map(|t| t.dir.clone()),
+            "stopped_reason": st.stopped_reason,
+            "alarms": self.alarms.all(),
+            "disk": {
+                "data_root": self.cfg.data_root,
+                "free_bytes": st.disk_free,
+                "min_free_bytes": self.cfg.min_free_bytes,
+                "low": st.disk_free.is_some_and(|f| f < self.cfg.min_free_bytes),
+            },
+            "sensors": sensors,
+            "snapshot": self.settings.snapshot.as_ref().map(|r| r.status()),
+        });
+        let sections = self.sections.lock().unwrap_or_else(|p| p.into_inner());
+        for (k, v) in sections.iter() {
+            status[k] = v.clone();
+        }
+        if let Some(live) = self.live() {
+            status["foxglove"] = live.status();
+        }
+        status
+    }
+
+    /// Ends every writer thread (after [`Recorder::stop`]) and waits for them.
+    pub fn join_writers(&self) {
+        let slots: Vec<_> = std::mem::take(&mut self.lock().slots)
+            .into_values()
+            .collect();
+        for s in &slots {
+            let _ = s.tx.send(WriterMsg::Exit);
+        }
+        for s in slots {
+            let t = s.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(t) = t {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,203 @@
+//! Sensors come and go: a connection's hello attaches it to its sensor ([`Slot`], created with
+//! its writer thread on first use), and its end detaches it; a sensor with no connection and
+//! no open trace is forgotten.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+
+use crossbeam_channel::Sender;
+use tokio::sync::{oneshot, Semaphore};
+
+use super::{OpenTrace, Recorder, State};
+use crate::protocol::{FrameLayout, Hello};
+use crate::stats::SensorStats;
+use crate::writer::{Writer, WriterMsg};
+use roverlog_core::format::SensorMeta;
+
+/// One sensor: its queue, its counters, its writer thread.
+pub struct Slot {
+    pub name: String,
+    /// The hello it was created with (channels as declared on the wire, `seq`).
+    pub hello: Hello,
+    pub tx: Sender<WriterMsg>,
+    /// The queue's byte budget: a frame costs its size in permits until it is written.
+    pub budget: Arc<Semaphore>,
+    pub stats: Arc<SensorStats>,
+    pub(super) thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Slot {
+    /// Sends `make(reply)` to the writer and waits for the count (or other value) it answers.
+    pub async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T, String>>) -> WriterMsg,
+    ) -> Result<T, String> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(make(tx))
+            .map_err(|_| format!("sensor {:?}: writer has ended", self.name))?;
+        rx.await
+            .map_err(|_| format!("sensor {:?}: writer has ended", self.name))?
+    }
+
+    /// Bytes currently queued.
+    pub fn queue_fill(&self) -> u64 {
+        self.stats
+            .queue_limit
+            .saturating_sub(self.budget.available_permits() as u64)
+    }
+
+    /// Asks the writer to open (create or resume) its files in `trace`, without waiting: the
+    /// outcome is seen through the hello's barrier, which reports a failure.
+    pub(super) fn open_in(&self, trace: &OpenTrace) {
+        let (reply, _) = oneshot::channel();
+        let _ = self.tx.send(WriterMsg::Open {
+            trace: trace.dir.clone(),
+            events: trace.events.clone(),
+            reply,
+            left: None,
+        });
+    }
+}
+
+impl Recorder {
+    /// The channels as stored: the declared ones with the config's format overrides.
+    fn stored_meta(&self, hello: &Hello) -> SensorMeta {
+        let mut meta = hello.channels.clone();
+        for (name, ch) in &mut meta.channels {
+            ch.format = self.cfg.stored_format(&hello.sensor, name, &ch.format);
+        }
+        self.cfg.add_receive_channel(&hello.sensor, &mut meta);
+        meta
+    }
+
+    /// Attaches a connection to its sensor, creating the sensor (and opening its files in the
+    /// open trace) on first use. Refuses a second live connection, different channels, and
+    /// more than `max_sensors` sensors.
+    pub fn attach(&self, hello: &Hello) -> Result<Arc<Slot>, String> {
+        let mut st = self.lock();
+        if let Some(slot) = st.slots.get(&hello.sensor) {
+            if slot.stats.connected.load(Relaxed) {
+                return Err(format!(
+                    "sensor {:?} already has a live connection",
+                    hello.sensor
+                ));
+            }
+            // `seq` is not part of a sensor's identity (protocol.md 4): each batch says
+            // whether its frames carry one.
+            if slot.hello.channels != hello.channels {
+                return Err(format!(
+                    "sensor {:?} exists in this trace with different channels ({}); use a new sensor name or rotate",
+                    hello.sensor,
+                    channel_difference(&slot.hello.channels, &hello.channels)
+                ));
+            }
+            slot.stats.connected.store(true, Relaxed);
+            if slot.stats.failure().is_some() {
+                // Its files were given up on a failure: the new connection reopens them
+                // (recovering to the last whole sample) instead of getting the old failure.
+                if let Some(t) = &st.trace {
+                    slot.open_in(t);
+                }
+            }
+            return Ok(slot.clone());
+        }
+        if st.slots.len() >= self.cfg.max_sensors {
+            return Err(format!(
+                "max_sensors ({}) reached; sensor {:?} refused",
+                self.cfg.max_sensors, hello.sensor
+            ));
+        }
+        let meta = self.stored_meta(hello);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let budget = Arc::new(Semaphore::new(self.cfg.queue_bytes as usize));
+        let stats = Arc::new(SensorStats::new(self.cfg.queue_bytes));
+        stats.connected.store(true, Relaxed);
+        stats.beat(self.epoch);
+        let writer = Writer::new(
+            hello.sensor.clone(),
+            meta,
+            FrameLayout::new(hello, self.cfg.max_frame_bytes),
+            self.settings.clone(),
+            rx,
+            budget.clone(),
+            stats.clone(),
+            self.notices.clone(),
+        );
+        let thread = std::thread::Builder::new()
+            .name(format!("writer-{}", hello.sensor))
+            .spawn(move || writer.run())
+            .map_err(|e| format!("cannot start a writer thread: {e}"))?;
+        let slot = Arc::new(Slot {
+            name: hello.sensor.clone(),
+            hello: hello.clone(),
+            tx,
+            budget,
+            stats,
+            thread: Mutex::new(Some(thread)),
+        });
+        if let Some(t) = &st.trace {
+            slot.open_in(t);
+        }
+        st.slots.insert(hello.sensor.clone(), slot.clone());
+        Ok(slot)
+    }
+
+    /// The connection of `slot` ended. A sensor without connection and trace is removed.
+    pub fn detach(&self, slot: &Arc<Slot>) {
+        slot.stats.connected.store(false, Relaxed);
+        let mut st = self.lock();
+        if st.trace.is_none() {
+            forget(&mut st, slot);
+        }
+    }
+
+    /// Forgets a sensor whose files could not be opened, so a corrected hello can retry.
+    pub fn discard_failed(&self, slot: &Arc<Slot>) {
+        slot.stats.connected.store(false, Relaxed);
+        forget(&mut self.lock(), slot);
+    }
+}
+
+/// The first difference between a sensor's channels (`had`) and a hello's (`got`), in words.
+fn channel_difference(had: &SensorMeta, got: &SensorMeta) -> String {
+    let describe = |c: &roverlog_core::format::ChannelMeta| {
+        format!(
+            "{} {} {:?} desc {:?}",
+            c.format.as_str(),
+            c.dtype,
+            c.shape,
+            c.desc
+        )
+    };
+    for (i, ((hn, hc), (gn, gc))) in had.channels.iter().zip(&got.channels).enumerate() {
+        if hn != gn {
+            return format!("channel {i} is {gn:?}, the sensor has {hn:?}");
+        }
+        if hc != gc {
+            return format!(
+                "channel {gn:?} is {}, the sensor has {}",
+                describe(gc),
+                describe(hc)
+            );
+        }
+    }
+    format!(
+        "{} channels, the sensor has {}",
+        got.channels.len(),
+        had.channels.len()
+    )
+}
+
+/// Removes `slot` from the sensors and ends its writer, if it is still the sensor of that
+/// name: a newer connection's sensor (after this one was discarded) is left alone.
+pub(super) fn forget(st: &mut State, slot: &Arc<Slot>) {
+    if st
+        .slots
+        .get(&slot.name)
+        .is_some_and(|s| Arc::ptr_eq(s, slot))
+    {
+        st.slots.remove(&slot.name);
+        let _ = slot.tx.send(WriterMsg::Exit);
+    }
+}

@@ -1,0 +1,660 @@
+//! One writer thread per sensor: drains the sensor's queue into a
+//! [`roverlog_core::format::SensorWriter`], flushes to the kernel every `flush_interval_ms`, fsyncs per
+//! the [`FsyncPolicy`], keeps the durable watermark, and remembers a failure.
+//!
+//! The queue carries batches of whole, already validated frames (the connection task checked
+//! them), plus control messages in the same order as the frames: a trace switch (`Open`) or a
+//! durability request is therefore an exact cut in the sensor's sample stream.
+//!
+//! File I/O is blocking, so this is a plain thread, not a tokio task. `lzmaf` samples are
+//! compressed by scoped worker threads of the writer (`compress_threads` per sensor), off the
+//! ingest path, and appended pre-compressed with `SensorWriter::append_encoded`.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+mod batch;
+
+use super::config::FsyncPolicy;
+use super::events::EventLog;
+use super::protocol::FrameLayout;
+use super::stats::SensorStats;
+use roverlog_core::format::meta::META_FILE;
+use roverlog_core::format::{
+    recover_sensor, ChannelFormat, SensorMeta, SensorWriter as FileWriter, WriterOptions,
+};
+
+/// A reply carrying a sample count, or why there is none.
+pub type CountReply = oneshot::Sender<Result<u64, String>>;
+
+/// The reply to a hello's barrier: the sample count and the name of the trace it counts in
+/// (`None`: no trace open), read together by the writer.
+pub type BarrierReply = oneshot::Sender<Result<(u64, Option<String>), String>>;
+
+/// What a sensor's queue carries.
+pub enum WriterMsg {
+    /// Whole frames back to back (each with its `u32` length); `cost` permits of the queue's
+    /// byte budget are returned once they are written. `seq`: the frames carry a sequence
+    /// number (the connection's hello said so).
+    Batch {
+        data: Bytes,
+        frames: u32,
+        cost: usize,
+        seq: bool,
+        /// The daemon's receive time of each frame (epoch seconds).
+        recv: Vec<f64>,
+    },
+    /// fsync now; reply with the durable count.
+    Sync(CountReply),
+    /// Reply with the sample count, and the trace it counts in, once everything queued
+    /// before is written.
+    Barrier(BarrierReply),
+    /// Finish the current trace's files (if any) and create or resume `<trace>/<sensor>`.
+    Open {
+        trace: PathBuf,
+        events: Arc<EventLog>,
+        reply: CountReply,
+        /// Given the final count of the trace it leaves, if one was open (a rotation's
+        /// `stop` line records it).
+        left: Option<CountReply>,
+    },
+    /// Finish the current trace's files; reply with the final count.
+    Close(CountReply),
+    /// Finish and end the thread.
+    Exit,
+}
+
+/// Something the daemon must act on.
+#[derive(Debug)]
+pub enum WriterNotice {
+    /// A write failed with ENOSPC/EDQUOT in `trace`: stop recording it.
+    DiskFull {
+        sensor: String,
+        error: String,
+        trace: PathBuf,
+    },
+}
+
+/// Fixed settings of a writer.
+#[derive(Clone)]
+pub struct WriterSettings {
+    pub opts: WriterOptions,
+    /// `snapshot` on: batches received while no trace is open are kept here.
+    pub snapshot: Option<Arc<super::snapshot::SnapshotRing>>,
+    pub flush_interval: Duration,
+    pub fsync: FsyncPolicy,
+    pub debug_delay: Duration,
+    /// Threads compressing one sensor's `lzmaf` samples in parallel.
+    pub compress_threads: usize,
+    /// The daemon's start, for `last_fsync_ms` and the heartbeat.
+    pub epoch: Instant,
+    /// The writer beats at least this often while idle (see [`SensorStats::beat`]): well
+    /// within the watchdog's bound, so only a writer stuck in I/O stops the pings.
+    pub heartbeat: Duration,
+    /// The live Foxglove feed (config `foxglove_listen`).
+    pub live: Option<Arc<super::foxglove_live::LiveHub>>,
+}
+
+struct Open {
+    files: FileWriter,
+    /// This trace's files have the daemon's `ts_recv` channel (a trace resumed from an older
+    /// daemon may not).
+    recv: bool,
+    events: Arc<EventLog>,
+    /// Appended since the last flush / fsync.
+    unflushed: bool,
+    unsynced_bytes: u64,
+    last_flush: Instant,
+    last_sync: Instant,
+}
+
+/// The state of one writer thread.
+pub struct Writer {
+    sensor: String,
+    meta: SensorMeta,
+    /// The frame layout without and with a sequence number.
+    layouts: [FrameLayout; 2],
+    settings: WriterSettings,
+    rx: Receiver<WriterMsg>,
+    budget: Arc<Semaphore>,
+    stats: Arc<SensorStats>,
+    notices: mpsc::UnboundedSender<WriterNotice>,
+    open: Option<Open>,
+    /// Positions (among the data channels) of the channels stored as `lzmaf`.
+    lzmaf: Vec<usize>,
+    /// The stored channels end with the daemon's `ts_recv` (not sent by the driver).
+    recv: bool,
+    /// This sensor's view of the live Foxglove feed.
+    live: Option<super::foxglove_live::LiveTap>,
+}
+
+impl Writer {
+    /// A writer for `sensor`, storing `meta` (formats after overrides) from frames laid out
+    /// as `layout`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        sensor: String,
+        meta: SensorMeta,
+        layout: FrameLayout,
+        settings: WriterSettings,
+        rx: Receiver<WriterMsg>,
+        budget: Arc<Semaphore>,
+        stats: Arc<SensorStats>,
+        notices: mpsc::UnboundedSender<WriterNotice>,
+    ) -> Writer {
+        let lzmaf = meta
+            .data_channels()
+            .enumerate()
+            .filter(|(_, (_, c))| c.format == ChannelFormat::Lzmaf)
+            .map(|(i, _)| i)
+            .collect();
+        let declared = layout.channel_count();
+        let recv = meta.data_channels().count() == declared + 1
+            && meta.data_channels().last().map(|(n, _)| n)
+                == Some(super::config::RECEIVE_TS_CHANNEL);
+        let live = settings.live.as_ref().map(|h| h.tap(&sensor, &meta));
+        Writer {
+            lzmaf,
+            recv,
+            live,
+            sensor,
+            meta,
+            layouts: [layout.with_seq(false), layout.with_seq(true)],
+            settings,
+            rx,
+            budget,
+            stats,
+            notices,
+            open: None,
+        }
+    }
+
+    /// The thread's body: runs until `Exit` or until every sender is gone.
+    ///
+    /// A panic (a bug) fails this sensor like a write error would, and the writer goes on
+    /// answering its queue with that failure, so the driver gets an error instead of a
+    /// connection that hangs with its queue never drained; the other sensors keep running.
+    pub fn run(mut self) {
+        let mut panics = 0;
+        while let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve())) {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".into());
+            self.fail_msg(format!("internal error: the writer panicked: {msg}"), None);
+            panics += 1;
+            if panics > 1 {
+                break;
+            }
+        }
+        // Nothing gives permits back from here on: a `block` connection waiting for queue
+        // space would wait forever. Closing the budget answers it with an error instead.
+        self.budget.close();
+    }
+
+    fn serve(&mut self) {
+        loop {
+            self.beat();
+            let msg = match self.rx.recv_timeout(self.next_timer()) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            if let Some(m) = msg {
+                if !self.handle(m) {
+                    return;
+                }
+                self.beat();
+                // Take what is already queued without sleeping, but look at the timers after
+                // each message: with a backlog (slow disk, compression) a message can take
+                // long, and the periodic fsync must not wait for 256 of them.
+                for _ in 0..256 {
+                    match self.rx.try_recv() {
+                        Ok(m) => {
+                            if !self.handle(m) {
+                                return;
+                            }
+                            self.beat();
+                            self.timers();
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
+            self.timers();
+        }
+        let _ = self.close();
+    }
+
+    /// Proves progress to the watchdog (see [`SensorStats::beat`]).
+    fn beat(&self) {
+        self.stats.beat(self.settings.epoch);
+    }
+
+    fn next_timer(&self) -> Duration {
+        let idle = self.settings.heartbeat.min(Duration::from_secs(1));
+        let Some(o) = &self.open else {
+            return idle;
+        };
+        let now = Instant::now();
+        let mut due = now + idle;
+        if o.unflushed {
+            due = due.min(o.last_flush + self.settings.flush_interval);
+        }
+        if let FsyncPolicy::Periodic { interval, .. } = self.settings.fsync {
+            if o.unsynced_bytes > 0 {
+                due = due.min(o.last_sync + interval);
+            }
+        }
+        due.saturating_duration_since(now)
+    }
+
+    fn timers(&mut self) {
+        let now = Instant::now();
+        let Some(o) = &self.open else { return };
+        let sync_due = match self.settings.fsync {
+            FsyncPolicy::Periodic { interval, bytes } => {
+                o.unsynced_bytes > 0 && (now >= o.last_sync + interval || o.unsynced_bytes >= bytes)
+            }
+            FsyncPolicy::OnRequest => false,
+        };
+        let flush_due = o.unflushed && now >= o.last_flush + self.settings.flush_interval;
+        if sync_due {
+            let _ = self.sync();
+        } else if flush_due {
+            self.flush();
+        }
+    }
+
+    /// Handles one message; `false` ends the thread.
+    fn handle(&mut self, msg: WriterMsg) -> bool {
+        match msg {
+            WriterMsg::Batch {
+                data,
+                frames,
+                cost,
+                seq,
+                recv,
+            } => {
+                // The permits go back even if writing panics (see `run`): lost permits would
+                // shrink the budget until a `block` driver waits forever.
+                if self.open.is_none() && self.stats.failure().is_none() {
+                    if let Some(ring) = self.settings.snapshot.as_ref().filter(|r| r.enabled()) {
+                        ring.push(super::snapshot::Held {
+                            sensor: self.sensor.clone(),
+                            at: Instant::now(),
+                            data,
+                            frames,
+                            seq,
+                            recv,
+                            stats: self.stats.clone(),
+                        });
+                        self.budget.add_permits(cost);
+                        return true;
+                    }
+                }
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.write_batch(&data, frames, seq, &recv)
+                }));
+                self.budget.add_permits(cost);
+                if let Err(p) = r {
+                    std::panic::resume_unwind(p);
+                }
+                if let FsyncPolicy::Periodic { bytes, .. } = self.settings.fsync {
+                    if self
+                        .open
+                        .as_ref()
+                        .is_some_and(|o| o.unsynced_bytes >= bytes)
+                    {
+                        let _ = self.sync();
+                    }
+                }
+            }
+            WriterMsg::Sync(reply) => {
+                let _ = reply.send(self.sync());
+            }
+            WriterMsg::Barrier(reply) => {
+                let r = match self.stats.failure() {
+                    Some(f) => Err(f),
+                    // The recorder makes a new trace current before each writer switches to
+                    // it, so the writer names the trace its count belongs to.
+                    None => Ok(self.open.as_ref().map_or((0, None), |o| {
+                        let trace = o.files.dir().parent().and_then(|t| t.file_name());
+                        (
+                            o.files.len(),
+                            trace.map(|t| t.to_string_lossy().into_owned()),
+                        )
+                    })),
+                };
+                let _ = reply.send(r);
+            }
+            WriterMsg::Open {
+                trace,
+                events,
+                reply,
+                left,
+            } => {
+                let had_open = self.open.is_some();
+                let closed = self.close();
+                if let Some(left) = left.filter(|_| had_open) {
+                    let _ = left.send(closed);
+                }
+                let r = self.open(trace, events);
+                // The snapshot ring's frames first: they came before anything still queued.
+                if r.is_ok() {
+                    if let Some(ring) = self.settings.snapshot.clone() {
+                        let held = ring.take(&self.sensor);
+                        let frames: u64 = held.iter().map(|h| u64::from(h.frames)).sum();
+                        for h in &held {
+                            self.write_batch(&h.data, h.frames, h.seq, &h.recv);
+                        }
+                        if let Some(o) = self.open.as_ref().filter(|_| frames > 0) {
+                            o.events.write(
+                                "snapshot",
+                                serde_json::json!({"sensor": self.sensor, "frames": frames}),
+                            );
+                        }
+                    }
+                }
+                let _ = reply.send(r);
+            }
+            WriterMsg::Close(reply) => {
+                let _ = reply.send(self.close());
+            }
+            WriterMsg::Exit => {
+                let _ = self.close();
+                if let Some(ring) = &self.settings.snapshot {
+                    ring.discard(&self.sensor);
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    fn flush(&mut self) {
+        let Some(o) = self.open.as_mut() else { return };
+        match o.files.flush() {
+            Ok(()) => {
+                o.unflushed = false;
+                o.last_flush = Instant::now();
+            }
+            Err(e) => self.fail("flush", e),
+        }
+    }
+
+    fn sync(&mut self) -> Result<u64, String> {
+        if let Some(f) = self.stats.failure() {
+            return Err(f);
+        }
+        let Some(o) = self.open.as_mut() else {
+            return Ok(0);
+        };
+        // `SensorWriter::sync` hands every channel to the kernel before the first fsync.
+        match o.files.sync() {
+            Ok(n) => {
+                let now = Instant::now();
+                o.unflushed = false;
+                o.unsynced_bytes = 0;
+                o.last_flush = now;
+                o.last_sync = now;
+                self.stats.durable.store(n, Relaxed);
+                self.stats.last_fsync_ms.store(
+                    now.duration_since(self.settings.epoch).as_millis() as u64,
+                    Relaxed,
+                );
+                Ok(n)
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                self.fail("fsync", e);
+                Err(msg)
+            }
+        }
+    }
+
+    /// A write, flush or fsync failed: those files are not trusted again (the format library
+    /// remembers the failure too); the sensor is reported failed, the others keep running.
+    fn fail(&mut self, what: &str, e: roverlog_core::Error) {
+        self.fail_msg(format!("{what} failed: {e}"), Some(&e));
+    }
+
+    /// [`Writer::fail`] with the message made; `e` tells whether the disk is full.
+    fn fail_msg(&mut self, msg: String, e: Option<&roverlog_core::Error>) {
+        tracing::error!(sensor = %self.sensor, "{msg}");
+        self.stats.set_failed(msg.clone());
+        if let Some(o) = self.open.take() {
+            o.events
+                .write("error", json!({"sensor": self.sensor, "error": msg}));
+            // The files are dropped, not finished: finishing would retry the failed write.
+            let dir = o.files.dir().to_path_buf();
+            drop(o.files);
+            self.recover_after_failure(&dir, &o.events);
+            if let Some(e) = e {
+                self.notice_disk_full(e, &dir, msg);
+            }
+        }
+    }
+
+    /// Tells the daemon when `e` means the disk is full, so it stops recording the trace
+    /// holding the sensor directory `dir`.
+    fn notice_disk_full(&self, e: &roverlog_core::Error, dir: &std::path::Path, msg: String) {
+        if super::disk::is_disk_full(e) {
+            let _ = self.notices.send(WriterNotice::DiskFull {
+                sensor: self.sensor.clone(),
+                error: msg,
+                trace: dir.parent().unwrap_or(dir).to_path_buf(),
+            });
+        }
+    }
+
+    /// After a failed write, flush or fsync the sensor's files may end in a torn sample or
+    /// disagree on their count (a full disk stops one channel mid-sample). The trace will be
+    /// closed with a `stop` event, so crash recovery at the next start would not look at it:
+    /// cut the torn tails now, while the failure is known. Shortening files needs no free
+    /// space, so this works on a full disk; it never cuts below the durable watermark
+    /// (those samples are whole in every channel).
+    fn recover_after_failure(&mut self, dir: &std::path::Path, events: &EventLog) {
+        match recover_sensor(dir) {
+            Ok(r) => {
+                let cuts: Vec<String> = r.cuts.iter().map(|c| c.to_string()).collect();
+                tracing::warn!(sensor = %self.sensor, len = r.len, "recovered after a write failure: {cuts:?}");
+                events.write(
+                    "recovered",
+                    json!({"sensor": self.sensor, "len": r.len, "cuts": cuts,
+                           "left_alone": r.left_alone, "after": "write failure"}),
+                );
+                self.stats.samples.store(r.len, Relaxed);
+            }
+            Err(e) => {
+                let msg =
+                    format!("recovery after the failure failed: {e} (run `roverlog recover`)");
+                tracing::error!(sensor = %self.sensor, "{msg}");
+                events.write("error", json!({"sensor": self.sensor, "error": msg}));
+            }
+        }
+    }
+
+    fn open(&mut self, trace: PathBuf, events: Arc<EventLog>) -> Result<u64, String> {
+        self.stats.clear_failed();
+        let dir = trace.join(&self.sensor);
+        let mut resumed = false;
+        let mut recv = self.recv;
+        let is_link = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
+        let opened = if is_link {
+            // Someone else put it there; following it would write (and recover, i.e.
+            // truncate) files outside the trace.
+            Err(roverlog_core::Error::io(
+                &dir,
+                std::io::Error::other("is a symbolic link, not a sensor directory of this trace"),
+            ))
+        } else if dir.exists() && !dir.join(META_FILE).exists() {
+            // `create` was interrupted (a crash) before `meta.json` was in place: no sample
+            // was ever written there. Start it again.
+            remove_unfinished_sensor_dir(&dir)
+                .and_then(|()| FileWriter::create(&dir, self.meta.clone(), &self.settings.opts))
+        } else if dir.exists() {
+            resumed = true;
+            FileWriter::resume(&dir, self.resume_meta(&dir, &mut recv), &self.settings.opts).map(
+                |(w, rec)| {
+                    if !rec.cuts.is_empty() || !rec.left_alone.is_empty() {
+                        let cuts: Vec<String> = rec.cuts.iter().map(|c| c.to_string()).collect();
+                        events.write(
+                            "recovered",
+                            json!({"sensor": self.sensor, "len": rec.len, "cuts": cuts,
+                               "left_alone": rec.left_alone}),
+                        );
+                    }
+                    w
+                },
+            )
+        } else {
+            FileWriter::create(&dir, self.meta.clone(), &self.settings.opts)
+        };
+        match opened {
+            Ok(files) => {
+                let n = files.len();
+                self.stats.samples.store(n, Relaxed);
+                // Files found after a crash were flushed, not necessarily fsynced: they count
+                // as durable once the fsync below is done.
+                let durable = if resumed { 0 } else { files.durable_len() };
+                self.stats.durable.store(durable, Relaxed);
+                self.stats
+                    .bytes
+                    .store(n * self.fixed_sample_bytes(), Relaxed);
+                let now = Instant::now();
+                self.open = Some(Open {
+                    files,
+                    recv,
+                    events,
+                    unflushed: false,
+                    unsynced_bytes: 0,
+                    last_flush: now,
+                    last_sync: now,
+                });
+                if resumed {
+                    self.sync()?;
+                }
+                Ok(n)
+            }
+            Err(e) => {
+                let msg = format!("opening {}: {e}", dir.display());
+                tracing::error!(sensor = %self.sensor, "{msg}");
+                events.write("error", json!({"sensor": self.sensor, "error": msg}));
+                self.stats.set_failed(msg.clone());
+                Err(msg)
+            }
+        }
+    }
+
+    /// The channels to resume the sensor in `dir` with: ours, or ours without `ts_recv` when
+    /// the trace was written by a daemon that did not record receive times (clears `recv`).
+    fn resume_meta(&self, dir: &std::path::Path, recv: &mut bool) -> SensorMeta {
+        if !self.recv {
+            return self.meta.clone();
+        }
+        let mut without = self.meta.clone();
+        without.channels.pop();
+        let on_disk = SensorMeta::read(dir).ok().map(|mut m| {
+            if m.get(roverlog_core::format::TS_CHANNEL).is_none() {
+                m.channels.insert(
+                    0,
+                    (
+                        roverlog_core::format::TS_CHANNEL.into(),
+                        roverlog_core::format::ChannelMeta::timestamps(),
+                    ),
+                );
+            }
+            m
+        });
+        let mut without_ts = without.clone();
+        if without_ts.get(roverlog_core::format::TS_CHANNEL).is_none() {
+            without_ts.channels.insert(
+                0,
+                (
+                    roverlog_core::format::TS_CHANNEL.into(),
+                    roverlog_core::format::ChannelMeta::timestamps(),
+                ),
+            );
+        }
+        if on_disk.as_ref() == Some(&without_ts) {
+            *recv = false;
+            return without;
+        }
+        self.meta.clone()
+    }
+
+    /// Bytes of a resumed sample when every channel is fixed-size (else only `ts` is known
+    /// without reading the files, and `bytes` counts from the resume on).
+    fn fixed_sample_bytes(&self) -> u64 {
+        8 + self
+            .meta
+            .data_channels()
+            .take(self.layouts[0].channel_count())
+            .filter(|(_, c)| c.format.is_fixed_size())
+            .map(|(_, c)| c.sample_bytes() as u64)
+            .sum::<u64>()
+    }
+
+    fn close(&mut self) -> Result<u64, String> {
+        let Some(o) = self.open.take() else {
+            return match self.stats.failure() {
+                Some(f) => Err(f),
+                None => Ok(0),
+            };
+        };
+        let dir = o.files.dir().to_path_buf();
+        match o.files.finish() {
+            Ok(n) => {
+                self.stats.durable.store(n, Relaxed);
+                self.stats.last_fsync_ms.store(
+                    Instant::now()
+                        .duration_since(self.settings.epoch)
+                        .as_millis() as u64,
+                    Relaxed,
+                );
+                Ok(n)
+            }
+            Err(e) => {
+                let msg = format!("finish failed: {e}");
+                tracing::error!(sensor = %self.sensor, "{msg}");
+                o.events
+                    .write("error", json!({"sensor": self.sensor, "error": msg}));
+                self.stats.set_failed(msg.clone());
+                self.recover_after_failure(&dir, &o.events);
+                self.notice_disk_full(&e, &dir, msg.clone());
+                Err(msg)
+            }
+        }
+    }
+}
+
+/// Removes what an interrupted `SensorWriter::create` leaves in `dir` (empty channel files
+/// and directories, the temporary `meta.json` of `atomic_tmp_path`), then `dir`; anything
+/// else there makes it an error.
+fn remove_unfinished_sensor_dir(dir: &std::path::Path) -> roverlog_core::Result<()> {
+    let io = |p: &std::path::Path, e| roverlog_core::Error::io(p, e);
+    for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
+        let entry = entry.map_err(|e| io(dir, e))?;
+        let (path, kind) = (entry.path(), entry.file_type().map_err(|e| io(dir, e))?);
+        let tmp = path == roverlog_core::format::meta::atomic_tmp_path(&dir.join(META_FILE));
+        if kind.is_dir() {
+            std::fs::remove_dir(&path).map_err(|e| io(&path, e))?;
+        } else if kind.is_file() && (tmp || entry.metadata().map_err(|e| io(&path, e))?.len() == 0)
+        {
+            std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
+        }
+    }
+    std::fs::remove_dir(dir).map_err(|e| io(dir, e))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,87 @@
+//! Unit tests of `writer` (kept apart so the module stays readable).
+
+use super::*;
+use crate::protocol::accept_hello;
+
+/// A batch that breaks the ingest's invariant (a jpg length past the frame) makes
+/// `write_batch` panic: the sensor is failed with the message, the batch's permits come
+/// back, later requests are answered with the failure, and the thread ends normally.
+#[test]
+fn a_panic_fails_the_sensor_returns_permits_and_keeps_answering() {
+    let hello = br#"{"roverlog": 1, "sensor": "cam", "channels": [{"name": "img", "format": "jpg", "type": "u1", "shape": [4]}]}"#;
+    let (hello, layout) = accept_hello(hello, 8, 1 << 20).unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let budget = Arc::new(Semaphore::new(1000));
+    let stats = Arc::new(SensorStats::new(1000));
+    let (notices, _notices_rx) = mpsc::unbounded_channel();
+    let settings = WriterSettings {
+        snapshot: None,
+        opts: WriterOptions::default(),
+        flush_interval: Duration::from_millis(100),
+        fsync: FsyncPolicy::OnRequest,
+        debug_delay: Duration::ZERO,
+        compress_threads: 1,
+        epoch: Instant::now(),
+        heartbeat: Duration::from_secs(1),
+        live: None,
+    };
+    let w = Writer::new(
+        "cam".into(),
+        hello.channels.clone(),
+        layout,
+        settings,
+        rx,
+        budget.clone(),
+        stats.clone(),
+        notices,
+    );
+    let thread = std::thread::spawn(move || w.run());
+    let dir = tempfile::tempdir().unwrap();
+    let events = Arc::new(EventLog::open(dir.path()).unwrap());
+    let ask = |make: &dyn Fn(CountReply) -> WriterMsg| {
+        let (reply, rx) = oneshot::channel();
+        tx.send(make(reply)).unwrap();
+        rx.blocking_recv().unwrap()
+    };
+    let opened = ask(&|reply| WriterMsg::Open {
+        trace: dir.path().to_path_buf(),
+        events: events.clone(),
+        reply,
+        left: None,
+    });
+    assert_eq!(opened, Ok(0));
+
+    // len 16: ts (8), then a jpg length of 1000 with 4 bytes after it.
+    let mut bad = 16u32.to_le_bytes().to_vec();
+    bad.extend(1.0f64.to_le_bytes());
+    bad.extend(1000u32.to_le_bytes());
+    bad.extend([1, 2, 3, 4]);
+    budget.try_acquire_many(20).unwrap().forget();
+    tx.send(WriterMsg::Batch {
+        data: Bytes::from(bad),
+        frames: 1,
+        cost: 20,
+        seq: false,
+        recv: vec![0.0],
+    })
+    .unwrap();
+    let synced = ask(&|reply| WriterMsg::Sync(reply));
+    let failure = stats.failure().expect("the sensor is failed");
+    assert!(
+        failure.contains("internal error: the writer panicked"),
+        "{failure}"
+    );
+    assert!(synced.is_err(), "{synced:?}");
+    assert_eq!(budget.available_permits(), 1000);
+    let (reply, barrier) = oneshot::channel();
+    tx.send(WriterMsg::Barrier(reply)).unwrap();
+    assert!(barrier
+        .blocking_recv()
+        .unwrap()
+        .unwrap_err()
+        .contains("panicked"));
+    tx.send(WriterMsg::Exit).unwrap();
+    thread.join().unwrap();
+    // Whoever still waits for queue space learns that the writer has ended.
+    assert!(budget.is_closed());
+}

@@ -1,0 +1,238 @@
+//! A roverd trace as an MCAP file for Foxglove (and its open fork Lichtblick).
+//!
+//! Every data channel of every sensor becomes topic `/<sensor>/<channel>`:
+//! - `jpg` and `mjpg` frames: `foxglove.CompressedImage` (format `jpeg`, the JPEG bytes as
+//!   stored, never re-encoded);
+//! - `u1 [H, W, 3]` samples: `foxglove.RawImage` `rgb8`; `u1 [H, W]`: `mono8`; `u2 [H, W]`:
+//!   `16UC1` (little-endian, as stored);
+//! - every other fixed-size channel: JSON, schema `roverlog.Sample` (JSON Schema):
+//!   `{"value": ...}` with the sample as nested lists of the channel's shape (a scalar is a
+//!   number; complex numbers are `[re, im]`; booleans are `true`/`false`);
+//! - `npz` channels are left out (listed in the report).
+//!
+//! Protobuf messages and their schemas come from the Foxglove SDK (`foxglove::messages`).
+//! Log time is the sample's `ts`; publish time is the sample's receive time when the sensor
+//! has a `ts_recv` channel, else `ts`. The trace's events (`_roverlog/events.jsonl`) become
+//! `foxglove.Log` messages on `/roverlog/events`. Channels carry their roverd description as
+//! MCAP channel metadata (`format`, `type`, `shape`, `desc`).
+
+use std::collections::BTreeMap;
+use std::io::BufWriter;
+use std::ops::Range;
+use std::path::Path;
+
+use foxglove::messages::{log::Level, Log};
+use foxglove::Encode;
+use serde_json::Value;
+
+use roverlog_core::error::{Error, IoContext, Result};
+use roverlog_core::format::{DType, Trace};
+
+pub mod message;
+
+use message::{channel_metadata, encode, nanos, stamp, topic, MessageKind};
+
+/// The receive-time channel publish times come from, when a sensor has it.
+pub const RECEIVE_TS_CHANNEL: &str = "ts_recv";
+
+/// What to export.
+#[derive(Debug, Clone, Default)]
+pub struct ExportOptions {
+    /// Only these sensors (all when empty).
+    pub sensors: Vec<String>,
+    /// Only samples with `ts` in this window (epoch seconds).
+    pub window: Option<Range<f64>>,
+}
+
+/// What was exported.
+#[derive(Debug, Default)]
+pub struct ExportReport {
+    /// Per topic: messages written.
+    pub topics: Vec<(String, u64)>,
+    /// Channels not exported, with why.
+    pub skipped: Vec<String>,
+}
+
+/// The id of `s` in `w`, added on first use.
+fn schema_id<W: std::io::Write + std::io::Seek>(
+    w: &mut mcap::Writer<W>,
+    ids: &mut BTreeMap<String, u16>,
+    out: &Path,
+    s: foxglove::Schema,
+) -> Result<u16> {
+    if let Some(&id) = ids.get(&s.name) {
+        return Ok(id);
+    }
+    let id = w
+        .add_schema(&s.name, &s.encoding, &s.data)
+        .map_err(|e| mcap_err(out, e))?;
+    ids.insert(s.name.clone(), id);
+    Ok(id)
+}
+
+fn mcap_err(out: &Path, e: mcap::McapError) -> Error {
+    Error::io(out, std::io::Error::other(format!("mcap: {e}")))
+}
+
+/// The trace's event log (`_roverlog/events.jsonl`), whole lines only.
+fn read_events(trace: &Path) -> Vec<Value> {
+    std::fs::read_to_string(trace.join("_roverlog").join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Writes the trace in `trace` to the MCAP file `out` (written under a temporary name and
+/// renamed when complete: a failure leaves no file). `progress(done, total)` counts samples.
+pub fn export_mcap(
+    trace: &Path,
+    out: &Path,
+    opts: &ExportOptions,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<ExportReport> {
+    let t = Trace::open(trace)?;
+    let names: Vec<String> = if opts.sensors.is_empty() {
+        t.sensor_names().into_iter().map(String::from).collect()
+    } else {
+        opts.sensors.clone()
+    };
+    let mut sensors = Vec::new();
+    let mut total = 0;
+    for n in &names {
+        let s = t.sensor(n)?;
+        let ts = s.timestamps()?;
+        let range = match &opts.window {
+            Some(w) => ts.partition_point(|&x| x < w.start)..ts.partition_point(|&x| x < w.end),
+            None => 0..ts.len(),
+        };
+        let count = s.meta().data_channels().count() as u64;
+        total += (range.end - range.start) as u64 * count;
+        sensors.push((n.clone(), s, ts, range));
+    }
+    let tmp = out.with_file_name(format!(
+        ".{}.partial-{}",
+        out.file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    let r = (|| -> Result<ExportReport> {
+        let file = std::fs::File::create(&tmp).at(&tmp)?;
+        let mut w = mcap::WriteOptions::new()
+            .compression(Some(mcap::Compression::Zstd))
+            .profile("")
+            .create(BufWriter::new(file))
+            .map_err(|e| mcap_err(out, e))?;
+        let mut schemas = BTreeMap::new();
+        let mut report = ExportReport::default();
+        let mut done = 0;
+        for (name, s, ts, range) in &sensors {
+            let recv = match s.meta().get(RECEIVE_TS_CHANNEL) {
+                Some(c) if c.dtype == DType::F8 && c.shape.is_empty() => {
+                    let mut r = s.channel(RECEIVE_TS_CHANNEL)?;
+                    Some(
+                        (0..r.len()?)
+                            .map(|i| {
+                                r.get(i)
+                                    .map(|b| f64::from_le_bytes(b[..8].try_into().unwrap()))
+                            })
+                            .collect::<Result<Vec<f64>>>()?,
+                    )
+                }
+                _ => None,
+            };
+            for (ch_name, ch) in s.meta().data_channels() {
+                if ch_name == RECEIVE_TS_CHANNEL {
+                    continue;
+                }
+                let Some(k) = MessageKind::of(ch) else {
+                    report.skipped.push(format!(
+                        "{name}/{ch_name}: {} channels are not exported",
+                        ch.format.as_str()
+                    ));
+                    continue;
+                };
+                let schema = schema_id(&mut w, &mut schemas, out, k.schema())?;
+                let topic = topic(name, ch_name);
+                let channel = w
+                    .add_channel(schema, &topic, k.message_encoding(), &channel_metadata(ch))
+                    .map_err(|e| mcap_err(out, e))?;
+                let mut r = s.channel(ch_name)?;
+                let mut n = 0u64;
+                for i in range.clone() {
+                    let sample = r.get(i as u64)?;
+                    let t = ts[i];
+                    let data = k.encode(name, t, &sample);
+                    let publish = recv.as_ref().and_then(|r| r.get(i).copied()).unwrap_or(t);
+                    let header = mcap::records::MessageHeader {
+                        channel_id: channel,
+                        sequence: n as u32,
+                        log_time: nanos(t),
+                        publish_time: nanos(publish),
+                    };
+                    w.write_to_known_channel(&header, &data)
+                        .map_err(|e| mcap_err(out, e))?;
+                    n += 1;
+                    done += 1;
+                    if done % 256 == 0 {
+                        progress(done, total);
+                    }
+                }
+                report.topics.push((topic, n));
+            }
+        }
+        let events = read_events(trace);
+        if !events.is_empty() {
+            let schema = schema_id(
+                &mut w,
+                &mut schemas,
+                out,
+                Log::get_schema().expect("SDK messages have schemas"),
+            )?;
+            let channel = w
+                .add_channel(schema, "/roverlog/events", "protobuf", &BTreeMap::new())
+                .map_err(|e| mcap_err(out, e))?;
+            let mut n = 0u64;
+            for e in &events {
+                let t = e["t"].as_f64().unwrap_or(0.0);
+                if opts.window.as_ref().is_some_and(|w| !w.contains(&t)) {
+                    continue;
+                }
+                let kind = e["event"].as_str().unwrap_or("event");
+                let level = match kind {
+                    "error" | "crash" => Level::Error,
+                    "drop" | "gap" | "clock_step" | "recovered" => Level::Warning,
+                    _ => Level::Info,
+                };
+                let msg = Log {
+                    timestamp: Some(stamp(t)),
+                    level: level as i32,
+                    message: e.to_string(),
+                    name: kind.to_string(),
+                    file: String::new(),
+                    line: 0,
+                };
+                let header = mcap::records::MessageHeader {
+                    channel_id: channel,
+                    sequence: n as u32,
+                    log_time: nanos(t),
+                    publish_time: nanos(t),
+                };
+                w.write_to_known_channel(&header, &encode(&msg))
+                    .map_err(|e| mcap_err(out, e))?;
+                n += 1;
+            }
+            report.topics.push(("/roverlog/events".into(), n));
+        }
+        w.finish().map_err(|e| mcap_err(out, e))?;
+        drop(w);
+        std::fs::rename(&tmp, out).at(out)?;
+        progress(done, total);
+        Ok(report)
+    })();
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
