@@ -94,6 +94,7 @@ impl Recorder {
                 direct_io_min_sample_bytes: cfg.direct_io.then_some(cfg.direct_io_min_sample_bytes),
                 writeback_bytes: cfg.writeback_bytes,
                 blob_sync_threads: cfg.blob_sync_threads,
+                blob_max_open: roverlog_core::format::blob::DEFAULT_MAX_OPEN,
             },
             flush_interval: std::time::Duration::from_millis(cfg.flush_interval_ms),
             fsync: cfg.fsync_policy()?,

@@ -45,6 +45,10 @@ pub struct BlobWriter {
     failed: Option<String>,
     /// Threads that fsync a period's files together (1: one after the other).
     sync_threads: usize,
+    /// Most files kept open between syncs ([`BlobWriter::set_max_open`]).
+    max_open: usize,
+    /// Files fsynced and closed early because `max_open` was reached (statistics).
+    early_synced: u64,
 }
 
 /// Default of [`BlobWriter::set_sync_threads`]: enough that a period's files at camera rates
@@ -52,6 +56,11 @@ pub struct BlobWriter {
 /// (BENCHMARKS.md "Blob channels": on a disk whose flush takes milliseconds, 8 threads needed
 /// about twice the flushes of one thread per file).
 pub const DEFAULT_SYNC_THREADS: usize = 64;
+
+/// Default of [`BlobWriter::set_max_open`]: a camera at 60 fps with a one-second fsync period
+/// stays under it, and a few blob channels together stay far from the usual open-file limit
+/// of 1,024 (each open file is a descriptor until its sync).
+pub const DEFAULT_MAX_OPEN: usize = 64;
 
 /// Stack of an fsync thread: it only makes the one call.
 const SYNC_THREAD_STACK: usize = 64 << 10;
@@ -87,7 +96,27 @@ impl BlobWriter {
             unsynced: Vec::new(),
             failed: None,
             sync_threads: DEFAULT_SYNC_THREADS,
+            max_open: DEFAULT_MAX_OPEN,
+            early_synced: 0,
         }
+    }
+
+    /// Most sample files kept open between two syncs (at least 1). A file stays open from its
+    /// write to the next [`sync`](Self::sync) so that the sync can fsync it; at many small
+    /// frames per fsync period those descriptors would reach the process's open-file limit
+    /// and fail the channel. When `n` are open, they are fsynced (together, on the sync
+    /// threads) and closed at once. The promise does not change: a sample counts as durable
+    /// only after the next `sync`, which also fsyncs the directory that holds its name.
+    pub fn set_max_open(&mut self, n: usize) {
+        self.max_open = n.max(1);
+    }
+
+    /// Files fsynced and closed before their period's sync because [`set_max_open`]'s bound
+    /// was reached.
+    ///
+    /// [`set_max_open`]: Self::set_max_open
+    pub fn early_synced(&self) -> u64 {
+        self.early_synced
     }
 
     /// How many threads fsync the files of one period together (at least 1). A disk takes
@@ -125,6 +154,10 @@ impl BlobWriter {
         fs::rename(&partial, &dest).at(&dest)?;
         self.unsynced.push(f);
         self.len += 1;
+        if self.unsynced.len() >= self.max_open {
+            self.early_synced += self.unsynced.len() as u64;
+            self.sync_files()?;
+        }
         Ok(())
     }
 
@@ -153,6 +186,13 @@ impl BlobWriter {
     }
 
     fn sync_inner(&mut self) -> Result<()> {
+        self.sync_files()?;
+        sync_dir(&self.dir)
+    }
+
+    /// fsyncs (data) and closes every file written since the last sync; the directory is
+    /// the caller's.
+    fn sync_files(&mut self) -> Result<()> {
         let files = std::mem::take(&mut self.unsynced);
         let threads = self.sync_threads.min(files.len());
         if threads <= 1 {
@@ -184,7 +224,7 @@ impl BlobWriter {
             })
             .at(&self.dir)?;
         }
-        sync_dir(&self.dir)
+        Ok(())
     }
 
     /// Syncs and closes.
@@ -311,5 +351,36 @@ impl BlobReader {
         }
         let p = self.path_of(index);
         fs::read(&p).at(&p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_files_stay_under_the_bound_and_every_sample_is_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("img");
+        let mut w = BlobWriter::create(&dir, "jpg").unwrap();
+        w.set_max_open(4);
+        for i in 0..10u8 {
+            w.append(&[i; 3]).unwrap();
+            assert!(
+                w.unsynced.len() < 4,
+                "sample {i}: {} open",
+                w.unsynced.len()
+            );
+        }
+        // Two batches of four reached the bound; two files wait for the period's sync.
+        assert_eq!((w.early_synced(), w.unsynced.len()), (8, 2));
+        w.sync().unwrap();
+        assert!(w.unsynced.is_empty());
+        for i in 0..10u8 {
+            let got = fs::read(dir.join(sample_name(i as u64, "jpg"))).unwrap();
+            assert_eq!(got, vec![i; 3]);
+        }
+        let scan = scan(&dir, "jpg").unwrap();
+        assert_eq!((scan.contiguous, scan.problems.len()), (10, 0));
     }
 }

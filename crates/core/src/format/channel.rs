@@ -154,6 +154,8 @@ pub struct WriterOptions {
     /// fsyncs of a blob channel's files in flight at once (see
     /// [`BlobWriter::set_sync_threads`]).
     pub blob_sync_threads: usize,
+    /// Most files of a blob channel open between syncs (see [`BlobWriter::set_max_open`]).
+    pub blob_max_open: usize,
 }
 
 impl Default for WriterOptions {
@@ -164,6 +166,7 @@ impl Default for WriterOptions {
             direct_io_min_sample_bytes: None,
             writeback_bytes: super::append::DEFAULT_WRITEBACK_BYTES,
             blob_sync_threads: super::blob::DEFAULT_SYNC_THREADS,
+            blob_max_open: super::blob::DEFAULT_MAX_OPEN,
         }
     }
 }
@@ -221,8 +224,11 @@ impl ChannelWriter {
             ChannelWriter::Raw(r) => r.file_mut().set_writeback_bytes(opts.writeback_bytes),
             ChannelWriter::Lzmaf(l) => l.data_mut().set_writeback_bytes(opts.writeback_bytes),
             ChannelWriter::Mjpg(m) => m.file_mut().set_writeback_bytes(opts.writeback_bytes),
-            // One small file per sample, a period's fsynced together.
-            ChannelWriter::Blob(b) => b.set_sync_threads(opts.blob_sync_threads),
+            // One small file per sample, a period's fsynced together, a bounded number open.
+            ChannelWriter::Blob(b) => {
+                b.set_sync_threads(opts.blob_sync_threads);
+                b.set_max_open(opts.blob_max_open);
+            }
         }
         Ok(w)
     }
