@@ -12,6 +12,9 @@
 - an `lzmaf` channel read whole vs an upstream-style reader (`lzma.decompress` per frame);
 - a `raw` channel read whole (zero-copy) vs `numpy.memmap`, each then summed (touching the
   bytes, so both pay the page faults);
+- single reads (`--only single-reads`): `channel[i]` at random and `len(channel)` on a long
+  channel against a 100-sample one of each format (the ratio long/short: the target is 1.5x
+  at most), the mjpg channel made by `roverlog convert` (ROVERLOG_BIN);
 - `Driver`: an IMU sent one `send()` per sample vs `examples/driver.py`'s `send()`, each
   followed by a sync and a check that every sample is on disk.
 """
@@ -225,6 +228,78 @@ def bench_channels(tmp, n):
     row(f"raw: {m} x f4[16] (256 MB) read + sum", to, tt)
 
 
+def make_single_read_trace(root, n):
+    """A trace of `n` samples per sensor: one sensor per format, small samples (the count is
+    what a long drive changes, not the frame size)."""
+    import cv2
+    import io as _io
+    os.makedirs(root)
+    open(os.path.join(root, "config.yaml"), "w").close()
+    rng = np.random.default_rng(5)
+    ts = np.arange(n, dtype="<f8") * 0.01 + 1.7e9
+    img = (np.add.outer(np.arange(16), np.arange(16)) * 7 % 256).astype(np.uint8)
+    ok, jpg = cv2.imencode(".jpg", np.dstack([img, img, img]))
+    assert ok
+    jpg = jpg.tobytes()
+    frame = (np.arange(64, dtype=np.uint16) * 3)
+
+    def sensor(name, channel, meta):
+        d = os.path.join(root, name)
+        os.makedirs(d)
+        ts.tofile(os.path.join(d, "ts"))
+        json.dump({"ts": {"format": "raw", "type": "f8", "shape": [], "desc": ""}, channel: meta},
+                  open(os.path.join(d, "meta.json"), "w"))
+        return os.path.join(d, channel)
+
+    path = sensor("raw", "x", {"format": "raw", "type": "u2", "shape": [64], "desc": ""})
+    np.tile(frame, (n, 1)).astype("<u2").tofile(path)
+    path = sensor("lzma", "x", {"format": "lzma", "type": "u2", "shape": [64], "desc": ""})
+    with open(path, "wb") as f:
+        f.write(lzma.compress(np.tile(frame, (n, 1)).astype("<u2").tobytes(), preset=0))
+    path = sensor("lzmaf", "x", {"format": "lzmaf", "type": "u2", "shape": [64], "desc": ""})
+    packed = lzma.compress(frame.astype("<u2").tobytes(), preset=0)
+    with open(path, "wb") as f:
+        f.write(packed * n)
+    np.arange(0, (n + 1) * len(packed), len(packed), dtype="<u8").tofile(path + "_i")
+    for ext, blob in (("jpg", jpg), ("npz", None)):
+        path = sensor(ext, "x", {"format": ext, "type": "u1", "shape": [16, 16, 3], "desc": ""})
+        os.makedirs(path)
+        if blob is None:
+            b = _io.BytesIO()
+            np.savez(b, data=img)
+            blob = b.getvalue()
+        for i in range(n):
+            with open(os.path.join(path, f"{i:06d}.{ext}"), "wb") as f:
+                f.write(blob)
+    binary = os.environ.get("ROVERLOG_BIN", os.path.join(ROOT, "target", "release", "roverlog"))
+    subprocess.run([binary, "convert", root, root + ".mjpg", "--channel", "jpg/x=mjpg"], check=True,
+                   stdout=subprocess.DEVNULL)
+    os.rename(os.path.join(root + ".mjpg", "jpg"), os.path.join(root, "mjpg"))
+
+
+def bench_single_reads(tmp, long_n, reads=300):
+    formats = ["raw", "lzma", "lzmaf", "jpg", "npz", "mjpg"]
+    per = {}
+    for n in (100, long_n):
+        root = os.path.join(tmp, f"single{n}")
+        make_single_read_trace(root, n)
+        trace = roverlog.Trace(root)
+        rng = np.random.default_rng(9)
+        for fmt in formats:
+            ch = trace[fmt].channels["x"] if fmt != "mjpg" else trace["mjpg"].channels[
+                next(iter(trace["mjpg"].channels))]
+            assert len(ch) == n, (fmt, len(ch), n)
+            idx = rng.integers(0, n, reads)
+            ch[int(idx[0])]  # opened once, as a DataLoader's dataset is
+            t_get, _ = best(lambda: [ch[int(i)] for i in idx])
+            t_len, _ = best(lambda: [len(ch) for _ in range(reads)])
+            per[(fmt, n)] = (t_get / reads, t_len / reads)
+    for fmt in formats:
+        (gs, ls), (gl, ll) = per[(fmt, 100)], per[(fmt, long_n)]
+        print(f"single read {fmt:<6} ch[i] {gs * 1e6:8.1f} us @100  {gl * 1e6:8.1f} us @{long_n}  "
+              f"{gl / gs:5.2f}x   len() {ls * 1e6:7.1f} us  {ll * 1e6:7.1f} us  {ll / ls:5.2f}x")
+
+
 def bench_driver(tmp, n):
     binary = os.environ.get("ROVERLOG_BIN", os.path.join(ROOT, "target", "release", "roverlog"))
     import driver as stdlib_driver
@@ -279,12 +354,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     ap.add_argument("--only", action="append",
-                    choices=["gulp", "l5kit", "channels", "driver", "l5kit-spread"],
+                    choices=["gulp", "l5kit", "channels", "driver", "l5kit-spread", "single-reads"],
                     help="run only these rows (repeatable; default: all but l5kit-spread, "
                          "the whole-array read's times within one process)")
     a = ap.parse_args()
     q = a.quick
-    run = set(a.only or ["gulp", "l5kit", "channels", "driver"])
+    run = set(a.only or ["gulp", "l5kit", "channels", "single-reads", "driver"])
     with tempfile.TemporaryDirectory() as tmp:
         if "gulp" in run:
             bench_gulp(tmp, 20 if q else 100, 10 if q else 30)
@@ -297,6 +372,8 @@ def main():
             bench_l5kit_spread(tmp, 100000 if q else 1000000)
         if "channels" in run:
             bench_channels(tmp, 20 if q else 200)
+        if "single-reads" in run:
+            bench_single_reads(tmp, 2000 if q else 100000)
         if "driver" in run:
             bench_driver(tmp, 20000 if q else 200000)
 

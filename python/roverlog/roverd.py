@@ -46,6 +46,15 @@ class Channel:
     def __reduce__(self):
         return (Channel, (self.sensor_dir, self.name, self.meta, self.writable))
 
+    def _native(self):
+        """The channel opened once by the native library (its listing or index loaded once,
+        refreshed when a trace still being recorded grew); opened again in a forked child."""
+        pid = os.getpid()
+        if self.__dict__.get("_native_pid") != pid:
+            self._native_handle = _roverlog.NativeChannel(self.sensor_dir, self.name)
+            self._native_pid = pid
+        return self._native_handle
+
     def __repr__(self):
         return f"Channel({self.path!r}, format={self.format!r}, type={self.type!r}, shape={list(self.shape)})"
 
@@ -67,7 +76,7 @@ class Channel:
     def __len__(self):
         if self.format == "raw":
             return os.path.getsize(self.path) // self.sample_bytes
-        return _roverlog.sample_count(self.sensor_dir, self.name)
+        return self._native().len()
 
     def _bounds(self, start, samples):
         n = len(self)
@@ -90,7 +99,7 @@ class Channel:
         if self.format == "raw":
             a = self._raw()[start:start + samples]
             return a.copy() if self.writable else a
-        data, shape = _roverlog.read(self.sensor_dir, self.name, start, samples, decode)
+        data, shape = self._native().read(start, samples, decode)
         if isinstance(data, list):
             if self.format == "npz" and decode:
                 arrays = [np.load(io.BytesIO(b))["data"] for b in data]

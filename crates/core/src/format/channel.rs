@@ -93,6 +93,19 @@ impl ChannelReader {
         })
     }
 
+    /// Sample `index` through a shared reference, so that threads can read one open channel
+    /// together: every format but whole-file `lzma`, whose samples need the file decoded
+    /// first (`get`, with `&mut`), gives `Some`.
+    pub fn get_shared(&self, index: u64) -> Option<Result<Cow<'_, [u8]>>> {
+        Some(match self {
+            ChannelReader::Raw(r) => r.get(index).map(Cow::Borrowed),
+            ChannelReader::Lzmaf(r) => r.get(index).map(Cow::Owned),
+            ChannelReader::Blob(r) => r.get(index).map(Cow::Owned),
+            ChannelReader::Mjpg(r) => r.frame(index).map(Cow::Borrowed),
+            ChannelReader::Lzma(_) => return None,
+        })
+    }
+
     /// Streams samples `range` through `f` in order, one at a time (constant memory: `lzma`
     /// channels are decoded as a stream instead of whole).
     pub fn visit(
