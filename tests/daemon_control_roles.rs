@@ -59,6 +59,25 @@ fn a_peer_in_no_list_is_refused_when_it_connects() {
     let r = read_line(&s, "the refusal");
     assert_eq!(r["ok"], false, "{r}");
     assert!(r["error"].as_str().unwrap().contains("uid 0"), "{r}");
+    // `roverlog ctl` prints that refusal and exits 1 (the daemon answered), for a read and
+    // for a change alike; it used to print "Broken pipe" and exit 3, "unreachable" (issue 26).
+    for cmd in ["status", "stop"] {
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_roverlog"))
+            .args(["ctl", "--socket"])
+            .arg(d.control_path())
+            .arg(cmd)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = output_within(child, 20, "roverlog ctl refused");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "ctl {cmd}: {err}");
+        assert!(
+            err.contains("is in neither control_operator_* nor control_monitor_*"),
+            "ctl {cmd}: {err}"
+        );
+    }
     assert!(d.stop().success());
 }
 

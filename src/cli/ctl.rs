@@ -132,10 +132,20 @@ fn ask(socket: &PathBuf, cmd: &Value, timeout: Duration) -> std::io::Result<Valu
     s.set_read_timeout(Some(timeout))?;
     let mut line = serde_json::to_vec(cmd)?;
     line.push(b'\n');
-    s.write_all(&line)?;
+    let sent = s.write_all(&line);
+    // A daemon that refuses this peer (in no control list) answers at once and closes, so the
+    // write may fail with a broken pipe: its answer is still there to read, and it is what
+    // the user needs to see.
     let mut reply = String::new();
-    BufReader::new(s).read_line(&mut reply)?;
-    serde_json::from_str(&reply).map_err(std::io::Error::other)
+    let read = BufReader::new(s).read_line(&mut reply);
+    match (sent, read) {
+        (_, Ok(n)) if n > 0 => serde_json::from_str(&reply).map_err(std::io::Error::other),
+        (Err(e), _) | (Ok(()), Err(e)) => Err(e),
+        (Ok(()), Ok(_)) => Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the daemon closed the connection without a reply",
+        )),
+    }
 }
 
 fn print_reply(r: &Value) {
