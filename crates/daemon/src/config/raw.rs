@@ -3,6 +3,8 @@
 //! whether they are allowed is decided when [`super::Config`] is built from it (ripgrep's
 //! low-level/high-level split). It is also what `--print-config` prints and what each trace
 //! keeps as `config.yaml`, so its keys and defaults are the documented ones.
+//! [`QueuePolicy`] and [`SensorHealth`] are values serde already reads typed; they live here
+//! so that the sections depend on this file and never the reverse.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

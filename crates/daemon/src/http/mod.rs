@@ -10,8 +10,8 @@
 //! ```
 //!
 //! Security (docs/dashboard.md): the listen address must be loopback unless `http_token` is
-//! set; every command needs `Authorization: Bearer <http_token>` and is a POST with a JSON body
-//! (a cross-site form cannot send either); without a token the dashboard is read-only. On a
+//! set (`config::Http` checks both); every command needs `Authorization: Bearer <http_token>`
+//! and is a POST with a JSON body (a cross-site form cannot send either); without a token the dashboard is read-only. On a
 //! loopback address the `Host` header must name loopback (a DNS-rebinding page cannot reach
 //! the API); on any other address the API's reads need the token too. Tokens are compared in
 //! constant time (as BLAKE3 digests). Nothing but the embedded assets is served, request heads
