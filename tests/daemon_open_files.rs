@@ -13,7 +13,7 @@ use serde_json::json;
 fn thousands_of_small_blob_frames_in_one_fsync_period_under_an_open_file_limit_of_256() {
     // One fsync period (10 s) longer than the burst: without the bound every frame's file
     // would stay open until it.
-    let mut d = TestDaemon::create(json!({"fsync_interval_ms": 10_000}));
+    let mut d = TestDaemon::create(json!({"fsync_interval_ms": 10_000, "blob_max_open_files": 32}));
     let mut cmd = d.command();
     // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
     unsafe {

@@ -79,13 +79,13 @@ pub fn main(args: Args) -> ExitCode {
     let socket = match (&args.socket, &args.config) {
         (Some(s), _) => s.clone(),
         (None, Some(c)) => match roverlog_daemon::Config::load(c) {
-            Ok(cfg) => cfg.control_socket,
+            Ok(cfg) => cfg.sockets.control,
             Err(e) => {
                 eprintln!("roverlog ctl: {e}");
                 return ExitCode::from(2);
             }
         },
-        (None, None) => roverlog_daemon::Config::default().control_socket,
+        (None, None) => roverlog_daemon::Config::default().sockets.control,
     };
     let cmd = match &args.cmd {
         Cmd::Status => json!({"cmd": "status"}),

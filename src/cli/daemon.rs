@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use roverlog_daemon::{Config, Daemon, Request};
+use roverlog_daemon::{Config, Daemon, RawConfig, Request};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 /// Run the logging daemon.
@@ -54,29 +54,34 @@ pub fn main(args: Args) -> ExitCode {
         // Colour codes only on a terminal: journald and log files get plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
-    let mut cfg = match &args.config {
-        Some(p) => match Config::load(p) {
+    let mut raw = match &args.config {
+        Some(p) => match RawConfig::load(p) {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("roverlog daemon: {e}");
                 return ExitCode::from(2);
             }
         },
-        None => Config::default(),
+        None => RawConfig::default(),
     };
+    // The flags override the file's keys before anything is checked, so the checks see
+    // (and `--print-config` prints) what the daemon will run with.
     if let Some(d) = args.data_root {
-        cfg.data_root = d;
+        raw.data_root = d;
     }
     if let Some(s) = args.ingest_socket {
-        cfg.ingest_socket = s;
+        raw.ingest_socket = s;
     }
     if let Some(s) = args.control_socket {
-        cfg.control_socket = s;
+        raw.control_socket = s;
     }
-    if let Err(e) = cfg.validate() {
-        eprintln!("roverlog daemon: {e}");
-        return ExitCode::from(2);
-    }
+    let cfg = match Config::try_from(raw) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("roverlog daemon: {e}");
+            return ExitCode::from(2);
+        }
+    };
     if args.print_config {
         println!(
             "{}",

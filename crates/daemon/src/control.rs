@@ -36,16 +36,16 @@ pub enum Role {
 
 /// The role of the peer on `stream` under `cfg`, or why it is refused.
 fn role(stream: &UnixStream, cfg: &Config) -> Result<Role, String> {
-    if cfg.control_operator_uids.is_empty() && cfg.control_operator_gids.is_empty() {
+    if cfg.sockets.operator_uids.is_empty() && cfg.sockets.operator_gids.is_empty() {
         return Ok(Role::Operator);
     }
     let cred = stream
         .peer_cred()
         .map_err(|e| format!("cannot read peer credentials: {e}"))?;
     let (uid, gid) = (cred.uid(), cred.gid());
-    if cfg.control_operator_uids.contains(&uid) || cfg.control_operator_gids.contains(&gid) {
+    if cfg.sockets.operator_uids.contains(&uid) || cfg.sockets.operator_gids.contains(&gid) {
         Ok(Role::Operator)
-    } else if cfg.control_monitor_uids.contains(&uid) || cfg.control_monitor_gids.contains(&gid) {
+    } else if cfg.sockets.monitor_uids.contains(&uid) || cfg.sockets.monitor_gids.contains(&gid) {
         Ok(Role::Monitor)
     } else {
         Err(format!(
@@ -96,7 +96,7 @@ pub async fn accept_loop(listener: UnixListener, rec: Arc<Recorder>, mut shutdow
 async fn serve(stream: UnixStream, rec: Arc<Recorder>, mut shutdown: Shutdown, role: Role) {
     let (rd, mut wr) = stream.into_split();
     let mut rd = BufReader::new(rd);
-    let idle = Duration::from_millis(rec.cfg.control_idle_timeout_ms);
+    let idle = rec.cfg.sockets.control_idle_timeout;
     loop {
         let mut buf = Vec::new();
         let mut limited = (&mut rd).take(MAX_COMMAND_BYTES + 1);
@@ -150,7 +150,7 @@ pub async fn execute(rec: &Arc<Recorder>, cmd: &Value) -> Value {
     match cmd.get("cmd").and_then(Value::as_str) {
         Some("status") => rec.status(),
         Some("start") => {
-            let label = label.or(rec.cfg.label.as_deref());
+            let label = label.or(rec.cfg.recording.label.as_deref());
             if let Some(why) = rec.disk_low() {
                 return json!({"ok": false, "error": why});
             }
@@ -178,7 +178,7 @@ pub async fn execute(rec: &Arc<Recorder>, cmd: &Value) -> Value {
                     }
                 },
             };
-            let label = label.or(rec.cfg.label.as_deref());
+            let label = label.or(rec.cfg.recording.label.as_deref());
             if let Some(why) = rec.disk_low() {
                 return json!({"ok": false, "error": why});
             }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use foxglove::{Context, PartialMetadata, RawChannel};
 use serde_json::{json, Value};
 
-use super::config::Config;
+use super::config::FoxgloveFeed;
 use roverlog_core::error::{Error, Result};
 use roverlog_core::format::SensorMeta;
 use roverlog_export::message::{channel_metadata, nanos, topic, MessageKind};
@@ -42,45 +42,15 @@ pub struct LiveHub {
     queued: Arc<AtomicU64>,
     sent: Arc<AtomicU64>,
     dropped: AtomicU64,
-    cfg: Arc<Config>,
+    /// Where to listen (always set: without an address there is no hub) and the rates.
+    cfg: FoxgloveFeed,
     server: std::sync::Mutex<Option<foxglove::WebSocketServerHandle>>,
-}
-
-/// The `foxglove_listen` address checked (loopback only) and the rates (`None`: no feed).
-pub fn listen_address(cfg: &Config) -> Result<Option<std::net::SocketAddr>> {
-    let bad_rate = |k: &str, v: f64| {
-        Error::Config(format!(
-            "{k} must be a positive number of messages per second, not {v}"
-        ))
-    };
-    if !(cfg.foxglove_max_hz.is_finite() && cfg.foxglove_max_hz > 0.0) {
-        return Err(bad_rate("foxglove_max_hz", cfg.foxglove_max_hz));
-    }
-    for (sensor, &hz) in &cfg.foxglove_sensor_hz {
-        if !(hz.is_finite() && hz > 0.0) {
-            return Err(bad_rate(&format!("foxglove_sensor_hz.{sensor}"), hz));
-        }
-    }
-    let Some(listen) = &cfg.foxglove_listen else {
-        return Ok(None);
-    };
-    let addr: std::net::SocketAddr = listen.parse().map_err(|_| {
-        Error::Config(format!(
-            "foxglove_listen {listen:?} is not an IP address with a port (\"127.0.0.1:8765\")"
-        ))
-    })?;
-    if !addr.ip().is_loopback() {
-        return Err(Error::Config(format!(
-            "foxglove_listen {addr} is not a loopback address: the live feed has no authentication, so it serves this machine only (reach it from elsewhere through an SSH tunnel)"
-        )));
-    }
-    Ok(Some(addr))
 }
 
 impl LiveHub {
     /// The feed, when `foxglove_listen` is set; its server starts with [`LiveHub::serve`].
-    pub fn new(cfg: Arc<Config>) -> Result<Option<Arc<LiveHub>>> {
-        if listen_address(&cfg)?.is_none() {
+    pub fn new(cfg: &FoxgloveFeed) -> Result<Option<Arc<LiveHub>>> {
+        if cfg.listen.is_none() {
             return Ok(None);
         }
         let (tx, rx) = crossbeam_channel::unbounded::<Preview>();
@@ -110,14 +80,14 @@ impl LiveHub {
             queued,
             sent,
             dropped: AtomicU64::new(0),
-            cfg,
+            cfg: cfg.clone(),
             server: std::sync::Mutex::new(None),
         })))
     }
 
     /// Starts the WebSocket server on `foxglove_listen`; returns its address.
     pub async fn serve(&self) -> Result<std::net::SocketAddr> {
-        let addr = listen_address(&self.cfg)?.expect("checked in new");
+        let addr = self.cfg.listen.expect("checked in new");
         let handle = foxglove::WebSocketServer::new()
             .name("roverlog")
             .context(&self.ctx)
@@ -134,7 +104,7 @@ impl LiveHub {
     pub fn status(&self) -> Value {
         let server = self.server.lock().unwrap_or_else(|p| p.into_inner());
         json!({
-            "url": server.as_ref().map(|h| format!("ws://{}:{}", listen_address(&self.cfg).ok().flatten().map_or("127.0.0.1".into(), |a| a.ip().to_string()), h.port())),
+            "url": server.as_ref().map(|h| format!("ws://{}:{}", self.cfg.listen.map_or("127.0.0.1".into(), |a| a.ip().to_string()), h.port())),
             "clients": server.as_ref().map_or(0, |h| h.client_count()),
             "sent": self.sent.load(Relaxed),
             "dropped": self.dropped.load(Relaxed),
@@ -144,12 +114,7 @@ impl LiveHub {
 
     /// A writer's tap for `sensor` with the stored channels `meta`.
     pub fn tap(self: &Arc<Self>, sensor: &str, meta: &SensorMeta) -> LiveTap {
-        let hz = self
-            .cfg
-            .foxglove_sensor_hz
-            .get(sensor)
-            .copied()
-            .unwrap_or(self.cfg.foxglove_max_hz);
+        let hz = self.cfg.max_hz_of(sensor);
         let channels = meta
             .data_channels()
             .map(|(name, ch)| {

@@ -82,7 +82,13 @@ struct Health {
 
 impl Health {
     fn expected(&self, name: &str) -> Option<(f64, f64)> {
-        let c = self.cfg.sensors.get(name).cloned().unwrap_or_default();
+        let c = self
+            .cfg
+            .health
+            .sensors
+            .get(name)
+            .cloned()
+            .unwrap_or_default();
         c.expected_hz
             .or_else(|| self.learned.get(name).copied())
             .map(|hz| (hz, c.tolerance))
@@ -95,7 +101,7 @@ impl Health {
         };
         let now = Instant::now();
         let now_ms = rec.epoch.elapsed().as_millis() as u64;
-        let window = Duration::from_millis(self.cfg.rate_window_ms);
+        let window = self.cfg.health.rate_window;
         let mut found: Vec<Found> = Vec::new();
         let mut total_rate = 0.0;
         let mut measured_all = true;
@@ -124,6 +130,7 @@ impl Health {
             let connected = st.connected.load(Relaxed);
             if self
                 .cfg
+                .health
                 .sensors
                 .get(&s.name)
                 .and_then(|c| c.expected_hz)
@@ -132,7 +139,7 @@ impl Health {
             {
                 if connected && full && rate > 0.0 {
                     let since = *self.steady_since.entry(s.name.clone()).or_insert(now);
-                    if now.duration_since(since) >= Duration::from_millis(self.cfg.learn_rate_ms) {
+                    if now.duration_since(since) >= self.cfg.health.learn_rate {
                         let hz = (rate * 100.0).round() / 100.0;
                         tracing::info!(sensor = %s.name, expected_hz = hz, "learned the sensor's rate");
                         self.learned.insert(s.name.clone(), hz);
@@ -144,7 +151,7 @@ impl Health {
             let last = st.last_frame_ms.load(Relaxed);
             let mut silent = false;
             if let Some((hz, tol)) = self.expected(&s.name) {
-                let bound = (self.cfg.silent_periods / hz * 1000.0) as u64;
+                let bound = (self.cfg.health.silent_periods / hz * 1000.0) as u64;
                 let quiet = if last == u64::MAX {
                     None
                 } else {
@@ -169,7 +176,9 @@ impl Health {
             }
             if let Some((median, _)) = st.clock() {
                 match self.offsets.get(&s.name) {
-                    Some(&prev) if (median - prev).abs() > self.cfg.clock_step_threshold_s => {
+                    Some(&prev)
+                        if (median - prev).abs() > self.cfg.health.clock_step_threshold_s =>
+                    {
                         tracing::warn!(sensor = %s.name, from = prev, to = median, "the driver's clock moved against the daemon's");
                         events.write(
                             "clock_step",
@@ -184,7 +193,7 @@ impl Health {
                 }
             }
             let fill = s.queue_fill();
-            if fill as f64 > self.cfg.queue_high_fraction * st.queue_limit as f64 {
+            if fill as f64 > self.cfg.health.queue_high_fraction * st.queue_limit as f64 {
                 found.push((
                     "queue_high".into(),
                     s.name.clone(),
@@ -193,9 +202,8 @@ impl Health {
             }
         }
         if let Some(opened) = rec.trace_opened() {
-            let late =
-                now.duration_since(opened) >= Duration::from_millis(self.cfg.missing_after_ms);
-            for (name, c) in &self.cfg.sensors {
+            let late = now.duration_since(opened) >= self.cfg.health.missing_after;
+            for (name, c) in &self.cfg.health.sensors {
                 let here = slots
                     .iter()
                     .any(|s| &s.name == name && s.stats.connected.load(Relaxed));
@@ -203,7 +211,7 @@ impl Health {
                     found.push((
                         "missing".into(),
                         name.clone(),
-                        json!({"missing_after_ms": self.cfg.missing_after_ms}),
+                        json!({"missing_after_ms": self.cfg.health.missing_after.as_millis() as u64}),
                     ));
                 }
             }
@@ -211,7 +219,7 @@ impl Health {
         let free = rec.status()["disk"]["free_bytes"].as_u64();
         if let (Some(free), true) = (free, measured_all && total_rate > 0.0) {
             let left = free as f64 / total_rate;
-            if left < self.cfg.disk_low_seconds as f64 {
+            if left < self.cfg.health.disk_low.as_secs_f64() {
                 found.push(("disk_low".into(), String::new(), json!({
                     "free_bytes": free, "bytes_per_s": total_rate.round(), "seconds_left": left.round()})));
             }
@@ -290,7 +298,7 @@ impl Health {
 
     /// Runs `alarm_command` with `alarm` on stdin, on a thread of its own: never waits.
     fn run_command(&self, alarm: &Value) {
-        let Some((prog, args)) = self.cfg.alarm_command.split_first() else {
+        let Some((prog, args)) = self.cfg.health.alarm_command.split_first() else {
             return;
         };
         if self.running.fetch_add(1, Relaxed) >= MAX_COMMANDS {
@@ -304,7 +312,7 @@ impl Health {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         let line = format!("{alarm}\n");
-        let timeout = Duration::from_millis(self.cfg.alarm_command_timeout_ms);
+        let timeout = self.cfg.health.alarm_command_timeout;
         let running = self.running.clone();
         std::thread::spawn(move || {
             match cmd.spawn() {
@@ -354,7 +362,7 @@ pub async fn run(rec: Arc<Recorder>, mut shutdown: Shutdown) {
         offsets: HashMap::new(),
         running: Arc::new(AtomicUsize::new(0)),
     };
-    let mut tick = tokio::time::interval(Duration::from_millis(rec.cfg.health_interval_ms));
+    let mut tick = tokio::time::interval(rec.cfg.health.interval);
     loop {
         tokio::select! {
             _ = tick.tick() => h.tick(&rec),

@@ -179,7 +179,7 @@ impl Connection {
     /// does, would otherwise hold the daemon until its shutdown deadline), and stops early
     /// after `drain_quiet_ms` without new bytes.
     fn drain_quiet(&self) -> Duration {
-        Duration::from_millis(self.rec.cfg.drain_quiet_ms)
+        self.rec.cfg.recording.drain_quiet
     }
 
     /// The shutdown began (this connection notices it at its next read): from now on read
@@ -218,8 +218,12 @@ impl Connection {
 
     async fn hello(&mut self) -> Result<(Hello, FrameLayout), String> {
         let cfg = self.rec.cfg.clone();
-        peer_allowed(&self.stream, &cfg.allow_uids, &cfg.allow_gids)?;
-        let limit = cfg.max_hello_bytes;
+        peer_allowed(
+            &self.stream,
+            &cfg.sockets.allow_uids,
+            &cfg.sockets.allow_gids,
+        )?;
+        let limit = cfg.ingest.max_hello_bytes;
         let read = async {
             loop {
                 if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
@@ -238,11 +242,15 @@ impl Connection {
                 }
             }
         };
-        let limit = Duration::from_millis(cfg.hello_timeout_ms);
+        let limit = cfg.ingest.hello_timeout;
         let l = tokio::time::timeout(limit, read)
             .await
             .map_err(|_| format!("no hello within {limit:?}"))??;
-        accept_hello(&l[..l.len() - 1], cfg.max_channels, cfg.max_frame_bytes)
+        accept_hello(
+            &l[..l.len() - 1],
+            cfg.ingest.max_channels,
+            cfg.ingest.max_frame_bytes,
+        )
     }
 
     async fn run(&mut self) -> Result<(), String> {
@@ -457,7 +465,7 @@ impl Connection {
             Err(TryAcquireError::Closed) => {
                 return Err(format!("sensor {:?}: writer has ended", slot.name));
             }
-            Err(_) if self.rec.cfg.queue_policy == QueuePolicy::Block => {
+            Err(_) if self.rec.cfg.ingest.queue_policy == QueuePolicy::Block => {
                 self.send(slot, t)?;
                 match slot.budget.acquire_many(total as u32).await {
                     Ok(p) => p.forget(),

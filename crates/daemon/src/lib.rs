@@ -2,7 +2,8 @@
 //! connection = one sensor, see [`protocol`]), the daemon writes roverd traces with the
 //! [`roverlog_core::format`] library, and `roverlog ctl` talks to the control socket.
 //!
-//! - [`config`]: the JSON configuration, [`config::QueuePolicy`], [`config::FsyncPolicy`].
+//! - [`config`]: the JSON document ([`config::RawConfig`]) and its checked, typed sections
+//!   ([`Config`]; [`config::QueuePolicy`], [`config::FsyncPolicy`]).
 //! - [`protocol`]: sans-io hello and frame parsing.
 //! - [`ingest`]: accept loop and per-connection tasks (tokio).
 //! - [`writer`]: per-sensor writer threads (blocking file I/O, durability, failure).
@@ -46,7 +47,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-pub use config::{Config, FsyncPolicy, QueuePolicy};
+pub use config::{Config, FsyncPolicy, QueuePolicy, RawConfig};
 
 use recording::Recorder;
 use roverlog_core::error::{Error, Result};
@@ -87,30 +88,30 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
 }
 
 impl Daemon {
-    /// Validates `config`, creates `data_root`, binds both sockets (mode, group, stale-socket
-    /// rules in [`sockets`]).
+    /// Creates `data_root`, binds both sockets (mode, group, stale-socket rules in
+    /// [`sockets`]) and the dashboard's listener.
     pub fn bind(config: Config) -> Result<Daemon> {
-        config.validate()?;
-        roverlog_core::format::meta::create_dir_all_durable(&config.data_root)?;
-        let data_lock = lock_data_root(&config.data_root)?;
+        roverlog_core::format::meta::create_dir_all_durable(&config.recording.data_root)?;
+        let data_lock = lock_data_root(&config.recording.data_root)?;
         // Before the sockets: a taken port must not leave them behind.
-        let http = http::bind(&config)?;
-        let mode = config.socket_mode_bits()?;
+        let http = http::bind(&config.http)?;
+        let mode = config.sockets.mode;
         let gid = config
-            .socket_group
+            .sockets
+            .group
             .as_deref()
             .map(sockets::resolve_group)
             .transpose()?;
-        let ingest = sockets::bind(&config.ingest_socket, mode, gid)?;
-        let control = sockets::bind(&config.control_socket, mode, gid)?;
+        let ingest = sockets::bind(&config.sockets.ingest, mode, gid)?;
+        let control = sockets::bind(&config.sockets.control, mode, gid)?;
         let socks = vec![
             (
-                config.ingest_socket.clone(),
-                sockets::inode(&config.ingest_socket),
+                config.sockets.ingest.clone(),
+                sockets::inode(&config.sockets.ingest),
             ),
             (
-                config.control_socket.clone(),
-                sockets::inode(&config.control_socket),
+                config.sockets.control.clone(),
+                sockets::inode(&config.sockets.control),
             ),
         ];
         let (requests_tx, requests) = mpsc::unbounded_channel();
@@ -165,18 +166,18 @@ impl Daemon {
         drop(requests_tx);
         let (notice_tx, mut notices) = mpsc::unbounded_channel();
         let rec = Arc::new(Recorder::new(cfg.clone(), notice_tx, watchdog)?);
-        rec.set_disk_free(disk::free_bytes(&cfg.data_root).ok());
+        rec.set_disk_free(disk::free_bytes(&cfg.recording.data_root).ok());
 
         let unfinished = recover_extending_start(&cfg, &notify).await?;
-        if cfg.autostart {
+        if cfg.recording.autostart {
             let r = match (&unfinished, rec.disk_low()) {
                 (_, Some(why)) => {
                     // Shown in status like a stop by the guard later on.
                     rec.stop_for(why.clone()).await;
                     serde_json::json!({"ok": false, "error": why})
                 }
-                (Some(dir), None) if cfg.resume_unfinished => rec.resume(dir).await,
-                _ => rec.start(cfg.label.as_deref(), "autostart").await,
+                (Some(dir), None) if cfg.recording.resume_unfinished => rec.resume(dir).await,
+                _ => rec.start(cfg.recording.label.as_deref(), "autostart").await,
             };
             if r["ok"] != true {
                 tracing::error!("autostart failed: {}", r["error"]);
@@ -187,13 +188,13 @@ impl Daemon {
         }
 
         let (trigger, shut) = shutdown::channel();
-        let max_conns = cfg.max_sensors + 16;
+        let max_conns = cfg.ingest.max_sensors + 16;
         let conns = Arc::new(tokio::sync::Semaphore::new(max_conns));
         let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
         let ingest = tokio::net::UnixListener::from_std(ingest)
-            .map_err(|e| Error::io(&cfg.ingest_socket, e))?;
+            .map_err(|e| Error::io(&cfg.sockets.ingest, e))?;
         let control = tokio::net::UnixListener::from_std(control)
-            .map_err(|e| Error::io(&cfg.control_socket, e))?;
+            .map_err(|e| Error::io(&cfg.sockets.control, e))?;
         tokio::spawn(ingest::accept_loop(
             ingest,
             rec.clone(),
@@ -211,16 +212,15 @@ impl Daemon {
             tracing::info!(url = %format!("ws://{addr}"), "live Foxglove feed listening");
         }
         tracing::info!(
-            ingest = %cfg.ingest_socket.display(),
-            control = %cfg.control_socket.display(),
-            data = %cfg.data_root.display(),
+            ingest = %cfg.sockets.ingest.display(),
+            control = %cfg.sockets.control.display(),
+            data = %cfg.recording.data_root.display(),
             "roverlog daemon ready"
         );
         notify("READY=1");
 
-        let mut stats_tick = tokio::time::interval(Duration::from_millis(cfg.stats_interval_ms));
-        let mut disk_tick =
-            tokio::time::interval(Duration::from_millis(cfg.disk_check_interval_ms));
+        let mut stats_tick = tokio::time::interval(cfg.recording.stats_interval);
+        let mut disk_tick = tokio::time::interval(cfg.recording.disk_check_interval);
         let mut rotate_tick = tokio::time::interval(Duration::from_secs(1));
         let mut wd = Watchdog::new(watchdog);
         tokio::pin!(shutdown);
@@ -260,7 +260,7 @@ impl Daemon {
                 }
                 _ = wd.tick.tick(), if wd.bound.is_some() => wd.check(&rec, notify),
                 _ = disk_tick.tick() => {
-                    let free = disk::free_bytes(&cfg.data_root).ok();
+                    let free = disk::free_bytes(&cfg.recording.data_root).ok();
                     rec.set_disk_free(free);
                     if let Some(why) = rec.disk_low() {
                         if rec.current().is_some() {
@@ -272,10 +272,10 @@ impl Daemon {
                         }
                     }
                 }
-                _ = rotate_tick.tick(), if cfg.rotate_bytes > 0 || cfg.rotate_seconds > 0 => {
+                _ = rotate_tick.tick(), if cfg.rotation.is_on() => {
                     if let Some((age, bytes)) = rec.trace_size() {
-                        let by_size = cfg.rotate_bytes > 0 && bytes >= cfg.rotate_bytes;
-                        let by_age = cfg.rotate_seconds > 0 && age.as_secs() >= cfg.rotate_seconds;
+                        let by_size = cfg.rotation.bytes.is_some_and(|b| bytes >= b);
+                        let by_age = cfg.rotation.age.is_some_and(|a| age >= a);
                         if by_size || by_age {
                             let why = if by_size { "rotate_bytes" } else { "rotate_seconds" };
                             let r = rec.clone();
@@ -292,7 +292,7 @@ impl Daemon {
         notify("STOPPING=1");
         tracing::info!("shutting down: draining connections and queues");
         trigger.trigger();
-        let deadline = Duration::from_millis(cfg.shutdown_deadline_ms);
+        let deadline = cfg.recording.shutdown_deadline;
         let drained = tokio::time::timeout(deadline, async {
             // Every connection task holds a clone of `done_tx`: recv() returns None when the
             // last one ended.
@@ -312,7 +312,7 @@ impl Daemon {
             }
             Err(_) => Err(Error::Config(format!(
                 "shutdown did not finish within shutdown_deadline_ms ({} ms); queued samples may be lost",
-                cfg.shutdown_deadline_ms
+                cfg.recording.shutdown_deadline.as_millis()
             ))),
         }
     }
@@ -412,8 +412,8 @@ async fn recover_extending_start(
     cfg: &Config,
     notify: &impl Fn(&str),
 ) -> roverlog_core::Result<Option<PathBuf>> {
-    let root = cfg.data_root.clone();
-    let delay = Duration::from_millis(cfg.debug_recovery_delay_ms);
+    let root = cfg.recording.data_root.clone();
+    let delay = cfg.test_knobs.recovery_delay;
     let mut job = tokio::task::spawn_blocking(move || {
         std::thread::sleep(delay);
         recording::recover_unfinished(&root)

@@ -84,28 +84,28 @@ impl Recorder {
         let epoch = Instant::now();
         let settings = WriterSettings {
             snapshot: Some(Arc::new(super::snapshot::SnapshotRing::new(
-                cfg.snapshot,
-                cfg.snapshot_bytes,
-                std::time::Duration::from_secs_f64(cfg.pre_trigger_seconds),
+                cfg.snapshot.enabled,
+                cfg.snapshot.bytes,
+                cfg.snapshot.pre_trigger,
             ))),
             opts: WriterOptions {
-                buffer_bytes: cfg.buffer_bytes,
-                lzmaf_preset: cfg.lzmaf_preset,
-                direct_io_min_sample_bytes: cfg.direct_io.then_some(cfg.direct_io_min_sample_bytes),
-                writeback_bytes: cfg.writeback_bytes,
-                blob_sync_threads: cfg.blob_sync_threads,
-                blob_max_open: roverlog_core::format::blob::DEFAULT_MAX_OPEN,
+                buffer_bytes: cfg.storage.buffer_bytes,
+                lzmaf_preset: cfg.storage.lzmaf_preset,
+                direct_io_min_sample_bytes: cfg.storage.direct_io_min_sample_bytes,
+                writeback_bytes: cfg.durability.writeback_bytes,
+                blob_sync_threads: cfg.durability.blob_sync_threads,
+                blob_max_open: cfg.durability.blob_max_open_files,
             },
-            flush_interval: std::time::Duration::from_millis(cfg.flush_interval_ms),
-            fsync: cfg.fsync_policy()?,
-            debug_delay: std::time::Duration::from_millis(cfg.debug_write_delay_ms),
-            compress_threads: cfg.compress_threads_or_auto(),
+            flush_interval: cfg.durability.flush_interval,
+            fsync: cfg.durability.fsync,
+            debug_delay: cfg.test_knobs.write_delay,
+            compress_threads: cfg.storage.compress_threads,
             epoch,
             heartbeat: watchdog
                 .map(|w| w / 4)
                 .unwrap_or(std::time::Duration::from_secs(1))
                 .max(std::time::Duration::from_millis(10)),
-            live: super::foxglove_live::LiveHub::new(cfg.clone())?,
+            live: super::foxglove_live::LiveHub::new(&cfg.foxglove)?,
         };
         Ok(Recorder {
             cfg,
@@ -170,7 +170,7 @@ impl Recorder {
         if let Some(l) = label {
             validate_label(l)?;
         }
-        let root = &self.cfg.data_root;
+        let root = &self.cfg.recording.data_root;
         roverlog_core::format::meta::create_dir_all_durable(root)?;
         let base = match label {
             Some(l) => format!("{}-{l}", local_timestamp()),
@@ -353,7 +353,7 @@ impl Recorder {
             .rev()
             .find(|e| e["event"] == "start")
             .and_then(|e| e["label"].as_str().map(str::to_string))
-            .or_else(|| self.cfg.label.clone());
+            .or_else(|| self.cfg.recording.label.clone());
         match EventLog::open(dir) {
             Ok(ev) => {
                 // Wall-clock time since its first event; 0 if the clock is behind it.
@@ -465,11 +465,11 @@ impl Recorder {
     /// Why recording may not start because of the disk, if it may not.
     pub fn disk_low(&self) -> Option<String> {
         let free = self.lock().disk_free?;
-        (free < self.cfg.min_free_bytes).then(|| {
+        (free < self.cfg.recording.min_free_bytes).then(|| {
             format!(
                 "disk low: {free} bytes free under {}, below min_free_bytes {}",
-                self.cfg.data_root.display(),
-                self.cfg.min_free_bytes
+                self.cfg.recording.data_root.display(),
+                self.cfg.recording.min_free_bytes
             )
         })
     }
@@ -524,10 +524,10 @@ impl Recorder {
             "stopped_reason": st.stopped_reason,
             "alarms": self.alarms.all(),
             "disk": {
-                "data_root": self.cfg.data_root,
+                "data_root": self.cfg.recording.data_root,
                 "free_bytes": st.disk_free,
-                "min_free_bytes": self.cfg.min_free_bytes,
-                "low": st.disk_free.is_some_and(|f| f < self.cfg.min_free_bytes),
+                "min_free_bytes": self.cfg.recording.min_free_bytes,
+                "low": st.disk_free.is_some_and(|f| f < self.cfg.recording.min_free_bytes),
             },
             "sensors": sensors,
             "snapshot": self.settings.snapshot.as_ref().map(|r| r.status()),

@@ -102,8 +102,8 @@ impl DaemonChild {
         let t0 = Instant::now();
         loop {
             // Ready: the ingest socket accepts, and the control socket says it is recording.
-            if UnixStream::connect(&cfg.ingest_socket).is_ok() {
-                if let Ok(st) = ctl(&cfg.control_socket, json!({"cmd": "status"})) {
+            if UnixStream::connect(&cfg.sockets.ingest).is_ok() {
+                if let Ok(st) = ctl(&cfg.sockets.control, json!({"cmd": "status"})) {
                     if let Some(dir) = st["trace_dir"].as_str() {
                         d.trace_dir = PathBuf::from(dir);
                         return Ok(d);

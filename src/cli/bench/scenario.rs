@@ -13,12 +13,12 @@ pub(super) fn run_scenario(
     py: &std::result::Result<(PathBuf, PathBuf), String>,
     expected: &mut BTreeMap<String, u64>,
 ) -> Result<(Vec<Row>, u64)> {
-    let ingest = &cfg.ingest_socket;
+    let ingest = &cfg.sockets.ingest;
     // Channel files (ts + data channels, + the lzmaf index) each keep a write buffer.
     let mut files_open = 0u64;
     let n = args.sensors;
-    let queue = cfg.queue_bytes;
-    let buffers = cfg.buffer_bytes as u64;
+    let queue = cfg.ingest.queue_bytes;
+    let buffers = cfg.storage.buffer_bytes as u64;
     // Per live connection: its read buffer holds at least 64 KiB, or one whole frame.
     let read_buf = |frame: usize| (frame as u64 + 20).max(64 << 10);
     // Large frames are received into pooled buffers; the pool keeps up to FREE_MAX of them
@@ -135,7 +135,7 @@ pub(super) fn run_scenario(
             let live = sizes.large_sensors as u64;
             // A direct channel's staging buffer is at least 1 MiB instead of buffer_bytes.
             let staging = if direct {
-                let b = cfg.buffer_bytes as u64;
+                let b = cfg.storage.buffer_bytes as u64;
                 live * (b.max(roverlog_core::format::direct::MIN_DIRECT_BUFFER as u64) - b)
             } else {
                 0
@@ -217,7 +217,7 @@ pub(super) fn run_scenario(
             (rows, n as u64 * (queue + read_buf(0)))
         }
         "dashboard" | "foxglove" => {
-            let st = super::child::ctl(&cfg.control_socket, json!({"cmd": "status"}))?;
+            let st = super::child::ctl(&cfg.sockets.control, json!({"cmd": "status"}))?;
             let viewer = Viewer::of(scenario, &st)?;
             // Ten times the imu scenario's samples: rounds of seconds, so each watched round
             // sees tens of requests or messages, not a handful.
@@ -291,8 +291,7 @@ pub(super) fn run_scenario(
             let mut ours = drive(&spec, expected)?;
             ours.name = format!(
                 "{} lzmaf, {} compress threads",
-                ours.name,
-                cfg.compress_threads_or_auto()
+                ours.name, cfg.storage.compress_threads
             );
             files_open += 3;
             // What a lidar needs: LIDAR_HZ frames a second, measured as a "throughput".
@@ -310,7 +309,7 @@ pub(super) fn run_scenario(
                 Some(1.0),
             )];
             // Compression in flight: a chunk of 4 x compress_threads frames' outputs.
-            let chunk = 4 * cfg.compress_threads_or_auto() as u64 * LIDAR_FRAME as u64;
+            let chunk = 4 * cfg.storage.compress_threads as u64 * LIDAR_FRAME as u64;
             (
                 rows,
                 queue + read_buf(LIDAR_FRAME) + chunk + pool(LIDAR_FRAME),

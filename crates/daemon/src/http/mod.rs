@@ -10,8 +10,8 @@
 //! ```
 //!
 //! Security (docs/dashboard.md): the listen address must be loopback unless `http_token` is
-//! set; every command needs `Authorization: Bearer <http_token>` and is a POST with a JSON body
-//! (a cross-site form cannot send either); without a token the dashboard is read-only. On a
+//! set (`config::Http` checks both); every command needs `Authorization: Bearer <http_token>`
+//! and is a POST with a JSON body (a cross-site form cannot send either); without a token the dashboard is read-only. On a
 //! loopback address the `Host` header must name loopback (a DNS-rebinding page cannot reach
 //! the API); on any other address the API's reads need the token too. Tokens are compared in
 //! constant time (as BLAKE3 digests). Nothing but the embedded assets is served, request heads
@@ -34,7 +34,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use serde_json::{json, Value};
 
-use super::config::Config;
+use super::config;
 use super::recording::Recorder;
 use super::shutdown::Shutdown;
 use history::History;
@@ -57,44 +57,15 @@ const MAX_REFUSING: usize = 32;
 /// How long a refused connection's request is read and thrown away after the 503, so closing
 /// with it unread does not reset the connection before the client has read the reply.
 const REFUSE_LINGER: Duration = Duration::from_millis(500);
-/// Shortest accepted `http_token`.
-const MIN_TOKEN_CHARS: usize = 16;
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const STYLE_CSS: &str = include_str!("assets/style.css");
 
-/// `http_listen` parsed and checked against `http_token` (`None`: no dashboard).
-pub fn listen_address(cfg: &Config) -> Result<Option<SocketAddr>> {
-    if let Some(t) = &cfg.http_token {
-        if t.chars().count() < MIN_TOKEN_CHARS
-            || t.chars().any(|c| c.is_whitespace() || c.is_control())
-        {
-            return Err(Error::Config(format!(
-                "http_token must be at least {MIN_TOKEN_CHARS} characters, without spaces or control characters"
-            )));
-        }
-    }
-    let Some(listen) = &cfg.http_listen else {
-        return Ok(None);
-    };
-    let addr: SocketAddr = listen.parse().map_err(|_| {
-        Error::Config(format!(
-            "http_listen {listen:?} is not an IP address with a port (\"127.0.0.1:8080\", \"[::1]:8080\")"
-        ))
-    })?;
-    if !addr.ip().is_loopback() && cfg.http_token.is_none() {
-        return Err(Error::Config(format!(
-            "http_listen {addr} is not a loopback address: set http_token (a secret of at least {MIN_TOKEN_CHARS} characters) so nobody else on the network can control the daemon"
-        )));
-    }
-    Ok(Some(addr))
-}
-
 /// Binds the dashboard's listener when `http_listen` is set (at bind time, so a taken port
-/// stops the daemon before it reports ready).
-pub fn bind(cfg: &Config) -> Result<Option<std::net::TcpListener>> {
-    let Some(addr) = listen_address(cfg)? else {
+/// stops the daemon before it reports ready). The address was checked with the config.
+pub fn bind(cfg: &config::Http) -> Result<Option<std::net::TcpListener>> {
+    let Some(addr) = cfg.listen else {
         return Ok(None);
     };
     let l = std::net::TcpListener::bind(addr)
@@ -132,7 +103,8 @@ pub async fn serve(listener: std::net::TcpListener, rec: Arc<Recorder>, mut shut
         history: Arc::new(History::default()),
         token: rec
             .cfg
-            .http_token
+            .http
+            .token
             .as_deref()
             .map(|t| blake3::hash(t.as_bytes())),
         loopback: addr.ip().is_loopback(),
@@ -410,45 +382,6 @@ async fn api_command(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn cfg(listen: Option<&str>, token: Option<&str>) -> Config {
-        Config {
-            http_listen: listen.map(str::to_owned),
-            http_token: token.map(str::to_owned),
-            ..Config::default()
-        }
-    }
-
-    #[test]
-    fn listen_rules() {
-        assert_eq!(listen_address(&cfg(None, None)).unwrap(), None);
-        assert!(listen_address(&cfg(Some("127.0.0.1:0"), None))
-            .unwrap()
-            .is_some());
-        assert!(listen_address(&cfg(Some("[::1]:8080"), None))
-            .unwrap()
-            .is_some());
-        let e = listen_address(&cfg(Some("0.0.0.0:8080"), None))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("not a loopback address") && e.contains("http_token"),
-            "{e}"
-        );
-        assert!(listen_address(&cfg(Some("0.0.0.0:8080"), Some("0123456789abcdef"))).is_ok());
-        let e = listen_address(&cfg(Some("localhost:80"), None))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("not an IP address with a port"), "{e}");
-        let e = listen_address(&cfg(Some("127.0.0.1:1"), Some("short")))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("at least 16 characters"), "{e}");
-        let e = listen_address(&cfg(None, Some("0123456789 abcdef")))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("without spaces"), "{e}");
-    }
 
     #[test]
     fn host_check() {

@@ -65,9 +65,14 @@ impl Recorder {
     fn stored_meta(&self, hello: &Hello) -> SensorMeta {
         let mut meta = hello.channels.clone();
         for (name, ch) in &mut meta.channels {
-            ch.format = self.cfg.stored_format(&hello.sensor, name, &ch.format);
+            ch.format = self
+                .cfg
+                .storage
+                .stored_format(&hello.sensor, name, &ch.format);
         }
-        self.cfg.add_receive_channel(&hello.sensor, &mut meta);
+        self.cfg
+            .storage
+            .add_receive_channel(&hello.sensor, &mut meta);
         meta
     }
 
@@ -102,22 +107,22 @@ impl Recorder {
             }
             return Ok(slot.clone());
         }
-        if st.slots.len() >= self.cfg.max_sensors {
+        if st.slots.len() >= self.cfg.ingest.max_sensors {
             return Err(format!(
                 "max_sensors ({}) reached; sensor {:?} refused",
-                self.cfg.max_sensors, hello.sensor
+                self.cfg.ingest.max_sensors, hello.sensor
             ));
         }
         let meta = self.stored_meta(hello);
         let (tx, rx) = crossbeam_channel::unbounded();
-        let budget = Arc::new(Semaphore::new(self.cfg.queue_bytes as usize));
-        let stats = Arc::new(SensorStats::new(self.cfg.queue_bytes));
+        let budget = Arc::new(Semaphore::new(self.cfg.ingest.queue_bytes as usize));
+        let stats = Arc::new(SensorStats::new(self.cfg.ingest.queue_bytes));
         stats.connected.store(true, Relaxed);
         stats.beat(self.epoch);
         let writer = Writer::new(
             hello.sensor.clone(),
             meta,
-            FrameLayout::new(hello, self.cfg.max_frame_bytes),
+            FrameLayout::new(hello, self.cfg.ingest.max_frame_bytes),
             self.settings.clone(),
             rx,
             budget.clone(),

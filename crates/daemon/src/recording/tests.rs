@@ -9,11 +9,12 @@ use crate::protocol::accept_hello;
 #[test]
 fn a_late_detach_leaves_a_newer_sensor_of_the_same_name_alone() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = Config {
+    let cfg = Config::try_from(crate::config::RawConfig {
         data_root: dir.path().join("data"),
         autostart: false,
-        ..Config::default()
-    };
+        ..Default::default()
+    })
+    .unwrap();
     let (notices, _rx) = mpsc::unbounded_channel();
     let rec = Recorder::new(Arc::new(cfg), notices, None).unwrap();
     let line = br#"{"roverlog": 1, "sensor": "s", "channels": [{"name": "x", "format": "raw", "type": "u1", "shape": [2]}]}"#;

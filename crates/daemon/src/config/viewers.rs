@@ -1,0 +1,187 @@
+//! Config sections of the two network viewers: the dashboard ([`Http`]) and the live
+//! Foxglove feed ([`FoxgloveFeed`]). Their listen addresses are parsed and checked here,
+//! with the rules that keep them safe (a dashboard off loopback needs a token, the feed
+//! serves loopback only), so `http` and `foxglove_live` receive an address they may bind.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use super::raw::{bad, RawConfig};
+use roverlog_core::error::Result;
+
+/// Shortest accepted `http_token`.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// Keys `http_listen` and `http_token` (config/README.md, "Dashboard").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Http {
+    /// Where to serve the dashboard; `None`: no dashboard. Loopback unless `token` is set.
+    pub listen: Option<SocketAddr>,
+    /// The secret every command (and off loopback every read) needs; `None`: read-only.
+    pub token: Option<String>,
+}
+
+impl Http {
+    pub(super) fn from_raw(raw: &RawConfig) -> Result<Http> {
+        if let Some(t) = &raw.http_token {
+            if t.chars().count() < MIN_TOKEN_CHARS
+                || t.chars().any(|c| c.is_whitespace() || c.is_control())
+            {
+                return Err(bad(format!(
+                    "http_token must be at least {MIN_TOKEN_CHARS} characters, without spaces or control characters"
+                )));
+            }
+        }
+        let Some(listen) = &raw.http_listen else {
+            return Ok(Http {
+                listen: None,
+                token: raw.http_token.clone(),
+            });
+        };
+        let addr: SocketAddr = listen.parse().map_err(|_| {
+            bad(format!(
+                "http_listen {listen:?} is not an IP address with a port (\"127.0.0.1:8080\", \"[::1]:8080\")"
+            ))
+        })?;
+        if !addr.ip().is_loopback() && raw.http_token.is_none() {
+            return Err(bad(format!(
+                "http_listen {addr} is not a loopback address: set http_token (a secret of at least {MIN_TOKEN_CHARS} characters) so nobody else on the network can control the daemon"
+            )));
+        }
+        Ok(Http {
+            listen: Some(addr),
+            token: raw.http_token.clone(),
+        })
+    }
+}
+
+/// Keys `foxglove_listen`, `foxglove_max_hz`, `foxglove_sensor_hz` (config/README.md,
+/// "Live Foxglove feed").
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoxgloveFeed {
+    /// The feed's WebSocket address, always loopback; `None`: no feed.
+    pub listen: Option<SocketAddr>,
+    /// Messages per second per channel, at most.
+    pub max_hz: f64,
+    /// Per sensor: its own `max_hz`.
+    pub sensor_hz: BTreeMap<String, f64>,
+}
+
+impl FoxgloveFeed {
+    pub(super) fn from_raw(raw: &RawConfig) -> Result<FoxgloveFeed> {
+        let bad_rate = |k: &str, v: f64| {
+            bad(format!(
+                "{k} must be a positive number of messages per second, not {v}"
+            ))
+        };
+        if !(raw.foxglove_max_hz.is_finite() && raw.foxglove_max_hz > 0.0) {
+            return Err(bad_rate("foxglove_max_hz", raw.foxglove_max_hz));
+        }
+        for (sensor, &hz) in &raw.foxglove_sensor_hz {
+            if !(hz.is_finite() && hz > 0.0) {
+                return Err(bad_rate(&format!("foxglove_sensor_hz.{sensor}"), hz));
+            }
+        }
+        let listen = match &raw.foxglove_listen {
+            None => None,
+            Some(listen) => {
+                let addr: SocketAddr = listen.parse().map_err(|_| {
+                    bad(format!(
+                        "foxglove_listen {listen:?} is not an IP address with a port (\"127.0.0.1:8765\")"
+                    ))
+                })?;
+                if !addr.ip().is_loopback() {
+                    return Err(bad(format!(
+                        "foxglove_listen {addr} is not a loopback address: the live feed has no authentication, so it serves this machine only (reach it from elsewhere through an SSH tunnel)"
+                    )));
+                }
+                Some(addr)
+            }
+        };
+        Ok(FoxgloveFeed {
+            listen,
+            max_hz: raw.foxglove_max_hz,
+            sensor_hz: raw.foxglove_sensor_hz.clone(),
+        })
+    }
+
+    /// The most messages per second per channel of `sensor` on the feed.
+    pub fn max_hz_of(&self, sensor: &str) -> f64 {
+        self.sensor_hz.get(sensor).copied().unwrap_or(self.max_hz)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(listen: Option<&str>, token: Option<&str>) -> Result<Http> {
+        Http::from_raw(&RawConfig {
+            http_listen: listen.map(str::to_owned),
+            http_token: token.map(str::to_owned),
+            ..RawConfig::default()
+        })
+    }
+
+    fn message(r: Result<impl std::fmt::Debug>) -> String {
+        r.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn dashboard_listen_rules() {
+        assert_eq!(http(None, None).unwrap().listen, None);
+        let local = http(Some("127.0.0.1:0"), None).unwrap();
+        assert_eq!(local.listen, Some("127.0.0.1:0".parse().unwrap()));
+        assert_eq!(local.token, None);
+        assert!(http(Some("[::1]:8080"), None).unwrap().listen.is_some());
+        let open = http(Some("0.0.0.0:8080"), Some("0123456789abcdef")).unwrap();
+        assert_eq!(open.token.as_deref(), Some("0123456789abcdef"));
+        assert_eq!(
+            message(http(Some("0.0.0.0:8080"), None)),
+            "config: http_listen 0.0.0.0:8080 is not a loopback address: set http_token (a secret of at least 16 characters) so nobody else on the network can control the daemon"
+        );
+        assert_eq!(
+            message(http(Some("localhost:80"), None)),
+            r#"config: http_listen "localhost:80" is not an IP address with a port ("127.0.0.1:8080", "[::1]:8080")"#
+        );
+        let short = "config: http_token must be at least 16 characters, without spaces or control characters";
+        assert_eq!(message(http(Some("127.0.0.1:1"), Some("short"))), short);
+        assert_eq!(message(http(None, Some("0123456789 abcdef"))), short);
+    }
+
+    fn feed(listen: Option<&str>, max_hz: f64, imu_hz: Option<f64>) -> Result<FoxgloveFeed> {
+        FoxgloveFeed::from_raw(&RawConfig {
+            foxglove_listen: listen.map(str::to_owned),
+            foxglove_max_hz: max_hz,
+            foxglove_sensor_hz: imu_hz
+                .map(|hz| ("imu".to_string(), hz))
+                .into_iter()
+                .collect(),
+            ..RawConfig::default()
+        })
+    }
+
+    #[test]
+    fn foxglove_listen_and_rates() {
+        let f = feed(Some("127.0.0.1:8765"), 10.0, Some(50.0)).unwrap();
+        assert_eq!(f.listen, Some("127.0.0.1:8765".parse().unwrap()));
+        assert_eq!((f.max_hz_of("imu"), f.max_hz_of("cam")), (50.0, 10.0));
+        assert_eq!(feed(None, 10.0, None).unwrap().listen, None);
+        assert_eq!(
+            message(feed(Some("0.0.0.0:8765"), 10.0, None)),
+            "config: foxglove_listen 0.0.0.0:8765 is not a loopback address: the live feed has no authentication, so it serves this machine only (reach it from elsewhere through an SSH tunnel)"
+        );
+        assert_eq!(
+            message(feed(Some("8765"), 10.0, None)),
+            r#"config: foxglove_listen "8765" is not an IP address with a port ("127.0.0.1:8765")"#
+        );
+        assert_eq!(
+            message(feed(None, 0.0, None)),
+            "config: foxglove_max_hz must be a positive number of messages per second, not 0"
+        );
+        assert_eq!(
+            message(feed(None, 10.0, Some(-1.0))),
+            "config: foxglove_sensor_hz.imu must be a positive number of messages per second, not -1"
+        );
+    }
+}
