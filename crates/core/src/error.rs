@@ -99,6 +99,36 @@ pub enum Error {
     #[error("{codec}: {msg}")]
     Codec { codec: String, msg: String },
 
+    // ----- zarr chunks and settings (path-less: the caller names the file or chunk) ----
+    /// A chunk that decoded to another size than its metadata gives.
+    #[error("decoded to {got} bytes, expected {expected}")]
+    DecodedSize { got: usize, expected: usize },
+
+    /// A chunk whose stream goes on past the size its metadata gives.
+    #[error("decodes to more than the expected {expected} bytes")]
+    DecodesLonger { expected: usize },
+
+    /// A decoding stream that failed (bad checksum, bad framing).
+    #[error("corrupt stream: {0}")]
+    CorruptStream(#[source] std::io::Error),
+
+    /// Chunk bytes that contradict their codec's framing (header, size prefix, padding).
+    #[error("{0}")]
+    BadChunk(String),
+
+    /// A compressor, filter, dtype or fill value in `.zarray` that we refuse.
+    #[error("{0}")]
+    BadSetting(String),
+
+    /// A chunk that did not decode: the codec, the chunk, and why.
+    #[error("{codec}: {what}: {source}")]
+    Chunk {
+        codec: String,
+        what: String,
+        #[source]
+        source: Box<Error>,
+    },
+
     /// Timestamps a timestamp model cannot be applied to (too few, not advancing).
     #[error("timestamps: {0}")]
     Timestamps(String),

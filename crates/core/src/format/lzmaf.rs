@@ -5,14 +5,13 @@
 //! index never points past data that reached the disk (unless the disk reorders a power cut;
 //! validation checks that too).
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
 use super::append::AppendFile;
 use super::lzma;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 
 /// The index file's path for the channel file `data`.
 pub fn index_path(data: &Path) -> PathBuf {
@@ -235,14 +234,8 @@ impl LzmafReader {
     /// Opens the channel; checks the index (starts at 0, never decreases, within the data).
     pub fn open(path: &Path, sample_bytes: usize) -> Result<LzmafReader> {
         let mut offsets = read_index(&index_path(path))?;
-        let file = File::open(path).at(path)?;
-        let size = file.metadata().at(path)?.len();
         // SAFETY: as for raw channels, lzmaf files are append-only while readable.
-        let map = if size == 0 {
-            None
-        } else {
-            Some(unsafe { Mmap::map(&file) }.at(path)?)
-        };
+        let (map, size) = unsafe { crate::io::map_possibly_empty(path) }?;
         if offsets.is_empty() {
             offsets.push(0);
         }

@@ -2,7 +2,6 @@
 //! `memmap2` without copying.
 
 use std::borrow::Cow;
-use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -10,7 +9,7 @@ use memmap2::Mmap;
 
 use super::append::AppendFile;
 use super::dtype::{self, Element};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 
 /// Appends fixed-size samples to a `raw` channel file.
 pub struct RawWriter {
@@ -127,16 +126,10 @@ impl RawReader {
             sample_bytes > 0,
             "sample size is checked by meta validation"
         );
-        let file = File::open(path).at(path)?;
-        let size = file.metadata().at(path)?.len();
         // SAFETY: roverd channel files are append-only; writers never shrink or rewrite a
         // file that readers may have mapped (only `recover` truncates, on a trace that is not
-        // being written). mmap of an empty file is an error on Linux, hence the `None`.
-        let map = if size == 0 {
-            None
-        } else {
-            Some(unsafe { Mmap::map(&file) }.at(path)?)
-        };
+        // being written).
+        let (map, size) = unsafe { crate::io::map_possibly_empty(path) }?;
         Ok(RawReader {
             path: path.to_path_buf(),
             map,
