@@ -85,6 +85,18 @@ pub enum Error {
         expected: &'static str,
     },
 
+    /// An `mjpg` channel file that is not AVI at all.
+    #[error("not an AVI file (no RIFF 'AVI ' header)")]
+    NotAvi,
+
+    /// A path-less error (one of the variants above that names no file) about `path`.
+    #[error("{}: {source}", path.display())]
+    At {
+        path: PathBuf,
+        #[source]
+        source: Box<Error>,
+    },
+
     // ----- gulp ------------------------------------------------------------------------
     /// A GulpIO2 directory that is inconsistent.
     #[error("{}: {msg}", path.display())]
@@ -149,6 +161,14 @@ impl Error {
         Error::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// Names the file a path-less error (such as [`Error::NotAvi`]) is about.
+    pub fn at(path: impl Into<PathBuf>, source: Error) -> Self {
+        Error::At {
+            path: path.into(),
+            source: Box::new(source),
         }
     }
 

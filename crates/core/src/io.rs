@@ -76,3 +76,22 @@ pub(crate) unsafe fn map_possibly_empty(path: &Path) -> Result<(Option<Mmap>, u6
     let map = unsafe { Mmap::map(&file) }.at(path)?;
     Ok((Some(map), len))
 }
+
+/// A file's length; `None` when it does not exist.
+pub(crate) fn file_len(path: &Path) -> Result<Option<u64>> {
+    match std::fs::metadata(path) {
+        Ok(m) => Ok(Some(m.len())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// Cuts the file at `path` to `len` bytes and syncs it (recovery).
+pub(crate) fn truncate_synced(path: &Path, len: u64) -> Result<()> {
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .at(path)?;
+    f.set_len(len).at(path)?;
+    f.sync_all().at(path)
+}

@@ -38,8 +38,7 @@ impl MjpgReader {
         // contract as the `raw` reader (a trace is not cut while it is read, except by
         // `recover`, which readers do not run beside).
         let (map, _) = unsafe { crate::io::map_possibly_empty(path) }?;
-        let layout =
-            parse::parse(map.as_deref().unwrap_or(&[])).map_err(|msg| Error::corrupt(path, msg))?;
+        let layout = parse::parse(map.as_deref().unwrap_or(&[])).map_err(|e| Error::at(path, e))?;
         Ok(MjpgReader {
             path: path.to_path_buf(),
             map,
