@@ -22,19 +22,9 @@ use super::durable;
 use super::lzma::{self, LzmaPlan};
 use super::lzmaf::check::{self as lzmaf_check, LzmafPlan};
 use super::meta::{sync_dir, ChannelFormat, ChannelMeta, SensorMeta, TS_CHANNEL};
-pub use super::problem::{ChannelProblem, Cut, Problem};
+pub use super::problem::{ChannelProblem, Cut, Depth, Problem};
 use super::raw::{self, RawPlan};
 use crate::error::Result;
-
-/// How deeply to check.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Depth {
-    /// Sizes, indexes and file names only (fast: no decompression).
-    #[default]
-    Structure,
-    /// Also decompress every `lzmaf` frame and check its size, and read every timestamp.
-    Deep,
-}
 
 /// What was found in one channel.
 #[derive(Debug)]

@@ -1,5 +1,6 @@
 //! What `validate` finds and `recover` does, as values: [`Problem`] (a typed finding whose
-//! `Display` is the line users read) and [`Cut`] (one change recovery made).
+//! `Display` is the line users read), [`Cut`] (one change recovery made), and the [`Depth`]
+//! a check goes to.
 //!
 //! It sits below the per-format checks (`raw`, `lzma`, `lzmaf::check`, `blob`,
 //! `avi::repair`) and the orchestrator `check`, so every one of them can use it without
@@ -8,6 +9,16 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
+
+/// How deeply to check.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Depth {
+    /// Sizes, indexes and file names only (fast: no decompression).
+    #[default]
+    Structure,
+    /// Also decompress every `lzmaf` frame and check its size, and read every timestamp.
+    Deep,
+}
 
 /// One thing found wrong (or worth a warning) in a sensor or one of its channels.
 #[derive(Debug)]

@@ -6,9 +6,8 @@ use std::path::Path;
 use super::parse::{self, Layout};
 use super::write::{self, MjpgWriter, DEFAULT_FPS};
 use crate::error::{Error, IoContext, Result};
-use crate::format::check::Depth;
 use crate::format::meta::ChannelMeta;
-use crate::format::problem::{Checked, Problem};
+use crate::format::problem::{Checked, Depth, Problem};
 
 /// The state of one `mjpg` file.
 #[derive(Debug)]

@@ -7,9 +7,8 @@ use std::path::Path;
 
 use super::{index_path, read_index_bytes, scan_frames, trusted_prefix};
 use crate::error::{IoContext, Result};
-use crate::format::check::Depth;
 use crate::format::lzma;
-use crate::format::problem::{Checked, Cut, Problem};
+use crate::format::problem::{Checked, Cut, Depth, Problem};
 use crate::io::{file_len, truncate_synced};
 
 /// What recovery must know to cut an `lzmaf` channel.
