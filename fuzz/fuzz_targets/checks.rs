@@ -344,7 +344,10 @@ pub fn zarr_codec(data: &[u8]) {
         let src = &data[3..];
         let _ = roverlog_core::zarr::filters::decode_chain(&chain, &mut dst, |buf| {
             if buf.len() != src.len() {
-                return Err(format!("{} bytes for {}", src.len(), buf.len()));
+                return Err(roverlog_core::Error::DecodedSize {
+                    got: src.len(),
+                    expected: buf.len(),
+                });
             }
             buf.copy_from_slice(src);
             Ok(())

@@ -85,6 +85,18 @@ pub enum Error {
         expected: &'static str,
     },
 
+    /// An `mjpg` channel file that is not AVI at all.
+    #[error("not an AVI file (no RIFF 'AVI ' header)")]
+    NotAvi,
+
+    /// A path-less error (one of the variants above that names no file) about `path`.
+    #[error("{}: {source}", path.display())]
+    At {
+        path: PathBuf,
+        #[source]
+        source: Box<Error>,
+    },
+
     // ----- gulp ------------------------------------------------------------------------
     /// A GulpIO2 directory that is inconsistent.
     #[error("{}: {msg}", path.display())]
@@ -98,6 +110,36 @@ pub enum Error {
     /// A compressed chunk that could not be decoded.
     #[error("{codec}: {msg}")]
     Codec { codec: String, msg: String },
+
+    // ----- zarr chunks and settings (path-less: the caller names the file or chunk) ----
+    /// A chunk that decoded to another size than its metadata gives.
+    #[error("decoded to {got} bytes, expected {expected}")]
+    DecodedSize { got: usize, expected: usize },
+
+    /// A chunk whose stream goes on past the size its metadata gives.
+    #[error("decodes to more than the expected {expected} bytes")]
+    DecodesLonger { expected: usize },
+
+    /// A decoding stream that failed (bad checksum, bad framing).
+    #[error("corrupt stream: {0}")]
+    CorruptStream(#[source] std::io::Error),
+
+    /// Chunk bytes that contradict their codec's framing (header, size prefix, padding).
+    #[error("{0}")]
+    BadChunk(String),
+
+    /// A compressor, filter, dtype or fill value in `.zarray` that we refuse.
+    #[error("{0}")]
+    BadSetting(String),
+
+    /// A chunk that did not decode: the codec, the chunk, and why.
+    #[error("{codec}: {what}: {source}")]
+    Chunk {
+        codec: String,
+        what: String,
+        #[source]
+        source: Box<Error>,
+    },
 
     /// Timestamps a timestamp model cannot be applied to (too few, not advancing).
     #[error("timestamps: {0}")]
@@ -119,6 +161,14 @@ impl Error {
         Error::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// Names the file a path-less error (such as [`Error::NotAvi`]) is about.
+    pub fn at(path: impl Into<PathBuf>, source: Error) -> Self {
+        Error::At {
+            path: path.into(),
+            source: Box::new(source),
         }
     }
 

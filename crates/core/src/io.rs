@@ -1,8 +1,11 @@
-//! Reading untrusted files with a size limit: one implementation for `meta.json`, `.gmeta`,
-//! zarr metadata and zarr chunks.
+//! Reading untrusted files with a size limit (one implementation for `meta.json`, `.gmeta`,
+//! zarr metadata and zarr chunks), and mapping a file that may be empty (one implementation
+//! for the `raw`, `lzmaf`, `mjpg` and gulp readers).
 
 use std::io::Read;
 use std::path::Path;
+
+use memmap2::Mmap;
 
 use crate::error::{Error, IoContext, Result};
 
@@ -52,4 +55,43 @@ pub(crate) fn read_limited_required(path: &Path, limit: u64, what: &str) -> Resu
             std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
         )
     })
+}
+
+/// Maps the file at `path` read-only and returns the map with the file's length. The map is
+/// `None` when the file is empty: mapping an empty file is an error on Linux, and an empty
+/// channel or data file is a normal thing to read.
+///
+/// # Safety
+///
+/// The file must not be truncated while the map lives: reading a page cut from the file
+/// raises SIGBUS. Each caller says why its files are not (append-only channels, write-once
+/// data files), the contract numpy's memmap makes too.
+pub(crate) unsafe fn map_possibly_empty(path: &Path) -> Result<(Option<Mmap>, u64)> {
+    let file = std::fs::File::open(path).at(path)?;
+    let len = file.metadata().at(path)?.len();
+    if len == 0 {
+        return Ok((None, 0));
+    }
+    // SAFETY: read-only map; the caller upholds the no-truncation contract above.
+    let map = unsafe { Mmap::map(&file) }.at(path)?;
+    Ok((Some(map), len))
+}
+
+/// A file's length; `None` when it does not exist.
+pub(crate) fn file_len(path: &Path) -> Result<Option<u64>> {
+    match std::fs::metadata(path) {
+        Ok(m) => Ok(Some(m.len())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// Cuts the file at `path` to `len` bytes and syncs it (recovery).
+pub(crate) fn truncate_synced(path: &Path, len: u64) -> Result<()> {
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .at(path)?;
+    f.set_len(len).at(path)?;
+    f.sync_all().at(path)
 }

@@ -11,6 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::meta::sync_dir;
+use super::problem::{Checked, Cut, Problem};
 use crate::error::{Error, IoContext, Result};
 
 /// The file name of sample `index`.
@@ -82,7 +83,14 @@ impl BlobWriter {
         if !scan.problems.is_empty() {
             return Err(Error::corrupt(
                 dir,
-                format!("{} (run `roverlog recover`)", scan.problems.join("; ")),
+                format!(
+                    "{} (run `roverlog recover`)",
+                    scan.problems
+                        .iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
             ));
         }
         Ok(BlobWriter::new(dir, ext, scan.contiguous))
@@ -241,7 +249,7 @@ pub struct BlobScan {
     /// Bytes of those samples.
     pub bytes: u64,
     /// What breaks the sequence: gaps, empty files, duplicates, stray files.
-    pub problems: Vec<String>,
+    pub problems: Vec<Problem>,
     /// Sample files that do not belong to `0..contiguous` (recovery deletes them).
     pub extra_samples: Vec<PathBuf>,
     /// Files that are not samples at all (recovery leaves them and reports them).
@@ -264,7 +272,7 @@ pub fn scan(dir: &Path, ext: &str) -> Result<BlobScan> {
                 indexed.push((i, len, entry.path()));
             }
             None => {
-                out.problems.push(format!("unexpected file {name:?}"));
+                out.problems.push(Problem::UnexpectedFile { name });
                 out.strays.push(entry.path());
             }
         }
@@ -278,11 +286,17 @@ pub fn scan(dir: &Path, ext: &str) -> Result<BlobScan> {
             continue;
         }
         let what = if i < out.contiguous {
-            format!("sample {i} appears twice ({})", path.display())
+            Problem::DuplicateSample {
+                index: i,
+                path: path.clone(),
+            }
         } else if i == out.contiguous {
-            format!("sample {i} is an empty file")
+            Problem::EmptySample { index: i }
         } else {
-            format!("sample {} is missing but sample {i} exists", out.contiguous)
+            Problem::SampleGap {
+                missing: out.contiguous,
+                found: i,
+            }
         };
         if !broken || i < out.contiguous {
             out.problems.push(what);
@@ -292,13 +306,76 @@ pub fn scan(dir: &Path, ext: &str) -> Result<BlobScan> {
     }
     let partial = partial_path(dir);
     if partial.exists() {
-        out.problems.push(format!(
-            "partial sample {} left by a crash",
-            partial.display()
-        ));
+        out.problems.push(Problem::PartialSample {
+            path: partial.clone(),
+        });
         out.extra_samples.push(partial);
     }
     Ok(out)
+}
+
+/// What recovery must know to cut a blob channel.
+#[derive(Debug)]
+pub(crate) struct BlobPlan {
+    ext: String,
+    extra: Vec<PathBuf>,
+    exists: bool,
+}
+
+/// Checks the blob channel directory `dir`.
+pub(crate) fn check(
+    dir: &Path,
+    ext: &str,
+    problems: &mut Vec<Problem>,
+) -> Result<Checked<BlobPlan>> {
+    let exists = dir.is_dir();
+    if !exists {
+        problems.push(Problem::DirMissing);
+    }
+    let scan = scan(dir, ext)?;
+    problems.extend(scan.problems);
+    Ok(Checked {
+        complete: scan.contiguous,
+        disk_bytes: scan.bytes,
+        plan: BlobPlan {
+            ext: ext.to_string(),
+            extra: scan.extra_samples,
+            exists,
+        },
+    })
+}
+
+impl BlobPlan {
+    /// Removes the samples from `target` on and every sample file out of sequence; the
+    /// sensor directory `sensor` is synced after removals. Stray files are left alone.
+    pub(crate) fn recover(
+        &self,
+        dir: &Path,
+        sensor: &Path,
+        complete: u64,
+        target: u64,
+        cuts: &mut Vec<Cut>,
+    ) -> Result<()> {
+        if !self.exists {
+            fs::create_dir(dir).at(dir)?;
+            cuts.push(Cut::new(dir, "created empty directory (was missing)"));
+            return Ok(());
+        }
+        let mut doomed: Vec<PathBuf> = self.extra.clone();
+        for i in target..complete {
+            doomed.push(dir.join(sample_name(i, &self.ext)));
+        }
+        doomed.sort();
+        for f in &doomed {
+            fs::remove_file(f).at(f)?;
+            cuts.push(Cut::new(f, "removed"));
+        }
+        if !doomed.is_empty() {
+            sync_dir(dir)?;
+            sync_dir(sensor)?;
+        }
+        Ok(())
+    }
 }
 
 /// Reads a blob channel by index.

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use lzma_rust2::{XzOptions, XzReader, XzWriter};
 
+use super::problem::{Checked, Cut, Problem};
 use crate::error::{Error, IoContext, Result};
 
 /// The preset upstream uses for per-frame compression.
@@ -236,5 +237,81 @@ mod tests {
             halfway >= total / 4,
             "only {halfway} of {total} bytes emitted halfway through the input"
         );
+    }
+}
+
+/// What recovery must know to cut a whole-file `.xz` channel.
+#[derive(Debug)]
+pub(crate) struct LzmaPlan {
+    exists: bool,
+    sample_bytes: usize,
+}
+
+/// Counts a whole-file channel's samples. Counting means decompressing (streamed, constant
+/// memory): such a channel has no other way to tell its length.
+pub(crate) fn check(
+    path: &Path,
+    sample_bytes: usize,
+    problems: &mut Vec<Problem>,
+) -> Result<Checked<LzmaPlan>> {
+    let size = crate::io::file_len(path)?;
+    let mut n = 0;
+    match size {
+        None => problems.push(Problem::FileMissing),
+        Some(_) => {
+            let r = LzmaReader::open(path, sample_bytes)?;
+            for sample in r.stream()? {
+                match sample {
+                    Ok(_) => n += 1,
+                    Err(e) => {
+                        problems.push(Problem::Unreadable(e));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    Ok(Checked {
+        complete: n,
+        disk_bytes: size.unwrap_or(0),
+        plan: LzmaPlan {
+            exists: size.is_some(),
+            sample_bytes,
+        },
+    })
+}
+
+impl LzmaPlan {
+    /// Re-encodes the channel with its first `target` samples when it holds more, or when the
+    /// check found it damaged; `complete` and `disk_bytes` are what the check counted.
+    pub(crate) fn recover(
+        &self,
+        path: &Path,
+        complete: u64,
+        disk_bytes: u64,
+        had_problems: bool,
+        target: u64,
+        cuts: &mut Vec<Cut>,
+    ) -> Result<()> {
+        if !self.exists {
+            std::fs::write(path, compress(&[], DEFAULT_PRESET)).at(path)?;
+            cuts.push(Cut::new(path, "created empty (was missing)"));
+        } else if complete > target || had_problems {
+            let r = LzmaReader::open(path, self.sample_bytes)?;
+            let mut keep = Vec::new();
+            for sample in r.stream()?.take(target as usize) {
+                keep.extend_from_slice(&sample?);
+            }
+            let bytes = compress(&keep, 6);
+            super::meta::write_file_atomic(path, &bytes)?;
+            cuts.push(Cut::new(
+                path,
+                format!(
+                    "re-encoded with its first {target} of {complete} sample(s): {disk_bytes} -> {} bytes",
+                    bytes.len()
+                ),
+            ));
+        }
+        Ok(())
     }
 }

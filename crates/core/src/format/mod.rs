@@ -6,7 +6,9 @@
 //!   [`blob`] (`jpg`/`npz` directories); [`append`] is the buffered append-only file under
 //!   the writers; [`channel`] puts the formats behind one reader and one writer type.
 //! - [`sensor`] ([`Sensor`], [`SensorWriter`]) and [`trace`] ([`Trace`]).
-//! - [`check`]: consistency checking and crash recovery.
+//! - [`check`]: consistency checking and crash recovery of a sensor, over each format's own
+//!   check and cut (beside the format: `raw`, `lzma`, `lzmaf::check`, `blob`,
+//!   `avi::repair`); [`problem`]: what they find ([`Problem`]) and do ([`Cut`]), as values.
 
 pub mod append;
 pub mod avi;
@@ -20,6 +22,7 @@ pub mod durable;
 pub mod lzma;
 pub mod lzmaf;
 pub mod meta;
+pub mod problem;
 pub mod raw;
 pub mod sensor;
 pub mod trace;
@@ -28,5 +31,6 @@ pub use channel::{ChannelReader, ChannelWriter, WriterOptions};
 pub use check::{check_sensor, recover_sensor, Depth, Recovery, SensorCheck};
 pub use dtype::DType;
 pub use meta::{validate_name, ChannelFormat, ChannelMeta, SensorMeta, TS_CHANNEL};
+pub use problem::{ChannelProblem, Cut, Problem};
 pub use sensor::{Sensor, SensorWriter};
 pub use trace::{find_traces, is_trace, Trace};

@@ -2,7 +2,6 @@
 //! `memmap2` without copying.
 
 use std::borrow::Cow;
-use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -10,7 +9,8 @@ use memmap2::Mmap;
 
 use super::append::AppendFile;
 use super::dtype::{self, Element};
-use crate::error::{Error, IoContext, Result};
+use super::problem::{Checked, Cut, Problem};
+use crate::error::{Error, Result};
 
 /// Appends fixed-size samples to a `raw` channel file.
 pub struct RawWriter {
@@ -127,16 +127,10 @@ impl RawReader {
             sample_bytes > 0,
             "sample size is checked by meta validation"
         );
-        let file = File::open(path).at(path)?;
-        let size = file.metadata().at(path)?.len();
         // SAFETY: roverd channel files are append-only; writers never shrink or rewrite a
         // file that readers may have mapped (only `recover` truncates, on a trace that is not
-        // being written). mmap of an empty file is an error on Linux, hence the `None`.
-        let map = if size == 0 {
-            None
-        } else {
-            Some(unsafe { Mmap::map(&file) }.at(path)?)
-        };
+        // being written).
+        let (map, size) = unsafe { crate::io::map_possibly_empty(path) }?;
         Ok(RawReader {
             path: path.to_path_buf(),
             map,
@@ -199,5 +193,67 @@ impl RawReader {
             Some(v) => Cow::Borrowed(v),
             None => Cow::Owned(dtype::decode_vec(bytes)),
         })
+    }
+}
+
+/// What recovery must know to cut a `raw` channel.
+#[derive(Debug)]
+pub(crate) struct RawPlan {
+    sample_bytes: u64,
+    size: u64,
+    exists: bool,
+}
+
+/// Checks a `raw` channel file: whole samples, and a torn partial one at the end.
+pub(crate) fn check(
+    path: &Path,
+    sample_bytes: usize,
+    problems: &mut Vec<Problem>,
+) -> Result<Checked<RawPlan>> {
+    let s = sample_bytes as u64;
+    let size = crate::io::file_len(path)?;
+    if size.is_none() {
+        problems.push(Problem::FileMissing);
+    }
+    let exists = size.is_some();
+    let size = size.unwrap_or(0);
+    if size % s != 0 {
+        problems.push(Problem::TornTail {
+            bytes: size % s,
+            sample_bytes: s,
+        });
+    }
+    Ok(Checked {
+        complete: size / s,
+        disk_bytes: size,
+        plan: RawPlan {
+            sample_bytes: s,
+            size,
+            exists,
+        },
+    })
+}
+
+impl RawPlan {
+    /// Cuts the file to `target` samples (creating it empty when missing).
+    pub(crate) fn recover(&self, path: &Path, target: u64, cuts: &mut Vec<Cut>) -> Result<()> {
+        let keep = target * self.sample_bytes;
+        if !self.exists {
+            std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+            cuts.push(Cut::new(path, "created empty (was missing)"));
+        } else if self.size > keep {
+            crate::io::truncate_synced(path, keep)?;
+            let (from, to) = (self.size, keep);
+            cuts.push(Cut::new(
+                path,
+                format!(
+                    "cut {} bytes ({} whole sample(s) and {} torn bytes): {from} -> {to} bytes",
+                    from - to,
+                    self.size / self.sample_bytes - target,
+                    self.size % self.sample_bytes,
+                ),
+            ));
+        }
+        Ok(())
     }
 }

@@ -474,16 +474,10 @@ impl<'a> VideoRef<'a> {
 
 /// Maps a data file read-only; `None` when it is empty.
 fn map_file(path: &Path) -> Result<Option<Mmap>> {
-    let file = std::fs::File::open(path).at(path)?;
-    if file.metadata().at(path)?.len() == 0 {
-        return Ok(None);
-    }
-    // SAFETY: the map is read-only and private to us. Gulp data files are written once and
-    // then only read; if another process truncated one while we hold the map, reads would
-    // fault (SIGBUS). That is the documented contract of readers that map their input, the
-    // same trade numpy's memmap and gulpio2 users' page cache make.
-    let map = unsafe { Mmap::map(&file) }.at(path)?;
-    Ok(Some(map))
+    // SAFETY: gulp data files are written once and then only read; if another process
+    // truncated one while we hold the map, reads would fault (SIGBUS), the same trade
+    // numpy's memmap and gulpio2 users' page cache make.
+    Ok(unsafe { crate::io::map_possibly_empty(path) }?.0)
 }
 
 #[cfg(test)]

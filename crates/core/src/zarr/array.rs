@@ -279,11 +279,12 @@ impl ZarrArray {
             } else {
                 super::filters::decode_chain(&self.meta.chain, dst, |buf| {
                     let c = &self.meta.compressor;
-                    c.decode_into(src, buf, &what).map_err(|e| e.to_string())
+                    c.decode_into(src, buf, &what)
                 })
-                .map_err(|m| crate::Error::Codec {
+                .map_err(|e| crate::Error::Chunk {
                     codec: "filters".into(),
-                    msg: format!("{what}: {m}"),
+                    what: what.clone(),
+                    source: Box::new(e),
                 })
             };
             if src.capacity() > 64 << 20 {

@@ -21,6 +21,8 @@
 //! 16..      one u32 LE start offset per block (unless memcpyed), then the blocks
 //! ```
 
+use crate::error::{Error, Result};
+
 /// Bytes in a Blosc 1 header.
 pub const HEADER_LEN: usize = 16;
 /// The only header version c-blosc 1.x reads.
@@ -58,12 +60,12 @@ impl Header {
 
 /// Parses and validates a chunk's header against the buffer length and the decoded size we
 /// expect, so that c-blosc can neither read past `src` nor write past `expected` bytes.
-pub fn check_header(src: &[u8], expected: usize) -> Result<Header, String> {
+pub fn check_header(src: &[u8], expected: usize) -> Result<Header> {
     if src.len() < HEADER_LEN {
-        return Err(format!(
+        return Err(Error::BadChunk(format!(
             "chunk is {} bytes, shorter than the {HEADER_LEN}-byte Blosc header",
             src.len()
-        ));
+        )));
     }
     let u32_at = |i: usize| u32::from_le_bytes(src[i..i + 4].try_into().unwrap());
     let h = Header {
@@ -76,76 +78,78 @@ pub fn check_header(src: &[u8], expected: usize) -> Result<Header, String> {
         cbytes: u32_at(12),
     };
     if h.version >= 3 {
-        return Err(format!(
+        return Err(Error::BadChunk(format!(
             "Blosc header version {} is a Blosc2 chunk (only Blosc 1 is supported)",
             h.version
-        ));
+        )));
     }
     if h.version != VERSION_FORMAT {
-        return Err(format!(
+        return Err(Error::BadChunk(format!(
             "Blosc header version {} (c-blosc 1.x reads version {VERSION_FORMAT})",
             h.version
-        ));
+        )));
     }
     if h.cbytes as usize != src.len() {
-        return Err(format!(
+        return Err(Error::BadChunk(format!(
             "header says {} compressed bytes but the chunk holds {}",
             h.cbytes,
             src.len()
-        ));
+        )));
     }
     if h.nbytes as usize != expected {
-        return Err(format!(
+        return Err(Error::BadChunk(format!(
             "header says {} decoded bytes but the chunk must hold {expected}",
             h.nbytes
-        ));
+        )));
     }
     if h.flags & FLAG_DELTA != 0 {
-        return Err("delta filter flag (0x08) is not supported".into());
+        return Err(Error::BadChunk(
+            "delta filter flag (0x08) is not supported".into(),
+        ));
     }
     if h.nbytes == 0 {
         return Ok(h);
     }
     if h.typesize == 0 {
-        return Err("typesize 0".into());
+        return Err(Error::BadChunk("typesize 0".into()));
     }
     if h.blocksize == 0 || h.blocksize > h.nbytes.max(1) || h.blocksize > MAX_BLOCKSIZE {
-        return Err(format!(
+        return Err(Error::BadChunk(format!(
             "blocksize {} for {} decoded bytes",
             h.blocksize, h.nbytes
-        ));
+        )));
     }
     if h.flags & FLAG_MEMCPYED != 0 {
         if h.cbytes as u64 != h.nbytes as u64 + HEADER_LEN as u64 {
-            return Err(format!(
+            return Err(Error::BadChunk(format!(
                 "stored-uncompressed chunk of {} bytes has cbytes {}",
                 h.nbytes, h.cbytes
-            ));
+            )));
         }
         return Ok(h);
     }
     let nblocks = (h.nbytes as u64).div_ceil(h.blocksize as u64);
     let starts_end = HEADER_LEN as u64 + 4 * nblocks;
     if starts_end > h.cbytes as u64 {
-        return Err(format!(
+        return Err(Error::BadChunk(format!(
             "{nblocks} blocks need {starts_end} bytes of header, chunk has {}",
             h.cbytes
-        ));
+        )));
     }
     for b in 0..nblocks as usize {
         let start = u32_at(HEADER_LEN + 4 * b) as u64;
         if start < starts_end || start >= h.cbytes as u64 {
-            return Err(format!(
+            return Err(Error::BadChunk(format!(
                 "block {b} starts at {start}, outside [{starts_end}, {})",
                 h.cbytes
-            ));
+            )));
         }
     }
     Ok(h)
 }
 
 /// Decodes one Blosc chunk into `dst`, which it must fill exactly.
-pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
     let h = check_header(src, dst.len())?;
     if h.nbytes == 0 {
         return Ok(());
@@ -156,7 +160,7 @@ pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
     let ok =
         unsafe { blosc_src::blosc_cbuffer_validate(src.as_ptr().cast(), src.len(), &mut nbytes) };
     if ok != 0 || nbytes != dst.len() {
-        return Err("c-blosc rejected the chunk header".into());
+        return Err(Error::BadChunk("c-blosc rejected the chunk header".into()));
     }
     // SAFETY: check_header established cbytes == src.len() (c-blosc bounds every read by
     // cbytes), nbytes == dst.len() and a valid block table; c-blosc writes at most `destsize`
@@ -166,10 +170,10 @@ pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
         blosc_src::blosc_decompress_ctx(src.as_ptr().cast(), dst.as_mut_ptr().cast(), dst.len(), 1)
     };
     if n < 0 || n as usize != dst.len() {
-        return Err(format!(
+        return Err(Error::BadChunk(format!(
             "c-blosc ({} codec) failed to decode the chunk (returned {n})",
             h.codec()
-        ));
+        )));
     }
     Ok(())
 }
@@ -214,7 +218,7 @@ mod tests {
         ];
         for (buf, expected, msg) in cases {
             let e = check_header(&buf, expected).unwrap_err();
-            assert!(e.contains(msg), "{e} should mention {msg}");
+            assert!(e.to_string().contains(msg), "{e} should mention {msg}");
             let mut out = vec![0u8; expected];
             assert!(decompress_into(&buf, &mut out).is_err());
         }
@@ -222,7 +226,10 @@ mod tests {
         let mut c = header(2, 0x10, 8, 8, 24);
         c.extend_from_slice(&1000u32.to_le_bytes());
         c.extend_from_slice(&[0; 4]);
-        assert!(check_header(&c, 8).unwrap_err().contains("block 0 starts"));
+        assert!(check_header(&c, 8)
+            .unwrap_err()
+            .to_string()
+            .contains("block 0 starts"));
         // A plausible header over garbage blocks: c-blosc must fail cleanly.
         let mut c = header(2, 0x10 | 0x20, 64, 64, 28);
         c.extend_from_slice(&20u32.to_le_bytes());

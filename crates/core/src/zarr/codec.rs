@@ -6,11 +6,11 @@
 //! metadata limits allow; a chunk that decodes to any other size is an error.
 
 use std::fmt;
-use std::io::Read;
 
 use serde_json::Value;
 
 use super::blosc;
+use super::stream::{expect_len, read_exact_stream};
 use crate::error::{Error, Result};
 
 /// A chunk compressor from `.zarray` (`compressor`).
@@ -44,14 +44,14 @@ pub enum Compressor {
 
 impl Compressor {
     /// Parses the `compressor` member of a `.zarray`.
-    pub fn from_json(v: &Value) -> Result<Compressor, String> {
+    pub fn from_json(v: &Value) -> Result<Compressor> {
         if v.is_null() {
             return Ok(Compressor::None);
         }
         let id = v
             .get("id")
             .and_then(Value::as_str)
-            .ok_or_else(|| format!("compressor {v} has no \"id\""))?;
+            .ok_or_else(|| Error::BadSetting(format!("compressor {v} has no \"id\"")))?;
         let int = |k: &str, default: i64| v.get(k).and_then(Value::as_i64).unwrap_or(default);
         Ok(match id {
             "blosc" => {
@@ -107,14 +107,18 @@ impl Compressor {
     /// Decodes `src` into `dst`, which must come out exactly full. `what` names the chunk in
     /// errors (e.g. its path).
     pub fn decode_into(&self, src: &[u8], dst: &mut [u8], what: &str) -> Result<()> {
-        let err = |msg: String| Error::Codec {
+        self.decode(src, dst).map_err(|e| Error::Chunk {
             codec: self.name(),
-            msg: format!("{what}: {msg}"),
-        };
+            what: what.to_string(),
+            source: Box::new(e),
+        })
+    }
+
+    fn decode(&self, src: &[u8], dst: &mut [u8]) -> Result<()> {
         match self {
             Compressor::None => {
                 if src.len() != dst.len() {
-                    return Err(err(format!(
+                    return Err(Error::BadChunk(format!(
                         "raw chunk is {} bytes, expected {}",
                         src.len(),
                         dst.len()
@@ -123,70 +127,36 @@ impl Compressor {
                 dst.copy_from_slice(src);
                 Ok(())
             }
-            Compressor::Blosc { .. } => blosc::decompress_into(src, dst).map_err(err),
+            Compressor::Blosc { .. } => blosc::decompress_into(src, dst),
             Compressor::Zstd { .. } => {
                 let n = zstd::bulk::decompress_to_buffer(src, dst)
-                    .map_err(|e| err(format!("corrupt zstd data: {e}")))?;
-                expect_len(n, dst.len()).map_err(err)
+                    .map_err(|e| Error::BadChunk(format!("corrupt zstd data: {e}")))?;
+                expect_len(n, dst.len())
             }
-            Compressor::Zlib { .. } => {
-                read_exact_stream(flate2::read::ZlibDecoder::new(src), dst).map_err(err)
-            }
+            Compressor::Zlib { .. } => read_exact_stream(flate2::read::ZlibDecoder::new(src), dst),
             Compressor::GZip { .. } => {
-                read_exact_stream(flate2::read::MultiGzDecoder::new(src), dst).map_err(err)
+                read_exact_stream(flate2::read::MultiGzDecoder::new(src), dst)
             }
             Compressor::Lz4 { .. } => {
                 if src.len() < 4 {
-                    return Err(err(format!("{} bytes, no size prefix", src.len())));
+                    return Err(Error::BadChunk(format!(
+                        "{} bytes, no size prefix",
+                        src.len()
+                    )));
                 }
                 let size = u32::from_le_bytes(src[..4].try_into().unwrap()) as usize;
-                expect_len(size, dst.len()).map_err(err)?;
+                expect_len(size, dst.len())?;
                 // `size` fits in i32: dst sizes are capped by MAX_CHUNK_BYTES.
                 let n = lz4::block::decompress_to_buffer(&src[4..], Some(size as i32), dst)
-                    .map_err(|e| err(format!("corrupt lz4 block: {e}")))?;
-                expect_len(n, dst.len()).map_err(err)
+                    .map_err(|e| Error::BadChunk(format!("corrupt lz4 block: {e}")))?;
+                expect_len(n, dst.len())
             }
-            Compressor::Bz2 { .. } => {
-                read_exact_stream(bzip2::read::MultiBzDecoder::new(src), dst).map_err(err)
-            }
-            Compressor::Lzma(c) => c.decode_into(src, dst).map_err(err),
-            Compressor::Unsupported { id } => {
-                Err(err(format!("compressor {id:?} is not supported")))
-            }
+            Compressor::Bz2 { .. } => read_exact_stream(bzip2::read::MultiBzDecoder::new(src), dst),
+            Compressor::Lzma(c) => c.decode_into(src, dst),
+            Compressor::Unsupported { id } => Err(Error::BadSetting(format!(
+                "compressor {id:?} is not supported"
+            ))),
         }
-    }
-}
-
-fn expect_len(got: usize, want: usize) -> Result<(), String> {
-    if got == want {
-        Ok(())
-    } else {
-        Err(format!("decoded to {got} bytes, expected {want}"))
-    }
-}
-
-/// Fills `dst` from a decoding reader and checks the stream ends right there.
-pub(crate) fn read_exact_stream(mut r: impl Read, dst: &mut [u8]) -> Result<(), String> {
-    let mut filled = 0;
-    while filled < dst.len() {
-        match r.read(&mut dst[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("corrupt stream: {e}")),
-        }
-    }
-    if filled < dst.len() {
-        return Err(format!("decoded to {filled} bytes, expected {}", dst.len()));
-    }
-    let mut extra = [0u8; 1];
-    match r.read(&mut extra) {
-        Ok(0) => Ok(()),
-        Ok(_) => Err(format!(
-            "decodes to more than the expected {} bytes",
-            dst.len()
-        )),
-        Err(e) => Err(format!("corrupt stream: {e}")),
     }
 }
 

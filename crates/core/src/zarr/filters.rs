@@ -8,6 +8,8 @@
 
 use serde_json::Value;
 
+use crate::error::{Error, Result};
+
 /// A numeric element type from a numpy type string (`<i4`, `>f8`, `|u1`, `|b1`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Num {
@@ -23,7 +25,7 @@ enum Val {
 }
 
 impl Num {
-    pub fn parse(s: &str) -> Result<Num, String> {
+    pub fn parse(s: &str) -> Result<Num> {
         let b = s.as_bytes();
         let (big, rest) = match b.first() {
             Some(b'>') => (true, &s[1..]),
@@ -31,8 +33,11 @@ impl Num {
             _ => (false, s),
         };
         // Complex, datetime (`<M8[ns]`) and string dtypes end up here too: one message.
-        let unsupported =
-            || format!("filter dtype {s:?} is not supported (integers, f4, f8, bool)");
+        let unsupported = || {
+            Error::BadSetting(format!(
+                "filter dtype {s:?} is not supported (integers, f4, f8, bool)"
+            ))
+        };
         let kind = *rest.as_bytes().first().ok_or_else(unsupported)?;
         let size: usize = rest[1..].parse().map_err(|_| unsupported())?;
         let ok = match kind {
@@ -147,14 +152,14 @@ pub enum Filter {
 
 impl Filter {
     /// Parses one filter's config; unsupported ones are refused by name.
-    pub fn from_json(v: &Value) -> Result<Filter, String> {
+    pub fn from_json(v: &Value) -> Result<Filter> {
         let id = v
             .get("id")
             .and_then(Value::as_str)
             .unwrap_or("<filter without id>");
         let s = |k: &str| v.get(k).and_then(Value::as_str);
-        let num = |k: &str| -> Result<Num, String> {
-            Num::parse(s(k).ok_or_else(|| format!("filter {id}: no {k:?}"))?)
+        let num = |k: &str| -> Result<Num> {
+            Num::parse(s(k).ok_or_else(|| Error::BadSetting(format!("filter {id}: no {k:?}")))?)
         };
         let num_or = |k: &str, other: Num| s(k).map(Num::parse).unwrap_or(Ok(other));
         Ok(match id {
@@ -165,7 +170,7 @@ impl Filter {
             "fixedscaleoffset" => {
                 let dtype = num("dtype")?;
                 let f = |k: &str| {
-                    v.get(k).and_then(Value::as_f64).ok_or_else(|| format!("filter {id}: no numeric {k:?}"))
+                    v.get(k).and_then(Value::as_f64).ok_or_else(|| Error::BadSetting(format!("filter {id}: no numeric {k:?}")))
                 };
                 Filter::FixedScaleOffset {
                     offset: f("offset")?,
@@ -181,7 +186,7 @@ impl Filter {
             "astype" => Filter::AsType { decode: num("decode_dtype")?, encode: num("encode_dtype")? },
             "packbits" => Filter::PackBits,
             "categorize" => {
-                let dt = s("dtype").ok_or("filter categorize: no \"dtype\"")?;
+                let dt = s("dtype").ok_or_else(|| Error::BadSetting("filter categorize: no \"dtype\"".into()))?;
                 let (big, rest) = match dt.as_bytes().first() {
                     Some(b'>') => (true, &dt[1..]),
                     Some(b'<' | b'|' | b'=') => (false, &dt[1..]),
@@ -191,39 +196,39 @@ impl Filter {
                     .strip_prefix('U')
                     .and_then(|n| n.parse::<usize>().ok())
                     .filter(|&n| (1..=1 << 16).contains(&n))
-                    .ok_or_else(|| format!("filter categorize: dtype {dt:?} is not a fixed-width unicode string"))?;
+                    .ok_or_else(|| Error::BadSetting(format!("filter categorize: dtype {dt:?} is not a fixed-width unicode string")))?;
                 let labels = v
                     .get("labels")
                     .and_then(Value::as_array)
-                    .ok_or("filter categorize: no \"labels\"")?
+                    .ok_or_else(|| Error::BadSetting("filter categorize: no \"labels\"".into()))?
                     .iter()
-                    .map(|l| l.as_str().map(str::to_string).ok_or("filter categorize: a label is not a string"))
+                    .map(|l| l.as_str().map(str::to_string).ok_or_else(|| Error::BadSetting("filter categorize: a label is not a string".into())))
                     .collect::<Result<Vec<_>, _>>()?;
                 Filter::Categorize { labels, chars, big, astype: num_or("astype", Num::parse("|u1")?)? }
             }
             "shuffle" => {
                 let e = v.get("elementsize").and_then(Value::as_u64).unwrap_or(4);
                 if e > 1 << 20 {
-                    return Err(format!("filter shuffle: elementsize {e} is too large"));
+                    return Err(Error::BadSetting(format!("filter shuffle: elementsize {e} is too large")));
                 }
                 Filter::Shuffle { elementsize: e as usize }
             }
             "bitround" => Filter::BitRound,
             other => {
-                return Err(format!(
+                return Err(Error::BadSetting(format!(
                     "filter {other:?} is not supported (delta, fixedscaleoffset, quantize, astype, packbits, categorize, shuffle, bitround are)"
-                ))
+                )))
             }
         })
     }
 
     /// The bytes this filter's output (the stage before it) takes for `decoded` bytes of input.
-    pub fn encoded_len(&self, decoded: usize) -> Result<usize, String> {
-        let per = |dtype: usize, enc: usize| -> Result<usize, String> {
+    pub fn encoded_len(&self, decoded: usize) -> Result<usize> {
+        let per = |dtype: usize, enc: usize| -> Result<usize> {
             if !decoded.is_multiple_of(dtype) {
-                return Err(format!(
+                return Err(Error::BadSetting(format!(
                     "{decoded} bytes are not whole {dtype}-byte elements"
-                ));
+                )));
             }
             Ok(decoded / dtype * enc)
         };
@@ -239,7 +244,7 @@ impl Filter {
     }
 
     /// Decodes `enc` (exactly `encoded_len(dec.len())` bytes) into `dec`.
-    pub fn decode(&self, enc: &[u8], dec: &mut [u8]) -> Result<(), String> {
+    pub fn decode(&self, enc: &[u8], dec: &mut [u8]) -> Result<()> {
         match self {
             Filter::Delta { dtype, astype } => {
                 let mut acc: Option<Val> = None;
@@ -279,14 +284,17 @@ impl Filter {
                 }
             }
             Filter::PackBits => {
-                let pad = usize::from(*enc.first().ok_or("packbits: empty chunk")?);
+                let pad = usize::from(
+                    *enc.first()
+                        .ok_or_else(|| Error::BadChunk("packbits: empty chunk".into()))?,
+                );
                 let bits = (enc.len() - 1) * 8;
                 if pad > 7 || bits - pad != dec.len() {
-                    return Err(format!(
+                    return Err(Error::BadChunk(format!(
                         "packbits: {} bits ({pad} padding) for {} values",
                         bits,
                         dec.len()
-                    ));
+                    )));
                 }
                 for (i, d) in dec.iter_mut().enumerate() {
                     *d = (enc[1 + i / 8] >> (7 - i % 8)) & 1;
@@ -327,10 +335,10 @@ impl Filter {
                     dec.copy_from_slice(enc);
                 } else {
                     if !enc.len().is_multiple_of(s) {
-                        return Err(format!(
+                        return Err(Error::BadChunk(format!(
                             "shuffle: {} bytes are not whole {s}-byte elements",
                             enc.len()
-                        ));
+                        )));
                     }
                     let n = enc.len() / s;
                     for b in 0..s {
@@ -351,16 +359,16 @@ impl Filter {
 pub fn decode_chain(
     chain: &[Filter],
     dst: &mut [u8],
-    decompress: impl FnOnce(&mut [u8]) -> Result<(), String>,
-) -> Result<(), String> {
+    decompress: impl FnOnce(&mut [u8]) -> Result<()>,
+) -> Result<()> {
     let mut lens = vec![dst.len()];
     for f in chain {
         let last = *lens.last().expect("one at least");
         let n = f.encoded_len(last)?;
         if n > super::MAX_CHUNK_BYTES as usize {
-            return Err(format!(
+            return Err(Error::BadSetting(format!(
                 "a filter's encoded chunk would be {n} bytes, over the chunk limit"
-            ));
+            )));
         }
         lens.push(n);
     }

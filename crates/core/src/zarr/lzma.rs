@@ -12,7 +12,8 @@ use std::io::Read;
 use lzma_rust2::{Lzma2Reader, LzmaReader, XzReader};
 use serde_json::Value;
 
-use super::codec::read_exact_stream;
+use super::stream::read_exact_stream;
+use crate::error::{Error, Result};
 
 const FILTER_LZMA1: u64 = 0x4000_0000_0000_0001;
 const FILTER_LZMA2: u64 = 0x21;
@@ -60,11 +61,11 @@ fn preset_dict(preset: u64) -> u32 {
     DICT[((preset & PRESET_LEVEL_MASK) as usize).min(9)]
 }
 
-fn filter_from_json(f: &Value) -> Result<RawFilter, String> {
+fn filter_from_json(f: &Value) -> Result<RawFilter> {
     let id = f
         .get("id")
         .and_then(Value::as_u64)
-        .ok_or_else(|| format!("lzma filter {f} has no numeric \"id\""))?;
+        .ok_or_else(|| Error::BadSetting(format!("lzma filter {f} has no numeric \"id\"")))?;
     let num = |k: &str| f.get(k).and_then(Value::as_u64);
     let dict = num("dict_size")
         .map(|d| d.min(u64::from(u32::MAX)) as u32)
@@ -73,7 +74,9 @@ fn filter_from_json(f: &Value) -> Result<RawFilter, String> {
         FILTER_DELTA => {
             let dist = num("dist").unwrap_or(1);
             if !(1..=256).contains(&dist) {
-                return Err(format!("lzma delta filter distance {dist} is not 1..=256"));
+                return Err(Error::BadSetting(format!(
+                    "lzma delta filter distance {dist} is not 1..=256"
+                )));
             }
             Ok(RawFilter::Delta {
                 dist: dist as usize,
@@ -87,7 +90,9 @@ fn filter_from_json(f: &Value) -> Result<RawFilter, String> {
                 num("pb").unwrap_or(2),
             );
             if lc > 8 || lp > 4 || pb > 4 {
-                return Err(format!("lzma1 filter lc={lc} lp={lp} pb={pb} out of range"));
+                return Err(Error::BadSetting(format!(
+                    "lzma1 filter lc={lc} lp={lp} pb={pb} out of range"
+                )));
             }
             Ok(RawFilter::Lzma1 {
                 lc: lc as u32,
@@ -96,26 +101,32 @@ fn filter_from_json(f: &Value) -> Result<RawFilter, String> {
                 dict,
             })
         }
-        other => Err(format!(
+        other => Err(Error::BadSetting(format!(
             "lzma filter id {other:#x} is not supported (delta, lzma1, lzma2 are)"
-        )),
+        ))),
     }
 }
 
 impl LzmaCodec {
     /// Parses numcodecs' config (`format`, `filters`; `check` and `preset` only matter when
     /// writing).
-    pub fn from_json(v: &Value) -> Result<LzmaCodec, String> {
+    pub fn from_json(v: &Value) -> Result<LzmaCodec> {
         let format = v.get("format").and_then(Value::as_i64).unwrap_or(1);
         if !(0..=3).contains(&format) {
-            return Err(format!("lzma format {format} is not 0, 1, 2 or 3"));
+            return Err(Error::BadSetting(format!(
+                "lzma format {format} is not 0, 1, 2 or 3"
+            )));
         }
         let filters = match v.get("filters") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(fs)) if fs.len() <= 4 => {
                 fs.iter().map(filter_from_json).collect::<Result<_, _>>()?
             }
-            Some(other) => return Err(format!("lzma filters {other} is not a list of at most 4")),
+            Some(other) => {
+                return Err(Error::BadSetting(format!(
+                    "lzma filters {other} is not a list of at most 4"
+                )))
+            }
         };
         if format == 3 {
             let last_ok = matches!(
@@ -126,17 +137,17 @@ impl LzmaCodec {
                 .iter()
                 .all(|f| matches!(f, RawFilter::Delta { .. }));
             if !last_ok || !rest_ok {
-                return Err(
+                return Err(Error::BadSetting(
                     "lzma raw format needs filters ending in lzma1 or lzma2 (delta before it)"
                         .into(),
-                );
+                ));
             }
         }
         Ok(LzmaCodec { format, filters })
     }
 
     /// Decodes `src` into `dst`, which must come out exactly full.
-    pub fn decode_into(&self, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+    pub fn decode_into(&self, src: &[u8], dst: &mut [u8]) -> Result<()> {
         let cap = dst.len().clamp(4096, u32::MAX as usize) as u32;
         let xz = src.starts_with(&[0xFD, b'7', b'z', b'X', b'Z', 0]);
         match self.format {
@@ -144,13 +155,16 @@ impl LzmaCodec {
             0 if xz => read_exact_stream(XzReader::new(src, true), dst),
             0 | 2 => {
                 if src.len() < 13 {
-                    return Err(format!("{} bytes: no .lzma header", src.len()));
+                    return Err(Error::BadChunk(format!(
+                        "{} bytes: no .lzma header",
+                        src.len()
+                    )));
                 }
                 let props = src[0];
                 let dict = u32::from_le_bytes(src[1..5].try_into().unwrap()).clamp(4096, cap);
                 let size = u64::from_le_bytes(src[5..13].try_into().unwrap());
                 let r = LzmaReader::new_with_props(&src[13..], size, props, dict, None)
-                    .map_err(|e| format!("corrupt .lzma header: {e}"))?;
+                    .map_err(|e| Error::BadChunk(format!("corrupt .lzma header: {e}")))?;
                 read_exact_stream(r, dst)
             }
             _ => {
@@ -168,9 +182,13 @@ impl LzmaCodec {
                             (*dict).clamp(4096, cap),
                             None,
                         )
-                        .map_err(|e| format!("lzma1: {e}"))?,
+                        .map_err(|e| Error::BadChunk(format!("lzma1: {e}")))?,
                     ),
-                    _ => return Err("lzma raw format without an lzma1/lzma2 filter".into()),
+                    _ => {
+                        return Err(Error::BadChunk(
+                            "lzma raw format without an lzma1/lzma2 filter".into(),
+                        ))
+                    }
                 };
                 read_exact_stream(reader, dst)?;
                 for f in self.filters[..self.filters.len() - 1].iter().rev() {

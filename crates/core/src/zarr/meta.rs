@@ -101,7 +101,7 @@ impl ArrayMeta {
             .try_fold(item.max(1), |acc, &d| acc.checked_mul(d.max(1)))
             .ok_or_else(|| zerr(path, format!("shape {shape:?} overflows")))?;
         let compressor = Compressor::from_json(obj.get("compressor").unwrap_or(&Value::Null))
-            .map_err(|m| zerr(path, m))?;
+            .map_err(|e| zerr(path, e.to_string()))?;
         let filters = match obj.get("filters") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(fs)) => fs
@@ -126,7 +126,7 @@ impl ArrayMeta {
                 match super::filters::Filter::from_json(f) {
                     Ok(x) => chain.push(x),
                     Err(e) => {
-                        filter_error.get_or_insert(e);
+                        filter_error.get_or_insert(e.to_string());
                     }
                 }
             }

@@ -11,7 +11,8 @@
 //! - [`codec`]: the compressors numcodecs writes (Blosc, Zstd, Zlib, GZip, BZ2, LZ4, LZMA,
 //!   none), each decoding into a buffer of exactly the chunk's size; [`blosc`] validates the
 //!   Blosc header before handing a chunk to c-blosc; [`lzma`](mod@lzma) is numcodecs' `LZMA`
-//!   in its four formats.
+//!   in its four formats; both fill a chunk's buffer through `stream` (below both, so
+//!   neither imports the other back).
 //! - [`filters`]: the `.zarray` filter chain (delta, fixedscaleoffset, quantize, astype,
 //!   packbits, categorize, ...), undone in reverse after the compressor.
 //! - [`order`]: `order: "F"` chunks reordered to C order, one chunk at a time.
@@ -34,6 +35,7 @@ pub mod l5kit;
 pub mod lzma;
 pub mod meta;
 pub mod order;
+mod stream;
 pub mod values;
 
 pub use array::{Rows, ZarrArray};

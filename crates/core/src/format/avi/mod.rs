@@ -15,7 +15,6 @@ pub mod parse;
 pub mod repair;
 pub mod write;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
@@ -23,7 +22,7 @@ use memmap2::Mmap;
 pub use parse::{Frame, IndexSource, Layout};
 pub use write::MjpgWriter;
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 
 /// A readable MJPEG AVI file.
 pub struct MjpgReader {
@@ -35,18 +34,11 @@ pub struct MjpgReader {
 impl MjpgReader {
     /// Maps `path` and finds its frames.
     pub fn open(path: &Path) -> Result<MjpgReader> {
-        let file = File::open(path).at(path)?;
-        let len = file.metadata().at(path)?.len();
-        let map = if len == 0 {
-            None
-        } else {
-            // SAFETY: the mapping is read-only; a file cut while mapped raises SIGBUS on access
-            // past its end, the same contract as the `raw` reader (a trace is not cut while
-            // it is read, except by `recover`, which readers do not run beside).
-            Some(unsafe { Mmap::map(&file) }.at(path)?)
-        };
-        let layout =
-            parse::parse(map.as_deref().unwrap_or(&[])).map_err(|msg| Error::corrupt(path, msg))?;
+        // SAFETY: a file cut while mapped raises SIGBUS on access past its end, the same
+        // contract as the `raw` reader (a trace is not cut while it is read, except by
+        // `recover`, which readers do not run beside).
+        let (map, _) = unsafe { crate::io::map_possibly_empty(path) }?;
+        let layout = parse::parse(map.as_deref().unwrap_or(&[])).map_err(|e| Error::at(path, e))?;
         Ok(MjpgReader {
             path: path.to_path_buf(),
             map,

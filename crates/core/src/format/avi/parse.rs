@@ -8,6 +8,8 @@
 
 use std::ops::Range;
 
+use crate::error::{Error, Result};
+
 /// Most frames a file may hold (about six days at 30 fps).
 pub const MAX_FRAMES: usize = 1 << 24;
 /// Largest single frame (a JPEG of a 16k x 16k image fits).
@@ -188,8 +190,9 @@ fn size_ok(body: u64, size: u32, limit: u64) -> bool {
     size != u32::MAX && size != 0 && body + u64::from(size) <= limit
 }
 
-/// Parses the layout of the AVI file `b`. Errors only when `b` is not an AVI file at all.
-pub fn parse(b: &[u8]) -> Result<Layout, String> {
+/// Parses the layout of the AVI file `b`. Errors ([`Error::NotAvi`]) only when `b` is not an
+/// AVI file at all.
+pub fn parse(b: &[u8]) -> Result<Layout> {
     let n = b.len() as u64;
     let mut l = Layout {
         file_len: n,
@@ -211,14 +214,14 @@ pub fn parse(b: &[u8]) -> Result<Layout, String> {
             .enumerate()
             .all(|(i, (x, y))| (4..8).contains(&i) || x == y);
         if !prefix_ok {
-            return Err("not an AVI file (no RIFF 'AVI ' header)".into());
+            return Err(Error::NotAvi);
         }
         l.problems
             .push(format!("file ends inside the AVI header ({n} bytes)"));
         return Ok(l);
     }
     if &b[0..4] != b"RIFF" || &b[8..12] != b"AVI " {
-        return Err("not an AVI file (no RIFF 'AVI ' header)".into());
+        return Err(Error::NotAvi);
     }
     let mut riff_pos = 0u64;
     let mut first = true;

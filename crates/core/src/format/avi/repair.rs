@@ -7,6 +7,7 @@ use super::parse::{self, Layout};
 use super::write::{self, MjpgWriter, DEFAULT_FPS};
 use crate::error::{Error, IoContext, Result};
 use crate::format::meta::ChannelMeta;
+use crate::format::problem::{Checked, Depth, Problem};
 
 /// The state of one `mjpg` file.
 #[derive(Debug)]
@@ -14,7 +15,7 @@ pub enum AviState {
     /// No file.
     Missing,
     /// Not an AVI file at all: neither counted nor touched.
-    Foreign(String),
+    Foreign,
     /// An AVI file and what parsing found.
     Parsed(Box<Layout>),
 }
@@ -29,23 +30,50 @@ impl AviState {
         };
         Ok(match parse::parse(&bytes) {
             Ok(l) => AviState::Parsed(Box::new(l)),
-            Err(msg) => AviState::Foreign(msg),
+            Err(_not_avi) => AviState::Foreign,
         })
     }
 
     /// Whole frames, and the problems to report.
-    pub fn summary(&self) -> (u64, Vec<String>) {
+    pub fn summary(&self) -> (u64, Vec<Problem>) {
         match self {
-            AviState::Missing => (0, vec!["channel file is missing".into()]),
-            AviState::Foreign(msg) => (0, vec![msg.clone()]),
-            AviState::Parsed(l) => (l.frames.len() as u64, l.problems.clone()),
+            AviState::Missing => (0, vec![Problem::FileMissing]),
+            AviState::Foreign => (0, vec![Problem::NotAvi]),
+            AviState::Parsed(l) => (
+                l.frames.len() as u64,
+                l.problems.iter().cloned().map(Problem::Avi).collect(),
+            ),
         }
     }
 }
 
+/// Checks the `mjpg` channel file `path`. The plan is `None` for a file that is not AVI:
+/// recovery neither counts nor cuts it.
+pub(crate) fn check(
+    path: &Path,
+    depth: Depth,
+    problems: &mut Vec<Problem>,
+) -> Result<Checked<Option<AviState>>> {
+    let state = AviState::read(path)?;
+    let (n, found) = state.summary();
+    problems.extend(found);
+    if depth == Depth::Deep {
+        problems.extend(deep_check(path, &state)?);
+    }
+    let plan = match state {
+        AviState::Foreign => None,
+        s => Some(s),
+    };
+    Ok(Checked {
+        complete: n,
+        disk_bytes: crate::io::file_len(path)?.unwrap_or(0),
+        plan,
+    })
+}
+
 /// `validate --deep`: every frame is a whole JPEG (starts with SOI, ends with EOI before any
 /// padding) and, with the `jpeg` feature, decodes.
-pub fn deep_check(path: &Path, state: &AviState) -> Result<Vec<String>> {
+pub fn deep_check(path: &Path, state: &AviState) -> Result<Vec<Problem>> {
     let AviState::Parsed(l) = state else {
         return Ok(Vec::new());
     };
@@ -60,14 +88,15 @@ pub fn deep_check(path: &Path, state: &AviState) -> Result<Vec<String>> {
             None => f,
         };
         if !f.starts_with(&[0xFF, 0xD8]) || !body.ends_with(&[0xFF, 0xD9]) {
-            problems.push(format!(
-                "frame {k} is not a whole JPEG (no SOI or EOI marker)"
-            ));
+            problems.push(Problem::FrameNotJpeg { frame: k });
             continue;
         }
         #[cfg(feature = "jpeg")]
         if let Err(e) = super::decode_rgb(f) {
-            problems.push(format!("frame {k} does not decode: {e}"));
+            problems.push(Problem::JpegUndecodable {
+                frame: k,
+                source: e,
+            });
         }
     }
     Ok(problems)
@@ -109,7 +138,7 @@ pub fn recover(
     };
     let l = match state {
         AviState::Missing => return fresh("was missing"),
-        AviState::Foreign(_) => return Ok(None),
+        AviState::Foreign => return Ok(None),
         AviState::Parsed(l) => l,
     };
     if !l.header_ok || l.segments.is_empty() {

@@ -328,7 +328,7 @@ impl MjpgWriter {
         let mut file = AppendFile::create_new(path, buffer_bytes)?;
         let head = header_bytes(width, height, fps);
         file.append(&head)?;
-        let layout = parse::parse(&head).map_err(|e| Error::corrupt(path, e))?;
+        let layout = parse::parse(&head).map_err(|e| Error::at(path, e))?;
         let mut w = MjpgWriter::with(path, file, layout.header, layout.segments, Vec::new())?;
         w.fps = fps;
         Ok(w)
@@ -339,7 +339,7 @@ impl MjpgWriter {
     /// must be recovered first.
     pub fn open_append(path: &Path, buffer_bytes: usize) -> Result<MjpgWriter> {
         let bytes = std::fs::read(path).at(path)?;
-        let l = parse::parse(&bytes).map_err(|e| Error::corrupt(path, e))?;
+        let l = parse::parse(&bytes).map_err(|e| Error::at(path, e))?;
         if l.torn_at.is_some() || !l.header_ok {
             return Err(Error::corrupt(
                 path,

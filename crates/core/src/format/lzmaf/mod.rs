@@ -3,16 +3,18 @@
 //!
 //! Write order is data before index, both when buffering and when syncing, so after a crash the
 //! index never points past data that reached the disk (unless the disk reorders a power cut;
-//! validation checks that too).
+//! validation checks that too). [`check`] is what `validate` and `recover` do to a channel.
 
-use std::fs::File;
+pub(crate) mod check;
+
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
 use super::append::AppendFile;
 use super::lzma;
-use crate::error::{Error, IoContext, Result};
+use super::problem::Problem;
+use crate::error::{Error, Result};
 
 /// The index file's path for the channel file `data`.
 pub fn index_path(data: &Path) -> PathBuf {
@@ -188,22 +190,21 @@ pub fn trusted_prefix(
     index: &[u8],
     data_len: u64,
     data_exists: bool,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
 ) -> Vec<u64> {
     if !index.len().is_multiple_of(8) {
-        problems.push(format!(
-            "index has a torn entry ({} bytes past the last whole offset)",
-            index.len() % 8
-        ));
+        problems.push(Problem::IndexTornEntry {
+            bytes: index.len() % 8,
+        });
     }
     let mut entries = index
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")));
     let mut good = vec![0u64];
     match entries.next() {
-        None if data_exists => problems.push("index lacks its leading 0".into()),
+        None if data_exists => problems.push(Problem::IndexNoLeadingZero),
         None => {}
-        Some(first) if first != 0 => problems.push(format!("first offset is {first}, not 0")),
+        Some(first) if first != 0 => problems.push(Problem::IndexFirstOffset { first }),
         Some(_) => {
             let listed = index.len() / 8 - 1;
             for o in entries {
@@ -213,10 +214,11 @@ pub fn trusted_prefix(
                 good.push(o);
             }
             if good.len() - 1 < listed {
-                problems.push(format!(
-                    "index lists {listed} frames but only {} lie within the {data_len}-byte data file in order",
-                    good.len() - 1
-                ));
+                problems.push(Problem::IndexOutOfOrder {
+                    listed,
+                    within: good.len() - 1,
+                    data_len,
+                });
             }
         }
     }
@@ -235,14 +237,8 @@ impl LzmafReader {
     /// Opens the channel; checks the index (starts at 0, never decreases, within the data).
     pub fn open(path: &Path, sample_bytes: usize) -> Result<LzmafReader> {
         let mut offsets = read_index(&index_path(path))?;
-        let file = File::open(path).at(path)?;
-        let size = file.metadata().at(path)?.len();
         // SAFETY: as for raw channels, lzmaf files are append-only while readable.
-        let map = if size == 0 {
-            None
-        } else {
-            Some(unsafe { Mmap::map(&file) }.at(path)?)
-        };
+        let (map, size) = unsafe { crate::io::map_possibly_empty(path) }?;
         if offsets.is_empty() {
             offsets.push(0);
         }

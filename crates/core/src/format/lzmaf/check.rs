@@ -1,0 +1,171 @@
+//! What `validate` finds in an `lzmaf` channel (index against data, frames past the index,
+//! a torn frame; with `--deep` every frame decompressed) and what `recover` does to it (cut
+//! the data after the last kept frame, cut or rewrite the index).
+
+use std::fs;
+use std::path::Path;
+
+use super::{index_path, read_index_bytes, scan_frames, trusted_prefix};
+use crate::error::{IoContext, Result};
+use crate::format::lzma;
+use crate::format::problem::{Checked, Cut, Depth, Problem};
+use crate::io::{file_len, truncate_synced};
+
+/// What recovery must know to cut an `lzmaf` channel.
+#[derive(Debug)]
+pub(crate) struct LzmafPlan {
+    /// Offsets of the channel's whole frames (index prefix plus re-found frames).
+    good: Vec<u64>,
+    /// How many of those frames the index listed.
+    indexed: u64,
+    data_len: u64,
+    index_len: u64,
+    exists: bool,
+}
+
+/// Checks the `lzmaf` channel whose data file is `path`.
+pub(crate) fn check(
+    path: &Path,
+    sample_bytes: usize,
+    depth: Depth,
+    problems: &mut Vec<Problem>,
+) -> Result<Checked<LzmafPlan>> {
+    let index = index_path(path);
+    let data_len = file_len(path)?;
+    let index_len = file_len(&index)?;
+    if data_len.is_none() {
+        problems.push(Problem::FileMissing);
+    }
+    if index_len.is_none() {
+        problems.push(Problem::IndexMissing);
+    }
+    let exists = data_len.is_some();
+    let (data_len, index_len) = (data_len.unwrap_or(0), index_len.unwrap_or(0));
+    // Read once: a file growing meanwhile must not make the length and the bytes disagree.
+    let index_bytes = read_index_bytes(&index)?;
+    let index_len = index_len.min(index_bytes.len() as u64);
+    let mut good = trusted_prefix(
+        &index_bytes[..index_len as usize],
+        data_len,
+        exists,
+        problems,
+    );
+    let mut data = None;
+    if depth == Depth::Deep && good.len() > 1 {
+        let bytes = fs::read(path).at(path)?;
+        for k in 0..good.len() - 1 {
+            let frame = &bytes[good[k] as usize..good[k + 1] as usize];
+            let bad = match lzma::decompress(frame, sample_bytes, path) {
+                Ok(v) if v.len() == sample_bytes => None,
+                Ok(v) => Some(Problem::FrameSize {
+                    frame: k,
+                    got: v.len(),
+                    expected: sample_bytes,
+                }),
+                Err(source) => Some(Problem::FrameUndecodable { frame: k, source }),
+            };
+            if let Some(p) = bad {
+                problems.push(p);
+                good.truncate(k + 1);
+                break;
+            }
+        }
+        data = Some(bytes);
+    }
+    let indexed = good.len() as u64 - 1;
+    let end = *good.last().unwrap_or(&0);
+    if end < data_len {
+        // Frames past the index: whole ones (a crash between data and index, or a lost
+        // index) are found by their xz framing and kept; the rest is a torn frame.
+        let bytes = match data {
+            Some(b) => b,
+            None => fs::read(path).at(path)?,
+        };
+        let mut reindexed = 0;
+        for e in scan_frames(&bytes[end as usize..], sample_bytes) {
+            good.push(end + e as u64);
+            reindexed += 1;
+        }
+        if reindexed > 0 {
+            problems.push(Problem::FramesPastIndex { count: reindexed });
+        }
+        let torn = data_len - *good.last().unwrap_or(&0);
+        if torn > 0 {
+            problems.push(Problem::TornFrame { bytes: torn });
+        }
+    }
+    Ok(Checked {
+        complete: good.len() as u64 - 1,
+        disk_bytes: data_len + index_len,
+        plan: LzmafPlan {
+            good,
+            indexed,
+            data_len,
+            index_len,
+            exists,
+        },
+    })
+}
+
+impl LzmafPlan {
+    /// Cuts the data after frame `target` and makes the index list exactly the kept frames.
+    pub(crate) fn recover(
+        &self,
+        path: &Path,
+        complete: u64,
+        target: u64,
+        cuts: &mut Vec<Cut>,
+    ) -> Result<()> {
+        let LzmafPlan {
+            good,
+            indexed,
+            data_len,
+            index_len,
+            exists,
+        } = self;
+        let index = index_path(path);
+        let keep = &good[..=target as usize];
+        let keep_data = keep[keep.len() - 1];
+        if !exists {
+            fs::File::create(path).at(path)?;
+            cuts.push(Cut::new(path, "created empty (was missing)"));
+        } else if *data_len > keep_data {
+            truncate_synced(path, keep_data)?;
+            cuts.push(Cut::new(
+                path,
+                format!(
+                    "cut {} bytes ({} whole frame(s) and {} bytes of a torn frame): {data_len} -> {keep_data} bytes",
+                    data_len - keep_data,
+                    complete - target,
+                    data_len - good[good.len() - 1]
+                ),
+            ));
+        }
+        let want: Vec<u8> = keep.iter().flat_map(|o| o.to_le_bytes()).collect();
+        let have = fs::read(&index).unwrap_or_default();
+        if have.len() as u64 > want.len() as u64 && have.starts_with(&want) {
+            truncate_synced(&index, want.len() as u64)?;
+            cuts.push(Cut::new(
+                &index,
+                format!(
+                    "cut {} bytes ({} offset(s), {} torn bytes): {index_len} -> {} bytes",
+                    have.len() - want.len(),
+                    (have.len() - want.len()) / 8,
+                    have.len() % 8,
+                    want.len()
+                ),
+            ));
+        } else if have != want {
+            crate::format::meta::write_file_atomic(&index, &want)?;
+            cuts.push(Cut::new(
+                &index,
+                format!(
+                    "rewritten with {} offset(s) ({} frame(s) re-indexed from the data; was {index_len} bytes)",
+                    keep.len(),
+                    target.saturating_sub(*indexed)
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
