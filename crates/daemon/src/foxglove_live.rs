@@ -19,6 +19,7 @@ use foxglove::{Context, PartialMetadata, RawChannel};
 use serde_json::{json, Value};
 
 use super::config::Config;
+use crate::poison::LockExt;
 use roverlog_core::error::{Error, Result};
 use roverlog_core::format::SensorMeta;
 use roverlog_export::message::{channel_metadata, nanos, topic, MessageKind};
@@ -126,13 +127,13 @@ impl LiveHub {
             .await
             .map_err(|e| Error::Config(format!("foxglove_listen {addr}: cannot listen: {e}")))?;
         let bound = std::net::SocketAddr::new(addr.ip(), handle.port());
-        *self.server.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+        *self.server.lock_or_recover() = Some(handle);
         Ok(bound)
     }
 
     /// The feed in `status`: its address, clients, messages sent and previews dropped.
     pub fn status(&self) -> Value {
-        let server = self.server.lock().unwrap_or_else(|p| p.into_inner());
+        let server = self.server.lock_or_recover();
         json!({
             "url": server.as_ref().map(|h| format!("ws://{}:{}", listen_address(&self.cfg).ok().flatten().map_or("127.0.0.1".into(), |a| a.ip().to_string()), h.port())),
             "clients": server.as_ref().map_or(0, |h| h.client_count()),

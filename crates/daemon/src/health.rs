@@ -36,6 +36,7 @@ use super::config::Config;
 use super::events::now_epoch;
 use super::recording::Recorder;
 use super::shutdown::Shutdown;
+use crate::poison::LockExt;
 
 /// Most alarm commands running at once.
 const MAX_COMMANDS: usize = 4;
@@ -46,12 +47,12 @@ pub struct ActiveAlarms(Mutex<Vec<Value>>);
 
 impl ActiveAlarms {
     fn set(&self, v: Vec<Value>) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = v;
+        *self.0.lock_or_recover() = v;
     }
 
     /// Every active alarm.
     pub fn all(&self) -> Vec<Value> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.0.lock_or_recover().clone()
     }
 
     /// The active alarms of sensor `name`.

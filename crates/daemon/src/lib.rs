@@ -29,6 +29,7 @@ pub mod health;
 pub mod http;
 pub mod ingest;
 pub mod notify;
+pub mod poison;
 pub mod protocol;
 pub mod recording;
 pub mod shutdown;

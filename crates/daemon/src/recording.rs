@@ -27,6 +27,7 @@ use roverlog_core::format::WriterOptions;
 
 use super::traces::created_at;
 pub use super::traces::{local_timestamp, recover_unfinished};
+use crate::poison::LockExt;
 
 mod sensors;
 pub use sensors::Slot;
@@ -140,7 +141,7 @@ impl Recorder {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock_or_recover()
     }
 
     /// The open trace's name and event log.
@@ -422,8 +423,7 @@ impl Recorder {
         // A triggered trace's stop follows it into the next part (see `snapshot::trigger`).
         if let Some((name, _)) = self
             .triggered
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .lock_or_recover()
             .as_mut()
             .filter(|(n, _)| *n == old)
         {
@@ -499,7 +499,7 @@ impl Recorder {
     /// The `status` reply.
     /// Adds (or replaces) the top-level `status` key `key` (a service's address and state).
     pub fn set_status_section(&self, key: &str, v: Value) {
-        let mut sections = self.sections.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sections = self.sections.lock_or_recover();
         sections.insert(key.to_owned(), v);
     }
 
@@ -531,7 +531,7 @@ impl Recorder {
             "sensors": sensors,
             "snapshot": self.settings.snapshot.as_ref().map(|r| r.status()),
         });
-        let sections = self.sections.lock().unwrap_or_else(|p| p.into_inner());
+        let sections = self.sections.lock_or_recover();
         for (k, v) in sections.iter() {
             status[k] = v.clone();
         }
@@ -550,7 +550,7 @@ impl Recorder {
             let _ = s.tx.send(WriterMsg::Exit);
         }
         for s in slots {
-            let t = s.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let t = s.thread.lock_or_recover().take();
             if let Some(t) = t {
                 let _ = t.join();
             }

@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 
 use super::recording::Recorder;
 use super::stats::SensorStats;
+use crate::poison::LockExt;
 
 /// How long a `trigger` records after it when the command does not say.
 pub const DEFAULT_AFTER: Duration = Duration::from_secs(10);
@@ -35,7 +36,7 @@ pub async fn trigger(rec: &Arc<Recorder>, label: Option<&str>, after: Duration) 
     }
     let reply = match rec.current() {
         Some((name, _)) => {
-            let mut t = rec.triggered.lock().unwrap_or_else(|p| p.into_inner());
+            let mut t = rec.triggered.lock_or_recover();
             match t.as_mut() {
                 Some((trace, n)) if *trace == name => {
                     *n += 1;
@@ -53,26 +54,17 @@ pub async fn trigger(rec: &Arc<Recorder>, label: Option<&str>, after: Duration) 
                 return r;
             }
             let name = r["trace"].as_str().unwrap_or_default().to_string();
-            let mut t = rec.triggered.lock().unwrap_or_else(|p| p.into_inner());
+            let mut t = rec.triggered.lock_or_recover();
             let n = t.as_ref().map_or(0, |(_, n)| n + 1);
             *t = Some((name, n));
             r
         }
     };
-    let mine = rec
-        .triggered
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_ref()
-        .map(|(_, n)| *n);
+    let mine = rec.triggered.lock_or_recover().as_ref().map(|(_, n)| *n);
     let rec = rec.clone();
     tokio::spawn(async move {
         tokio::time::sleep(after).await;
-        let still = rec
-            .triggered
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let still = rec.triggered.lock_or_recover().clone();
         let current = rec.current().map(|(n, _)| n);
         // Not when a later trigger moved the stop, or the triggered trace (or the part a
         // rotation continued it in) is no longer the one recording.
@@ -159,7 +151,7 @@ impl SnapshotRing {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.lock_or_recover()
     }
 
     /// Drops (counted) what is older than the window at `now` or over the byte bound.

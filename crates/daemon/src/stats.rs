@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use crate::poison::LockExt;
 use serde_json::{json, Value};
 
 /// Frames the clock offset and jitter are computed over.
@@ -86,7 +87,7 @@ impl SensorStats {
         if !offset.is_finite() {
             return;
         }
-        let mut c = self.clock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = self.clock.lock_or_recover();
         if c.len() == CLOCK_WINDOW {
             c.pop_front();
         }
@@ -95,13 +96,7 @@ impl SensorStats {
 
     /// The median offset and the jitter (p99 - p50) over the last frames, seconds.
     pub fn clock(&self) -> Option<(f64, f64)> {
-        let mut v: Vec<f64> = self
-            .clock
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .copied()
-            .collect();
+        let mut v: Vec<f64> = self.clock.lock_or_recover().iter().copied().collect();
         if v.is_empty() {
             return None;
         }
@@ -112,15 +107,12 @@ impl SensorStats {
 
     /// The failure message, if the sensor failed.
     pub fn failure(&self) -> Option<String> {
-        self.failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.failed.lock_or_recover().clone()
     }
 
     /// Records a failure (the first one wins).
     pub fn set_failed(&self, msg: String) {
-        let mut f = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut f = self.failed.lock_or_recover();
         if f.is_none() {
             *f = Some(msg);
         }
@@ -128,7 +120,7 @@ impl SensorStats {
 
     /// Clears the failure (a new trace opens new files).
     pub fn clear_failed(&self) {
-        *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *self.failed.lock_or_recover() = None;
     }
 
     /// Records a heartbeat now (`epoch`: the daemon's start).
@@ -151,7 +143,7 @@ impl SensorStats {
     pub fn update_rate(&self) -> f64 {
         let now = Instant::now();
         let samples = self.samples.load(Relaxed);
-        let mut base = self.rate_base.lock().unwrap_or_else(|p| p.into_inner());
+        let mut base = self.rate_base.lock_or_recover();
         let dt = now.duration_since(base.1).as_secs_f64();
         let rate = if dt > 0.0 && samples >= base.0 {
             (samples - base.0) as f64 / dt

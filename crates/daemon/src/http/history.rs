@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use super::super::recording::Recorder;
 use super::super::shutdown::Shutdown;
+use crate::poison::LockExt;
 
 /// Points kept: five minutes at one a second.
 pub const POINTS: usize = 300;
@@ -42,7 +43,7 @@ struct Series {
 impl History {
     /// Adds the point of `status` (a `Recorder::status` reply) read at `now`.
     pub fn sample(&self, status: &Value, now: Instant, epoch_s: f64) {
-        let mut s = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = self.inner.lock_or_recover();
         let sensors = status["sensors"].as_object();
         let bytes: HashMap<String, u64> = sensors
             .into_iter()
@@ -90,7 +91,7 @@ impl History {
     /// `seconds_left` at the mean write rate of the last points (`null` when not recording,
     /// nothing is written, or the free space is unknown).
     pub fn to_json(&self) -> Value {
-        let s = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let s = self.inner.lock_or_recover();
         let recent: Vec<f64> = s
             .bytes_per_s
             .iter()
