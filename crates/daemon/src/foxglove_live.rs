@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use foxglove::{Context, PartialMetadata, RawChannel};
-use serde_json::{json, Value};
 
 use super::config::Config;
 use crate::poison::LockExt;
@@ -132,15 +131,24 @@ impl LiveHub {
     }
 
     /// The feed in `status`: its address, clients, messages sent and previews dropped.
-    pub fn status(&self) -> Value {
+    pub fn status(&self) -> LiveStatus {
         let server = self.server.lock_or_recover();
-        json!({
-            "url": server.as_ref().map(|h| format!("ws://{}:{}", listen_address(&self.cfg).ok().flatten().map_or("127.0.0.1".into(), |a| a.ip().to_string()), h.port())),
-            "clients": server.as_ref().map_or(0, |h| h.client_count()),
-            "sent": self.sent.load(Relaxed),
-            "dropped": self.dropped.load(Relaxed),
-            "queued_bytes": self.queued.load(Relaxed),
-        })
+        LiveStatus {
+            url: server.as_ref().map(|h| {
+                format!(
+                    "ws://{}:{}",
+                    listen_address(&self.cfg)
+                        .ok()
+                        .flatten()
+                        .map_or("127.0.0.1".into(), |a| a.ip().to_string()),
+                    h.port()
+                )
+            }),
+            clients: server.as_ref().map_or(0, |h| h.client_count()),
+            sent: self.sent.load(Relaxed),
+            dropped: self.dropped.load(Relaxed),
+            queued_bytes: self.queued.load(Relaxed),
+        }
     }
 
     /// A writer's tap for `sensor` with the stored channels `meta`.
@@ -237,4 +245,14 @@ impl LiveTap {
             });
         }
     }
+}
+
+/// `status` `foxglove`: the live feed's address and what it has sent and dropped.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LiveStatus {
+    pub url: Option<String>,
+    pub clients: usize,
+    pub sent: u64,
+    pub dropped: u64,
+    pub queued_bytes: u64,
 }

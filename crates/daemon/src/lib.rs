@@ -8,6 +8,7 @@
 //! - [`writer`]: per-sensor writer threads (blocking file I/O, durability, failure).
 //! - [`recording`]: traces and sensors: attach, start, stop, rotate, mark, status, crash
 //!   recovery.
+//! - [`command`]: the control commands and their replies as types, parsed once at the edge.
 //! - [`control`]: the control socket. [`http`]: the dashboard (page and JSON API).
 //!   [`foxglove_live`]: the live Foxglove feed. [`events`]: `events.jsonl`. [`stats`]: counters.
 //! - [`notify`]: systemd `sd_notify` (READY, STATUS, WATCHDOG, STOPPING) without libsystemd.
@@ -20,6 +21,7 @@
 //! [`config::FsyncPolicy`] → durable watermark.
 
 pub mod bufpool;
+pub mod command;
 pub mod config;
 pub mod control;
 pub mod disk;
@@ -33,6 +35,7 @@ pub mod poison;
 pub mod protocol;
 pub mod recording;
 pub mod shutdown;
+pub mod slot;
 pub mod snapshot;
 pub mod sockets;
 pub mod stats;
@@ -174,15 +177,14 @@ impl Daemon {
                 (_, Some(why)) => {
                     // Shown in status like a stop by the guard later on.
                     rec.stop_for(why.clone()).await;
-                    serde_json::json!({"ok": false, "error": why})
+                    Err(command::Refusal::DiskLow(why))
                 }
                 (Some(dir), None) if cfg.resume_unfinished => rec.resume(dir).await,
                 _ => rec.start(cfg.label.as_deref(), "autostart").await,
             };
-            if r["ok"] != true {
-                tracing::error!("autostart failed: {}", r["error"]);
+            if let Err(why) = r {
+                tracing::error!("autostart failed: {why}");
                 // status and STATUS= say why nothing is recorded, not just the log.
-                let why = r["error"].as_str().unwrap_or("unknown error");
                 rec.note_not_recording(format!("autostart failed: {why}"));
             }
         }
@@ -203,7 +205,13 @@ impl Daemon {
             done_tx,
         ));
         tokio::spawn(control::accept_loop(control, rec.clone(), shut.clone()));
-        tokio::spawn(health::run(rec.clone(), shut.clone()));
+        let watched = rec.clone();
+        tokio::spawn(health::run(
+            cfg.clone(),
+            rec.alarms().clone(),
+            move || watched.watch(),
+            shut.clone(),
+        ));
         if let Some(l) = http {
             tokio::spawn(http::serve(l, rec.clone(), shut.clone()));
         }
@@ -232,8 +240,10 @@ impl Daemon {
                     Request::Rotate => {
                         let r = rec.clone();
                         let op = async move {
-                            let r = r.rotate("SIGHUP", None).await;
-                            tracing::info!("rotate: {r}");
+                            match r.rotate("SIGHUP", None).await {
+                                Ok(s) => tracing::info!(trace = %s.trace, "rotated (SIGHUP)"),
+                                Err(e) => tracing::info!("rotate (SIGHUP): {e}"),
+                            }
                         };
                         if !wd.serving(&rec, notify, &mut shutdown, op).await {
                             break;
@@ -280,7 +290,11 @@ impl Daemon {
                         if by_size || by_age {
                             let why = if by_size { "rotate_bytes" } else { "rotate_seconds" };
                             let r = rec.clone();
-                            let op = async move { r.rotate(why, None).await; };
+                            let op = async move {
+                                if let Err(e) = r.rotate(why, None).await {
+                                    tracing::warn!("rotate ({why}): {e}");
+                                }
+                            };
                             if !wd.serving(&rec, notify, &mut shutdown, op).await {
                                 break;
                             }
@@ -298,7 +312,7 @@ impl Daemon {
             // Every connection task holds a clone of `done_tx`: recv() returns None when the
             // last one ended.
             let _ = done_rx.recv().await;
-            rec.stop("shutdown").await;
+            let _ = rec.stop("shutdown").await;
             let r = rec.clone();
             let _ = tokio::task::spawn_blocking(move || r.join_writers()).await;
         })
@@ -454,18 +468,10 @@ fn status_line(rec: &Recorder, t: Totals) -> String {
         (None, None) => "not recording".to_string(),
     };
     let alarms: Vec<String> = rec
-        .alarms
+        .alarms()
         .all()
         .iter()
-        .map(|a| {
-            format!(
-                "{} {}",
-                a["alarm"].as_str().unwrap_or("?"),
-                a["sensor"].as_str().unwrap_or("")
-            )
-            .trim()
-            .to_string()
-        })
+        .map(|a| format!("{} {}", a.alarm, a.sensor).trim().to_string())
         .collect();
     let alarms = match alarms.len() {
         0 => String::new(),

@@ -10,7 +10,6 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::poison::LockExt;
-use serde_json::{json, Value};
 
 /// Frames the clock offset and jitter are computed over.
 const CLOCK_WINDOW: usize = 1000;
@@ -155,28 +154,51 @@ impl SensorStats {
         rate
     }
 
-    /// The status object of this sensor. `queue_fill` is read from the queue's semaphore by
-    /// the caller; `now_ms` is milliseconds since daemon start.
-    pub fn to_json(&self, queue_fill: u64, now_ms: u64) -> Value {
+    /// This sensor's counters as `status` shows them. `queue_fill` is read from the queue's
+    /// semaphore by the caller; `now_ms` is milliseconds since daemon start.
+    pub fn counters(&self, queue_fill: u64, now_ms: u64) -> SensorCounters {
         let last = self.last_fsync_ms.load(Relaxed);
-        json!({
-            "connected": self.connected.load(Relaxed),
-            "failed": self.failure(),
-            "samples": self.samples.load(Relaxed),
-            "bytes": self.bytes.load(Relaxed),
-            "rate_hz": (f64::from_bits(self.rate_bits.load(Relaxed)) * 100.0).round() / 100.0,
-            "queue_bytes": queue_fill,
-            "queue_high_water": self.queue_high_water.load(Relaxed),
-            "queue_limit": self.queue_limit,
-            "drops": self.drops.load(Relaxed),
-            "gaps": self.gaps.load(Relaxed),
-            "clock_steps": self.clock_steps.load(Relaxed),
-            "discarded": self.discarded.load(Relaxed),
-            "snapshot_dropped": self.snapshot_dropped.load(Relaxed),
-            "durable": self.durable.load(Relaxed),
-            "last_fsync_age_ms": if last == u64::MAX { Value::Null } else { now_ms.saturating_sub(last).into() },
-            "clock_offset_s": self.clock().map(|c| c.0),
-            "clock_jitter_s": self.clock().map(|c| c.1),
-        })
+        let clock = self.clock();
+        SensorCounters {
+            connected: self.connected.load(Relaxed),
+            failed: self.failure(),
+            samples: self.samples.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+            rate_hz: (f64::from_bits(self.rate_bits.load(Relaxed)) * 100.0).round() / 100.0,
+            queue_bytes: queue_fill,
+            queue_high_water: self.queue_high_water.load(Relaxed),
+            queue_limit: self.queue_limit,
+            drops: self.drops.load(Relaxed),
+            gaps: self.gaps.load(Relaxed),
+            clock_steps: self.clock_steps.load(Relaxed),
+            discarded: self.discarded.load(Relaxed),
+            snapshot_dropped: self.snapshot_dropped.load(Relaxed),
+            durable: self.durable.load(Relaxed),
+            last_fsync_age_ms: (last != u64::MAX).then(|| now_ms.saturating_sub(last)),
+            clock_offset_s: clock.map(|c| c.0),
+            clock_jitter_s: clock.map(|c| c.1),
+        }
     }
+}
+
+/// One sensor's counters in `status` (docs/protocol.md lists what each means).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SensorCounters {
+    pub connected: bool,
+    pub failed: Option<String>,
+    pub samples: u64,
+    pub bytes: u64,
+    pub rate_hz: f64,
+    pub queue_bytes: u64,
+    pub queue_high_water: u64,
+    pub queue_limit: u64,
+    pub drops: u64,
+    pub gaps: u64,
+    pub clock_steps: u64,
+    pub discarded: u64,
+    pub snapshot_dropped: u64,
+    pub durable: u64,
+    pub last_fsync_age_ms: Option<u64>,
+    pub clock_offset_s: Option<f64>,
+    pub clock_jitter_s: Option<f64>,
 }
