@@ -103,7 +103,10 @@ impl LiveHub {
                     s.fetch_add(1, Relaxed);
                 }
             })
-            .map_err(|e| Error::Config(format!("cannot start the foxglove thread: {e}")))?;
+            .map_err(|e| Error::Task {
+                what: "cannot start the foxglove thread",
+                msg: e.to_string(),
+            })?;
         Ok(Some(Arc::new(LiveHub {
             ctx: Context::new(),
             tx,
@@ -124,7 +127,10 @@ impl LiveHub {
             .bind(addr.ip().to_string(), addr.port())
             .start()
             .await
-            .map_err(|e| Error::Config(format!("foxglove_listen {addr}: cannot listen: {e}")))?;
+            .map_err(|e| Error::Listen {
+                what: format!("foxglove_listen {addr}"),
+                msg: format!("cannot listen: {e}"),
+            })?;
         let bound = std::net::SocketAddr::new(addr.ip(), handle.port());
         *self.server.lock_or_recover() = Some(handle);
         Ok(bound)

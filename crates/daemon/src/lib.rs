@@ -325,10 +325,9 @@ impl Daemon {
                 tracing::info!("stopped cleanly");
                 Ok(())
             }
-            Err(_) => Err(Error::Config(format!(
-                "shutdown did not finish within shutdown_deadline_ms ({} ms); queued samples may be lost",
-                cfg.shutdown_deadline_ms
-            ))),
+            Err(_) => Err(Error::ShutdownDeadline {
+                deadline_ms: cfg.shutdown_deadline_ms,
+            }),
         }
     }
 }
@@ -344,10 +343,10 @@ fn lock_data_root(root: &std::path::Path) -> Result<std::fs::File> {
     if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(Error::Config(format!(
-                "{}: another daemon is recording into this data_root (it holds its lock)",
-                root.display()
-            )));
+            return Err(Error::InUse {
+                path: root.to_path_buf(),
+                holds: "recording into this data_root (it holds its lock)",
+            });
         }
         return Err(Error::io(root, e));
     }
@@ -443,7 +442,7 @@ async fn recover_extending_start(
     loop {
         tokio::select! {
             r = &mut job => {
-                return r.map_err(|e| Error::Config(format!("start-up recovery panicked: {e}")))?;
+                return r.map_err(|e| Error::Task { what: "start-up recovery", msg: e.to_string() })?;
             }
             _ = tokio::time::sleep(START_EXTENSION / 3) => extend(),
         }

@@ -98,10 +98,12 @@ pub fn bind(cfg: &Config) -> Result<Option<std::net::TcpListener>> {
     let Some(addr) = listen_address(cfg)? else {
         return Ok(None);
     };
-    let l = std::net::TcpListener::bind(addr)
-        .map_err(|e| Error::Config(format!("http_listen {addr}: cannot listen: {e}")))?;
-    l.set_nonblocking(true)
-        .map_err(|e| Error::Config(format!("http_listen {addr}: {e}")))?;
+    let listen = |msg: String| Error::Listen {
+        what: format!("http_listen {addr}"),
+        msg,
+    };
+    let l = std::net::TcpListener::bind(addr).map_err(|e| listen(format!("cannot listen: {e}")))?;
+    l.set_nonblocking(true).map_err(|e| listen(e.to_string()))?;
     Ok(Some(l))
 }
 
