@@ -516,3 +516,73 @@ fn ctl_status_into_a_closed_pipe_ends_quietly() {
     assert_quiet_on_closed_pipe(&out);
     assert!(d.stop().success(), "{}", d.log());
 }
+
+/// The `status` reply is a typed struct inside the daemon: its JSON keys and their order are
+/// the protocol's (docs/protocol.md), at the top, per sensor, for the disk and the ring, and
+/// the same through `GET /api/status` (daemon_http checks that one matches this).
+#[test]
+fn the_status_reply_keeps_its_keys_and_their_order() {
+    let d = TestDaemon::start(json!({}));
+    let (mut c, r) = d.connect(&raw_hello("s", 2));
+    assert_eq!(r["ok"], true, "{r}");
+    c.send(&frame(1.0, None, &[(&[1, 1], false)]));
+    c.sync();
+    let st = d.status();
+    let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(
+        keys(&st),
+        [
+            "ok",
+            "recording",
+            "trace",
+            "trace_dir",
+            "stopped_reason",
+            "alarms",
+            "disk",
+            "sensors",
+            "snapshot"
+        ],
+        "{st}"
+    );
+    assert_eq!(
+        keys(&st["disk"]),
+        ["data_root", "free_bytes", "min_free_bytes", "low"]
+    );
+    assert_eq!(
+        keys(&st["sensors"]["s"]),
+        [
+            "connected",
+            "failed",
+            "samples",
+            "bytes",
+            "rate_hz",
+            "queue_bytes",
+            "queue_high_water",
+            "queue_limit",
+            "drops",
+            "gaps",
+            "clock_steps",
+            "discarded",
+            "snapshot_dropped",
+            "durable",
+            "last_fsync_age_ms",
+            "clock_offset_s",
+            "clock_jitter_s",
+            "alarms"
+        ],
+        "{st}"
+    );
+    assert_eq!(
+        keys(&st["snapshot"]),
+        [
+            "enabled",
+            "bytes",
+            "frames",
+            "dropped_frames",
+            "snapshot_bytes",
+            "pre_trigger_seconds"
+        ]
+    );
+    assert_eq!(st["sensors"]["s"]["samples"], 1);
+    assert!(st["sensors"]["s"]["alarms"].as_array().unwrap().is_empty());
+}

@@ -93,12 +93,12 @@ pub fn main(args: Args) -> ExitCode {
         Ok(d) => d,
         Err(e) => {
             eprintln!("roverlog daemon: {e}");
-            let in_use = e.to_string().contains("another daemon is");
             // A config that cannot work (a missing socket_group, a socket path naming
-            // something else) is the operator's to fix: 2, not a runtime failure.
+            // something else, an address nobody may listen on) is the operator's to fix: 2,
+            // not a runtime failure.
             let code = match e {
-                _ if in_use => 3,
-                roverlog_core::Error::Config(_) => 2,
+                roverlog_core::Error::InUse { .. } => 3,
+                roverlog_core::Error::Config(_) | roverlog_core::Error::Listen { .. } => 2,
                 _ => 1,
             };
             return ExitCode::from(code);

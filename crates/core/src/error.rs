@@ -153,6 +153,22 @@ pub enum Error {
     /// A configuration value that is not valid.
     #[error("config: {0}")]
     Config(String),
+
+    /// Another running daemon holds `path` (a socket it listens on, or data_root's lock).
+    #[error("{}: another daemon is {holds}", path.display())]
+    InUse { path: PathBuf, holds: &'static str },
+
+    /// A listener the config asks for (`what`: the key and address) could not be set up.
+    #[error("{what}: {msg}")]
+    Listen { what: String, msg: String },
+
+    /// The daemon's drain (connections, queues, fsync) did not end within the deadline.
+    #[error("shutdown did not finish within shutdown_deadline_ms ({deadline_ms} ms); queued samples may be lost")]
+    ShutdownDeadline { deadline_ms: u64 },
+
+    /// A thread or task of the daemon could not start, or ended abnormally.
+    #[error("{what}: {msg}")]
+    Task { what: &'static str, msg: String },
 }
 
 impl Error {

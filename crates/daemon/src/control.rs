@@ -9,6 +9,9 @@
 //! anything else                      -> {"ok": false, "error": "..."}
 //! ```
 //!
+//! A line is parsed once into a [`Command`] (`command`), checked against the peer's role, and
+//! run by [`execute`], which the dashboard's `POST /api/command` shares.
+//!
 //! Roles (config `control_operator_*`, `control_monitor_*`): operators run every command,
 //! monitors only `status`; a peer in neither list is refused when it connects. With no
 //! operator list configured everyone who can open the socket is an operator. A connection
@@ -22,10 +25,11 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
-use super::config::Config;
-use super::protocol::line;
-use super::recording::Recorder;
-use super::shutdown::Shutdown;
+use crate::command::{refused, reply, Command, Refusal};
+use crate::config::Config;
+use crate::protocol::line;
+use crate::recording::Recorder;
+use crate::shutdown::Shutdown;
 
 /// What a control peer may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,22 +39,18 @@ pub enum Role {
 }
 
 /// The role of the peer on `stream` under `cfg`, or why it is refused.
-fn role(stream: &UnixStream, cfg: &Config) -> Result<Role, String> {
+fn role(stream: &UnixStream, cfg: &Config) -> Result<Role, Refusal> {
     if cfg.sockets.operator_uids.is_empty() && cfg.sockets.operator_gids.is_empty() {
         return Ok(Role::Operator);
     }
-    let cred = stream
-        .peer_cred()
-        .map_err(|e| format!("cannot read peer credentials: {e}"))?;
+    let cred = stream.peer_cred().map_err(Refusal::PeerCredentials)?;
     let (uid, gid) = (cred.uid(), cred.gid());
     if cfg.sockets.operator_uids.contains(&uid) || cfg.sockets.operator_gids.contains(&gid) {
         Ok(Role::Operator)
     } else if cfg.sockets.monitor_uids.contains(&uid) || cfg.sockets.monitor_gids.contains(&gid) {
         Ok(Role::Monitor)
     } else {
-        Err(format!(
-            "peer uid {uid} gid {gid} is in neither control_operator_* nor control_monitor_*"
-        ))
+        Err(Refusal::NoRole { uid, gid })
     }
 }
 
@@ -81,7 +81,7 @@ pub async fn accept_loop(listener: UnixListener, rec: Arc<Recorder>, mut shutdow
         let role = match role(&stream, &rec.cfg) {
             Ok(r) => r,
             Err(why) => {
-                let _ = stream.try_write(&line(json!({"ok": false, "error": why})));
+                let _ = stream.try_write(&line(refused(why)));
                 continue;
             }
         };
@@ -122,16 +122,19 @@ async fn serve(stream: UnixStream, rec: Arc<Recorder>, mut shutdown: Shutdown, r
                 return;
             }
             Ok(_) => match serde_json::from_slice::<Value>(&buf) {
-                Ok(cmd)
-                    if role == Role::Monitor
-                        && cmd.get("cmd").and_then(Value::as_str) != Some("status") =>
-                {
-                    json!({"ok": false, "error": format!(
-                        "{} is for operators; this peer may only ask for status (control_monitor_*)",
-                        cmd.get("cmd").map_or("this command".into(), |c| c.to_string()))})
-                }
-                Ok(cmd) => execute(&rec, &cmd).await,
-                Err(e) => json!({"ok": false, "error": format!("not valid JSON: {e}")}),
+                Ok(v) => match (Command::parse(&v), role) {
+                    (Ok(cmd), Role::Monitor) if !cmd.monitor_may_run() => {
+                        refused(operators_only(&v))
+                    }
+                    // A monitor's malformed command is refused as not theirs to send, unless
+                    // it is a malformed `status`.
+                    (Err(_), Role::Monitor) if v.get("cmd") != Some(&json!("status")) => {
+                        refused(operators_only(&v))
+                    }
+                    (Ok(cmd), _) => execute(&rec, cmd).await,
+                    (Err(e), _) => refused(e),
+                },
+                Err(e) => refused(format!("not valid JSON: {e}")),
             },
         };
         if wr.write_all(&line(reply)).await.is_err() {
@@ -140,59 +143,43 @@ async fn serve(stream: UnixStream, rec: Arc<Recorder>, mut shutdown: Shutdown, r
     }
 }
 
-/// Runs one command.
-pub async fn execute(rec: &Arc<Recorder>, cmd: &Value) -> Value {
-    let label = match cmd.get("label") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.as_str()),
-        Some(_) => return json!({"ok": false, "error": "\"label\" must be a string"}),
-    };
-    match cmd.get("cmd").and_then(Value::as_str) {
-        Some("status") => rec.status(),
-        Some("start") => {
-            let label = label.or(rec.cfg.recording.label.as_deref());
+/// The refusal of a command a monitor may not run, naming its `cmd` as sent.
+fn operators_only(v: &Value) -> Refusal {
+    Refusal::OperatorsOnly {
+        cmd: v
+            .get("cmd")
+            .map_or("this command".into(), |c| c.to_string()),
+    }
+}
+
+/// Runs one command; its reply (docs/protocol.md).
+pub async fn execute(rec: &Arc<Recorder>, cmd: Command) -> Value {
+    match cmd {
+        Command::Status => reply(Ok(rec.status())),
+        Command::Start { label } => {
+            let label = label.as_deref().or(rec.cfg.recording.label.as_deref());
             if let Some(why) = rec.disk_low() {
-                return json!({"ok": false, "error": why});
+                return refused(Refusal::DiskLow(why));
             }
-            rec.start(label, "command").await
+            reply(rec.start(label, "command").await)
         }
-        Some("stop") => rec.stop("command").await,
-        Some("rotate") => rec.rotate("command", label).await,
-        Some("snapshot") => match (cmd.get("on").and_then(Value::as_bool), rec.snapshot_ring()) {
-            (Some(on), Some(ring)) => {
+        Command::Stop => reply(rec.stop("command").await),
+        Command::Rotate { label } => reply(rec.rotate("command", label.as_deref()).await),
+        Command::Snapshot { on } => match rec.snapshot_ring() {
+            Some(ring) => {
                 ring.set_enabled(on);
                 tracing::info!(on, "snapshot mode switched by command");
-                json!({"ok": true, "snapshot": ring.status()})
+                reply(Ok(json!({"snapshot": ring.status()})))
             }
-            (None, _) => json!({"ok": false, "error": "snapshot needs \"on\": true or false"}),
-            (_, None) => json!({"ok": false, "error": "this daemon has no snapshot ring"}),
+            None => refused(Refusal::NoSnapshotRing),
         },
-        Some("trigger") => {
-            let after = match cmd.get("after") {
-                None | Some(Value::Null) => super::snapshot::DEFAULT_AFTER,
-                Some(v) => match v.as_f64().filter(|s| (0.0..=86_400.0).contains(s)) {
-                    Some(s) => std::time::Duration::from_secs_f64(s),
-                    None => {
-                        return json!({"ok": false, "error": format!(
-                            "\"after\" must be seconds from 0 to 86400, not {v}")})
-                    }
-                },
-            };
-            let label = label.or(rec.cfg.recording.label.as_deref());
+        Command::Trigger { label, after } => {
+            let label = label.as_deref().or(rec.cfg.recording.label.as_deref());
             if let Some(why) = rec.disk_low() {
-                return json!({"ok": false, "error": why});
+                return refused(Refusal::DiskLow(why));
             }
-            super::snapshot::trigger(rec, label, after).await
+            reply(rec.trigger(label, Command::after(after)).await)
         }
-        Some("mark") => match cmd.get("text").and_then(Value::as_str) {
-            Some(t) if t.len() <= 4096 => rec.mark(t),
-            Some(_) => json!({"ok": false, "error": "mark text is over 4096 bytes"}),
-            None => json!({"ok": false, "error": "mark needs \"text\" (a string)"}),
-        },
-        Some(other) => json!({"ok": false, "error": format!(
-            "unknown command {other:?} (status, start, stop, rotate, mark, trigger, snapshot)")}),
-        None => {
-            json!({"ok": false, "error": "expected {\"cmd\": \"status\" | \"start\" | \"stop\" | \"rotate\" | \"mark\" | \"trigger\"}"})
-        }
+        Command::Mark { text } => reply(rec.mark(&text)),
     }
 }

@@ -13,6 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
+use crate::poison::LockExt;
 use roverlog_core::error::{Error, Result};
 
 /// The event log's directory inside a trace.
@@ -76,7 +77,7 @@ impl EventLog {
         let mut line = vec![b'\n'];
         serde_json::to_writer(&mut line, &Value::Object(m)).expect("JSON of a map");
         line.push(b'\n');
-        let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let mut f = self.file.lock_or_recover();
         let line = if f.1 { &line[..] } else { &line[1..] };
         f.1 = false;
         if let Err(e) = f.0.write_all(line) {
@@ -87,7 +88,7 @@ impl EventLog {
 
     /// fsyncs the log (at stop and rotation).
     pub fn sync(&self) {
-        let f = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let f = self.file.lock_or_recover();
         if let Err(e) = f.0.sync_data() {
             tracing::error!(path = %self.path.display(), "fsync of the event log: {e}");
         }

@@ -16,9 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use foxglove::{Context, PartialMetadata, RawChannel};
-use serde_json::{json, Value};
 
-use super::config::FoxgloveFeed;
+use crate::config::FoxgloveFeed;
+use crate::poison::LockExt;
 use roverlog_core::error::{Error, Result};
 use roverlog_core::format::SensorMeta;
 use roverlog_export::message::{channel_metadata, nanos, topic, MessageKind};
@@ -73,7 +73,10 @@ impl LiveHub {
                     s.fetch_add(1, Relaxed);
                 }
             })
-            .map_err(|e| Error::Config(format!("cannot start the foxglove thread: {e}")))?;
+            .map_err(|e| Error::Task {
+                what: "cannot start the foxglove thread",
+                msg: e.to_string(),
+            })?;
         Ok(Some(Arc::new(LiveHub {
             ctx: Context::new(),
             tx,
@@ -94,22 +97,33 @@ impl LiveHub {
             .bind(addr.ip().to_string(), addr.port())
             .start()
             .await
-            .map_err(|e| Error::Config(format!("foxglove_listen {addr}: cannot listen: {e}")))?;
+            .map_err(|e| Error::Listen {
+                what: format!("foxglove_listen {addr}"),
+                msg: format!("cannot listen: {e}"),
+            })?;
         let bound = std::net::SocketAddr::new(addr.ip(), handle.port());
-        *self.server.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+        *self.server.lock_or_recover() = Some(handle);
         Ok(bound)
     }
 
     /// The feed in `status`: its address, clients, messages sent and previews dropped.
-    pub fn status(&self) -> Value {
-        let server = self.server.lock().unwrap_or_else(|p| p.into_inner());
-        json!({
-            "url": server.as_ref().map(|h| format!("ws://{}:{}", self.cfg.listen.map_or("127.0.0.1".into(), |a| a.ip().to_string()), h.port())),
-            "clients": server.as_ref().map_or(0, |h| h.client_count()),
-            "sent": self.sent.load(Relaxed),
-            "dropped": self.dropped.load(Relaxed),
-            "queued_bytes": self.queued.load(Relaxed),
-        })
+    pub fn status(&self) -> LiveStatus {
+        let server = self.server.lock_or_recover();
+        LiveStatus {
+            url: server.as_ref().map(|h| {
+                format!(
+                    "ws://{}:{}",
+                    self.cfg
+                        .listen
+                        .map_or("127.0.0.1".into(), |a| a.ip().to_string()),
+                    h.port()
+                )
+            }),
+            clients: server.as_ref().map_or(0, |h| h.client_count()),
+            sent: self.sent.load(Relaxed),
+            dropped: self.dropped.load(Relaxed),
+            queued_bytes: self.queued.load(Relaxed),
+        }
     }
 
     /// A writer's tap for `sensor` with the stored channels `meta`.
@@ -201,4 +215,14 @@ impl LiveTap {
             });
         }
     }
+}
+
+/// `status` `foxglove`: the live feed's address and what it has sent and dropped.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LiveStatus {
+    pub url: Option<String>,
+    pub clients: usize,
+    pub sent: u64,
+    pub dropped: u64,
+    pub queued_bytes: u64,
 }

@@ -30,37 +30,66 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::{json, Map, Value};
 
-use super::config::Config;
-use super::events::now_epoch;
-use super::recording::Recorder;
-use super::shutdown::Shutdown;
+use crate::config::Config;
+use crate::events::{now_epoch, EventLog};
+use crate::poison::LockExt;
+use crate::shutdown::Shutdown;
+use crate::slot::Slot;
 
 /// Most alarm commands running at once.
 const MAX_COMMANDS: usize = 4;
 
-/// The alarms active now, as `status` shows them.
-#[derive(Default)]
-pub struct ActiveAlarms(Mutex<Vec<Value>>);
+/// One active alarm as `status` shows it: its kind, its sensor (empty for `disk_low`), when
+/// it was raised (epoch seconds) and what was measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Alarm {
+    pub alarm: String,
+    pub sensor: String,
+    pub start: f64,
+    #[serde(flatten)]
+    pub details: Map<String, Value>,
+}
 
-impl ActiveAlarms {
-    fn set(&self, v: Vec<Value>) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = v;
+/// The alarms active now: written only by the health task, read by `status` and the
+/// `STATUS=` line through clones of this handle.
+#[derive(Clone, Default)]
+pub struct Alarms(Arc<Mutex<Vec<Alarm>>>);
+
+impl Alarms {
+    fn set(&self, v: Vec<Alarm>) {
+        *self.0.lock_or_recover() = v;
     }
 
     /// Every active alarm.
-    pub fn all(&self) -> Vec<Value> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    pub fn all(&self) -> Vec<Alarm> {
+        self.0.lock_or_recover().clone()
     }
 
     /// The active alarms of sensor `name`.
-    pub fn for_sensor(&self, name: &str) -> Vec<Value> {
-        self.all()
-            .into_iter()
-            .filter(|a| a["sensor"] == name)
+    pub fn for_sensor(&self, name: &str) -> Vec<Alarm> {
+        self.0
+            .lock_or_recover()
+            .iter()
+            .filter(|a| a.sensor == name)
+            .cloned()
             .collect()
     }
+}
+
+/// What one health tick looks at, read from the recorder by the caller.
+pub struct Watch {
+    /// The open trace's event log (`None`: not recording, every alarm clears).
+    pub events: Option<Arc<EventLog>>,
+    /// Milliseconds since the daemon started (the clock of `last_frame_ms`).
+    pub now_ms: u64,
+    pub slots: Vec<Arc<Slot>>,
+    /// When this daemon opened the trace.
+    pub opened: Option<Instant>,
+    /// The last free-space reading of `data_root`.
+    pub free_bytes: Option<u64>,
 }
 
 /// One condition found at a tick: (kind, sensor, details).
@@ -78,6 +107,7 @@ struct Health {
     /// Per sensor: the median clock offset last reported (for `clock_step`).
     offsets: HashMap<String, f64>,
     running: Arc<AtomicUsize>,
+    alarms: Alarms,
 }
 
 impl Health {
@@ -94,18 +124,18 @@ impl Health {
             .map(|hz| (hz, c.tolerance))
     }
 
-    fn tick(&mut self, rec: &Recorder) {
-        let Some((_, events)) = rec.current() else {
-            self.clear_all(rec, None);
+    fn tick(&mut self, w: Watch) {
+        let Some(events) = w.events else {
+            self.clear_all(None);
             return;
         };
         let now = Instant::now();
-        let now_ms = rec.epoch.elapsed().as_millis() as u64;
+        let now_ms = w.now_ms;
         let window = self.cfg.health.rate_window;
         let mut found: Vec<Found> = Vec::new();
         let mut total_rate = 0.0;
         let mut measured_all = true;
-        let slots = rec.slots();
+        let slots = w.slots;
         for s in &slots {
             let st = &s.stats;
             let (samples, bytes) = (st.samples.load(Relaxed), st.bytes.load(Relaxed));
@@ -201,7 +231,7 @@ impl Health {
                 ));
             }
         }
-        if let Some(opened) = rec.trace_opened() {
+        if let Some(opened) = w.opened {
             let late = now.duration_since(opened) >= self.cfg.health.missing_after;
             for (name, c) in &self.cfg.health.sensors {
                 let here = slots
@@ -216,24 +246,18 @@ impl Health {
                 }
             }
         }
-        let free = rec.status()["disk"]["free_bytes"].as_u64();
-        if let (Some(free), true) = (free, measured_all && total_rate > 0.0) {
+        if let (Some(free), true) = (w.free_bytes, measured_all && total_rate > 0.0) {
             let left = free as f64 / total_rate;
             if left < self.cfg.health.disk_low.as_secs_f64() {
                 found.push(("disk_low".into(), String::new(), json!({
                     "free_bytes": free, "bytes_per_s": total_rate.round(), "seconds_left": left.round()})));
             }
         }
-        self.apply(rec, Some(&events), found);
+        self.apply(Some(&events), found);
     }
 
     /// Raises what is new in `found`, clears what is no longer there.
-    fn apply(
-        &mut self,
-        rec: &Recorder,
-        events: Option<&super::events::EventLog>,
-        found: Vec<Found>,
-    ) {
+    fn apply(&mut self, events: Option<&EventLog>, found: Vec<Found>) {
         let now = now_epoch();
         let mut seen = BTreeMap::new();
         for (kind, sensor, detail) in found {
@@ -278,20 +302,19 @@ impl Health {
         let list = self
             .active
             .iter()
-            .map(|((kind, sensor), (start, detail))| {
-                let mut v = json!({"alarm": kind, "sensor": sensor, "start": start});
-                if let (Value::Object(m), Value::Object(d)) = (&mut v, detail) {
-                    m.extend(d.clone());
-                }
-                v
+            .map(|((kind, sensor), (start, detail))| Alarm {
+                alarm: kind.clone(),
+                sensor: sensor.clone(),
+                start: *start,
+                details: detail.as_object().cloned().unwrap_or_default(),
             })
             .collect();
-        rec.alarms.set(list);
+        self.alarms.set(list);
     }
 
-    fn clear_all(&mut self, rec: &Recorder, events: Option<&super::events::EventLog>) {
+    fn clear_all(&mut self, events: Option<&EventLog>) {
         if !self.active.is_empty() {
-            self.apply(rec, events, Vec::new());
+            self.apply(events, Vec::new());
         }
         self.history.clear();
     }
@@ -351,10 +374,18 @@ impl Health {
     }
 }
 
-/// Evaluates the alarms until shutdown.
-pub async fn run(rec: Arc<Recorder>, mut shutdown: Shutdown) {
+/// Evaluates the alarms every `health_interval_ms` until shutdown, on what `watch` reads;
+/// the active ones are published through `alarms`.
+pub async fn run(
+    cfg: Arc<Config>,
+    alarms: Alarms,
+    watch: impl Fn() -> Watch,
+    mut shutdown: Shutdown,
+) {
+    let interval = cfg.health.interval;
     let mut h = Health {
-        cfg: rec.cfg.clone(),
+        cfg,
+        alarms,
         active: BTreeMap::new(),
         history: HashMap::new(),
         steady_since: HashMap::new(),
@@ -362,10 +393,10 @@ pub async fn run(rec: Arc<Recorder>, mut shutdown: Shutdown) {
         offsets: HashMap::new(),
         running: Arc::new(AtomicUsize::new(0)),
     };
-    let mut tick = tokio::time::interval(rec.cfg.health.interval);
+    let mut tick = tokio::time::interval(interval);
     loop {
         tokio::select! {
-            _ = tick.tick() => h.tick(&rec),
+            _ = tick.tick() => h.tick(watch()),
             _ = shutdown.recv() => return,
         }
     }

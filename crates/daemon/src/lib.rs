@@ -9,6 +9,7 @@
 //! - [`writer`]: per-sensor writer threads (blocking file I/O, durability, failure).
 //! - [`recording`]: traces and sensors: attach, start, stop, rotate, mark, status, crash
 //!   recovery.
+//! - [`command`]: the control commands and their replies as types, parsed once at the edge.
 //! - [`control`]: the control socket. [`http`]: the dashboard (page and JSON API).
 //!   [`foxglove_live`]: the live Foxglove feed. [`events`]: `events.jsonl`. [`stats`]: counters.
 //! - [`notify`]: systemd `sd_notify` (READY, STATUS, WATCHDOG, STOPPING) without libsystemd.
@@ -21,6 +22,7 @@
 //! [`config::FsyncPolicy`] → durable watermark.
 
 pub mod bufpool;
+pub mod command;
 pub mod config;
 pub mod control;
 pub mod disk;
@@ -30,9 +32,11 @@ pub mod health;
 pub mod http;
 pub mod ingest;
 pub mod notify;
+pub mod poison;
 pub mod protocol;
 pub mod recording;
 pub mod shutdown;
+pub mod slot;
 pub mod snapshot;
 pub mod sockets;
 pub mod stats;
@@ -174,15 +178,14 @@ impl Daemon {
                 (_, Some(why)) => {
                     // Shown in status like a stop by the guard later on.
                     rec.stop_for(why.clone()).await;
-                    serde_json::json!({"ok": false, "error": why})
+                    Err(command::Refusal::DiskLow(why))
                 }
                 (Some(dir), None) if cfg.recording.resume_unfinished => rec.resume(dir).await,
                 _ => rec.start(cfg.recording.label.as_deref(), "autostart").await,
             };
-            if r["ok"] != true {
-                tracing::error!("autostart failed: {}", r["error"]);
+            if let Err(why) = r {
+                tracing::error!("autostart failed: {why}");
                 // status and STATUS= say why nothing is recorded, not just the log.
-                let why = r["error"].as_str().unwrap_or("unknown error");
                 rec.note_not_recording(format!("autostart failed: {why}"));
             }
         }
@@ -203,7 +206,13 @@ impl Daemon {
             done_tx,
         ));
         tokio::spawn(control::accept_loop(control, rec.clone(), shut.clone()));
-        tokio::spawn(health::run(rec.clone(), shut.clone()));
+        let watched = rec.clone();
+        tokio::spawn(health::run(
+            cfg.clone(),
+            rec.alarms().clone(),
+            move || watched.watch(),
+            shut.clone(),
+        ));
         if let Some(l) = http {
             tokio::spawn(http::serve(l, rec.clone(), shut.clone()));
         }
@@ -231,8 +240,10 @@ impl Daemon {
                     Request::Rotate => {
                         let r = rec.clone();
                         let op = async move {
-                            let r = r.rotate("SIGHUP", None).await;
-                            tracing::info!("rotate: {r}");
+                            match r.rotate("SIGHUP", None).await {
+                                Ok(s) => tracing::info!(trace = %s.trace, "rotated (SIGHUP)"),
+                                Err(e) => tracing::info!("rotate (SIGHUP): {e}"),
+                            }
                         };
                         if !wd.serving(&rec, notify, &mut shutdown, op).await {
                             break;
@@ -279,7 +290,11 @@ impl Daemon {
                         if by_size || by_age {
                             let why = if by_size { "rotate_bytes" } else { "rotate_seconds" };
                             let r = rec.clone();
-                            let op = async move { r.rotate(why, None).await; };
+                            let op = async move {
+                                if let Err(e) = r.rotate(why, None).await {
+                                    tracing::warn!("rotate ({why}): {e}");
+                                }
+                            };
                             if !wd.serving(&rec, notify, &mut shutdown, op).await {
                                 break;
                             }
@@ -297,7 +312,7 @@ impl Daemon {
             // Every connection task holds a clone of `done_tx`: recv() returns None when the
             // last one ended.
             let _ = done_rx.recv().await;
-            rec.stop("shutdown").await;
+            let _ = rec.stop("shutdown").await;
             let r = rec.clone();
             let _ = tokio::task::spawn_blocking(move || r.join_writers()).await;
         })
@@ -310,10 +325,9 @@ impl Daemon {
                 tracing::info!("stopped cleanly");
                 Ok(())
             }
-            Err(_) => Err(Error::Config(format!(
-                "shutdown did not finish within shutdown_deadline_ms ({} ms); queued samples may be lost",
-                cfg.recording.shutdown_deadline.as_millis()
-            ))),
+            Err(_) => Err(Error::ShutdownDeadline {
+                deadline_ms: cfg.recording.shutdown_deadline.as_millis() as u64,
+            }),
         }
     }
 }
@@ -329,10 +343,10 @@ fn lock_data_root(root: &std::path::Path) -> Result<std::fs::File> {
     if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(Error::Config(format!(
-                "{}: another daemon is recording into this data_root (it holds its lock)",
-                root.display()
-            )));
+            return Err(Error::InUse {
+                path: root.to_path_buf(),
+                holds: "recording into this data_root (it holds its lock)",
+            });
         }
         return Err(Error::io(root, e));
     }
@@ -428,7 +442,7 @@ async fn recover_extending_start(
     loop {
         tokio::select! {
             r = &mut job => {
-                return r.map_err(|e| Error::Config(format!("start-up recovery panicked: {e}")))?;
+                return r.map_err(|e| Error::Task { what: "start-up recovery", msg: e.to_string() })?;
             }
             _ = tokio::time::sleep(START_EXTENSION / 3) => extend(),
         }
@@ -453,18 +467,10 @@ fn status_line(rec: &Recorder, t: Totals) -> String {
         (None, None) => "not recording".to_string(),
     };
     let alarms: Vec<String> = rec
-        .alarms
+        .alarms()
         .all()
         .iter()
-        .map(|a| {
-            format!(
-                "{} {}",
-                a["alarm"].as_str().unwrap_or("?"),
-                a["sensor"].as_str().unwrap_or("")
-            )
-            .trim()
-            .to_string()
-        })
+        .map(|a| format!("{} {}", a.alarm, a.sensor).trim().to_string())
         .collect();
     let alarms = match alarms.len() {
         0 => String::new(),

@@ -17,19 +17,27 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::config::{validate_label, Config};
-use super::events::{read_events, EventLog};
-use super::writer::{WriterMsg, WriterNotice, WriterSettings};
+use crate::command::{Count, Counts, Marked, Refusal, Started, Stopped};
+use crate::config::{validate_label, Config};
+use crate::events::{read_events, EventLog};
+use crate::foxglove_live::LiveHub;
+use crate::health::Alarms;
+use crate::snapshot::{SnapshotRing, Triggers};
+use crate::writer::{WriterMsg, WriterNotice, WriterSettings};
 use roverlog_core::error::{Error, Result};
 use roverlog_core::format::meta::write_file_atomic;
 use roverlog_core::format::trace::CONFIG_FILE;
 use roverlog_core::format::WriterOptions;
 
-use super::traces::created_at;
-pub use super::traces::{local_timestamp, recover_unfinished};
+use crate::poison::LockExt;
+use crate::traces::created_at;
+pub use crate::traces::{local_timestamp, recover_unfinished};
 
 mod sensors;
-pub use sensors::Slot;
+mod status;
+mod trigger;
+pub use crate::slot::Slot;
+pub use status::{DiskStatus, HttpStatus, SensorStatus, Status};
 
 /// The open trace.
 pub struct OpenTrace {
@@ -53,6 +61,14 @@ struct State {
     disk_free: Option<u64>,
 }
 
+/// A sensor's final count as a reply and the `stop` event record it.
+fn count(r: std::result::Result<u64, String>) -> Count {
+    match r {
+        Ok(samples) => Count::Samples { samples },
+        Err(error) => Count::Error { error },
+    }
+}
+
 /// The recorder shared by every task.
 pub struct Recorder {
     pub cfg: Arc<Config>,
@@ -61,16 +77,12 @@ pub struct Recorder {
     state: Mutex<State>,
     ops: tokio::sync::Mutex<()>,
     pub epoch: Instant,
-    /// The health alarms active now (see `health`).
-    pub alarms: super::health::ActiveAlarms,
-    /// The trace the last `trigger` started and that trigger's number (see `snapshot`).
-    pub(super) triggered: Mutex<Option<(String, u64)>>,
-    /// Top-level `status` keys of the optional services (`http`: the dashboard's address).
-    sections: Mutex<serde_json::Map<String, Value>>,
-}
-
-fn json_err(e: impl std::fmt::Display) -> Value {
-    json!({"ok": false, "error": e.to_string()})
+    /// The health alarms active now (written by `health`, shown in `status`).
+    alarms: Alarms,
+    /// Which trace the last `trigger` started (see `snapshot`).
+    triggers: Triggers,
+    /// The dashboard's address and mode, once it listens (`status` `http`).
+    http: Mutex<Option<HttpStatus>>,
 }
 
 impl Recorder {
@@ -83,7 +95,7 @@ impl Recorder {
     ) -> Result<Self> {
         let epoch = Instant::now();
         let settings = WriterSettings {
-            snapshot: Some(Arc::new(super::snapshot::SnapshotRing::new(
+            snapshot: Some(Arc::new(SnapshotRing::new(
                 cfg.snapshot.enabled,
                 cfg.snapshot.bytes,
                 cfg.snapshot.pre_trigger,
@@ -105,7 +117,7 @@ impl Recorder {
                 .map(|w| w / 4)
                 .unwrap_or(std::time::Duration::from_secs(1))
                 .max(std::time::Duration::from_millis(10)),
-            live: super::foxglove_live::LiveHub::new(&cfg.foxglove)?,
+            live: LiveHub::new(&cfg.foxglove)?,
         };
         Ok(Recorder {
             cfg,
@@ -119,19 +131,19 @@ impl Recorder {
             }),
             ops: tokio::sync::Mutex::new(()),
             epoch,
-            alarms: Default::default(),
-            triggered: Mutex::new(None),
-            sections: Mutex::default(),
+            alarms: Alarms::default(),
+            triggers: Triggers::default(),
+            http: Mutex::default(),
         })
     }
 
     /// The live Foxglove feed, when configured.
-    pub fn live(&self) -> Option<&Arc<super::foxglove_live::LiveHub>> {
+    pub fn live(&self) -> Option<&Arc<LiveHub>> {
         self.settings.live.as_ref()
     }
 
     /// The pre-trigger ring (see `snapshot`).
-    pub fn snapshot_ring(&self) -> Option<&Arc<super::snapshot::SnapshotRing>> {
+    pub fn snapshot_ring(&self) -> Option<&Arc<SnapshotRing>> {
         self.settings.snapshot.as_ref()
     }
 
@@ -141,7 +153,7 @@ impl Recorder {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock_or_recover()
     }
 
     /// The open trace's name and event log.
@@ -206,12 +218,7 @@ impl Recorder {
 
     /// Opens `trace` in every sensor's writer and waits for them. Also returns each sensor's
     /// final count in the trace it left, if it had one open (what a rotation's `stop` records).
-    async fn open_all(
-        &self,
-        trace: OpenTrace,
-        reason: &str,
-        extra: Value,
-    ) -> (Value, serde_json::Map<String, Value>) {
+    async fn open_all(&self, trace: OpenTrace, reason: &str, extra: Value) -> (Started, Counts) {
         let (slots, stale, dir, events, name, label) = {
             let mut st = self.lock();
             // A sensor without a connection ends with the trace it has files in (a rotation
@@ -237,11 +244,7 @@ impl Recorder {
             f.extend(x);
         }
         events.write("start", fields);
-        let mut left = serde_json::Map::new();
-        let count = |r: Result<u64, String>| match r {
-            Ok(n) => json!({"samples": n}),
-            Err(e) => json!({"error": e}),
-        };
+        let mut left = Counts::default();
         for s in &slots {
             let (d, e) = (dir.clone(), events.clone());
             let (left_tx, left_rx) = tokio::sync::oneshot::channel();
@@ -255,20 +258,21 @@ impl Recorder {
                 .await;
             // Dropped unanswered when the writer had no trace open.
             if let Ok(r) = left_rx.await {
-                left.insert(s.name.clone(), count(r));
+                left.0.push((s.name.clone(), count(r)));
             }
         }
         for s in &stale {
-            left.insert(s.name.clone(), count(s.ask(WriterMsg::Close).await));
+            left.0
+                .push((s.name.clone(), count(s.ask(WriterMsg::Close).await)));
             let _ = s.tx.send(WriterMsg::Exit);
         }
         tracing::info!(trace = %dir.display(), reason, "recording");
-        (json!({"ok": true, "trace": name, "dir": dir}), left)
+        (Started { trace: name, dir }, left)
     }
 
     /// Closes the open trace: every writer finishes (fsync), the stop event records each
     /// sensor's final count. Sensors without a connection are removed.
-    async fn close_all(&self, reason: &str) -> Option<(String, Value)> {
+    async fn close_all(&self, reason: &str) -> Option<(String, Counts)> {
         let trace = {
             let st = self.lock();
             let t = st.trace.as_ref()?;
@@ -277,7 +281,7 @@ impl Recorder {
         // Closing waits for every writer; a sensor attached meanwhile opened its files in
         // this trace too, so it is closed as well. The trace ends (no more attaching to it)
         // once every sensor there was is closed.
-        let mut counts = serde_json::Map::new();
+        let mut counts = Counts::default();
         let mut closed: Vec<Arc<Slot>> = Vec::new();
         loop {
             let pending: Vec<_> = {
@@ -295,18 +299,12 @@ impl Recorder {
                 pending
             };
             for s in &pending {
-                let r = s.ask(WriterMsg::Close).await;
-                counts.insert(
-                    s.name.clone(),
-                    match r {
-                        Ok(n) => json!({"samples": n}),
-                        Err(e) => json!({"error": e}),
-                    },
-                );
+                counts
+                    .0
+                    .push((s.name.clone(), count(s.ask(WriterMsg::Close).await)));
             }
             closed.extend(pending);
         }
-        let counts = Value::Object(counts);
         trace.1.write(
             "stop",
             json!({"trace": trace.0, "reason": reason, "sensors": counts}),
@@ -329,19 +327,17 @@ impl Recorder {
     }
 
     /// `start`: opens a new trace (an error when one is open).
-    pub async fn start(&self, label: Option<&str>, reason: &str) -> Value {
+    pub async fn start(&self, label: Option<&str>, reason: &str) -> Result<Started, Refusal> {
         let _op = self.ops.lock().await;
-        if let Some((name, _)) = self.current() {
-            return json_err(format!("already recording trace {name}"));
+        if let Some((trace, _)) = self.current() {
+            return Err(Refusal::AlreadyRecording { trace });
         }
-        match self.create_trace(label) {
-            Ok(t) => self.open_all(t, reason, json!({})).await.0,
-            Err(e) => json_err(e),
-        }
+        let t = self.create_trace(label)?;
+        Ok(self.open_all(t, reason, json!({})).await.0)
     }
 
     /// Continues an existing trace directory (after a crash).
-    pub async fn resume(&self, dir: &Path) -> Value {
+    pub async fn resume(&self, dir: &Path) -> Result<Started, Refusal> {
         let _op = self.ops.lock().await;
         let name = dir
             .file_name()
@@ -354,30 +350,26 @@ impl Recorder {
             .find(|e| e["event"] == "start")
             .and_then(|e| e["label"].as_str().map(str::to_string))
             .or_else(|| self.cfg.recording.label.clone());
-        match EventLog::open(dir) {
-            Ok(ev) => {
-                // Wall-clock time since its first event; 0 if the clock is behind it.
-                let age = created_at(dir).map_or(0.0, |t| super::events::now_epoch() - t);
-                let t = OpenTrace {
-                    name,
-                    dir: dir.to_path_buf(),
-                    events: Arc::new(ev),
-                    opened: Instant::now(),
-                    age_before: std::time::Duration::try_from_secs_f64(age).unwrap_or_default(),
-                    label,
-                };
-                self.open_all(t, "resume", json!({})).await.0
-            }
-            Err(e) => json_err(e),
-        }
+        let ev = EventLog::open(dir)?;
+        // Wall-clock time since its first event; 0 if the clock is behind it.
+        let age = created_at(dir).map_or(0.0, |t| crate::events::now_epoch() - t);
+        let t = OpenTrace {
+            name,
+            dir: dir.to_path_buf(),
+            events: Arc::new(ev),
+            opened: Instant::now(),
+            age_before: std::time::Duration::try_from_secs_f64(age).unwrap_or_default(),
+            label,
+        };
+        Ok(self.open_all(t, "resume", json!({})).await.0)
     }
 
     /// `stop`: closes the open trace.
-    pub async fn stop(&self, reason: &str) -> Value {
+    pub async fn stop(&self, reason: &str) -> Result<Stopped, Refusal> {
         let _op = self.ops.lock().await;
         match self.close_all(reason).await {
-            Some((name, counts)) => json!({"ok": true, "trace": name, "sensors": counts}),
-            None => json_err("not recording"),
+            Some((trace, sensors)) => Ok(Stopped { trace, sensors }),
+            None => Err(Refusal::NotRecording),
         }
     }
 
@@ -403,50 +395,35 @@ impl Recorder {
 
     /// `rotate`: a new trace with `label`, or without one the label of the trace it
     /// replaces; every sensor switches at one point of its stream.
-    pub async fn rotate(&self, reason: &str, label: Option<&str>) -> Value {
+    pub async fn rotate(&self, reason: &str, label: Option<&str>) -> Result<Started, Refusal> {
         let _op = self.ops.lock().await;
         let Some((old, old_events)) = self.current() else {
-            return json_err("not recording");
+            return Err(Refusal::NotRecording);
         };
         let label = match label {
             Some(l) => Some(l.to_string()),
             None => self.lock().trace.as_ref().and_then(|t| t.label.clone()),
         };
-        let t = match self.create_trace(label.as_deref()) {
-            Ok(t) => t,
-            Err(e) => return json_err(e),
-        };
+        let t = self.create_trace(label.as_deref())?;
         let new = t.name.clone();
         // Written before the switch, so whoever sees the new trace finds this line.
         old_events.write("rotate", json!({"to": new, "reason": reason}));
         let (r, counts) = self.open_all(t, reason, json!({"from": old})).await;
-        // A triggered trace's stop follows it into the next part (see `snapshot::trigger`).
-        if let Some((name, _)) = self
-            .triggered
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_mut()
-            .filter(|(n, _)| *n == old)
-        {
-            *name = new;
-        }
+        // A triggered trace's stop follows it into the next part (see `Recorder::trigger`).
+        self.triggers.rotated(&old, &new);
         old_events.write(
             "stop",
             json!({"trace": old, "reason": "rotate", "sensors": counts}),
         );
         old_events.sync();
-        r
+        Ok(r)
     }
 
     /// `mark`: a text line in the event log.
-    pub fn mark(&self, text: &str) -> Value {
-        match self.current() {
-            Some((name, ev)) => {
-                ev.write("mark", json!({"text": text}));
-                json!({"ok": true, "trace": name})
-            }
-            None => json_err("not recording"),
-        }
+    pub fn mark(&self, text: &str) -> Result<Marked, Refusal> {
+        let (trace, ev) = self.current().ok_or(Refusal::NotRecording)?;
+        ev.write("mark", json!({"text": text}));
+        Ok(Marked { trace })
     }
 
     /// The open trace's age and its sensors' appended bytes (for rotation by size/duration).
@@ -497,51 +474,6 @@ impl Recorder {
         self.lock().slots.values().cloned().collect()
     }
 
-    /// The `status` reply.
-    /// Adds (or replaces) the top-level `status` key `key` (a service's address and state).
-    pub fn set_status_section(&self, key: &str, v: Value) {
-        let mut sections = self.sections.lock().unwrap_or_else(|p| p.into_inner());
-        sections.insert(key.to_owned(), v);
-    }
-
-    pub fn status(&self) -> Value {
-        let st = self.lock();
-        let now_ms = self.epoch.elapsed().as_millis() as u64;
-        let sensors: serde_json::Map<String, Value> = st
-            .slots
-            .iter()
-            .map(|(n, s)| {
-                let mut v = s.stats.to_json(s.queue_fill(), now_ms);
-                v["alarms"] = self.alarms.for_sensor(n).into();
-                (n.clone(), v)
-            })
-            .collect();
-        let mut status = json!({
-            "ok": true,
-            "recording": st.trace.is_some(),
-            "trace": st.trace.as_ref().map(|t| t.name.clone()),
-            "trace_dir": st.trace.as_ref().map(|t| t.dir.clone()),
-            "stopped_reason": st.stopped_reason,
-            "alarms": self.alarms.all(),
-            "disk": {
-                "data_root": self.cfg.recording.data_root,
-                "free_bytes": st.disk_free,
-                "min_free_bytes": self.cfg.recording.min_free_bytes,
-                "low": st.disk_free.is_some_and(|f| f < self.cfg.recording.min_free_bytes),
-            },
-            "sensors": sensors,
-            "snapshot": self.settings.snapshot.as_ref().map(|r| r.status()),
-        });
-        let sections = self.sections.lock().unwrap_or_else(|p| p.into_inner());
-        for (k, v) in sections.iter() {
-            status[k] = v.clone();
-        }
-        if let Some(live) = self.live() {
-            status["foxglove"] = live.status();
-        }
-        status
-    }
-
     /// Ends every writer thread (after [`Recorder::stop`]) and waits for them.
     pub fn join_writers(&self) {
         let slots: Vec<_> = std::mem::take(&mut self.lock().slots)
@@ -551,7 +483,7 @@ impl Recorder {
             let _ = s.tx.send(WriterMsg::Exit);
         }
         for s in slots {
-            let t = s.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let t = s.thread.lock_or_recover().take();
             if let Some(t) = t {
                 let _ = t.join();
             }

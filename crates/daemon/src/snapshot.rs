@@ -17,75 +17,64 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
-use super::recording::Recorder;
-use super::stats::SensorStats;
+use crate::poison::LockExt;
+use crate::stats::SensorStats;
 
-/// How long a `trigger` records after it when the command does not say.
-pub const DEFAULT_AFTER: Duration = Duration::from_secs(10);
+/// Which trace the last `trigger` started, and that trigger's number: a later trigger moves
+/// the stop of its trace, a rotation carries it into the next part. The recorder is given
+/// this handle; the `trigger` operation itself is `Recorder::trigger`.
+#[derive(Default)]
+pub struct Triggers(Mutex<Option<(String, u64)>>);
 
-/// `trigger`: opens a trace that begins with what the ring holds (the last
-/// `pre_trigger_seconds`) and stops it `after` from now, back to keeping the ring. A trigger
-/// while its trace is still recording moves the stop to `after` from the new trigger.
-pub async fn trigger(rec: &Arc<Recorder>, label: Option<&str>, after: Duration) -> Value {
-    if !rec.snapshot_ring().is_some_and(|r| r.enabled()) {
-        return json!({"ok": false, "error":
-            "trigger needs snapshot mode (config \"snapshot\": true, or {\"cmd\": \"snapshot\", \"on\": true}): no pre-trigger ring is kept"});
+impl Triggers {
+    /// A trigger while `current` records: the trigger's number when `current` was started by
+    /// a trigger (its stop moves), `None` when it was not.
+    pub fn extend(&self, current: &str) -> Option<u64> {
+        match self.0.lock_or_recover().as_mut() {
+            Some((trace, n)) if trace == current => {
+                *n += 1;
+                Some(*n)
+            }
+            _ => None,
+        }
     }
-    let reply = match rec.current() {
-        Some((name, _)) => {
-            let mut t = rec.triggered.lock().unwrap_or_else(|p| p.into_inner());
-            match t.as_mut() {
-                Some((trace, n)) if *trace == name => {
-                    *n += 1;
-                    json!({"ok": true, "trace": name, "extended": true})
-                }
-                _ => {
-                    return json!({"ok": false, "error": format!(
-                        "already recording trace {name}, not started by a trigger: stop it first")})
-                }
-            }
-        }
-        None => {
-            let r = rec.start(label, "trigger").await;
-            if r["ok"] != true {
-                return r;
-            }
-            let name = r["trace"].as_str().unwrap_or_default().to_string();
-            let mut t = rec.triggered.lock().unwrap_or_else(|p| p.into_inner());
-            let n = t.as_ref().map_or(0, |(_, n)| n + 1);
-            *t = Some((name, n));
-            r
-        }
-    };
-    let mine = rec
-        .triggered
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_ref()
-        .map(|(_, n)| *n);
-    let rec = rec.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(after).await;
-        let still = rec
-            .triggered
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let current = rec.current().map(|(n, _)| n);
-        // Not when a later trigger moved the stop, or the triggered trace (or the part a
-        // rotation continued it in) is no longer the one recording.
-        let same = still
+
+    /// A trigger started `trace`; its number.
+    pub fn started(&self, trace: String) -> u64 {
+        let mut t = self.0.lock_or_recover();
+        let n = t.as_ref().map_or(0, |(_, n)| n + 1);
+        *t = Some((trace, n));
+        n
+    }
+
+    /// Whether trigger `n` is still the last one and its trace (or the part a rotation
+    /// continued it in) is `current`.
+    pub fn still(&self, n: u64, current: Option<&str>) -> bool {
+        self.0
+            .lock_or_recover()
             .as_ref()
-            .is_some_and(|(name, n)| Some(*n) == mine && current.as_deref() == Some(name.as_str()));
-        if same {
-            rec.stop("trigger_after").await;
+            .is_some_and(|(name, m)| *m == n && current == Some(name.as_str()))
+    }
+
+    /// A rotation continued `old` in `new`: a triggered trace's stop follows it.
+    pub fn rotated(&self, old: &str, new: &str) {
+        if let Some((name, _)) = self.0.lock_or_recover().as_mut().filter(|(n, _)| n == old) {
+            *name = new.to_string();
         }
-    });
-    let mut reply = reply;
-    reply["after_s"] = after.as_secs_f64().into();
-    reply
+    }
+}
+
+/// What the ring holds now (`status` `snapshot`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SnapshotStatus {
+    pub enabled: bool,
+    pub bytes: u64,
+    pub frames: u64,
+    pub dropped_frames: u64,
+    pub snapshot_bytes: u64,
+    pub pre_trigger_seconds: f64,
 }
 
 /// One batch held for a possible trigger.
@@ -159,7 +148,7 @@ impl SnapshotRing {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.lock_or_recover()
     }
 
     /// Drops (counted) what is older than the window at `now` or over the byte bound.
@@ -212,17 +201,17 @@ impl SnapshotRing {
     }
 
     /// For `status`: what the ring holds now.
-    pub fn status(&self) -> Value {
+    pub fn status(&self) -> SnapshotStatus {
         let mut inner = self.lock();
         self.evict(&mut inner, Instant::now());
-        json!({
-            "enabled": self.enabled(),
-            "bytes": inner.bytes,
-            "frames": inner.q.iter().map(|h| u64::from(h.frames)).sum::<u64>(),
-            "dropped_frames": inner.dropped,
-            "snapshot_bytes": self.limit,
-            "pre_trigger_seconds": self.keep.as_secs_f64(),
-        })
+        SnapshotStatus {
+            enabled: self.enabled(),
+            bytes: inner.bytes,
+            frames: inner.q.iter().map(|h| u64::from(h.frames)).sum::<u64>(),
+            dropped_frames: inner.dropped,
+            snapshot_bytes: self.limit,
+            pre_trigger_seconds: self.keep.as_secs_f64(),
+        }
     }
 }
 
@@ -255,7 +244,7 @@ mod tests {
         ring.push(held("a", t, 500, &a)); // over the bound alone: everything goes
         assert_eq!(a.snapshot_dropped.load(Relaxed), 4);
         assert_eq!(b.snapshot_dropped.load(Relaxed), 4);
-        assert_eq!(ring.status()["bytes"], 0);
+        assert_eq!(ring.status().bytes, 0);
     }
 
     #[test]
@@ -268,11 +257,11 @@ mod tests {
         }
         let a: Vec<usize> = ring.take("a").iter().map(|h| h.data.len()).collect();
         assert_eq!(a, [10, 12]);
-        assert_eq!(ring.status()["bytes"], 11);
+        assert_eq!(ring.status().bytes, 11);
         assert_eq!(s.snapshot_dropped.load(Relaxed), 0);
         ring.discard("b");
-        assert_eq!(ring.status()["bytes"], 0);
-        assert_eq!(ring.status()["dropped_frames"], 2);
+        assert_eq!(ring.status().bytes, 0);
+        assert_eq!(ring.status().dropped_frames, 2);
         assert_eq!(s.snapshot_dropped.load(Relaxed), 2);
     }
 

@@ -33,10 +33,10 @@ pub fn bind(path: &Path, mode: u32, gid: Option<u32>) -> Result<UnixListener> {
         }
         match UnixStream::connect(path) {
             Ok(_) => {
-                return Err(Error::Config(format!(
-                    "{}: another daemon is listening on this socket",
-                    path.display()
-                )))
+                return Err(Error::InUse {
+                    path: path.to_path_buf(),
+                    holds: "listening on this socket",
+                })
             }
             Err(_) => tracing::warn!(path = %path.display(), "replacing a stale socket file"),
         }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use crate::poison::LockExt;
 
 /// Frames the clock offset and jitter are computed over.
 const CLOCK_WINDOW: usize = 1000;
@@ -86,7 +86,7 @@ impl SensorStats {
         if !offset.is_finite() {
             return;
         }
-        let mut c = self.clock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = self.clock.lock_or_recover();
         if c.len() == CLOCK_WINDOW {
             c.pop_front();
         }
@@ -95,13 +95,7 @@ impl SensorStats {
 
     /// The median offset and the jitter (p99 - p50) over the last frames, seconds.
     pub fn clock(&self) -> Option<(f64, f64)> {
-        let mut v: Vec<f64> = self
-            .clock
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .copied()
-            .collect();
+        let mut v: Vec<f64> = self.clock.lock_or_recover().iter().copied().collect();
         if v.is_empty() {
             return None;
         }
@@ -112,15 +106,12 @@ impl SensorStats {
 
     /// The failure message, if the sensor failed.
     pub fn failure(&self) -> Option<String> {
-        self.failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.failed.lock_or_recover().clone()
     }
 
     /// Records a failure (the first one wins).
     pub fn set_failed(&self, msg: String) {
-        let mut f = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut f = self.failed.lock_or_recover();
         if f.is_none() {
             *f = Some(msg);
         }
@@ -128,7 +119,7 @@ impl SensorStats {
 
     /// Clears the failure (a new trace opens new files).
     pub fn clear_failed(&self) {
-        *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *self.failed.lock_or_recover() = None;
     }
 
     /// Records a heartbeat now (`epoch`: the daemon's start).
@@ -151,7 +142,7 @@ impl SensorStats {
     pub fn update_rate(&self) -> f64 {
         let now = Instant::now();
         let samples = self.samples.load(Relaxed);
-        let mut base = self.rate_base.lock().unwrap_or_else(|p| p.into_inner());
+        let mut base = self.rate_base.lock_or_recover();
         let dt = now.duration_since(base.1).as_secs_f64();
         let rate = if dt > 0.0 && samples >= base.0 {
             (samples - base.0) as f64 / dt
@@ -163,28 +154,51 @@ impl SensorStats {
         rate
     }
 
-    /// The status object of this sensor. `queue_fill` is read from the queue's semaphore by
-    /// the caller; `now_ms` is milliseconds since daemon start.
-    pub fn to_json(&self, queue_fill: u64, now_ms: u64) -> Value {
+    /// This sensor's counters as `status` shows them. `queue_fill` is read from the queue's
+    /// semaphore by the caller; `now_ms` is milliseconds since daemon start.
+    pub fn counters(&self, queue_fill: u64, now_ms: u64) -> SensorCounters {
         let last = self.last_fsync_ms.load(Relaxed);
-        json!({
-            "connected": self.connected.load(Relaxed),
-            "failed": self.failure(),
-            "samples": self.samples.load(Relaxed),
-            "bytes": self.bytes.load(Relaxed),
-            "rate_hz": (f64::from_bits(self.rate_bits.load(Relaxed)) * 100.0).round() / 100.0,
-            "queue_bytes": queue_fill,
-            "queue_high_water": self.queue_high_water.load(Relaxed),
-            "queue_limit": self.queue_limit,
-            "drops": self.drops.load(Relaxed),
-            "gaps": self.gaps.load(Relaxed),
-            "clock_steps": self.clock_steps.load(Relaxed),
-            "discarded": self.discarded.load(Relaxed),
-            "snapshot_dropped": self.snapshot_dropped.load(Relaxed),
-            "durable": self.durable.load(Relaxed),
-            "last_fsync_age_ms": if last == u64::MAX { Value::Null } else { now_ms.saturating_sub(last).into() },
-            "clock_offset_s": self.clock().map(|c| c.0),
-            "clock_jitter_s": self.clock().map(|c| c.1),
-        })
+        let clock = self.clock();
+        SensorCounters {
+            connected: self.connected.load(Relaxed),
+            failed: self.failure(),
+            samples: self.samples.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+            rate_hz: (f64::from_bits(self.rate_bits.load(Relaxed)) * 100.0).round() / 100.0,
+            queue_bytes: queue_fill,
+            queue_high_water: self.queue_high_water.load(Relaxed),
+            queue_limit: self.queue_limit,
+            drops: self.drops.load(Relaxed),
+            gaps: self.gaps.load(Relaxed),
+            clock_steps: self.clock_steps.load(Relaxed),
+            discarded: self.discarded.load(Relaxed),
+            snapshot_dropped: self.snapshot_dropped.load(Relaxed),
+            durable: self.durable.load(Relaxed),
+            last_fsync_age_ms: (last != u64::MAX).then(|| now_ms.saturating_sub(last)),
+            clock_offset_s: clock.map(|c| c.0),
+            clock_jitter_s: clock.map(|c| c.1),
+        }
     }
+}
+
+/// One sensor's counters in `status` (docs/protocol.md lists what each means).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SensorCounters {
+    pub connected: bool,
+    pub failed: Option<String>,
+    pub samples: u64,
+    pub bytes: u64,
+    pub rate_hz: f64,
+    pub queue_bytes: u64,
+    pub queue_high_water: u64,
+    pub queue_limit: u64,
+    pub drops: u64,
+    pub gaps: u64,
+    pub clock_steps: u64,
+    pub discarded: u64,
+    pub snapshot_dropped: u64,
+    pub durable: u64,
+    pub last_fsync_age_ms: Option<u64>,
+    pub clock_offset_s: Option<f64>,
+    pub clock_jitter_s: Option<f64>,
 }

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use super::super::recording::Recorder;
-use super::super::shutdown::Shutdown;
+use crate::poison::LockExt;
+use crate::recording::{Recorder, Status};
+use crate::shutdown::Shutdown;
 
 /// Points kept: five minutes at one a second.
 pub const POINTS: usize = 300;
@@ -39,15 +40,36 @@ struct Series {
     recording: bool,
 }
 
+/// What one point reads of `status`.
+pub struct Point {
+    /// Per sensor: its rate and its byte counter.
+    pub sensors: Vec<(String, f64, u64)>,
+    pub free_bytes: Option<u64>,
+    pub recording: bool,
+}
+
+impl Point {
+    pub fn of(status: &Status) -> Point {
+        Point {
+            sensors: status
+                .sensors
+                .iter()
+                .map(|(n, s)| (n.clone(), s.counters.rate_hz, s.counters.bytes))
+                .collect(),
+            free_bytes: status.disk.free_bytes,
+            recording: status.recording,
+        }
+    }
+}
+
 impl History {
-    /// Adds the point of `status` (a `Recorder::status` reply) read at `now`.
-    pub fn sample(&self, status: &Value, now: Instant, epoch_s: f64) {
-        let mut s = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let sensors = status["sensors"].as_object();
-        let bytes: HashMap<String, u64> = sensors
-            .into_iter()
-            .flatten()
-            .map(|(n, v)| (n.clone(), v["bytes"].as_u64().unwrap_or(0)))
+    /// Adds `point`, read at `now`.
+    pub fn sample(&self, point: &Point, now: Instant, epoch_s: f64) {
+        let mut s = self.inner.lock_or_recover();
+        let bytes: HashMap<String, u64> = point
+            .sensors
+            .iter()
+            .map(|(n, _, b)| (n.clone(), *b))
             .collect();
         // A sensor that left (or whose counter restarted) adds nothing rather than a negative.
         let rate = match &s.last {
@@ -72,25 +94,25 @@ impl History {
         s.t.push_back(epoch_s);
         s.bytes_per_s.push_back(rate);
         let len = s.t.len();
-        for (name, v) in sensors.into_iter().flatten() {
+        for (name, hz, _) in &point.sensors {
             s.rates.entry(name.clone()).or_default();
             let r = s.rates.get_mut(name).expect("inserted above");
             r.resize(len - 1, None);
-            r.push_back(v["rate_hz"].as_f64());
+            r.push_back(Some(*hz));
         }
         for r in s.rates.values_mut() {
             r.resize(len, None);
         }
         s.rates.retain(|_, r| r.iter().any(Option::is_some));
-        s.free_bytes = status["disk"]["free_bytes"].as_u64();
-        s.recording = status["recording"] == true;
+        s.free_bytes = point.free_bytes;
+        s.recording = point.recording;
     }
 
     /// The series as JSON: `t`, `bytes_per_s`, `sensors` (name to rates), and the disk's
     /// `seconds_left` at the mean write rate of the last points (`null` when not recording,
     /// nothing is written, or the free space is unknown).
     pub fn to_json(&self) -> Value {
-        let s = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let s = self.inner.lock_or_recover();
         let recent: Vec<f64> = s
             .bytes_per_s
             .iter()
@@ -127,7 +149,7 @@ pub async fn run(rec: Arc<Recorder>, history: Arc<History>, mut shutdown: Shutdo
         let epoch_s = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
-        history.sample(&rec.status(), Instant::now(), epoch_s);
+        history.sample(&Point::of(&rec.status()), Instant::now(), epoch_s);
     }
 }
 
@@ -135,12 +157,15 @@ pub async fn run(rec: Arc<Recorder>, history: Arc<History>, mut shutdown: Shutdo
 mod tests {
     use super::*;
 
-    fn status(sensors: &[(&str, f64, u64)], free: u64) -> Value {
-        let s: serde_json::Map<String, Value> = sensors
-            .iter()
-            .map(|(n, hz, b)| (n.to_string(), json!({"rate_hz": hz, "bytes": b})))
-            .collect();
-        json!({"recording": true, "sensors": s, "disk": {"free_bytes": free}})
+    fn status(sensors: &[(&str, f64, u64)], free: u64) -> Point {
+        Point {
+            sensors: sensors
+                .iter()
+                .map(|(n, hz, b)| (n.to_string(), *hz, *b))
+                .collect(),
+            free_bytes: Some(free),
+            recording: true,
+        }
     }
 
     #[test]

@@ -32,11 +32,12 @@ use axum::routing::{get, post};
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::config;
-use super::recording::Recorder;
-use super::shutdown::Shutdown;
+use crate::command::{refused, reply, Command};
+use crate::config;
+use crate::recording::{HttpStatus, Recorder};
+use crate::shutdown::Shutdown;
 use history::History;
 use roverlog_core::error::{Error, Result};
 
@@ -68,10 +69,12 @@ pub fn bind(cfg: &config::Http) -> Result<Option<std::net::TcpListener>> {
     let Some(addr) = cfg.listen else {
         return Ok(None);
     };
-    let l = std::net::TcpListener::bind(addr)
-        .map_err(|e| Error::Config(format!("http_listen {addr}: cannot listen: {e}")))?;
-    l.set_nonblocking(true)
-        .map_err(|e| Error::Config(format!("http_listen {addr}: {e}")))?;
+    let listen = |msg: String| Error::Listen {
+        what: format!("http_listen {addr}"),
+        msg,
+    };
+    let l = std::net::TcpListener::bind(addr).map_err(|e| listen(format!("cannot listen: {e}")))?;
+    l.set_nonblocking(true).map_err(|e| listen(e.to_string()))?;
     Ok(Some(l))
 }
 
@@ -112,10 +115,10 @@ pub async fn serve(listener: std::net::TcpListener, rec: Arc<Recorder>, mut shut
         rec,
     });
     let url = format!("http://{addr}/");
-    dash.rec.set_status_section(
-        "http",
-        json!({"url": url, "read_only": dash.token.is_none()}),
-    );
+    dash.rec.set_http_status(HttpStatus {
+        url: url.clone(),
+        read_only: dash.token.is_none(),
+    });
     tracing::info!(%url, read_only = dash.token.is_none(), "dashboard listening");
     tokio::spawn(history::run(
         dash.rec.clone(),
@@ -236,11 +239,7 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 
 /// A JSON error reply in the control protocol's shape.
 fn error(status: StatusCode, why: impl Into<String>) -> Response {
-    (
-        status,
-        axum::Json(json!({"ok": false, "error": why.into()})),
-    )
-        .into_response()
+    (status, axum::Json(refused(why.into()))).into_response()
 }
 
 /// Every request: the `Host` check on loopback, then the headers that keep the page from
@@ -322,7 +321,7 @@ async fn api_status(State(dash): State<Arc<Dashboard>>, headers: HeaderMap) -> R
     if let Some(r) = refusal(&dash, &headers, false) {
         return r;
     }
-    axum::Json(dash.rec.status()).into_response()
+    axum::Json(reply(Ok(dash.rec.status()))).into_response()
 }
 
 async fn api_history(State(dash): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
@@ -364,13 +363,16 @@ async fn api_command(
             )
         }
     };
-    let cmd: Value = match serde_json::from_slice(&bytes) {
+    let v: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("not valid JSON: {e}")),
     };
-    let name = cmd.get("cmd").cloned().unwrap_or_default();
+    let name = v.get("cmd").cloned().unwrap_or_default();
     tracing::info!(%peer, cmd = %name, "dashboard command");
-    let reply = super::control::execute(&dash.rec, &cmd).await;
+    let reply = match Command::parse(&v) {
+        Ok(cmd) => crate::control::execute(&dash.rec, cmd).await,
+        Err(e) => refused(e),
+    };
     let status = if reply["ok"] == true {
         StatusCode::OK
     } else {

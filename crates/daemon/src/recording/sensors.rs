@@ -1,64 +1,18 @@
-//! Sensors come and go: a connection's hello attaches it to its sensor ([`Slot`], created with
+//! Sensors come and go: a connection's hello attaches it to its sensor (a [`Slot`], created with
 //! its writer thread on first use), and its end detaches it; a sensor with no connection and
 //! no open trace is forgotten.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
-use crossbeam_channel::Sender;
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::Semaphore;
 
-use super::{OpenTrace, Recorder, State};
+use super::{Recorder, State};
 use crate::protocol::{FrameLayout, Hello};
+use crate::slot::Slot;
 use crate::stats::SensorStats;
 use crate::writer::{Writer, WriterMsg};
 use roverlog_core::format::SensorMeta;
-
-/// One sensor: its queue, its counters, its writer thread.
-pub struct Slot {
-    pub name: String,
-    /// The hello it was created with (channels as declared on the wire, `seq`).
-    pub hello: Hello,
-    pub tx: Sender<WriterMsg>,
-    /// The queue's byte budget: a frame costs its size in permits until it is written.
-    pub budget: Arc<Semaphore>,
-    pub stats: Arc<SensorStats>,
-    pub(super) thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-}
-
-impl Slot {
-    /// Sends `make(reply)` to the writer and waits for the count (or other value) it answers.
-    pub async fn ask<T>(
-        &self,
-        make: impl FnOnce(oneshot::Sender<Result<T, String>>) -> WriterMsg,
-    ) -> Result<T, String> {
-        let (tx, rx) = oneshot::channel();
-        self.tx
-            .send(make(tx))
-            .map_err(|_| format!("sensor {:?}: writer has ended", self.name))?;
-        rx.await
-            .map_err(|_| format!("sensor {:?}: writer has ended", self.name))?
-    }
-
-    /// Bytes currently queued.
-    pub fn queue_fill(&self) -> u64 {
-        self.stats
-            .queue_limit
-            .saturating_sub(self.budget.available_permits() as u64)
-    }
-
-    /// Asks the writer to open (create or resume) its files in `trace`, without waiting: the
-    /// outcome is seen through the hello's barrier, which reports a failure.
-    pub(super) fn open_in(&self, trace: &OpenTrace) {
-        let (reply, _) = oneshot::channel();
-        let _ = self.tx.send(WriterMsg::Open {
-            trace: trace.dir.clone(),
-            events: trace.events.clone(),
-            reply,
-            left: None,
-        });
-    }
-}
 
 impl Recorder {
     /// The channels as stored: the declared ones with the config's format overrides.
@@ -102,7 +56,7 @@ impl Recorder {
                 // Its files were given up on a failure: the new connection reopens them
                 // (recovering to the last whole sample) instead of getting the old failure.
                 if let Some(t) = &st.trace {
-                    slot.open_in(t);
+                    slot.open_in(&t.dir, &t.events);
                 }
             }
             return Ok(slot.clone());
@@ -142,7 +96,7 @@ impl Recorder {
             thread: Mutex::new(Some(thread)),
         });
         if let Some(t) = &st.trace {
-            slot.open_in(t);
+            slot.open_in(&t.dir, &t.events);
         }
         st.slots.insert(hello.sensor.clone(), slot.clone());
         Ok(slot)

@@ -1,0 +1,60 @@
+//! One sensor as the daemon holds it while it exists: its queue to the writer thread, its
+//! byte budget and counters. Kept apart from `recording` (which creates and forgets sensors)
+//! so that `health` can watch sensors without depending on the recorder.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use crossbeam_channel::Sender;
+use tokio::sync::{oneshot, Semaphore};
+
+use crate::events::EventLog;
+use crate::protocol::Hello;
+use crate::stats::SensorStats;
+use crate::writer::WriterMsg;
+
+/// One sensor: its queue, its counters, its writer thread.
+pub struct Slot {
+    pub name: String,
+    /// The hello it was created with (channels as declared on the wire, `seq`).
+    pub hello: Hello,
+    pub tx: Sender<WriterMsg>,
+    /// The queue's byte budget: a frame costs its size in permits until it is written.
+    pub budget: Arc<Semaphore>,
+    pub stats: Arc<SensorStats>,
+    pub thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Slot {
+    /// Sends `make(reply)` to the writer and waits for the count (or other value) it answers.
+    pub async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T, String>>) -> WriterMsg,
+    ) -> Result<T, String> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(make(tx))
+            .map_err(|_| format!("sensor {:?}: writer has ended", self.name))?;
+        rx.await
+            .map_err(|_| format!("sensor {:?}: writer has ended", self.name))?
+    }
+
+    /// Bytes currently queued.
+    pub fn queue_fill(&self) -> u64 {
+        self.stats
+            .queue_limit
+            .saturating_sub(self.budget.available_permits() as u64)
+    }
+
+    /// Asks the writer to open (create or resume) its files in `trace`, without waiting: the
+    /// outcome is seen through the hello's barrier, which reports a failure.
+    pub fn open_in(&self, trace: &Path, events: &Arc<EventLog>) {
+        let (reply, _) = oneshot::channel();
+        let _ = self.tx.send(WriterMsg::Open {
+            trace: trace.to_path_buf(),
+            events: events.clone(),
+            reply,
+            left: None,
+        });
+    }
+}
