@@ -199,6 +199,11 @@ impl ResilientDriver {
         self.pending.len()
     }
 
+    /// Whether the batch holds `max_bytes` (what [`send`](Self::send) writes it at).
+    pub fn batch_full(&self) -> bool {
+        self.pending.len() >= self.max_bytes
+    }
+
     /// Since when the oldest frame not yet written waits.
     pub fn oldest_pending(&self) -> Option<Instant> {
         self.pending_since
@@ -231,7 +236,7 @@ impl ResilientDriver {
     /// [`push`](Self::push), then writes the batch once it holds `max_bytes`.
     pub fn send(&mut self, ts: f64, seq: Option<u64>, samples: &[&[u8]]) -> Result<()> {
         self.push(ts, seq, samples)?;
-        if self.pending.len() >= self.max_bytes {
+        if self.batch_full() {
             self.flush()?;
         }
         Ok(())
