@@ -558,3 +558,57 @@ fn import_and_replay_into_a_closed_pipe_finish_their_work_and_end_quietly() {
         assert_eq!(s["durable"].as_u64(), Some(want), "{name}: {st}");
     }
 }
+
+#[test]
+fn replay_rides_out_a_daemon_killed_and_restarted_midway() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("recorded");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("config.yaml"), "{}\n").unwrap();
+    let meta = SensorMeta {
+        channels: vec![(
+            "x".into(),
+            ChannelMeta::new(ChannelFormat::Raw, DType::U1, vec![16], ""),
+        )],
+    };
+    // 400 samples 5 ms apart: two seconds at real time, so the kill lands midway.
+    let n = 400;
+    let mut w = SensorWriter::create(&src.join("imu"), meta, &WriterOptions::default()).unwrap();
+    for i in 0..n {
+        w.append(1000.0 + i as f64 * 0.005, &[&sample(0, i, 16)])
+            .unwrap();
+    }
+    w.finish().unwrap();
+    let mut d = TestDaemon::start(json!({"receive_timestamps": false}));
+    let replay = std::process::Command::new(env!("CARGO_BIN_EXE_roverlog"))
+        .arg("replay")
+        .arg(&src)
+        .arg("--socket")
+        .arg(d.ingest_path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    d.wait_status("replay under way", |st| {
+        st["sensors"]["imu"]["samples"].as_u64() >= Some(50)
+    });
+    let trace = d.trace_dir();
+    d.kill9();
+    d.spawn();
+    let out = daemon_support::output_within(replay, 120, "the replay finishing after the restart");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}\n{}", d.log());
+    assert!(
+        text.contains(&format!("{n} sent, {n:>10} durable")),
+        "{text}"
+    );
+    assert_eq!(d.trace_dir(), trace, "kill -9 resumes the same trace");
+    assert!(d.stop().success(), "{}", d.log());
+    let s = format::Sensor::open(&trace.join("imu")).unwrap();
+    let ts = s.timestamps().unwrap();
+    let want: Vec<f64> = (0..n).map(|i| 1000.0 + i as f64 * 0.005).collect();
+    assert_eq!(ts, want, "every sample once, in order");
+    let mut x = s.channel("x").unwrap();
+    assert!((0..n).all(|i| x.get(i as u64).unwrap().into_owned() == sample(0, i, 16)));
+}

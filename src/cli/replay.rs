@@ -109,6 +109,7 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
         start: args.start,
         duration: args.duration,
         looped: args.looped,
+        ..Default::default()
     };
     let pb = super::progress::bar("replay", "samples");
     let r = roverlog_client::play(

@@ -21,25 +21,20 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use roverlog_core::error::{Error, Result};
+use roverlog_core::error::{Error, Result, SampleMismatch};
 use roverlog_core::format::SensorMeta;
 
 /// Longest reply line we accept from the daemon.
 const MAX_REPLY: u64 = 64 * 1024;
 
-/// How an EOF without an error line reads in our errors (the daemon stopping, docs/protocol.md 6).
-const CLOSED: &str = "connection closed without a reply";
-/// The daemon's refusal while an older connection of the sensor is still open (protocol 7).
-const LIVE: &str = "already has a live connection";
-
 /// Whether `e` means the daemon went away or is not there (yet): stopped, restarting, socket
-/// missing. A driver reconnects with back-off after such errors; other errors are refusals.
+/// missing, or an older connection of the sensor not yet noticed closed. A driver reconnects
+/// with back-off after such errors; other errors are refusals.
 pub fn is_daemon_gone(e: &Error) -> bool {
-    match e {
-        Error::Io { .. } => true,
-        Error::Protocol(msg) => msg.ends_with(CLOSED) || msg.contains(LIVE),
-        _ => false,
-    }
+    matches!(
+        e,
+        Error::Io { .. } | Error::DaemonClosed { .. } | Error::SensorBusy { .. }
+    )
 }
 
 /// What the daemon answered to the hello.
@@ -98,13 +93,12 @@ pub fn encode_frame(
     ts: f64,
     seq: Option<u64>,
     samples: &[&[u8]],
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), SampleMismatch> {
     if samples.len() != sizes.len() {
-        return Err(format!(
-            "{} channel buffers for {} channels",
-            samples.len(),
-            sizes.len()
-        ));
+        return Err(SampleMismatch::Buffers {
+            got: samples.len(),
+            channels: sizes.len(),
+        });
     }
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
@@ -116,7 +110,11 @@ pub fn encode_frame(
         match size {
             Some(n) if s.len() != *n => {
                 out.truncate(at);
-                return Err(format!("channel {k}: {} bytes, expected {n}", s.len()));
+                return Err(SampleMismatch::Size {
+                    channel: k,
+                    got: s.len(),
+                    expected: *n,
+                });
             }
             Some(_) => {}
             None => out.extend_from_slice(&(s.len() as u32).to_le_bytes()),
@@ -126,7 +124,7 @@ pub fn encode_frame(
     let len = out.len() - at - 4;
     let Ok(len) = u32::try_from(len) else {
         out.truncate(at);
-        return Err(format!("frame of {len} bytes"));
+        return Err(SampleMismatch::TooLong { len });
     };
     out[at..at + 4].copy_from_slice(&len.to_le_bytes());
     Ok(())
@@ -142,9 +140,9 @@ impl Driver {
         seq: bool,
     ) -> Result<(Driver, HelloReply)> {
         if meta.data_channels().next().is_none() {
-            return Err(Error::Protocol(format!(
-                "sensor {sensor:?}: no data channel to send (\"ts\" is implicit)"
-            )));
+            return Err(Error::NoDataChannel {
+                sensor: sensor.to_string(),
+            });
         }
         let io = |e| Error::io(socket, e);
         let stream = UnixStream::connect(socket).map_err(io)?;
@@ -166,22 +164,51 @@ impl Driver {
         d.stream
             .write_all(&hello_line(sensor, meta, seq))
             .map_err(io)?;
-        let reply = d.read_reply()?;
+        let reply = match d.read_reply() {
+            // The one refusal protocol.md 7 documents word for word, and asks to retry.
+            Err(Error::Refused {
+                socket,
+                sensor,
+                msg,
+            }) if msg == format!("sensor {sensor:?} already has a live connection") => {
+                return Err(Error::SensorBusy {
+                    socket,
+                    sensor,
+                    msg,
+                })
+            }
+            r => r?,
+        };
         let hello = HelloReply {
             trace: reply["trace"].as_str().unwrap_or_default().to_string(),
             samples: reply["samples"]
                 .as_u64()
-                .ok_or_else(|| d.refused(format!("hello reply without \"samples\": {reply}")))?,
+                .ok_or_else(|| d.bad_reply(format!("hello reply without \"samples\": {reply}")))?,
         };
         Ok((d, hello))
     }
 
-    fn refused(&self, msg: String) -> Error {
-        Error::Protocol(format!(
-            "{} sensor {:?}: {msg}",
-            self.socket.display(),
-            self.sensor
-        ))
+    fn bad_reply(&self, msg: String) -> Error {
+        Error::BadReply {
+            socket: self.socket.clone(),
+            sensor: self.sensor.clone(),
+            msg,
+        }
+    }
+
+    /// The daemon's socket.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The sensor this connection sends.
+    pub fn sensor(&self) -> &str {
+        &self.sensor
+    }
+
+    /// Whether the hello declared sequence numbers.
+    pub fn seq(&self) -> bool {
+        self.seq
     }
 
     /// How long to wait for a reply (default 60 s; a final fsync of a large backlog can take
@@ -207,7 +234,11 @@ impl Driver {
         samples: &[&[u8]],
     ) -> Result<()> {
         let seq = self.seq.then(|| seq.unwrap_or(self.sent));
-        encode_frame(out, &self.sizes, ts, seq, samples).map_err(|msg| self.refused(msg))
+        encode_frame(out, &self.sizes, ts, seq, samples).map_err(|problem| Error::BadSample {
+            socket: Some(self.socket.clone()),
+            sensor: self.sensor.clone(),
+            problem,
+        })
     }
 
     /// Sends one sample (one `write()`); `seq` defaults to the count of frames sent.
@@ -246,7 +277,7 @@ impl Driver {
         let reply = self.read_reply()?;
         reply["durable"]
             .as_u64()
-            .ok_or_else(|| self.refused(format!("durability reply without \"durable\": {reply}")))
+            .ok_or_else(|| self.bad_reply(format!("durability reply without \"durable\": {reply}")))
     }
 
     fn read_reply(&mut self) -> Result<Value> {
@@ -256,10 +287,13 @@ impl Driver {
             .read_until(b'\n', &mut line)
             .map_err(|e| Error::io(&self.socket, e))?;
         if n == 0 {
-            return Err(self.refused(CLOSED.into()));
+            return Err(Error::DaemonClosed {
+                socket: self.socket.clone(),
+                sensor: self.sensor.clone(),
+            });
         }
         let reply: Value = serde_json::from_slice(&line).map_err(|e| {
-            self.refused(format!(
+            self.bad_reply(format!(
                 "reply is not JSON ({e}): {}",
                 String::from_utf8_lossy(&line)
             ))
@@ -271,7 +305,11 @@ impl Driver {
                 .as_str()
                 .map(str::to_string)
                 .unwrap_or_else(|| reply.to_string());
-            Err(self.refused(msg))
+            Err(Error::Refused {
+                socket: self.socket.clone(),
+                sensor: self.sensor.clone(),
+                msg,
+            })
         }
     }
 }

@@ -4,12 +4,19 @@
 //! Pacing schedules every sample against one monotonic clock read at the start (`due =
 //! start + (ts - first) / rate`) and sleeps until then: errors never accumulate the way they
 //! do when sleeping the gap between samples.
+//!
+//! Each sensor sends through a [`ResilientDriver`], so a replay rides out a daemon restart:
+//! the first connections fail fast (no daemon, no replay), but later the drivers reconnect
+//! with back-off for up to [`PlayOptions::reconnect_timeout`] and resend what the daemon did
+//! not keep. Every sample is written as it is due (no batching); to keep the retain buffer
+//! bounded, a sensor asks for durability whenever half of [`PlayOptions::max_retained`] has
+//! accumulated since its last request.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::Driver;
+use crate::{Driver, ResilientDriver, ResilientOptions};
 use roverlog_core::error::{Error, Result};
 use roverlog_core::replay::merge::TimeMerge;
 use roverlog_core::replay::source::{check_sensors, Source};
@@ -25,6 +32,11 @@ pub struct PlayOptions {
     pub duration: Option<f64>,
     /// Start over at the end (timestamps keep increasing) until `stop` is set.
     pub looped: bool,
+    /// How long each sensor tries to reach a daemon that went away mid-replay.
+    pub reconnect_timeout: Duration,
+    /// Per sensor, bytes of samples kept until acknowledged durable (for resending after a
+    /// reconnect).
+    pub max_retained: usize,
 }
 
 impl Default for PlayOptions {
@@ -34,6 +46,8 @@ impl Default for PlayOptions {
             start: 0.0,
             duration: None,
             looped: false,
+            reconnect_timeout: Duration::from_secs(30),
+            max_retained: 64 << 20,
         }
     }
 }
@@ -173,11 +187,23 @@ pub fn play(
     };
     let loop_shift = (last.min(until) - from).max(0.0) + period.max(1e-6);
 
+    let resilient = ResilientOptions {
+        max_bytes: 1,
+        max_retained: opts.max_retained,
+        reconnect_timeout: opts.reconnect_timeout,
+    };
     let mut drivers = Vec::with_capacity(names.len());
-    for (i, s) in source.sensors().iter().enumerate() {
+    for s in source.sensors() {
         let (d, hello) = Driver::connect(socket, &s.name, &s.meta, true)?;
-        drivers.push((d, hello.samples, i));
+        drivers.push(ResilientDriver::adopt(
+            d,
+            hello,
+            s.meta.clone(),
+            &resilient,
+        )?);
     }
+    // Per sensor: retained bytes right after its last durability request.
+    let mut retained_at_sync = vec![0usize; names.len()];
 
     let mut report = PlayReport::default();
     let mut buf = Vec::new();
@@ -211,7 +237,12 @@ pub fn play(
             let refs: Vec<&[u8]> = buf.iter().map(Vec::as_slice).collect();
             // Consecutive per connection: every sample is sent, so the daemon sees no gap.
             let seq = sent_per_sensor[m.sensor];
-            drivers[m.sensor].0.send(ts, Some(seq), &refs)?;
+            let d = &mut drivers[m.sensor];
+            d.send(ts, Some(seq), &refs)?;
+            if d.retained_bytes() >= retained_at_sync[m.sensor] + opts.max_retained / 2 {
+                d.sync()?;
+                retained_at_sync[m.sensor] = d.retained_bytes();
+            }
             if let Some(due) = due {
                 report
                     .lateness
@@ -231,18 +262,19 @@ pub fn play(
             break;
         }
     }
-    for (d, before, i) in &mut drivers {
+    for (i, d) in drivers.iter_mut().enumerate() {
         let durable = d.sync()?;
-        let want = *before + sent_per_sensor[*i];
+        let want = d.expected_durable();
         if durable < want {
-            return Err(Error::Protocol(format!(
-                "sensor {:?}: daemon confirms {durable} durable samples, expected {want}",
-                names[*i]
-            )));
+            return Err(Error::NotDurable {
+                sensor: names[i].clone(),
+                durable,
+                expected: want,
+            });
         }
         report
             .sensors
-            .push((names[*i].clone(), sent_per_sensor[*i], durable));
+            .push((names[i].clone(), sent_per_sensor[i], durable));
     }
     report.elapsed = started.elapsed();
     Ok(report)
