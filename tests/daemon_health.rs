@@ -204,13 +204,14 @@ fn rate_high_and_queue_high_are_raised_and_cleared() {
         "silent_periods": 20, "rate_window_ms": 600, "health_interval_ms": 50,
         "queue_bytes": 8 << 20, "max_frame_bytes": 2 << 20, "queue_high_fraction": 0.3,
     }));
-    // imu at four times its expected rate: rate_high; back at 10 Hz it clears.
+    // imu at four times its expected rate for 2.5 s (a rate alarm needs the rate out of
+    // its bounds for a second): rate_high; back at 10 Hz it clears (a second after).
     let (mut c, r) = d.connect(&raw_hello("imu", 8));
     assert_eq!(r["ok"], true, "{r}");
-    send(&mut c, 0, 40, 40.0);
+    send(&mut c, 0, 100, 40.0);
     let st = wait(&d, "rate_high imu", 10, |st| has(st, "rate_high", "imu"));
     assert!(!has(&st, "rate_low", "imu"), "{st:#}");
-    send(&mut c, 40, 12, 10.0);
+    send(&mut c, 100, 30, 10.0);
     wait(&d, "rate_high imu cleared", 10, |st| {
         !has(st, "rate_high", "imu")
     });

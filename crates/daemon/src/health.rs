@@ -3,11 +3,14 @@
 //! Every `health_interval_ms` while a trace is recording, each sensor is compared with what
 //! is expected of it (config `sensors.<name>`: `expected_hz`, `tolerance`, `required`):
 //!
-//! - `silent`: no frame for `silent_periods` expected periods (connected or not);
-//! - `rate_low` / `rate_high`: the rate measured over `rate_window_ms` is outside
-//!   `expected_hz` +- `tolerance` (only while connected and not silent);
-//! - `missing`: a `required` sensor is not connected `missing_after_ms` after the trace
-//!   started (this daemon's start of it);
+//! - `silent`: no frame for `silent_periods` expected periods, and at least [`MIN_SILENT`]
+//!   (connected or not): five periods of a 200 Hz sensor are within a scheduler's jitter;
+//! - `rate_low` / `rate_high`: the rate the sensor sends at, measured over `rate_window_ms` on
+//!   the frames received (not the samples written: those restart in every trace, and a
+//!   snapshot ring's frames arrive in a trace at once), is outside `expected_hz` +-
+//!   `tolerance` for at least [`RATE_HOLD`] (only while connected and not silent);
+//! - `missing`: a `required` sensor is not connected `missing_after_ms` after recording
+//!   started (this daemon's start of it; a rotation does not restart the wait);
 //! - `queue_high`: its queue holds more than `queue_high_fraction` of its budget;
 //! - `disk_low` (no sensor): the free space lasts less than `disk_low_seconds` at the rate
 //!   all sensors write now.
@@ -21,7 +24,9 @@
 //! written to `events.jsonl` (`alarm`, `alarm_clear` with `start` and `end`), logged, shown in
 //! `status` (`alarms`, top level and per sensor), and given to `alarm_command` as JSON on its
 //! stdin (at most 4 at once, each killed after `alarm_command_timeout_ms`; it never blocks
-//! the daemon). When recording stops, the active alarms are cleared.
+//! the daemon). When recording stops, the active alarms are cleared. Otherwise an alarm clears
+//! only when its condition has been gone for [`CLEAR_AFTER`], so a sensor at the edge of a
+//! bound does not page the crew again and again.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Write;
@@ -41,6 +46,13 @@ use crate::slot::Slot;
 
 /// Most alarm commands running at once.
 const MAX_COMMANDS: usize = 4;
+
+/// Shortest silence that raises `silent`, whatever the expected rate.
+pub const MIN_SILENT: Duration = Duration::from_millis(250);
+/// How long a rate must stay out of its tolerance before `rate_low`/`rate_high` is raised.
+pub const RATE_HOLD: Duration = Duration::from_secs(1);
+/// How long a raised alarm's condition must be gone before the alarm clears.
+pub const CLEAR_AFTER: Duration = Duration::from_secs(1);
 
 /// One active alarm as `status` shows it: its kind, its sensor (empty for `disk_low`), when
 /// it was raised (epoch seconds) and what was measured.
@@ -86,8 +98,6 @@ pub struct Watch {
     /// Milliseconds since the daemon started (the clock of `last_frame_ms`).
     pub now_ms: u64,
     pub slots: Vec<Arc<Slot>>,
-    /// When this daemon opened the trace.
-    pub opened: Option<Instant>,
     /// The last free-space reading of `data_root`.
     pub free_bytes: Option<u64>,
 }
@@ -106,6 +116,12 @@ struct Health {
     learned: HashMap<String, f64>,
     /// Per sensor: the median clock offset last reported (for `clock_step`).
     offsets: HashMap<String, f64>,
+    /// Since when the current recording runs (a rotation keeps it): `missing`'s clock.
+    recording_since: Option<Instant>,
+    /// Rate conditions found but not yet held for [`RATE_HOLD`]: since when.
+    pending: HashMap<(String, String), Instant>,
+    /// Raised alarms whose condition is gone but not yet for [`CLEAR_AFTER`]: since when.
+    fading: HashMap<(String, String), Instant>,
     running: Arc<AtomicUsize>,
     alarms: Alarms,
 }
@@ -127,9 +143,13 @@ impl Health {
     fn tick(&mut self, w: Watch) {
         let Some(events) = w.events else {
             self.clear_all(None);
+            self.recording_since = None;
+            self.pending.clear();
+            self.fading.clear();
             return;
         };
         let now = Instant::now();
+        let recording_since = *self.recording_since.get_or_insert(now);
         let now_ms = w.now_ms;
         let window = self.cfg.health.rate_window;
         let mut found: Vec<Found> = Vec::new();
@@ -138,7 +158,7 @@ impl Health {
         let slots = w.slots;
         for s in &slots {
             let st = &s.stats;
-            let (samples, bytes) = (st.samples.load(Relaxed), st.bytes.load(Relaxed));
+            let (samples, bytes) = (st.received.load(Relaxed), st.bytes.load(Relaxed));
             let h = self.history.entry(s.name.clone()).or_default();
             h.push_back((now, samples, bytes));
             while h.len() > 2 && now.duration_since(h[1].0) >= window {
@@ -181,7 +201,8 @@ impl Health {
             let last = st.last_frame_ms.load(Relaxed);
             let mut silent = false;
             if let Some((hz, tol)) = self.expected(&s.name) {
-                let bound = (self.cfg.health.silent_periods / hz * 1000.0) as u64;
+                let bound = ((self.cfg.health.silent_periods / hz * 1000.0) as u64)
+                    .max(MIN_SILENT.as_millis() as u64);
                 let quiet = if last == u64::MAX {
                     None
                 } else {
@@ -231,8 +252,8 @@ impl Health {
                 ));
             }
         }
-        if let Some(opened) = w.opened {
-            let late = now.duration_since(opened) >= self.cfg.health.missing_after;
+        {
+            let late = now.duration_since(recording_since) >= self.cfg.health.missing_after;
             for (name, c) in &self.cfg.health.sensors {
                 let here = slots
                     .iter()
@@ -253,7 +274,38 @@ impl Health {
                     "free_bytes": free, "bytes_per_s": total_rate.round(), "seconds_left": left.round()})));
             }
         }
+        let found = self.debounce(found, now);
         self.apply(Some(&events), found);
+    }
+
+    /// Holds back a rate condition until it lasted [`RATE_HOLD`], and keeps a raised alarm
+    /// whose condition went away until it stayed away for [`CLEAR_AFTER`].
+    fn debounce(&mut self, mut found: Vec<Found>, now: Instant) -> Vec<Found> {
+        let seen: std::collections::HashSet<(String, String)> = found
+            .iter()
+            .map(|(k, s, _)| (k.clone(), s.clone()))
+            .collect();
+        self.pending.retain(|k, _| seen.contains(k));
+        self.fading
+            .retain(|k, _| !seen.contains(k) && self.active.contains_key(k));
+        found.retain(|(kind, sensor, _)| {
+            let key = (kind.clone(), sensor.clone());
+            if !kind.starts_with("rate_") || self.active.contains_key(&key) {
+                return true;
+            }
+            let since = *self.pending.entry(key).or_insert(now);
+            now.duration_since(since) >= RATE_HOLD
+        });
+        for (key, (_, detail)) in &self.active {
+            if seen.contains(key) {
+                continue;
+            }
+            let since = *self.fading.entry(key.clone()).or_insert(now);
+            if now.duration_since(since) < CLEAR_AFTER {
+                found.push((key.0.clone(), key.1.clone(), detail.clone()));
+            }
+        }
+        found
     }
 
     /// Raises what is new in `found`, clears what is no longer there.
@@ -391,6 +443,9 @@ pub async fn run(
         steady_since: HashMap::new(),
         learned: HashMap::new(),
         offsets: HashMap::new(),
+        recording_since: None,
+        pending: HashMap::new(),
+        fading: HashMap::new(),
         running: Arc::new(AtomicUsize::new(0)),
     };
     let mut tick = tokio::time::interval(interval);

@@ -431,6 +431,7 @@ impl Connection {
         slot.stats
             .last_frame_ms
             .store(self.rec.epoch.elapsed().as_millis() as u64, Relaxed);
+        slot.stats.received.fetch_add(1, Relaxed);
         if let Some(prev) = t.last_ts {
             if ts < prev {
                 slot.stats.clock_steps.fetch_add(1, Relaxed);

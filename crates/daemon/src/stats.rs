@@ -49,9 +49,15 @@ pub struct SensorStats {
     pub heartbeat_ms: AtomicU64,
     /// Milliseconds since daemon start when the last frame arrived; `u64::MAX`: none yet.
     pub last_frame_ms: AtomicU64,
+    /// Frames received from the driver since the daemon started, whether or not a trace was
+    /// recording and whether or not they were kept: what the sensor sends. Rates (`status`
+    /// `rate_hz`, the health alarms) are measured on it, so trace boundaries (`samples`
+    /// restarts at 0 in a new trace) and snapshot-ring frames written into a trace at once do
+    /// not look like a rate change.
+    pub received: AtomicU64,
     /// The last driver-vs-daemon clock offsets (receive time minus `ts`), seconds.
     clock: Mutex<std::collections::VecDeque<f64>>,
-    /// Samples at the last rate computation, and the rate then (f64 bits).
+    /// Frames received at the last rate computation, and the rate then (f64 bits).
     rate_base: Mutex<(u64, Instant)>,
     rate_bits: AtomicU64,
 }
@@ -75,6 +81,7 @@ impl SensorStats {
             failed: Mutex::new(None),
             heartbeat_ms: AtomicU64::new(0),
             last_frame_ms: AtomicU64::new(u64::MAX),
+            received: AtomicU64::new(0),
             clock: Mutex::new(std::collections::VecDeque::with_capacity(CLOCK_WINDOW)),
             rate_base: Mutex::new((0, Instant::now())),
             rate_bits: AtomicU64::new(0f64.to_bits()),
@@ -138,10 +145,11 @@ impl SensorStats {
         self.queue_high_water.fetch_max(fill, Relaxed);
     }
 
-    /// Recomputes the sample rate from the samples since the last call; returns it.
+    /// Recomputes the rate the sensor sends at from the frames received since the last call
+    /// (recording or not); returns it.
     pub fn update_rate(&self) -> f64 {
         let now = Instant::now();
-        let samples = self.samples.load(Relaxed);
+        let samples = self.received.load(Relaxed);
         let mut base = self.rate_base.lock_or_recover();
         let dt = now.duration_since(base.1).as_secs_f64();
         let rate = if dt > 0.0 && samples >= base.0 {

@@ -77,7 +77,6 @@ impl Recorder {
             events: st.trace.as_ref().map(|t| t.events.clone()),
             now_ms: self.epoch.elapsed().as_millis() as u64,
             slots: st.slots.values().cloned().collect(),
-            opened: st.trace.as_ref().map(|t| t.opened),
             free_bytes: st.disk_free,
         }
     }
