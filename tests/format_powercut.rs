@@ -1,7 +1,7 @@
 //! After a power cut a channel can hold samples past the last fsync whose bytes never reached
 //! the disk (the new size did: they read as zeros). Recovery in a later boot cuts every
 //! channel back to the durable watermark instead of keeping such samples (found by
-//! tests/torture_powercut.rs: a `raw` sample of zeros, seq 0 where seq 162 belonged).
+//! tests/torture/powercut.rs: a `raw` sample of zeros, seq 0 where seq 162 belonged).
 //! Its own binary: it sets the process's boot id.
 
 use std::fs::OpenOptions;

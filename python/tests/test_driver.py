@@ -1,4 +1,4 @@
-"""roverlog.Driver against the real daemon (`ROVERLOG_BIN`, set by tests/python_package.rs)."""
+"""roverlog.Driver against the real daemon (`ROVERLOG_BIN`, set by tests/python/package.rs)."""
 import json
 import os
 import signal
@@ -25,7 +25,7 @@ class Daemon:
 
     def start(self):
         binary = os.environ.get("ROVERLOG_BIN")
-        assert binary, "ROVERLOG_BIN is not set: run these tests through `cargo test --test python_package`"
+        assert binary, "ROVERLOG_BIN is not set: run these tests through `cargo test --test python`"
         log = open(os.path.join(self.dir, "daemon.log"), "ab")
         self.proc = subprocess.Popen([binary, "daemon", "--config", self.config], stdout=log, stderr=log)
         deadline = time.monotonic() + 30

@@ -1,5 +1,5 @@
 """Writes a GulpIO2 directory with gulpio2 itself, then reads it back with gulpio2 and records
-what gulpio2 returns, as ground truth for tests/gulp_interop.rs.
+what gulpio2 returns, as ground truth for tests/interop/gulp.rs.
 
 usage: gulp_write.py OUT_DIR EXPECTED_JSON
 

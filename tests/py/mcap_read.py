@@ -1,7 +1,7 @@
 """Reads an MCAP file with the `mcap` package (and `mcap-protobuf-support` for the protobuf
 messages) and prints, as JSON, per topic: schema name and encoding, message encoding,
 channel metadata, message count, log and publish times (ns), and per message the sha256 of
-the image payload (`data`) and the image fields, or the `value` of JSON samples. For tests/export_mcap.rs.
+the image payload (`data`) and the image fields, or the `value` of JSON samples. For tests/cli/export_mcap.rs.
 
     mcap_read.py FILE.mcap
 """

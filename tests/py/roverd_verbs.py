@@ -1,5 +1,5 @@
 """Upstream roverd's CLI verbs as ../shared/UPSTREAM.md states their rules, for
-tests/cli_verbs.rs to compare ours with on the same traces. Prints JSON.
+tests/cli/verbs.rs to compare ours with on the same traces. Prints JSON.
 
     roverd_verbs.py list ROOT [follow]            # os.walk: dirs holding config.yaml, relative
     roverd_verbs.py extract TRACE relative|epoch START END

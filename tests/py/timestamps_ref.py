@@ -1,5 +1,5 @@
 """Upstream roverd's timestamp models written from their definitions (../shared/UPSTREAM.md)
-with numpy, as the reference for tests/timestamps_upstream.rs.
+with numpy, as the reference for tests/interop/timestamps.rs.
 
     timestamps_ref.py IN.f8 SMOOTH_INTERVAL DISCRETIZE_INTERVAL EPS
 

@@ -1,4 +1,4 @@
-"""Writes Zarr v2 arrays with zarr-python 2 for tests/zarr_interop.rs.
+"""Writes Zarr v2 arrays with zarr-python 2 for tests/interop/zarr.rs.
 
 Usage: zarr_interop_write.py OUT_DIR
 

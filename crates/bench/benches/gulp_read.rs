@@ -14,7 +14,9 @@
 //! hands out a copy of every frame must at least spend here; and how many times gulpio2's time
 //! that is.
 
-#[path = "../../../tests/common/mod.rs"]
+// The integration tests' helpers (the venv's Python, the root); this bench uses a few.
+#[path = "../../../tests/support/common/mod.rs"]
+#[allow(dead_code)]
 mod common;
 
 #[path = "support/mod.rs"]

@@ -10,7 +10,9 @@
 //!   (frames split in contiguous ranges), against OpenCV opening the file and reading every
 //!   frame (`VideoCapture.read` plus upstream's BGR -> RGB conversion).
 
-#[path = "../../../tests/common/mod.rs"]
+// The integration tests' helpers (the venv's Python, the root); this bench uses a few.
+#[path = "../../../tests/support/common/mod.rs"]
+#[allow(dead_code)]
 mod common;
 
 #[path = "support/mod.rs"]

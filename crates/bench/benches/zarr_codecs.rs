@@ -4,7 +4,9 @@
 //!
 //! `cargo bench --bench zarr_codecs`
 
-#[path = "../../../tests/common/mod.rs"]
+// The integration tests' helpers (the venv's Python, the root); this bench uses a few.
+#[path = "../../../tests/support/common/mod.rs"]
+#[allow(dead_code)]
 mod common;
 
 #[path = "support/mod.rs"]

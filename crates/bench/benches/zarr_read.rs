@@ -6,7 +6,9 @@
 //! rows (the same slices), best of several repeats in
 //! alternating rounds. Results must be byte-identical.
 
-#[path = "../../../tests/common/mod.rs"]
+// The integration tests' helpers (the venv's Python, the root); this bench uses a few.
+#[path = "../../../tests/support/common/mod.rs"]
+#[allow(dead_code)]
 mod common;
 
 #[path = "support/mod.rs"]

@@ -7,7 +7,7 @@
 //! may hold samples past the last fsync that are garbage: a file whose new size reached the
 //! disk but whose pages did not reads as zeros, and the `raw` format has nothing to tell such
 //! a sample from a real one. Recovery then cuts every channel to the watermark: nothing past
-//! the last fsync is trusted, nothing before it was lost (found by `tests/torture_powercut.rs`).
+//! the last fsync is trusted, nothing before it was lost (found by `tests/torture/powercut.rs`).
 //!
 //! Upstream readers ignore the file (a sensor is what its `meta.json` declares).
 

@@ -1,0 +1,244 @@
+//! `roverlog bench --quick --json` runs end to end: every scenario reports positive figures,
+//! the daemon exits 0 and every sample sent is on disk. No timing is asserted here (the
+//! machine is shared and noisy): whether targets are met is for `BENCHMARKS.md`, not a test.
+
+use crate::support::common;
+
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn quick_bench_reports_every_scenario_and_loses_nothing() {
+    let base = tempfile::tempdir().unwrap();
+    let out = Command::new(common::roverlog_bin())
+        .args(["bench", "--quick", "--json", "--sensors", "2", "--dir"])
+        .arg(base.path())
+        .arg("--python")
+        .arg(common::python())
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "bench failed: {:?}\n{stderr}",
+        out.status
+    );
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+
+    assert_eq!(r["ok"], true, "{r:#}");
+    // A fresh daemon per scenario, each stopped with SIGTERM.
+    let exits = r["daemon_exits"].as_array().unwrap();
+    assert_eq!(exits.len(), 7, "{exits:?}");
+    assert!(exits.iter().all(|e| e["exit"] == 0), "{exits:?}");
+    assert_eq!(r["data_check"]["ok"], true, "{:#}", r["data_check"]);
+    let checks = r["data_check"]["sensors"].as_array().unwrap();
+    // 2 large + 2 direct + 2 imu + 2 batched + 1 lidar + 2 dashboard + 2 foxglove sensors,
+    // each with every sample.
+    assert_eq!(checks.len(), 13, "{checks:#?}");
+    for c in checks {
+        assert_eq!(c["ok"], true, "{c}");
+        assert_eq!(c["sent"], c["on_disk"], "{c}");
+    }
+
+    let rows = r["scenarios"].as_array().unwrap();
+    for scenario in [
+        "large",
+        "direct",
+        "imu",
+        "batched",
+        "lzmaf",
+        "dashboard",
+        "foxglove",
+    ] {
+        let of: Vec<&Value> = rows.iter().filter(|x| x["scenario"] == scenario).collect();
+        assert!(!of.is_empty(), "no {scenario} row in {rows:#?}");
+        for row in of {
+            assert!(row["ours"]["mb_per_s"].as_f64().unwrap() > 0.0, "{row}");
+            assert!(row["ours"]["samples"].as_u64().unwrap() > 0, "{row}");
+            if scenario != "batched" {
+                // Every baseline was measured (the Python one too: the venv is set up).
+                let b = &row["baseline"];
+                assert!(b["error"].is_null(), "{scenario} baseline: {b}");
+                assert!(row["ratio"].as_f64().unwrap() > 0.0, "{row}");
+            }
+        }
+    }
+    // large: dd of random data from memory (the target), dd of zeros and the socket sink.
+    let large: Vec<&Value> = rows.iter().filter(|x| x["scenario"] == "large").collect();
+    let names: Vec<&str> = large
+        .iter()
+        .map(|r| r["baseline"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(
+        names[0].ends_with("random data") && names[1].ends_with("zeros"),
+        "{names:?}"
+    );
+    assert!(
+        large[0]["met"].is_boolean() && large[1]["met"].is_null(),
+        "{large:?}"
+    );
+
+    // imu is compared with the socket sink and the Python writer (targets); the no-work
+    // socket readers (threads, then tokio tasks) are shown against Python (the ceilings), and
+    // the daemon against the first of them.
+    let imu: Vec<&Value> = rows.iter().filter(|x| x["scenario"] == "imu").collect();
+    assert_eq!(imu.len(), 5, "{imu:#?}");
+    let named = |row: &Value, k: &str| row[k]["name"].as_str().unwrap_or("").to_string();
+    for (i, ours, baseline) in [
+        (2, "no work", "python"),
+        (3, "tokio tasks, no work", "python"),
+        (4, "ingest", "no work"),
+    ] {
+        assert!(named(imu[i], "ours").contains(ours), "{}", imu[i]);
+        assert!(named(imu[i], "baseline").contains(baseline), "{}", imu[i]);
+        assert!(imu[i]["met"].is_null(), "{}", imu[i]);
+    }
+
+    // dashboard and foxglove: the imu load with a client watching (polling the dashboard;
+    // subscribed to the whole live feed) against none. The bench itself fails if the client
+    // got no answer or no message.
+    for (scenario, watched, quiet) in [
+        (
+            "dashboard",
+            "dashboard polled at 10 Hz",
+            "no dashboard client",
+        ),
+        (
+            "foxglove",
+            "a Foxglove client subscribed to every channel",
+            "no Foxglove client",
+        ),
+    ] {
+        let row: Vec<&Value> = rows.iter().filter(|x| x["scenario"] == scenario).collect();
+        assert_eq!(row.len(), 1, "{row:?}");
+        assert!(named(row[0], "ours").contains(watched), "{}", row[0]);
+        assert!(named(row[0], "baseline").contains(quiet), "{}", row[0]);
+    }
+
+    let mem = r["rss"].as_array().unwrap();
+    assert_eq!(mem.len(), 7, "{mem:?}");
+    for m in mem {
+        for k in [
+            "idle_bytes",
+            "during_max_bytes",
+            "hwm_bytes",
+            "budget_bytes",
+        ] {
+            assert!(m[k].as_u64().unwrap() > 0, "{k}: {m}");
+        }
+    }
+    assert!(r["filesystem"]["type"].is_string(), "{}", r["filesystem"]);
+    // Nothing left behind on success: not in the work directory, not the dd source in memory.
+    assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0);
+    if let Ok(shm) = std::fs::read_dir("/dev/shm") {
+        let left: Vec<_> = shm
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("roverlog-bench-") && n.ends_with(".random"))
+            .collect();
+        assert!(left.is_empty(), "dd sources left in /dev/shm: {left:?}");
+    }
+}
+
+/// `roverlog bench --quick <args>` exits 2 with `needle` in its error.
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let base = tempfile::tempdir().unwrap();
+    let out = Command::new(common::roverlog_bin())
+        .args(["bench", "--quick"])
+        .args(args)
+        .arg("--dir")
+        .arg(base.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(needle));
+}
+
+#[test]
+fn unknown_scenario_is_a_usage_error() {
+    assert_usage_error(&["--only", "nosuch"], "nosuch");
+}
+
+#[test]
+fn zero_rounds_is_a_usage_error() {
+    assert_usage_error(&["--rounds", "0"], "--rounds");
+}
+
+/// `bench --disk`: every block size measured, percentiles ordered, advice given; bad input
+/// refused. (Figures are not checked: this machine is shared.)
+#[test]
+fn disk_bench_reports_percentiles_and_advice() {
+    let dir = tempfile::tempdir_in(common::root().join("target")).unwrap();
+    let r = common::roverlog(&[
+        "bench".as_ref(),
+        "--disk".as_ref(),
+        dir.path().as_os_str(),
+        "--disk-mib".as_ref(),
+        "4".as_ref(),
+        "--load-mbps".as_ref(),
+        "2".as_ref(),
+        "--json".as_ref(),
+    ]);
+    // 2 MB/s holds on any disk a test runs on; exit 1 would mean no interval held.
+    assert!(r.ok(), "{}", r.text());
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let sizes = v["sizes"].as_array().unwrap();
+    assert_eq!(sizes.len(), 3);
+    for s in sizes {
+        for k in ["write_s", "fsync_s"] {
+            let (p50, p99, p999) = (
+                s[k]["p50"].as_f64().unwrap(),
+                s[k]["p99"].as_f64().unwrap(),
+                s[k]["p999"].as_f64().unwrap(),
+            );
+            assert!(0.0 <= p50 && p50 <= p99 && p99 <= p999, "{s}");
+        }
+        assert!(s["mb_per_s"].as_f64().unwrap() > 0.0);
+    }
+    // The plan: every candidate measured, the recommendation the shortest that holds, a
+    // holding interval's worst round inside it.
+    let plan = v["plan"].as_array().unwrap();
+    assert_eq!(plan.len(), 5, "{v:#}");
+    for p in plan {
+        let (ms, worst) = (
+            p["fsync_interval_ms"].as_u64().unwrap(),
+            p["worst_round_s"].as_f64().unwrap(),
+        );
+        assert_eq!(p["holds"], worst < ms as f64 / 1e3, "{p}");
+        assert_eq!(
+            p["bytes_per_interval"].as_u64().unwrap(),
+            2_000_000 * ms / 1000,
+            "{p}"
+        );
+    }
+    assert_eq!(v["holds"], true, "{v:#}");
+    let first = plan.iter().find(|p| p["holds"] == true).unwrap();
+    assert_eq!(
+        v["recommended"]["fsync_interval_ms"],
+        first["fsync_interval_ms"]
+    );
+    assert!(v["recommended"]["queue_bytes"].as_u64().unwrap() >= 4 << 20);
+    // A load no disk here writes: nothing holds, exit 1, said in words.
+    let r = common::roverlog(&[
+        "bench".as_ref(),
+        "--disk".as_ref(),
+        dir.path().as_os_str(),
+        "--disk-mib".as_ref(),
+        "4".as_ref(),
+        "--load-mbps".as_ref(),
+        "1000000".as_ref(),
+    ]);
+    assert_eq!(r.code, 1, "{}", r.text());
+    assert!(r.out().contains("no fsync interval holds"), "{}", r.text());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "its files are removed"
+    );
+    let r = common::roverlog(&["bench", "--disk", "/nonexistent"]);
+    assert_eq!(r.code, 2, "{}", r.text());
+    assert!(r.stderr.contains("not a directory"), "{}", r.stderr);
+}

@@ -1,0 +1,23 @@
+//! The `roverlog` verbs end to end on real files: `info`, `cat`, `validate` on traces, gulp
+//! and zarr; upstream's verbs (`list`, `extract`, `checksum`, `convert`); `plot`, `export`,
+//! `replay`/`import` and `bench --quick`. Some check their output with the Python peers
+//! (`.venv`) and ffmpeg.
+
+// The helpers of tests/support/ this binary uses, compiled once for all its modules.
+// `common` and `daemon`: shared by several test binaries, each using its own part (the rest is not dead).
+#[path = "../support"]
+mod support {
+    #[allow(dead_code)]
+    pub mod common;
+    #[allow(dead_code)]
+    pub mod daemon;
+}
+
+mod bench_smoke;
+mod export_mcap;
+mod gulp;
+mod plot;
+mod replay;
+mod trace;
+mod verbs;
+mod zarr;

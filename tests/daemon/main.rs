@@ -1,0 +1,31 @@
+//! The real `roverlog daemon` process driven like drivers, `roverlog ctl` and systemd drive
+//! it: ingest, control, crashes, the disk guard, health, receive timestamps, snapshots, the
+//! dashboard's HTTP API, the Foxglove feed, sd_notify and `examples/driver.py`. Needs root
+//! (the disk tests mount a tmpfs) and `python3` (part of `scripts/test --quick`).
+
+// The helpers of tests/support/ this binary uses, compiled once for all its modules.
+// `common` and `daemon`: shared by several test binaries, each using its own part (the rest is not dead).
+#[path = "../support"]
+mod support {
+    #[allow(dead_code)]
+    pub mod common;
+    #[allow(dead_code)]
+    pub mod daemon;
+}
+
+mod alarms_steady;
+mod client_resilient;
+mod control;
+mod control_roles;
+mod crash;
+mod disk;
+mod example_driver;
+mod foxglove;
+mod health;
+mod http;
+mod ingest;
+mod malformed;
+mod notify;
+mod open_files;
+mod receive_ts;
+mod snapshot;

@@ -1,0 +1,75 @@
+//! Runs every fuzz target's check (`fuzz/fuzz_targets/checks.rs`) over its committed seeds in
+//! `fuzz/corpus-seeds/<target>/` (inputs that once crashed included), with the normal test
+//! harness: a regression is caught by `cargo test`, without cargo-fuzz or a nightly compiler.
+
+#[path = "../../fuzz/fuzz_targets/checks.rs"]
+mod checks;
+
+use std::path::Path;
+
+fn run_seeds(target: &str, check: fn(&[u8])) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus-seeds")
+        .join(target);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no seeds in {}", dir.display());
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        // Name the input that broke, and go on to every prefix: a truncated input is an input.
+        let r = std::panic::catch_unwind(|| {
+            for cut in [bytes.len(), bytes.len() / 2, bytes.len().saturating_sub(1)] {
+                check(&bytes[..cut]);
+            }
+        });
+        assert!(r.is_ok(), "{target}: seed {} fails", f.display());
+    }
+}
+
+#[test]
+fn frame_seeds() {
+    run_seeds("frame", checks::frame);
+}
+
+#[test]
+fn meta_json_seeds() {
+    run_seeds("meta_json", checks::meta_json);
+}
+
+#[test]
+fn lzmaf_index_seeds() {
+    run_seeds("lzmaf_index", checks::lzmaf_index);
+}
+
+#[test]
+fn gulp_meta_seeds() {
+    run_seeds("gulp_meta", checks::gulp_meta);
+}
+
+#[test]
+fn zarr_meta_seeds() {
+    run_seeds("zarr_meta", checks::zarr_meta);
+}
+
+#[test]
+fn blosc_chunk_seeds() {
+    run_seeds("blosc_chunk", checks::blosc_chunk);
+}
+
+#[test]
+fn avi_seeds() {
+    run_seeds("avi", checks::avi);
+}
+
+#[test]
+fn zarr_codec_seeds() {
+    run_seeds("zarr_codec", checks::zarr_codec);
+}
+
+#[test]
+fn zarr_order_seeds() {
+    run_seeds("zarr_order", checks::zarr_order);
+}
