@@ -97,6 +97,14 @@ pub enum Error {
         expected: &'static str,
     },
 
+    /// An `mjpg` file with problems other than a missing trailer, which recovery must fix
+    /// before anything is appended to it.
+    #[error("{}: {} (run `roverlog recover`)", path.display(), join(problems))]
+    AviNeedsRecovery {
+        path: PathBuf,
+        problems: Vec<crate::format::avi::AviProblem>,
+    },
+
     /// An `mjpg` channel file that is not AVI at all.
     #[error("not an AVI file (no RIFF 'AVI ' header)")]
     NotAvi,
@@ -388,6 +396,12 @@ impl std::fmt::Display for SelectionProblem {
             }
         }
     }
+}
+
+/// The AVI findings of [`Error::AviNeedsRecovery`] on one line.
+fn join(problems: &[crate::format::avi::AviProblem]) -> String {
+    let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    lines.join("; ")
 }
 
 impl Error {
