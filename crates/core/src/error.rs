@@ -6,8 +6,10 @@
 
 use std::path::PathBuf;
 
+mod jpeg;
 mod zarr;
 
+pub use jpeg::JpegProblem;
 pub use zarr::{ChunkProblem, DTypeProblem, FillProblem, SettingProblem};
 
 /// Result alias used throughout the library.
@@ -139,7 +141,12 @@ pub enum Error {
     #[error("{}: {msg}", path.display())]
     Zarr { path: PathBuf, msg: String },
 
-    /// A compressed chunk that could not be decoded.
+    /// A JPEG frame that did not decode.
+    #[error("jpeg: {0}")]
+    Jpeg(JpegProblem),
+
+    /// Something a codec outside this crate could not encode or decode (the binary's plot
+    /// renderer, the Python binding's frame arrays): `codec` names it, `msg` is its words.
     #[error("{codec}: {msg}")]
     Codec { codec: String, msg: String },
 
