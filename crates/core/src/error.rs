@@ -141,6 +141,13 @@ pub enum Error {
     #[error("{}: {msg}", path.display())]
     Zarr { path: PathBuf, msg: String },
 
+    /// A setting of the `.zarray` at `path` that we refuse (compressor, filter, dtype, fill).
+    #[error("{}: {problem}", path.display())]
+    ZarrSetting {
+        path: PathBuf,
+        problem: SettingProblem,
+    },
+
     /// A JPEG frame that did not decode.
     #[error("jpeg: {0}")]
     Jpeg(JpegProblem),

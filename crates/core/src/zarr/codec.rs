@@ -44,15 +44,16 @@ pub enum Compressor {
 
 impl Compressor {
     /// Parses the `compressor` member of a `.zarray`.
-    pub fn from_json(v: &Value) -> Result<Compressor> {
+    pub fn from_json(v: &Value) -> Result<Compressor, SettingProblem> {
         if v.is_null() {
             return Ok(Compressor::None);
         }
-        let id = v.get("id").and_then(Value::as_str).ok_or_else(|| {
-            Error::BadSetting(SettingProblem::CompressorNoId {
-                json: v.to_string(),
-            })
-        })?;
+        let id =
+            v.get("id")
+                .and_then(Value::as_str)
+                .ok_or_else(|| SettingProblem::CompressorNoId {
+                    json: v.to_string(),
+                })?;
         let int = |k: &str, default: i64| v.get(k).and_then(Value::as_i64).unwrap_or(default);
         Ok(match id {
             "blosc" => {

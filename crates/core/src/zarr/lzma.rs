@@ -106,22 +106,20 @@ fn filter_from_json(f: &Value) -> Result<RawFilter, SettingProblem> {
 impl LzmaCodec {
     /// Parses numcodecs' config (`format`, `filters`; `check` and `preset` only matter when
     /// writing).
-    pub fn from_json(v: &Value) -> Result<LzmaCodec> {
+    pub fn from_json(v: &Value) -> Result<LzmaCodec, SettingProblem> {
         let format = v.get("format").and_then(Value::as_i64).unwrap_or(1);
         if !(0..=3).contains(&format) {
-            return Err(Error::BadSetting(SettingProblem::LzmaFormat { format }));
+            return Err(SettingProblem::LzmaFormat { format });
         }
         let filters = match v.get("filters") {
             None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(fs)) if fs.len() <= 4 => fs
-                .iter()
-                .map(filter_from_json)
-                .collect::<Result<_, _>>()
-                .map_err(Error::BadSetting)?,
+            Some(Value::Array(fs)) if fs.len() <= 4 => {
+                fs.iter().map(filter_from_json).collect::<Result<_, _>>()?
+            }
             Some(other) => {
-                return Err(Error::BadSetting(SettingProblem::LzmaFilters {
+                return Err(SettingProblem::LzmaFilters {
                     json: other.to_string(),
-                }))
+                })
             }
         };
         if format == 3 {
@@ -133,7 +131,7 @@ impl LzmaCodec {
                 .iter()
                 .all(|f| matches!(f, RawFilter::Delta { .. }));
             if !last_ok || !rest_ok {
-                return Err(Error::BadSetting(SettingProblem::LzmaRawChain));
+                return Err(SettingProblem::LzmaRawChain);
             }
         }
         Ok(LzmaCodec { format, filters })

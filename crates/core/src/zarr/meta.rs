@@ -79,7 +79,10 @@ impl ArrayMeta {
         if chunks.contains(&0) {
             return Err(zerr(path, "chunk dimension 0"));
         }
-        let setting = |p| Error::at(path, Error::BadSetting(p));
+        let setting = |problem| Error::ZarrSetting {
+            path: path.to_path_buf(),
+            problem,
+        };
         let dtype = DType::from_json(obj.get("dtype").unwrap_or(&Value::Null))
             .map_err(|p| setting(SettingProblem::DType(p)))?;
         let item = dtype.itemsize() as u64;
@@ -102,7 +105,7 @@ impl ArrayMeta {
             .try_fold(item.max(1), |acc, &d| acc.checked_mul(d.max(1)))
             .ok_or_else(|| zerr(path, format!("shape {shape:?} overflows")))?;
         let compressor = Compressor::from_json(obj.get("compressor").unwrap_or(&Value::Null))
-            .map_err(|e| Error::at(path, e))?;
+            .map_err(setting)?;
         let filters = match obj.get("filters") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(fs)) => fs
@@ -212,13 +215,16 @@ impl ArrayMeta {
     /// Fortran order over more than one dimension).
     pub fn check_readable(&self, path: &Path) -> Result<()> {
         if let Compressor::Unsupported { id } = &self.compressor {
-            return Err(Error::at(
-                path,
-                Error::BadSetting(SettingProblem::CompressorNotReadable { id: id.clone() }),
-            ));
+            return Err(Error::ZarrSetting {
+                path: path.to_path_buf(),
+                problem: SettingProblem::CompressorNotReadable { id: id.clone() },
+            });
         }
-        if let Some(e) = &self.filter_error {
-            return Err(Error::at(path, Error::BadSetting(e.clone())));
+        if let Some(problem) = &self.filter_error {
+            return Err(Error::ZarrSetting {
+                path: path.to_path_buf(),
+                problem: problem.clone(),
+            });
         }
         Ok(())
     }
