@@ -9,7 +9,7 @@ use std::fs::OpenOptions;
 use roverlog_core::format::durable::{self, BOOT_ID_ENV};
 use roverlog_core::format::meta::{ChannelFormat, ChannelMeta, SensorMeta};
 use roverlog_core::format::{
-    check_sensor, recover_sensor, DType, Depth, Sensor, SensorWriter, WriterOptions,
+    check_sensor, recover_sensor, CutAction, DType, Depth, Sensor, SensorWriter, WriterOptions,
 };
 
 #[test]
@@ -53,7 +53,10 @@ fn a_later_boot_does_not_trust_samples_past_the_last_fsync() {
     let r = recover_sensor(&s).unwrap();
     assert_eq!(r.len, 10, "{:?}", r.cuts);
     assert!(
-        r.cuts.iter().any(|c| c.what.contains("power cut")),
+        r.cuts.iter().any(
+            |c| matches!(c.what, CutAction::PowerCut { durable: 10, .. })
+                && c.to_string().contains("power cut")
+        ),
         "{:?}",
         r.cuts
     );

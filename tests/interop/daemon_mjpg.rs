@@ -45,7 +45,10 @@ fn a_jpg_camera_stored_as_mjpg_is_a_finished_video_after_stop_and_a_recoverable_
     assert!(meta.contains("\"mjpg\""), "{meta}");
     let video = trace.join("cam/img");
     let r = MjpgReader::open(&video).unwrap();
-    assert_eq!(r.layout().problems, Vec::<String>::new());
+    assert_eq!(
+        r.layout().problems,
+        Vec::<roverlog_core::format::avi::AviProblem>::new()
+    );
     assert_eq!(r.layout().indexed, n, "the trailer indexes every frame");
     assert_eq!(our_frames(&video), jpegs);
     assert_eq!(ffmpeg_packets(&video), hashes(&jpegs));

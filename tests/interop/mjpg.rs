@@ -27,7 +27,11 @@ fn opencv_files_read_byte_identical_to_ffmpeg_and_decode_like_opencv() {
         assert_eq!(ours.len(), n, "{w}x{h}");
         assert_eq!(hashes(&ours), ffmpeg_packets(&p), "{w}x{h}: JPEG payloads");
         let r = MjpgReader::open(&p).unwrap();
-        assert_eq!(r.layout().problems, Vec::<String>::new(), "{w}x{h}");
+        assert_eq!(
+            r.layout().problems,
+            Vec::<roverlog_core::format::avi::AviProblem>::new(),
+            "{w}x{h}"
+        );
         assert_eq!((r.layout().header.width, r.layout().header.height), (w, h));
         let (count, pixels) = opencv_read(&p);
         assert_eq!(count, n);
@@ -148,7 +152,10 @@ fn our_files_single_and_opendml_read_the_same_in_opencv_and_ffmpeg() {
         }
         wr.finish().unwrap();
         let r = MjpgReader::open(&p).unwrap();
-        assert_eq!(r.layout().problems, Vec::<String>::new());
+        assert_eq!(
+            r.layout().problems,
+            Vec::<roverlog_core::format::avi::AviProblem>::new()
+        );
         if limit.is_some() {
             assert!(r.layout().segments.len() >= 3, "{:?}", r.layout().segments);
             assert_eq!(

@@ -232,7 +232,7 @@ fn power_cut_loop_keeps_every_acknowledged_sample() {
     let video = roverlog_core::format::avi::MjpgReader::open(&trace.join("video/c0")).unwrap();
     assert_eq!(
         video.layout().problems,
-        Vec::<String>::new(),
+        Vec::<roverlog_core::format::avi::AviProblem>::new(),
         "the video is finished at stop"
     );
     let st = pfs.stats();

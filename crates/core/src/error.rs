@@ -6,6 +6,12 @@
 
 use std::path::PathBuf;
 
+mod jpeg;
+mod zarr;
+
+pub use jpeg::JpegProblem;
+pub use zarr::{ChunkProblem, DTypeProblem, FillProblem, SettingProblem};
+
 /// Result alias used throughout the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -53,6 +59,14 @@ pub enum Error {
     #[error("{}: {msg}", path.display())]
     InvalidMeta { path: PathBuf, msg: String },
 
+    /// A channel description in `meta.json` that does not parse.
+    #[error("{}: channel {channel:?}: {problem}", path.display())]
+    InvalidChannel {
+        path: PathBuf,
+        channel: String,
+        problem: ChannelSpecProblem,
+    },
+
     /// A channel stored in a format this library cannot read or write.
     #[error("channel {channel:?}: unsupported format {format:?}")]
     UnsupportedFormat { channel: String, format: String },
@@ -85,6 +99,14 @@ pub enum Error {
         expected: &'static str,
     },
 
+    /// An `mjpg` file with problems other than a missing trailer, which recovery must fix
+    /// before anything is appended to it.
+    #[error("{}: {} (run `roverlog recover`)", path.display(), join(problems))]
+    AviNeedsRecovery {
+        path: PathBuf,
+        problems: Vec<crate::format::avi::AviProblem>,
+    },
+
     /// An `mjpg` channel file that is not AVI at all.
     #[error("not an AVI file (no RIFF 'AVI ' header)")]
     NotAvi,
@@ -98,6 +120,18 @@ pub enum Error {
     },
 
     // ----- gulp ------------------------------------------------------------------------
+    /// A frame selection (`a:b:c`, `i,j,k`) that does not parse or does not fit a video.
+    #[error("{0}")]
+    FrameSelection(SelectionProblem),
+
+    /// A frame selection that does not fit the video `id` of a GulpIO2 directory.
+    #[error("{}: id {id:?}: {problem}", path.display())]
+    BadFrames {
+        path: PathBuf,
+        id: String,
+        problem: SelectionProblem,
+    },
+
     /// A GulpIO2 directory that is inconsistent.
     #[error("{}: {msg}", path.display())]
     Gulp { path: PathBuf, msg: String },
@@ -107,7 +141,19 @@ pub enum Error {
     #[error("{}: {msg}", path.display())]
     Zarr { path: PathBuf, msg: String },
 
-    /// A compressed chunk that could not be decoded.
+    /// A setting of the `.zarray` at `path` that we refuse (compressor, filter, dtype, fill).
+    #[error("{}: {problem}", path.display())]
+    ZarrSetting {
+        path: PathBuf,
+        problem: SettingProblem,
+    },
+
+    /// A JPEG frame that did not decode.
+    #[error("jpeg: {0}")]
+    Jpeg(JpegProblem),
+
+    /// Something a codec outside this crate could not encode or decode (the binary's plot
+    /// renderer, the Python binding's frame arrays): `codec` names it, `msg` is its words.
     #[error("{codec}: {msg}")]
     Codec { codec: String, msg: String },
 
@@ -126,11 +172,11 @@ pub enum Error {
 
     /// Chunk bytes that contradict their codec's framing (header, size prefix, padding).
     #[error("{0}")]
-    BadChunk(String),
+    BadChunk(ChunkProblem),
 
     /// A compressor, filter, dtype or fill value in `.zarray` that we refuse.
     #[error("{0}")]
-    BadSetting(String),
+    BadSetting(SettingProblem),
 
     /// A chunk that did not decode: the codec, the chunk, and why.
     #[error("{codec}: {what}: {source}")]
@@ -144,6 +190,10 @@ pub enum Error {
     /// Timestamps a timestamp model cannot be applied to (too few, not advancing).
     #[error("timestamps: {0}")]
     Timestamps(String),
+
+    /// A timestamp model name that is not one of ours.
+    #[error("unknown timestamp model {name:?} (raw, smooth, discretize)")]
+    UnknownModel { name: String },
 
     // ----- daemon ----------------------------------------------------------------------
     /// A driver broke the ingest protocol.
@@ -284,6 +334,88 @@ impl std::fmt::Display for SampleMismatch {
             SampleMismatch::TooLong { len } => write!(f, "frame of {len} bytes"),
         }
     }
+}
+
+/// What is wrong with one channel's description in `meta.json` ([`Error::InvalidChannel`]).
+#[derive(Debug)]
+pub enum ChannelSpecProblem {
+    /// The description is not a JSON object.
+    NotObject,
+    /// A required member is absent or of the wrong JSON type (`expected`: "a string").
+    Missing {
+        key: &'static str,
+        expected: &'static str,
+    },
+    /// An optional member of the wrong JSON type.
+    NotA {
+        key: &'static str,
+        expected: &'static str,
+    },
+    /// A `type` we do not know ([`Error::InvalidType`]).
+    Type(Box<Error>),
+    /// A `shape` entry that is not a dimension (its JSON text).
+    ShapeEntry(String),
+}
+
+impl std::fmt::Display for ChannelSpecProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChannelSpecProblem::NotObject => f.write_str("expected an object"),
+            ChannelSpecProblem::Missing { key, expected } => {
+                write!(f, "{key:?} missing or not {expected}")
+            }
+            ChannelSpecProblem::NotA { key, expected } => write!(f, "{key:?} is not {expected}"),
+            ChannelSpecProblem::Type(e) => write!(f, "{e}"),
+            ChannelSpecProblem::ShapeEntry(d) => {
+                write!(f, "shape entry {d} is not a non-negative integer")
+            }
+        }
+    }
+}
+
+/// Why a frame selection does not parse or does not fit a video ([`Error::FrameSelection`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SelectionProblem {
+    /// A part that is not an integer.
+    NotInteger { part: String },
+    /// More than three `:`-separated parts.
+    SliceParts { spec: String },
+    /// A slice written with step 0.
+    ZeroStepIn { spec: String },
+    /// An empty entry in an index list.
+    EmptyIndex { spec: String },
+    /// A video with more frames than an `i64` counts.
+    TooManyFrames,
+    /// A slice with step 0 (built in code, not parsed).
+    ZeroStep,
+    /// An index past either end of the video.
+    IndexOutOfRange { index: i64, len: usize },
+}
+
+impl std::fmt::Display for SelectionProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SelectionProblem::NotInteger { part } => write!(f, "{part:?} is not an integer"),
+            SelectionProblem::SliceParts { spec } => {
+                write!(f, "{spec:?}: a slice is start:stop or start:stop:step")
+            }
+            SelectionProblem::ZeroStepIn { spec } => {
+                write!(f, "{spec:?}: slice step cannot be zero")
+            }
+            SelectionProblem::EmptyIndex { spec } => write!(f, "{spec:?}: empty index"),
+            SelectionProblem::TooManyFrames => f.write_str("too many frames"),
+            SelectionProblem::ZeroStep => f.write_str("slice step cannot be zero"),
+            SelectionProblem::IndexOutOfRange { index, len } => {
+                write!(f, "frame index {index} out of range ({len} frames)")
+            }
+        }
+    }
+}
+
+/// The AVI findings of [`Error::AviNeedsRecovery`] on one line.
+fn join(problems: &[crate::format::avi::AviProblem]) -> String {
+    let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    lines.join("; ")
 }
 
 impl Error {

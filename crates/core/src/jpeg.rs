@@ -9,6 +9,7 @@ use zune_core::colorspace::ColorSpace;
 use zune_core::options::DecoderOptions;
 use zune_jpeg::JpegDecoder;
 
+use crate::error::JpegProblem;
 use crate::{Error, Result};
 
 /// A decoded frame: `height` rows of `width` pixels of `channels` bytes (1 = gray, 3 = RGB).
@@ -34,8 +35,7 @@ impl DecodedFrame {
 /// untrusted and would otherwise make us allocate up to 16384 x 16384 x 3 bytes.
 pub const DEFAULT_MAX_PIXELS: usize = 1 << 26;
 
-/// Decodes one JPEG of at most [`DEFAULT_MAX_PIXELS`] pixels. Errors are [`Error::Codec`]
-/// with codec `"jpeg"`.
+/// Decodes one JPEG of at most [`DEFAULT_MAX_PIXELS`] pixels. Errors are [`Error::Jpeg`].
 pub fn decode_jpeg(bytes: &[u8]) -> Result<DecodedFrame> {
     decode_jpeg_limited(bytes, DEFAULT_MAX_PIXELS)
 }
@@ -55,10 +55,7 @@ pub fn decode_jpeg_limited(bytes: &[u8], max_pixels: usize) -> Result<DecodedFra
 }
 
 fn jpeg_err(e: zune_jpeg::errors::DecodeErrors) -> Error {
-    Error::Codec {
-        codec: "jpeg".into(),
-        msg: e.to_string(),
-    }
+    Error::Jpeg(JpegProblem::Decode(e))
 }
 
 /// A JPEG whose headers have been read: its decoded size is known before any pixel is
@@ -78,15 +75,15 @@ impl<'a> JpegFrame<'a> {
         let opts = DecoderOptions::default().jpeg_set_out_colorspace(ColorSpace::RGB);
         let mut dec = JpegDecoder::new_with_options(ZCursor::new(bytes), opts);
         dec.decode_headers().map_err(jpeg_err)?;
-        let (w, h) = dec.dimensions().ok_or_else(|| Error::Codec {
-            codec: "jpeg".into(),
-            msg: "no image dimensions after reading the headers".into(),
-        })?;
+        let (w, h) = dec
+            .dimensions()
+            .ok_or(Error::Jpeg(JpegProblem::NoDimensions))?;
         if w.saturating_mul(h) > max_pixels {
-            return Err(Error::Codec {
-                codec: "jpeg".into(),
-                msg: format!("{w}x{h} image is over the limit of {max_pixels} pixels"),
-            });
+            return Err(Error::Jpeg(JpegProblem::TooLarge {
+                width: w,
+                height: h,
+                max_pixels,
+            }));
         }
         if dec.input_colorspace() == Some(ColorSpace::Luma) {
             let gray = dec.options().jpeg_set_out_colorspace(ColorSpace::Luma);
@@ -129,16 +126,12 @@ impl<'a> JpegFrame<'a> {
     /// Decodes the image into `out`, which must be exactly [`JpegFrame::len`] bytes.
     pub fn decode_into(mut self, out: &mut [u8]) -> Result<()> {
         if out.len() != self.len() {
-            return Err(Error::Codec {
-                codec: "jpeg".into(),
-                msg: format!(
-                    "output of {} bytes for a {}x{}x{} image",
-                    out.len(),
-                    self.height,
-                    self.width,
-                    self.channels
-                ),
-            });
+            return Err(Error::Jpeg(JpegProblem::OutputSize {
+                len: out.len(),
+                height: self.height,
+                width: self.width,
+                channels: self.channels,
+            }));
         }
         self.dec.decode_into(out).map_err(jpeg_err)
     }
@@ -150,10 +143,7 @@ mod tests {
 
     #[test]
     fn garbage_and_oversized_images_are_errors() {
-        assert!(matches!(
-            decode_jpeg(b"not a jpeg"),
-            Err(Error::Codec { .. })
-        ));
+        assert!(matches!(decode_jpeg(b"not a jpeg"), Err(Error::Jpeg(_))));
         assert!(decode_jpeg(&[]).is_err());
     }
 }

@@ -42,10 +42,10 @@ pub enum Model {
 }
 
 impl FromStr for Model {
-    type Err = String;
+    type Err = Error;
 
     /// `raw`, `smooth`, `discretize`, with upstream's defaults.
-    fn from_str(s: &str) -> std::result::Result<Model, String> {
+    fn from_str(s: &str) -> Result<Model> {
         match s {
             "raw" => Ok(Model::Raw),
             "smooth" => Ok(Model::Smooth {
@@ -55,9 +55,9 @@ impl FromStr for Model {
                 interval: DISCRETIZE_INTERVAL,
                 eps: DISCRETIZE_EPS,
             }),
-            other => Err(format!(
-                "unknown timestamp model {other:?} (raw, smooth, discretize)"
-            )),
+            other => Err(Error::UnknownModel {
+                name: other.to_owned(),
+            }),
         }
     }
 }

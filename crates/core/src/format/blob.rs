@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::meta::sync_dir;
-use super::problem::{Checked, Cut, Problem};
+use super::problem::{Checked, Cut, CutAction, Problem};
 use crate::error::{Error, IoContext, Result};
 
 /// The file name of sample `index`.
@@ -358,7 +358,7 @@ impl BlobPlan {
     ) -> Result<()> {
         if !self.exists {
             fs::create_dir(dir).at(dir)?;
-            cuts.push(Cut::new(dir, "created empty directory (was missing)"));
+            cuts.push(Cut::new(dir, CutAction::CreatedEmptyDir));
             return Ok(());
         }
         let mut doomed: Vec<PathBuf> = self.extra.clone();
@@ -368,7 +368,7 @@ impl BlobPlan {
         doomed.sort();
         for f in &doomed {
             fs::remove_file(f).at(f)?;
-            cuts.push(Cut::new(f, "removed"));
+            cuts.push(Cut::new(f, CutAction::Removed));
         }
         if !doomed.is_empty() {
             sync_dir(dir)?;

@@ -22,6 +22,7 @@ use super::durable;
 use super::lzma::{self, LzmaPlan};
 use super::lzmaf::check::{self as lzmaf_check, LzmafPlan};
 use super::meta::{sync_dir, ChannelFormat, ChannelMeta, SensorMeta, TS_CHANNEL};
+use super::problem::CutAction;
 pub use super::problem::{ChannelProblem, Cut, Depth, Problem};
 use super::raw::{self, RawPlan};
 use crate::error::Result;
@@ -242,11 +243,10 @@ pub fn recover_sensor(dir: &Path) -> Result<Recovery> {
     if let Some(w) = &capped {
         cuts.push(Cut::new(
             durable::path(dir),
-            format!(
-                "a power cut or reboot since the last fsync: keeping the {} samples made durable, cutting the {} written after them",
-                w.samples,
-                target - w.samples
-            ),
+            CutAction::PowerCut {
+                durable: w.samples,
+                cut: target - w.samples,
+            },
         ));
         target = w.samples;
     }

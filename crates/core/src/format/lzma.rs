@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use lzma_rust2::{XzOptions, XzReader, XzWriter};
 
-use super::problem::{Checked, Cut, Problem};
+use super::problem::{Checked, Cut, CutAction, Problem};
 use crate::error::{Error, IoContext, Result};
 
 /// The preset upstream uses for per-frame compression.
@@ -295,7 +295,7 @@ impl LzmaPlan {
     ) -> Result<()> {
         if !self.exists {
             std::fs::write(path, compress(&[], DEFAULT_PRESET)).at(path)?;
-            cuts.push(Cut::new(path, "created empty (was missing)"));
+            cuts.push(Cut::new(path, CutAction::CreatedEmpty));
         } else if complete > target || had_problems {
             let r = LzmaReader::open(path, self.sample_bytes)?;
             let mut keep = Vec::new();
@@ -306,10 +306,12 @@ impl LzmaPlan {
             super::meta::write_file_atomic(path, &bytes)?;
             cuts.push(Cut::new(
                 path,
-                format!(
-                    "re-encoded with its first {target} of {complete} sample(s): {disk_bytes} -> {} bytes",
-                    bytes.len()
-                ),
+                CutAction::Reencoded {
+                    target,
+                    complete,
+                    from: disk_bytes,
+                    to: bytes.len() as u64,
+                },
             ));
         }
         Ok(())

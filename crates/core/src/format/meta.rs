@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::dtype::DType;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{ChannelSpecProblem, Error, IoContext, Result};
 
 /// The file holding a sensor's channel descriptions.
 pub const META_FILE: &str = "meta.json";
@@ -192,7 +192,11 @@ impl SensorMeta {
         }
         let mut channels = Vec::with_capacity(obj.len());
         for (name, spec) in obj {
-            let ch = parse_channel(&name, &spec).map_err(&invalid)?;
+            let ch = parse_channel(&spec).map_err(|problem| Error::InvalidChannel {
+                path: path.to_path_buf(),
+                channel: name.clone(),
+                problem,
+            })?;
             channels.push((name, ch));
         }
         let meta = SensorMeta { channels };
@@ -277,26 +281,22 @@ impl SensorMeta {
     }
 }
 
-fn parse_channel(name: &str, spec: &Value) -> std::result::Result<ChannelMeta, String> {
+/// One channel's description; the caller names the channel in the error.
+fn parse_channel(spec: &Value) -> std::result::Result<ChannelMeta, ChannelSpecProblem> {
     let Value::Object(o) = spec else {
-        return Err(format!("channel {name:?}: expected an object"));
+        return Err(ChannelSpecProblem::NotObject);
     };
     let field = |k: &str| o.get(k);
+    let missing = |key, expected| ChannelSpecProblem::Missing { key, expected };
     let format = match field("format") {
         Some(Value::String(s)) => ChannelFormat::parse(s),
-        _ => {
-            return Err(format!(
-                "channel {name:?}: \"format\" missing or not a string"
-            ))
-        }
+        _ => return Err(missing("format", "a string")),
     };
     let dtype = match field("type") {
-        Some(Value::String(s)) => DType::parse(s).map_err(|e| format!("channel {name:?}: {e}"))?,
-        _ => {
-            return Err(format!(
-                "channel {name:?}: \"type\" missing or not a string"
-            ))
+        Some(Value::String(s)) => {
+            DType::parse(s).map_err(|e| ChannelSpecProblem::Type(Box::new(e)))?
         }
+        _ => return Err(missing("type", "a string")),
     };
     let shape = match field("shape") {
         Some(Value::Array(dims)) => dims
@@ -304,22 +304,30 @@ fn parse_channel(name: &str, spec: &Value) -> std::result::Result<ChannelMeta, S
             .map(|d| {
                 d.as_u64()
                     .and_then(|d| usize::try_from(d).ok())
-                    .ok_or_else(|| {
-                        format!("channel {name:?}: shape entry {d} is not a non-negative integer")
-                    })
+                    .ok_or_else(|| ChannelSpecProblem::ShapeEntry(d.to_string()))
             })
             .collect::<std::result::Result<Vec<_>, _>>()?,
-        _ => return Err(format!("channel {name:?}: \"shape\" missing or not a list")),
+        _ => return Err(missing("shape", "a list")),
     };
     let desc = match field("desc").or_else(|| field("description")) {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
-        Some(_) => return Err(format!("channel {name:?}: \"desc\" is not a string")),
+        Some(_) => {
+            return Err(ChannelSpecProblem::NotA {
+                key: "desc",
+                expected: "a string",
+            })
+        }
     };
     let args = match field("args") {
         None | Some(Value::Null) => None,
         Some(Value::Object(a)) => Some(a.clone()),
-        Some(_) => return Err(format!("channel {name:?}: \"args\" is not an object")),
+        Some(_) => {
+            return Err(ChannelSpecProblem::NotA {
+                key: "args",
+                expected: "an object",
+            })
+        }
     };
     Ok(ChannelMeta {
         format,

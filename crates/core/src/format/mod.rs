@@ -31,6 +31,6 @@ pub use channel::{ChannelReader, ChannelWriter, WriterOptions};
 pub use check::{check_sensor, recover_sensor, Depth, Recovery, SensorCheck};
 pub use dtype::DType;
 pub use meta::{validate_name, ChannelFormat, ChannelMeta, SensorMeta, TS_CHANNEL};
-pub use problem::{ChannelProblem, Cut, Problem};
+pub use problem::{ChannelProblem, Cut, CutAction, EmptyVideoCause, Problem};
 pub use sensor::{Sensor, SensorWriter};
 pub use trace::{find_traces, is_trace, Trace};

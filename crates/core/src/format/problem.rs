@@ -96,8 +96,8 @@ pub enum Problem {
     // ----- mjpg ---------------------------------------------------------------------------
     /// A file that is not AVI at all: neither counted nor cut.
     NotAvi,
-    /// What the AVI parser found, in its words (`avi::parse::Layout::problems`).
-    Avi(String),
+    /// What the AVI parser found (`avi::parse::Layout::problems`).
+    Avi(crate::format::avi::AviProblem),
     /// A frame without JPEG start/end markers (`--deep`).
     FrameNotJpeg { frame: usize },
     /// A frame that does not decode as JPEG (`--deep`, feature `jpeg`).
@@ -193,7 +193,7 @@ impl fmt::Display for Problem {
                 write!(f, "partial sample {} left by a crash", path.display())
             }
             Problem::NotAvi => write!(f, "{}", crate::Error::NotAvi),
-            Problem::Avi(what) => f.write_str(what),
+            Problem::Avi(what) => write!(f, "{what}"),
             Problem::FrameNotJpeg { frame } => write!(
                 f,
                 "frame {frame} is not a whole JPEG (no SOI or EOI marker)"
@@ -230,14 +230,14 @@ impl serde::Serialize for ChannelProblem {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cut {
     pub path: PathBuf,
-    pub what: String,
+    pub what: CutAction,
 }
 
 impl Cut {
-    pub(crate) fn new(path: impl Into<PathBuf>, what: impl Into<String>) -> Cut {
+    pub(crate) fn new(path: impl Into<PathBuf>, what: CutAction) -> Cut {
         Cut {
             path: path.into(),
-            what: what.into(),
+            what,
         }
     }
 }
@@ -245,6 +245,161 @@ impl Cut {
 impl fmt::Display for Cut {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.path.display(), self.what)
+    }
+}
+
+/// What recovery did to one file ([`Cut`]); its `Display` is the line users read. Sizes are
+/// in bytes, `from -> to`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CutAction {
+    /// A missing file created empty.
+    CreatedEmpty,
+    /// A missing blob directory created empty.
+    CreatedEmptyDir,
+    /// A stray or surplus file removed.
+    Removed,
+    /// The durable-count file says fewer samples were fsynced than were written: the ones
+    /// after them are cut.
+    PowerCut { durable: u64, cut: u64 },
+    /// A raw file cut to whole samples.
+    CutSamples {
+        samples: u64,
+        torn: u64,
+        from: u64,
+        to: u64,
+    },
+    /// An lzma file re-encoded with its first `target` samples.
+    Reencoded {
+        target: u64,
+        complete: u64,
+        from: u64,
+        to: u64,
+    },
+    /// An lzmaf data file cut to whole frames.
+    CutFrames {
+        frames: u64,
+        torn: u64,
+        from: u64,
+        to: u64,
+    },
+    /// An lzmaf offset index cut by `cut` bytes to the frames kept.
+    CutOffsets {
+        cut: u64,
+        offsets: u64,
+        torn: u64,
+        from: u64,
+        to: u64,
+    },
+    /// An lzmaf offset index rewritten, `reindexed` frames of it found from the data.
+    Reindexed {
+        offsets: u64,
+        reindexed: u64,
+        was: u64,
+    },
+    /// An AVI file replaced by an empty, finished video.
+    EmptyVideo { why: EmptyVideoCause },
+    /// An AVI file cut to its first `kept` frames and given an index and sizes.
+    AviRebuilt {
+        kept: usize,
+        whole: usize,
+        from: u64,
+        to: u64,
+        torn_at: Option<u64>,
+    },
+}
+
+/// Why recovery wrote an empty video ([`CutAction::EmptyVideo`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmptyVideoCause {
+    Missing,
+    /// The file ended inside its header, at `len` bytes.
+    HeaderCut {
+        len: u64,
+    },
+}
+
+impl fmt::Display for CutAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CutAction::CreatedEmpty => f.write_str("created empty (was missing)"),
+            CutAction::CreatedEmptyDir => f.write_str("created empty directory (was missing)"),
+            CutAction::Removed => f.write_str("removed"),
+            CutAction::PowerCut { durable, cut } => write!(
+                f,
+                "a power cut or reboot since the last fsync: keeping the {durable} samples made durable, cutting the {cut} written after them"
+            ),
+            CutAction::CutSamples {
+                samples,
+                torn,
+                from,
+                to,
+            } => write!(
+                f,
+                "cut {} bytes ({samples} whole sample(s) and {torn} torn bytes): {from} -> {to} bytes",
+                from - to
+            ),
+            CutAction::Reencoded {
+                target,
+                complete,
+                from,
+                to,
+            } => write!(
+                f,
+                "re-encoded with its first {target} of {complete} sample(s): {from} -> {to} bytes"
+            ),
+            CutAction::CutFrames {
+                frames,
+                torn,
+                from,
+                to,
+            } => write!(
+                f,
+                "cut {} bytes ({frames} whole frame(s) and {torn} bytes of a torn frame): {from} -> {to} bytes",
+                from - to
+            ),
+            CutAction::CutOffsets {
+                cut,
+                offsets,
+                torn,
+                from,
+                to,
+            } => write!(
+                f,
+                "cut {cut} bytes ({offsets} offset(s), {torn} torn bytes): {from} -> {to} bytes"
+            ),
+            CutAction::Reindexed {
+                offsets,
+                reindexed,
+                was,
+            } => write!(
+                f,
+                "rewritten with {offsets} offset(s) ({reindexed} frame(s) re-indexed from the data; was {was} bytes)"
+            ),
+            CutAction::EmptyVideo { why } => {
+                let why = match why {
+                    EmptyVideoCause::Missing => "was missing".to_string(),
+                    EmptyVideoCause::HeaderCut { len } => format!("header cut ({len} bytes)"),
+                };
+                write!(f, "{why}: written as an empty video")
+            }
+            CutAction::AviRebuilt {
+                kept,
+                whole,
+                from,
+                to,
+                torn_at,
+            } => {
+                write!(
+                    f,
+                    "kept {kept} of {whole} whole frame(s), rebuilt the index and sizes: {from} -> {to} bytes"
+                )?;
+                if let Some(at) = torn_at {
+                    write!(f, " (cut a torn chunk at {at})")?;
+                }
+                Ok(())
+            }
+        }
     }
 }
 

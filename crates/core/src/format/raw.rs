@@ -9,7 +9,7 @@ use memmap2::Mmap;
 
 use super::append::AppendFile;
 use super::dtype::{self, Element};
-use super::problem::{Checked, Cut, Problem};
+use super::problem::{Checked, Cut, CutAction, Problem};
 use crate::error::{Error, Result};
 
 /// Appends fixed-size samples to a `raw` channel file.
@@ -240,18 +240,18 @@ impl RawPlan {
         let keep = target * self.sample_bytes;
         if !self.exists {
             std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-            cuts.push(Cut::new(path, "created empty (was missing)"));
+            cuts.push(Cut::new(path, CutAction::CreatedEmpty));
         } else if self.size > keep {
             crate::io::truncate_synced(path, keep)?;
             let (from, to) = (self.size, keep);
             cuts.push(Cut::new(
                 path,
-                format!(
-                    "cut {} bytes ({} whole sample(s) and {} torn bytes): {from} -> {to} bytes",
-                    from - to,
-                    self.size / self.sample_bytes - target,
-                    self.size % self.sample_bytes,
-                ),
+                CutAction::CutSamples {
+                    samples: self.size / self.sample_bytes - target,
+                    torn: self.size % self.sample_bytes,
+                    from,
+                    to,
+                },
             ));
         }
         Ok(())

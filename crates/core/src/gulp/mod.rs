@@ -386,10 +386,13 @@ impl GulpDirectory {
     /// The selected frames of an id as JPEG bytes (padding removed), borrowed from the map.
     pub fn frames(&self, id: &str, sel: &FrameSelection) -> Result<Vec<&[u8]>> {
         let v = self.get(id)?;
-        let idx = sel.resolve(v.frame_count()).map_err(|msg| Error::Gulp {
-            path: v.meta_path().to_owned(),
-            msg: format!("id {id:?}: {msg}"),
-        })?;
+        let idx = sel
+            .resolve(v.frame_count())
+            .map_err(|problem| Error::BadFrames {
+                path: v.meta_path().to_owned(),
+                id: id.to_owned(),
+                problem,
+            })?;
         Ok(idx.into_iter().map(|i| v.frame_bytes(i)).collect())
     }
 

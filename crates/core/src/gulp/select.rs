@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::error::{Error, SelectionProblem};
+
 /// A selection of frames of one video.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum FrameSelection {
@@ -33,8 +35,8 @@ impl FrameSelection {
     }
 
     /// The frame indices selected out of `len` frames, in order.
-    pub fn resolve(&self, len: usize) -> Result<Vec<usize>, String> {
-        let n = i64::try_from(len).map_err(|_| "too many frames".to_owned())?;
+    pub fn resolve(&self, len: usize) -> Result<Vec<usize>, SelectionProblem> {
+        let n = i64::try_from(len).map_err(|_| SelectionProblem::TooManyFrames)?;
         match self {
             FrameSelection::All => Ok((0..len).collect()),
             FrameSelection::Indices(idx) => idx
@@ -44,13 +46,13 @@ impl FrameSelection {
                     if (0..n).contains(&j) {
                         Ok(j as usize)
                     } else {
-                        Err(format!("frame index {i} out of range ({len} frames)"))
+                        Err(SelectionProblem::IndexOutOfRange { index: i, len })
                     }
                 })
                 .collect(),
             &FrameSelection::Slice { start, stop, step } => {
                 if step == 0 {
-                    return Err("slice step cannot be zero".to_owned());
+                    return Err(SelectionProblem::ZeroStep);
                 }
                 // CPython's PySlice_AdjustIndices.
                 let adjust = |v: Option<i64>, default: i64, lo: i64, hi: i64| match v {
@@ -78,33 +80,39 @@ impl FrameSelection {
 }
 
 impl FromStr for FrameSelection {
-    type Err = String;
+    type Err = Error;
 
     /// Parses `a:b`, `a:b:c` (any part may be empty, as in Python), a single index `i`, or a
     /// comma-separated index list `i,j,k`.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Self::parse(s).map_err(Error::FrameSelection)
+    }
+}
+
+impl FrameSelection {
+    fn parse(s: &str) -> Result<Self, SelectionProblem> {
         let s = s.trim();
-        let int = |p: &str| -> Result<Option<i64>, String> {
+        let int = |p: &str| -> Result<Option<i64>, SelectionProblem> {
             let p = p.trim();
             if p.is_empty() {
                 Ok(None)
             } else {
                 p.parse()
                     .map(Some)
-                    .map_err(|_| format!("{p:?} is not an integer"))
+                    .map_err(|_| SelectionProblem::NotInteger { part: p.to_owned() })
             }
         };
         if s.contains(':') {
             let parts: Vec<&str> = s.split(':').collect();
             if parts.len() > 3 {
-                return Err(format!("{s:?}: a slice is start:stop or start:stop:step"));
+                return Err(SelectionProblem::SliceParts { spec: s.to_owned() });
             }
             let step = match parts.get(2) {
                 Some(p) => int(p)?.unwrap_or(1),
                 None => 1,
             };
             if step == 0 {
-                return Err(format!("{s:?}: slice step cannot be zero"));
+                return Err(SelectionProblem::ZeroStepIn { spec: s.to_owned() });
             }
             Ok(FrameSelection::Slice {
                 start: int(parts[0])?,
@@ -114,7 +122,7 @@ impl FromStr for FrameSelection {
         } else {
             let idx = s
                 .split(',')
-                .map(|p| int(p)?.ok_or_else(|| format!("{s:?}: empty index")))
+                .map(|p| int(p)?.ok_or_else(|| SelectionProblem::EmptyIndex { spec: s.to_owned() }))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(FrameSelection::Indices(idx))
         }

@@ -21,7 +21,7 @@
 //! 16..      one u32 LE start offset per block (unless memcpyed), then the blocks
 //! ```
 
-use crate::error::{Error, Result};
+use crate::error::{ChunkProblem, Error, Result};
 
 /// Bytes in a Blosc 1 header.
 pub const HEADER_LEN: usize = 16;
@@ -62,10 +62,10 @@ impl Header {
 /// expect, so that c-blosc can neither read past `src` nor write past `expected` bytes.
 pub fn check_header(src: &[u8], expected: usize) -> Result<Header> {
     if src.len() < HEADER_LEN {
-        return Err(Error::BadChunk(format!(
-            "chunk is {} bytes, shorter than the {HEADER_LEN}-byte Blosc header",
-            src.len()
-        )));
+        return Err(Error::BadChunk(ChunkProblem::BloscShort {
+            len: src.len(),
+            header: HEADER_LEN,
+        }));
     }
     let u32_at = |i: usize| u32::from_le_bytes(src[i..i + 4].try_into().unwrap());
     let h = Header {
@@ -78,71 +78,68 @@ pub fn check_header(src: &[u8], expected: usize) -> Result<Header> {
         cbytes: u32_at(12),
     };
     if h.version >= 3 {
-        return Err(Error::BadChunk(format!(
-            "Blosc header version {} is a Blosc2 chunk (only Blosc 1 is supported)",
-            h.version
-        )));
+        return Err(Error::BadChunk(ChunkProblem::Blosc2 { version: h.version }));
     }
     if h.version != VERSION_FORMAT {
-        return Err(Error::BadChunk(format!(
-            "Blosc header version {} (c-blosc 1.x reads version {VERSION_FORMAT})",
-            h.version
-        )));
+        return Err(Error::BadChunk(ChunkProblem::BloscVersion {
+            version: h.version,
+            reads: VERSION_FORMAT,
+        }));
     }
     if h.cbytes as usize != src.len() {
-        return Err(Error::BadChunk(format!(
-            "header says {} compressed bytes but the chunk holds {}",
-            h.cbytes,
-            src.len()
-        )));
+        return Err(Error::BadChunk(ChunkProblem::BloscCbytes {
+            cbytes: h.cbytes,
+            len: src.len(),
+        }));
     }
     if h.nbytes as usize != expected {
-        return Err(Error::BadChunk(format!(
-            "header says {} decoded bytes but the chunk must hold {expected}",
-            h.nbytes
-        )));
+        return Err(Error::BadChunk(ChunkProblem::BloscNbytes {
+            nbytes: h.nbytes,
+            expected,
+        }));
     }
     if h.flags & FLAG_DELTA != 0 {
-        return Err(Error::BadChunk(
-            "delta filter flag (0x08) is not supported".into(),
-        ));
+        return Err(Error::BadChunk(ChunkProblem::BloscDelta));
     }
     if h.nbytes == 0 {
         return Ok(h);
     }
     if h.typesize == 0 {
-        return Err(Error::BadChunk("typesize 0".into()));
+        return Err(Error::BadChunk(ChunkProblem::BloscTypesize));
     }
     if h.blocksize == 0 || h.blocksize > h.nbytes.max(1) || h.blocksize > MAX_BLOCKSIZE {
-        return Err(Error::BadChunk(format!(
-            "blocksize {} for {} decoded bytes",
-            h.blocksize, h.nbytes
-        )));
+        return Err(Error::BadChunk(ChunkProblem::BloscBlocksize {
+            blocksize: h.blocksize,
+            nbytes: h.nbytes,
+        }));
     }
     if h.flags & FLAG_MEMCPYED != 0 {
         if h.cbytes as u64 != h.nbytes as u64 + HEADER_LEN as u64 {
-            return Err(Error::BadChunk(format!(
-                "stored-uncompressed chunk of {} bytes has cbytes {}",
-                h.nbytes, h.cbytes
-            )));
+            return Err(Error::BadChunk(ChunkProblem::BloscMemcpyed {
+                nbytes: h.nbytes,
+                cbytes: h.cbytes,
+            }));
         }
         return Ok(h);
     }
     let nblocks = (h.nbytes as u64).div_ceil(h.blocksize as u64);
     let starts_end = HEADER_LEN as u64 + 4 * nblocks;
     if starts_end > h.cbytes as u64 {
-        return Err(Error::BadChunk(format!(
-            "{nblocks} blocks need {starts_end} bytes of header, chunk has {}",
-            h.cbytes
-        )));
+        return Err(Error::BadChunk(ChunkProblem::BloscBlockTable {
+            nblocks,
+            need: starts_end,
+            cbytes: h.cbytes,
+        }));
     }
     for b in 0..nblocks as usize {
         let start = u32_at(HEADER_LEN + 4 * b) as u64;
         if start < starts_end || start >= h.cbytes as u64 {
-            return Err(Error::BadChunk(format!(
-                "block {b} starts at {start}, outside [{starts_end}, {})",
-                h.cbytes
-            )));
+            return Err(Error::BadChunk(ChunkProblem::BloscBlockStart {
+                block: b,
+                start,
+                lo: starts_end,
+                hi: h.cbytes,
+            }));
         }
     }
     Ok(h)
@@ -160,7 +157,7 @@ pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
     let ok =
         unsafe { blosc_src::blosc_cbuffer_validate(src.as_ptr().cast(), src.len(), &mut nbytes) };
     if ok != 0 || nbytes != dst.len() {
-        return Err(Error::BadChunk("c-blosc rejected the chunk header".into()));
+        return Err(Error::BadChunk(ChunkProblem::BloscRejected));
     }
     // SAFETY: check_header established cbytes == src.len() (c-blosc bounds every read by
     // cbytes), nbytes == dst.len() and a valid block table; c-blosc writes at most `destsize`
@@ -170,10 +167,10 @@ pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
         blosc_src::blosc_decompress_ctx(src.as_ptr().cast(), dst.as_mut_ptr().cast(), dst.len(), 1)
     };
     if n < 0 || n as usize != dst.len() {
-        return Err(Error::BadChunk(format!(
-            "c-blosc ({} codec) failed to decode the chunk (returned {n})",
-            h.codec()
-        )));
+        return Err(Error::BadChunk(ChunkProblem::BloscFailed {
+            codec: h.codec(),
+            ret: n,
+        }));
     }
     Ok(())
 }

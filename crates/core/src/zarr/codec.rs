@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::blosc;
 use super::stream::{expect_len, read_exact_stream};
-use crate::error::{Error, Result};
+use crate::error::{ChunkProblem, Error, Result, SettingProblem};
 
 /// A chunk compressor from `.zarray` (`compressor`).
 #[derive(Debug, Clone, PartialEq)]
@@ -44,14 +44,16 @@ pub enum Compressor {
 
 impl Compressor {
     /// Parses the `compressor` member of a `.zarray`.
-    pub fn from_json(v: &Value) -> Result<Compressor> {
+    pub fn from_json(v: &Value) -> Result<Compressor, SettingProblem> {
         if v.is_null() {
             return Ok(Compressor::None);
         }
-        let id = v
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Error::BadSetting(format!("compressor {v} has no \"id\"")))?;
+        let id =
+            v.get("id")
+                .and_then(Value::as_str)
+                .ok_or_else(|| SettingProblem::CompressorNoId {
+                    json: v.to_string(),
+                })?;
         let int = |k: &str, default: i64| v.get(k).and_then(Value::as_i64).unwrap_or(default);
         Ok(match id {
             "blosc" => {
@@ -118,11 +120,10 @@ impl Compressor {
         match self {
             Compressor::None => {
                 if src.len() != dst.len() {
-                    return Err(Error::BadChunk(format!(
-                        "raw chunk is {} bytes, expected {}",
-                        src.len(),
-                        dst.len()
-                    )));
+                    return Err(Error::BadChunk(ChunkProblem::RawSize {
+                        got: src.len(),
+                        expected: dst.len(),
+                    }));
                 }
                 dst.copy_from_slice(src);
                 Ok(())
@@ -130,7 +131,7 @@ impl Compressor {
             Compressor::Blosc { .. } => blosc::decompress_into(src, dst),
             Compressor::Zstd { .. } => {
                 let n = zstd::bulk::decompress_to_buffer(src, dst)
-                    .map_err(|e| Error::BadChunk(format!("corrupt zstd data: {e}")))?;
+                    .map_err(|e| Error::BadChunk(ChunkProblem::Zstd(e)))?;
                 expect_len(n, dst.len())
             }
             Compressor::Zlib { .. } => read_exact_stream(flate2::read::ZlibDecoder::new(src), dst),
@@ -139,23 +140,22 @@ impl Compressor {
             }
             Compressor::Lz4 { .. } => {
                 if src.len() < 4 {
-                    return Err(Error::BadChunk(format!(
-                        "{} bytes, no size prefix",
-                        src.len()
-                    )));
+                    return Err(Error::BadChunk(ChunkProblem::Lz4NoPrefix {
+                        len: src.len(),
+                    }));
                 }
                 let size = u32::from_le_bytes(src[..4].try_into().unwrap()) as usize;
                 expect_len(size, dst.len())?;
                 // `size` fits in i32: dst sizes are capped by MAX_CHUNK_BYTES.
                 let n = lz4::block::decompress_to_buffer(&src[4..], Some(size as i32), dst)
-                    .map_err(|e| Error::BadChunk(format!("corrupt lz4 block: {e}")))?;
+                    .map_err(|e| Error::BadChunk(ChunkProblem::Lz4(e)))?;
                 expect_len(n, dst.len())
             }
             Compressor::Bz2 { .. } => read_exact_stream(bzip2::read::MultiBzDecoder::new(src), dst),
             Compressor::Lzma(c) => c.decode_into(src, dst),
-            Compressor::Unsupported { id } => Err(Error::BadSetting(format!(
-                "compressor {id:?} is not supported"
-            ))),
+            Compressor::Unsupported { id } => Err(Error::BadSetting(SettingProblem::Compressor {
+                id: id.clone(),
+            })),
         }
     }
 }

@@ -10,6 +10,7 @@
 
 use std::fmt;
 
+use crate::error::DTypeProblem;
 use serde_json::Value;
 
 use super::{MAX_DTYPE_DEPTH, MAX_FIELDS, MAX_ITEMSIZE, MAX_NDIM};
@@ -140,17 +141,14 @@ pub enum DType {
     },
 }
 
-/// Why a dtype description was rejected.
-pub type DTypeError = String;
-
 impl DType {
     /// Parses the `dtype` member of a `.zarray`.
-    pub fn from_json(v: &Value) -> Result<DType, DTypeError> {
+    pub fn from_json(v: &Value) -> Result<DType, DTypeProblem> {
         parse(v, 0)
     }
 
     /// Parses a numpy type string such as `"<f8"` or `"|U3"`.
-    pub fn parse_typestr(s: &str) -> Result<DType, DTypeError> {
+    pub fn parse_typestr(s: &str) -> Result<DType, DTypeProblem> {
         parse_scalar(s).map(DType::Scalar)
     }
 
@@ -337,23 +335,23 @@ impl fmt::Display for DType {
     }
 }
 
-fn parse(v: &Value, depth: usize) -> Result<DType, DTypeError> {
+fn parse(v: &Value, depth: usize) -> Result<DType, DTypeProblem> {
     match v {
         Value::String(s) => DType::parse_typestr(s),
         Value::Array(items) => {
             if depth >= MAX_DTYPE_DEPTH {
-                return Err(format!(
-                    "structured dtype nested deeper than {MAX_DTYPE_DEPTH} levels"
-                ));
+                return Err(DTypeProblem::TooDeep {
+                    limit: MAX_DTYPE_DEPTH,
+                });
             }
             if items.len() > MAX_FIELDS {
-                return Err(format!(
-                    "structured dtype has {} fields, over the limit of {MAX_FIELDS}",
-                    items.len()
-                ));
+                return Err(DTypeProblem::TooManyFields {
+                    count: items.len(),
+                    limit: MAX_FIELDS,
+                });
             }
             if items.is_empty() {
-                return Err("structured dtype without fields".into());
+                return Err(DTypeProblem::NoFields);
             }
             let mut fields = Vec::with_capacity(items.len());
             let mut offset: u64 = 0;
@@ -361,12 +359,16 @@ fn parse(v: &Value, depth: usize) -> Result<DType, DTypeError> {
                 let parts = item
                     .as_array()
                     .filter(|p| p.len() == 2 || p.len() == 3)
-                    .ok_or_else(|| format!("dtype field {item} is not [name, type(, shape)]"))?;
-                let name = parts[0]
-                    .as_str()
-                    .ok_or_else(|| format!("dtype field name {} is not a string", parts[0]))?;
+                    .ok_or_else(|| DTypeProblem::FieldForm {
+                        json: item.to_string(),
+                    })?;
+                let name = parts[0].as_str().ok_or_else(|| DTypeProblem::FieldName {
+                    json: parts[0].to_string(),
+                })?;
                 if !name.is_empty() && fields.iter().any(|f: &Field| f.name == name) {
-                    return Err(format!("dtype field {name:?} appears twice"));
+                    return Err(DTypeProblem::DuplicateField {
+                        name: name.to_string(),
+                    });
                 }
                 let dtype = parse(&parts[1], depth + 1)?;
                 let shape = match parts.get(2) {
@@ -376,12 +378,13 @@ fn parse(v: &Value, depth: usize) -> Result<DType, DTypeError> {
                 let count = shape
                     .iter()
                     .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
-                    .ok_or("dtype sub-array shape overflows")?;
+                    .ok_or(DTypeProblem::SubArrayOverflow)?;
                 let size = count
                     .checked_mul(dtype.itemsize() as u64)
                     .filter(|&s| s <= MAX_ITEMSIZE)
-                    .ok_or_else(|| {
-                        format!("dtype field {name:?} is larger than {MAX_ITEMSIZE} bytes")
+                    .ok_or_else(|| DTypeProblem::FieldTooLarge {
+                        name: name.to_string(),
+                        limit: MAX_ITEMSIZE,
                     })?;
                 fields.push(Field {
                     name: name.to_string(),
@@ -391,9 +394,9 @@ fn parse(v: &Value, depth: usize) -> Result<DType, DTypeError> {
                 });
                 offset += size;
                 if offset > MAX_ITEMSIZE {
-                    return Err(format!(
-                        "structured dtype itemsize over the limit of {MAX_ITEMSIZE} bytes"
-                    ));
+                    return Err(DTypeProblem::ItemTooLarge {
+                        limit: MAX_ITEMSIZE,
+                    });
                 }
             }
             Ok(DType::Struct {
@@ -401,37 +404,45 @@ fn parse(v: &Value, depth: usize) -> Result<DType, DTypeError> {
                 itemsize: offset as usize,
             })
         }
-        other => Err(format!(
-            "dtype {other} is neither a type string nor a field list"
-        )),
+        other => Err(DTypeProblem::NotADType {
+            json: other.to_string(),
+        }),
     }
 }
 
-fn parse_shape(v: &Value) -> Result<Vec<usize>, DTypeError> {
+fn parse_shape(v: &Value) -> Result<Vec<usize>, DTypeProblem> {
     let dims = match v {
         // numpy accepts a bare integer for a 1-D sub-array.
         Value::Number(_) => std::slice::from_ref(v),
         Value::Array(a) => a.as_slice(),
-        _ => return Err(format!("dtype sub-array shape {v} is not a list")),
+        _ => {
+            return Err(DTypeProblem::ShapeNotList {
+                json: v.to_string(),
+            })
+        }
     };
     if dims.len() > MAX_NDIM {
-        return Err(format!(
-            "dtype sub-array has {} dimensions, over the limit of {MAX_NDIM}",
-            dims.len()
-        ));
+        return Err(DTypeProblem::ShapeDims {
+            count: dims.len(),
+            limit: MAX_NDIM,
+        });
     }
     dims.iter()
         .map(|d| {
             d.as_u64()
                 .filter(|&d| d <= MAX_ITEMSIZE)
                 .map(|d| d as usize)
-                .ok_or_else(|| format!("dtype sub-array dimension {d} is not a small integer"))
+                .ok_or_else(|| DTypeProblem::ShapeDim {
+                    json: d.to_string(),
+                })
         })
         .collect()
 }
 
-fn parse_scalar(s: &str) -> Result<Scalar, DTypeError> {
-    let bad = || format!("unsupported dtype {s:?}");
+fn parse_scalar(s: &str) -> Result<Scalar, DTypeProblem> {
+    let bad = || DTypeProblem::Unsupported {
+        typestr: s.to_string(),
+    };
     let mut chars = s.chars();
     let order = chars.next().ok_or_else(bad)?;
     let (order, rest) = if matches!(order, '<' | '>' | '|' | '=') {
@@ -465,9 +476,10 @@ fn parse_scalar(s: &str) -> Result<Scalar, DTypeError> {
         _ => return Err(bad()),
     };
     if size > MAX_ITEMSIZE {
-        return Err(format!(
-            "dtype {s:?} is larger than the limit of {MAX_ITEMSIZE} bytes"
-        ));
+        return Err(DTypeProblem::ScalarTooLarge {
+            typestr: s.to_string(),
+            limit: MAX_ITEMSIZE,
+        });
     }
     let big_endian =
         order == '>' && size > 1 && !matches!(kind, ScalarKind::Bytes | ScalarKind::Void);

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::{ChunkProblem, Error, Result, SettingProblem};
 
 /// A numeric element type from a numpy type string (`<i4`, `>f8`, `|u1`, `|b1`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +25,7 @@ enum Val {
 }
 
 impl Num {
-    pub fn parse(s: &str) -> Result<Num> {
+    pub fn parse(s: &str) -> Result<Num, SettingProblem> {
         let b = s.as_bytes();
         let (big, rest) = match b.first() {
             Some(b'>') => (true, &s[1..]),
@@ -33,10 +33,8 @@ impl Num {
             _ => (false, s),
         };
         // Complex, datetime (`<M8[ns]`) and string dtypes end up here too: one message.
-        let unsupported = || {
-            Error::BadSetting(format!(
-                "filter dtype {s:?} is not supported (integers, f4, f8, bool)"
-            ))
+        let unsupported = || SettingProblem::FilterDType {
+            dtype: s.to_string(),
         };
         let kind = *rest.as_bytes().first().ok_or_else(unsupported)?;
         let size: usize = rest[1..].parse().map_err(|_| unsupported())?;
@@ -152,25 +150,37 @@ pub enum Filter {
 
 impl Filter {
     /// Parses one filter's config; unsupported ones are refused by name.
-    pub fn from_json(v: &Value) -> Result<Filter> {
+    pub fn from_json(v: &Value) -> Result<Filter, SettingProblem> {
         let id = v
             .get("id")
             .and_then(Value::as_str)
             .unwrap_or("<filter without id>");
         let s = |k: &str| v.get(k).and_then(Value::as_str);
-        let num = |k: &str| -> Result<Num> {
-            Num::parse(s(k).ok_or_else(|| Error::BadSetting(format!("filter {id}: no {k:?}")))?)
+        let missing = |key: &str| SettingProblem::FilterMissing {
+            id: id.to_string(),
+            key: key.to_string(),
+        };
+        let num = |k: &str| -> Result<Num, SettingProblem> {
+            Num::parse(s(k).ok_or_else(|| missing(k))?)
         };
         let num_or = |k: &str, other: Num| s(k).map(Num::parse).unwrap_or(Ok(other));
         Ok(match id {
             "delta" => {
                 let dtype = num("dtype")?;
-                Filter::Delta { dtype, astype: num_or("astype", dtype)? }
+                Filter::Delta {
+                    dtype,
+                    astype: num_or("astype", dtype)?,
+                }
             }
             "fixedscaleoffset" => {
                 let dtype = num("dtype")?;
                 let f = |k: &str| {
-                    v.get(k).and_then(Value::as_f64).ok_or_else(|| Error::BadSetting(format!("filter {id}: no numeric {k:?}")))
+                    v.get(k).and_then(Value::as_f64).ok_or_else(|| {
+                        SettingProblem::FilterMissingNumber {
+                            id: id.to_string(),
+                            key: k.to_string(),
+                        }
+                    })
                 };
                 Filter::FixedScaleOffset {
                     offset: f("offset")?,
@@ -181,12 +191,18 @@ impl Filter {
             }
             "quantize" => {
                 let dtype = num("dtype")?;
-                Filter::AsType { decode: dtype, encode: num_or("astype", dtype)? }
+                Filter::AsType {
+                    decode: dtype,
+                    encode: num_or("astype", dtype)?,
+                }
             }
-            "astype" => Filter::AsType { decode: num("decode_dtype")?, encode: num("encode_dtype")? },
+            "astype" => Filter::AsType {
+                decode: num("decode_dtype")?,
+                encode: num("encode_dtype")?,
+            },
             "packbits" => Filter::PackBits,
             "categorize" => {
-                let dt = s("dtype").ok_or_else(|| Error::BadSetting("filter categorize: no \"dtype\"".into()))?;
+                let dt = s("dtype").ok_or_else(|| missing("dtype"))?;
                 let (big, rest) = match dt.as_bytes().first() {
                     Some(b'>') => (true, &dt[1..]),
                     Some(b'<' | b'|' | b'=') => (false, &dt[1..]),
@@ -196,28 +212,41 @@ impl Filter {
                     .strip_prefix('U')
                     .and_then(|n| n.parse::<usize>().ok())
                     .filter(|&n| (1..=1 << 16).contains(&n))
-                    .ok_or_else(|| Error::BadSetting(format!("filter categorize: dtype {dt:?} is not a fixed-width unicode string")))?;
+                    .ok_or_else(|| SettingProblem::CategorizeDType {
+                        dtype: dt.to_string(),
+                    })?;
                 let labels = v
                     .get("labels")
                     .and_then(Value::as_array)
-                    .ok_or_else(|| Error::BadSetting("filter categorize: no \"labels\"".into()))?
+                    .ok_or_else(|| missing("labels"))?
                     .iter()
-                    .map(|l| l.as_str().map(str::to_string).ok_or_else(|| Error::BadSetting("filter categorize: a label is not a string".into())))
+                    .map(|l| {
+                        l.as_str()
+                            .map(str::to_string)
+                            .ok_or(SettingProblem::CategorizeLabel)
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
-                Filter::Categorize { labels, chars, big, astype: num_or("astype", Num::parse("|u1")?)? }
+                Filter::Categorize {
+                    labels,
+                    chars,
+                    big,
+                    astype: num_or("astype", Num::parse("|u1")?)?,
+                }
             }
             "shuffle" => {
                 let e = v.get("elementsize").and_then(Value::as_u64).unwrap_or(4);
                 if e > 1 << 20 {
-                    return Err(Error::BadSetting(format!("filter shuffle: elementsize {e} is too large")));
+                    return Err(SettingProblem::ShuffleElementsize { size: e });
                 }
-                Filter::Shuffle { elementsize: e as usize }
+                Filter::Shuffle {
+                    elementsize: e as usize,
+                }
             }
             "bitround" => Filter::BitRound,
             other => {
-                return Err(Error::BadSetting(format!(
-                    "filter {other:?} is not supported (delta, fixedscaleoffset, quantize, astype, packbits, categorize, shuffle, bitround are)"
-                )))
+                return Err(SettingProblem::Filter {
+                    id: other.to_string(),
+                })
             }
         })
     }
@@ -226,9 +255,10 @@ impl Filter {
     pub fn encoded_len(&self, decoded: usize) -> Result<usize> {
         let per = |dtype: usize, enc: usize| -> Result<usize> {
             if !decoded.is_multiple_of(dtype) {
-                return Err(Error::BadSetting(format!(
-                    "{decoded} bytes are not whole {dtype}-byte elements"
-                )));
+                return Err(Error::BadSetting(SettingProblem::PartialElements {
+                    bytes: decoded,
+                    size: dtype,
+                }));
             }
             Ok(decoded / dtype * enc)
         };
@@ -286,15 +316,15 @@ impl Filter {
             Filter::PackBits => {
                 let pad = usize::from(
                     *enc.first()
-                        .ok_or_else(|| Error::BadChunk("packbits: empty chunk".into()))?,
+                        .ok_or(Error::BadChunk(ChunkProblem::PackBitsEmpty))?,
                 );
                 let bits = (enc.len() - 1) * 8;
                 if pad > 7 || bits - pad != dec.len() {
-                    return Err(Error::BadChunk(format!(
-                        "packbits: {} bits ({pad} padding) for {} values",
+                    return Err(Error::BadChunk(ChunkProblem::PackBitsSize {
                         bits,
-                        dec.len()
-                    )));
+                        pad,
+                        values: dec.len(),
+                    }));
                 }
                 for (i, d) in dec.iter_mut().enumerate() {
                     *d = (enc[1 + i / 8] >> (7 - i % 8)) & 1;
@@ -335,10 +365,10 @@ impl Filter {
                     dec.copy_from_slice(enc);
                 } else {
                     if !enc.len().is_multiple_of(s) {
-                        return Err(Error::BadChunk(format!(
-                            "shuffle: {} bytes are not whole {s}-byte elements",
-                            enc.len()
-                        )));
+                        return Err(Error::BadChunk(ChunkProblem::ShuffleSize {
+                            bytes: enc.len(),
+                            size: s,
+                        }));
                     }
                     let n = enc.len() / s;
                     for b in 0..s {
@@ -366,9 +396,9 @@ pub fn decode_chain(
         let last = *lens.last().expect("one at least");
         let n = f.encoded_len(last)?;
         if n > super::MAX_CHUNK_BYTES as usize {
-            return Err(Error::BadSetting(format!(
-                "a filter's encoded chunk would be {n} bytes, over the chunk limit"
-            )));
+            return Err(Error::BadSetting(SettingProblem::FilterChunkTooLarge {
+                bytes: n,
+            }));
         }
         lens.push(n);
     }

@@ -13,7 +13,7 @@ use lzma_rust2::{Lzma2Reader, LzmaReader, XzReader};
 use serde_json::Value;
 
 use super::stream::read_exact_stream;
-use crate::error::{Error, Result};
+use crate::error::{ChunkProblem, Error, Result, SettingProblem};
 
 const FILTER_LZMA1: u64 = 0x4000_0000_0000_0001;
 const FILTER_LZMA2: u64 = 0x21;
@@ -61,11 +61,13 @@ fn preset_dict(preset: u64) -> u32 {
     DICT[((preset & PRESET_LEVEL_MASK) as usize).min(9)]
 }
 
-fn filter_from_json(f: &Value) -> Result<RawFilter> {
+fn filter_from_json(f: &Value) -> Result<RawFilter, SettingProblem> {
     let id = f
         .get("id")
         .and_then(Value::as_u64)
-        .ok_or_else(|| Error::BadSetting(format!("lzma filter {f} has no numeric \"id\"")))?;
+        .ok_or_else(|| SettingProblem::LzmaFilterNoId {
+            json: f.to_string(),
+        })?;
     let num = |k: &str| f.get(k).and_then(Value::as_u64);
     let dict = num("dict_size")
         .map(|d| d.min(u64::from(u32::MAX)) as u32)
@@ -74,9 +76,7 @@ fn filter_from_json(f: &Value) -> Result<RawFilter> {
         FILTER_DELTA => {
             let dist = num("dist").unwrap_or(1);
             if !(1..=256).contains(&dist) {
-                return Err(Error::BadSetting(format!(
-                    "lzma delta filter distance {dist} is not 1..=256"
-                )));
+                return Err(SettingProblem::LzmaDelta { dist });
             }
             Ok(RawFilter::Delta {
                 dist: dist as usize,
@@ -90,9 +90,7 @@ fn filter_from_json(f: &Value) -> Result<RawFilter> {
                 num("pb").unwrap_or(2),
             );
             if lc > 8 || lp > 4 || pb > 4 {
-                return Err(Error::BadSetting(format!(
-                    "lzma1 filter lc={lc} lp={lp} pb={pb} out of range"
-                )));
+                return Err(SettingProblem::Lzma1 { lc, lp, pb });
             }
             Ok(RawFilter::Lzma1 {
                 lc: lc as u32,
@@ -101,21 +99,17 @@ fn filter_from_json(f: &Value) -> Result<RawFilter> {
                 dict,
             })
         }
-        other => Err(Error::BadSetting(format!(
-            "lzma filter id {other:#x} is not supported (delta, lzma1, lzma2 are)"
-        ))),
+        other => Err(SettingProblem::LzmaFilterId { id: other }),
     }
 }
 
 impl LzmaCodec {
     /// Parses numcodecs' config (`format`, `filters`; `check` and `preset` only matter when
     /// writing).
-    pub fn from_json(v: &Value) -> Result<LzmaCodec> {
+    pub fn from_json(v: &Value) -> Result<LzmaCodec, SettingProblem> {
         let format = v.get("format").and_then(Value::as_i64).unwrap_or(1);
         if !(0..=3).contains(&format) {
-            return Err(Error::BadSetting(format!(
-                "lzma format {format} is not 0, 1, 2 or 3"
-            )));
+            return Err(SettingProblem::LzmaFormat { format });
         }
         let filters = match v.get("filters") {
             None | Some(Value::Null) => Vec::new(),
@@ -123,9 +117,9 @@ impl LzmaCodec {
                 fs.iter().map(filter_from_json).collect::<Result<_, _>>()?
             }
             Some(other) => {
-                return Err(Error::BadSetting(format!(
-                    "lzma filters {other} is not a list of at most 4"
-                )))
+                return Err(SettingProblem::LzmaFilters {
+                    json: other.to_string(),
+                })
             }
         };
         if format == 3 {
@@ -137,10 +131,7 @@ impl LzmaCodec {
                 .iter()
                 .all(|f| matches!(f, RawFilter::Delta { .. }));
             if !last_ok || !rest_ok {
-                return Err(Error::BadSetting(
-                    "lzma raw format needs filters ending in lzma1 or lzma2 (delta before it)"
-                        .into(),
-                ));
+                return Err(SettingProblem::LzmaRawChain);
             }
         }
         Ok(LzmaCodec { format, filters })
@@ -155,16 +146,15 @@ impl LzmaCodec {
             0 if xz => read_exact_stream(XzReader::new(src, true), dst),
             0 | 2 => {
                 if src.len() < 13 {
-                    return Err(Error::BadChunk(format!(
-                        "{} bytes: no .lzma header",
-                        src.len()
-                    )));
+                    return Err(Error::BadChunk(ChunkProblem::LzmaNoHeader {
+                        len: src.len(),
+                    }));
                 }
                 let props = src[0];
                 let dict = u32::from_le_bytes(src[1..5].try_into().unwrap()).clamp(4096, cap);
                 let size = u64::from_le_bytes(src[5..13].try_into().unwrap());
                 let r = LzmaReader::new_with_props(&src[13..], size, props, dict, None)
-                    .map_err(|e| Error::BadChunk(format!("corrupt .lzma header: {e}")))?;
+                    .map_err(|e| Error::BadChunk(ChunkProblem::LzmaHeader(e)))?;
                 read_exact_stream(r, dst)
             }
             _ => {
@@ -182,13 +172,9 @@ impl LzmaCodec {
                             (*dict).clamp(4096, cap),
                             None,
                         )
-                        .map_err(|e| Error::BadChunk(format!("lzma1: {e}")))?,
+                        .map_err(|e| Error::BadChunk(ChunkProblem::Lzma1(e)))?,
                     ),
-                    _ => {
-                        return Err(Error::BadChunk(
-                            "lzma raw format without an lzma1/lzma2 filter".into(),
-                        ))
-                    }
+                    _ => return Err(Error::BadChunk(ChunkProblem::LzmaRawNoFilter)),
                 };
                 read_exact_stream(reader, dst)?;
                 for f in self.filters[..self.filters.len() - 1].iter().rev() {

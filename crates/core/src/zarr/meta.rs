@@ -12,7 +12,7 @@ use super::codec::Compressor;
 use super::dtype::{DType, ScalarKind};
 use super::values::f64_to_f16;
 use super::{read_limited, zerr, MAX_CHUNK_BYTES, MAX_META_BYTES, MAX_NDIM};
-use crate::error::{Error, Result};
+use crate::error::{Error, FillProblem, Result, SettingProblem};
 
 /// Memory layout of a chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +37,7 @@ pub struct ArrayMeta {
     /// The filters we decode, in `.zarray` order (decoded in reverse).
     pub chain: Vec<super::filters::Filter>,
     /// Why a filter cannot be decoded (the first such), when one cannot.
-    pub filter_error: Option<String>,
+    pub filter_error: Option<SettingProblem>,
     /// One element of fill, in stored byte order; `None` for `fill_value: null`.
     pub fill_value: Option<Vec<u8>>,
     pub order: Order,
@@ -79,8 +79,12 @@ impl ArrayMeta {
         if chunks.contains(&0) {
             return Err(zerr(path, "chunk dimension 0"));
         }
+        let setting = |problem| Error::ZarrSetting {
+            path: path.to_path_buf(),
+            problem,
+        };
         let dtype = DType::from_json(obj.get("dtype").unwrap_or(&Value::Null))
-            .map_err(|m| zerr(path, m))?;
+            .map_err(|p| setting(SettingProblem::DType(p)))?;
         let item = dtype.itemsize() as u64;
         chunks
             .iter()
@@ -101,7 +105,7 @@ impl ArrayMeta {
             .try_fold(item.max(1), |acc, &d| acc.checked_mul(d.max(1)))
             .ok_or_else(|| zerr(path, format!("shape {shape:?} overflows")))?;
         let compressor = Compressor::from_json(obj.get("compressor").unwrap_or(&Value::Null))
-            .map_err(|e| zerr(path, e.to_string()))?;
+            .map_err(setting)?;
         let filters = match obj.get("filters") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(fs)) => fs
@@ -120,13 +124,13 @@ impl ArrayMeta {
         let mut filter_error = None;
         if let Some(Value::Array(fs)) = obj.get("filters") {
             if fs.len() > 16 {
-                filter_error = Some(format!("{} filters (at most 16 are decoded)", fs.len()));
+                filter_error = Some(SettingProblem::TooManyFilters { count: fs.len() });
             }
             for f in fs.iter().take(16) {
                 match super::filters::Filter::from_json(f) {
                     Ok(x) => chain.push(x),
                     Err(e) => {
-                        filter_error.get_or_insert(e.to_string());
+                        filter_error.get_or_insert(e);
                     }
                 }
             }
@@ -153,7 +157,7 @@ impl ArrayMeta {
             }
         };
         let fill_value = fill_value(obj.get("fill_value").unwrap_or(&Value::Null), &dtype)
-            .map_err(|m| zerr(path, format!("fill_value: {m}")))?;
+            .map_err(|p| setting(SettingProblem::FillValue(p)))?;
         Ok(ArrayMeta {
             shape,
             chunks,
@@ -211,16 +215,16 @@ impl ArrayMeta {
     /// Fortran order over more than one dimension).
     pub fn check_readable(&self, path: &Path) -> Result<()> {
         if let Compressor::Unsupported { id } = &self.compressor {
-            return Err(zerr(
-                path,
-                format!(
-                    "compressor {id:?} is not supported (supported: blosc, zstd, zlib, gzip, \
-                     lz4, bz2, lzma, null)"
-                ),
-            ));
+            return Err(Error::ZarrSetting {
+                path: path.to_path_buf(),
+                problem: SettingProblem::CompressorNotReadable { id: id.clone() },
+            });
         }
-        if let Some(e) = &self.filter_error {
-            return Err(zerr(path, e.clone()));
+        if let Some(problem) = &self.filter_error {
+            return Err(Error::ZarrSetting {
+                path: path.to_path_buf(),
+                problem: problem.clone(),
+            });
         }
         Ok(())
     }
@@ -249,7 +253,11 @@ fn dims(obj: &Map<String, Value>, key: &str, path: &Path) -> Result<Vec<u64>> {
 }
 
 /// One element of fill in stored byte order.
-fn fill_value(v: &Value, dtype: &DType) -> Result<Option<Vec<u8>>, String> {
+fn fill_value(v: &Value, dtype: &DType) -> Result<Option<Vec<u8>>, FillProblem> {
+    let not_a = |expected| FillProblem::NotA {
+        json: v.to_string(),
+        expected,
+    };
     let item = dtype.itemsize();
     let s = match (v, dtype) {
         (Value::Null, _) => return Ok(None),
@@ -270,16 +278,16 @@ fn fill_value(v: &Value, dtype: &DType) -> Result<Option<Vec<u8>>, String> {
         (Value::String(b64), DType::Struct { .. }) => {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(b64)
-                .map_err(|e| format!("invalid base64: {e}"))?;
+                .map_err(FillProblem::Base64)?;
             if bytes.len() != item {
-                return Err(format!(
-                    "{} bytes of fill for a {item}-byte structured item",
-                    bytes.len()
-                ));
+                return Err(FillProblem::StructSize {
+                    got: bytes.len(),
+                    item,
+                });
             }
             return Ok(Some(bytes));
         }
-        (_, DType::Struct { .. }) => return Err(format!("{v} is not base64 text")),
+        (_, DType::Struct { .. }) => return Err(not_a("base64 text")),
         (_, DType::Scalar(s)) => *s,
     };
     let le = |mut b: Vec<u8>| {
@@ -293,12 +301,12 @@ fn fill_value(v: &Value, dtype: &DType) -> Result<Option<Vec<u8>>, String> {
         ScalarKind::Bool => vec![u8::from(match v {
             Value::Bool(b) => *b,
             Value::Number(n) => n.as_f64() != Some(0.0),
-            _ => return Err(format!("{v} is not a boolean")),
+            _ => return Err(not_a("a boolean")),
         })],
         ScalarKind::Int | ScalarKind::UInt => {
             let n = match v {
                 Value::Number(n) => n,
-                _ => return Err(format!("{v} is not an integer")),
+                _ => return Err(not_a("an integer")),
             };
             let raw: i128 = if let Some(i) = n.as_i64() {
                 i as i128
@@ -316,9 +324,9 @@ fn fill_value(v: &Value, dtype: &DType) -> Result<Option<Vec<u8>>, String> {
             let n = match v {
                 Value::Number(n) => n
                     .as_i64()
-                    .ok_or_else(|| format!("{v} is not a 64-bit integer count of units"))?,
+                    .ok_or_else(|| not_a("a 64-bit integer count of units"))?,
                 Value::String(t) if t == "NaT" => i64::MIN,
-                _ => return Err(format!("{v} is not a count of units or \"NaT\"")),
+                _ => return Err(not_a("a count of units or \"NaT\"")),
             };
             le(n.to_le_bytes().to_vec())
         }
@@ -327,10 +335,10 @@ fn fill_value(v: &Value, dtype: &DType) -> Result<Option<Vec<u8>>, String> {
             let parts = v
                 .as_array()
                 .filter(|a| a.len() == 2)
-                .ok_or_else(|| format!("{v} is not [real, imaginary]"))?;
+                .ok_or_else(|| not_a("[real, imaginary]"))?;
             let half = s.size / 2;
             // Each part is first a fill value of the half-size float (rounded to f32 for c8).
-            let part = |p: &Value| -> Result<f64, String> {
+            let part = |p: &Value| -> Result<f64, FillProblem> {
                 let f = float_fill(p)?;
                 Ok(if half == 4 { f as f32 as f64 } else { f })
             };
@@ -349,7 +357,7 @@ fn fill_value(v: &Value, dtype: &DType) -> Result<Option<Vec<u8>>, String> {
             b
         }
         ScalarKind::Unicode => {
-            let text = v.as_str().ok_or_else(|| format!("{v} is not a string"))?;
+            let text = v.as_str().ok_or_else(|| not_a("a string"))?;
             let mut b = Vec::with_capacity(s.size);
             for c in text.chars().take(s.size / 4) {
                 let u = c as u32;
@@ -363,14 +371,15 @@ fn fill_value(v: &Value, dtype: &DType) -> Result<Option<Vec<u8>>, String> {
             b
         }
         ScalarKind::Bytes | ScalarKind::Void => {
-            let text = v
-                .as_str()
-                .ok_or_else(|| format!("{v} is not base64 text"))?;
+            let text = v.as_str().ok_or_else(|| not_a("base64 text"))?;
             let mut b = base64::engine::general_purpose::STANDARD
                 .decode(text)
-                .map_err(|e| format!("invalid base64: {e}"))?;
+                .map_err(FillProblem::Base64)?;
             if b.len() > s.size {
-                return Err(format!("{} bytes of fill for {} bytes", b.len(), s.size));
+                return Err(FillProblem::TooLong {
+                    got: b.len(),
+                    size: s.size,
+                });
             }
             b.resize(s.size, 0);
             b
@@ -380,13 +389,18 @@ fn fill_value(v: &Value, dtype: &DType) -> Result<Option<Vec<u8>>, String> {
 }
 
 /// A float `fill_value`: a number, or the strings zarr-python writes for NaN and infinities.
-fn float_fill(v: &Value) -> Result<f64, String> {
+fn float_fill(v: &Value) -> Result<f64, FillProblem> {
     Ok(match v {
         Value::Number(n) => n.as_f64().unwrap_or(0.0),
         Value::String(s) if s == "NaN" => f64::NAN,
         Value::String(s) if s == "Infinity" => f64::INFINITY,
         Value::String(s) if s == "-Infinity" => f64::NEG_INFINITY,
-        _ => return Err(format!("{v} is not a number")),
+        _ => {
+            return Err(FillProblem::NotA {
+                json: v.to_string(),
+                expected: "a number",
+            })
+        }
     })
 }
 

@@ -9,8 +9,10 @@
 //!   points at; whole frames after the last indexed one are found by scanning.
 //! - [`MjpgReader`]: frames as zero-copy JPEG slices of the mapped file, random access.
 //! - [`write`](mod@write): [`MjpgWriter`] (append-only, crash-aware) and the trailer that recovery writes.
+//! - [`AviProblem`]: what the parser finds wrong, as values.
 //! - [`repair`]: what `validate` reports and what `recover` does for such a channel.
 
+mod finding;
 pub mod parse;
 pub mod repair;
 pub mod write;
@@ -19,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
+pub use finding::AviProblem;
 pub use parse::{Frame, IndexSource, Layout};
 pub use write::MjpgWriter;
 
@@ -149,7 +152,7 @@ mod tests {
             let frames = write(&p, n, limit);
             let (got, l) = read_all(&p);
             assert_eq!(got, frames, "{n} frames");
-            assert_eq!(l.problems, Vec::<String>::new(), "{n} frames");
+            assert_eq!(l.problems, Vec::<AviProblem>::new(), "{n} frames");
             assert_eq!((l.source, l.indexed), (source, n), "{n} frames");
             if limit.is_some() {
                 assert!(l.segments.len() > 3, "{} segments", l.segments.len());
@@ -187,7 +190,7 @@ mod tests {
                 assert_eq!(again[..], frames[..keep], "recovered from a cut at {cut}");
                 assert_eq!(
                     l.problems,
-                    Vec::<String>::new(),
+                    Vec::<AviProblem>::new(),
                     "recovered from a cut at {cut}"
                 );
                 assert_eq!(l.indexed, keep, "cut at {cut}");
@@ -220,7 +223,7 @@ mod tests {
             w.finish().unwrap();
             let (got, l) = read_all(&p);
             assert_eq!(got, frames);
-            assert_eq!(l.problems, Vec::<String>::new());
+            assert_eq!(l.problems, Vec::<AviProblem>::new());
         }
     }
 
@@ -241,7 +244,7 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert_eq!((l.header.width, l.header.height), (64, 48));
         assert_eq!(l.header.fps(), 25.0);
-        assert_eq!(l.problems, Vec::<String>::new());
+        assert_eq!(l.problems, Vec::<AviProblem>::new());
         assert_eq!(super::write::jpeg_size(b"\xFF\xD8\xFF\xDA"), None);
     }
 

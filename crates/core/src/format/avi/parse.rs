@@ -8,6 +8,7 @@
 
 use std::ops::Range;
 
+use super::finding::AviProblem;
 use crate::error::{Error, Result};
 
 /// Most frames a file may hold (about six days at 30 fps).
@@ -126,8 +127,8 @@ pub struct Layout {
     pub idx1: Option<(u64, u32)>,
     /// Offset of a chunk cut by the end of the file (or of bytes that are no chunk).
     pub torn_at: Option<u64>,
-    /// Problems, in words.
-    pub problems: Vec<String>,
+    /// What is wrong with the file, in the order found.
+    pub problems: Vec<AviProblem>,
 }
 
 impl Layout {
@@ -216,8 +217,7 @@ pub fn parse(b: &[u8]) -> Result<Layout> {
         if !prefix_ok {
             return Err(Error::NotAvi);
         }
-        l.problems
-            .push(format!("file ends inside the AVI header ({n} bytes)"));
+        l.problems.push(AviProblem::HeaderCut { len: n });
         return Ok(l);
     }
     if &b[0..4] != b"RIFF" || &b[8..12] != b"AVI " {
@@ -231,12 +231,13 @@ pub fn parse(b: &[u8]) -> Result<Layout> {
             riff_pos + 8 + u64::from(size)
         } else {
             l.problems.push(if size == u32::MAX || size == 0 {
-                format!("RIFF chunk at {riff_pos} has no size (the writer did not finish)")
+                AviProblem::RiffUnfinished { pos: riff_pos }
             } else {
-                format!(
-                    "RIFF chunk at {riff_pos} declares {size} bytes, the file ends {} bytes after it (cut)",
-                    n - riff_pos - 8
-                )
+                AviProblem::RiffCut {
+                    pos: riff_pos,
+                    size,
+                    left: n - riff_pos - 8,
+                }
             });
             n
         };
@@ -253,23 +254,20 @@ pub fn parse(b: &[u8]) -> Result<Layout> {
         if next < n && l.torn_at.is_none() {
             let rest = &b[next as usize..];
             if rest.iter().any(|&x| x != 0) {
-                l.problems
-                    .push(format!("{} bytes after the last RIFF chunk", n - next));
+                l.problems.push(AviProblem::TrailingBytes { len: n - next });
             }
         }
         break;
     }
     if l.segments.is_empty() {
         if l.header_ok {
-            l.problems
-                .push("no 'movi' list (no frame was written)".into());
+            l.problems.push(AviProblem::NoMovi);
         }
         return Ok(l);
     }
     l.header_ok = l.header.avih.is_some() && l.header.strh.is_some();
     if !l.header_ok {
-        l.problems
-            .push("no video stream header ('avih'/'strh' with type 'vids')".into());
+        l.problems.push(AviProblem::NoVideoHeader);
     }
     find_frames(b, &mut l);
     Ok(l)
@@ -288,9 +286,7 @@ fn walk_riff(b: &[u8], riff_pos: u64, riff_end: u64, first: bool, l: &mut Layout
             if &kind == b"movi" {
                 let declared = size_ok(body, size, riff_end) && size >= 4;
                 if !declared {
-                    l.problems.push(format!(
-                        "'movi' list at {pos} has no valid size (the writer did not finish)"
-                    ));
+                    l.problems.push(AviProblem::MoviUnfinished { pos });
                 }
                 let movi_end = if declared {
                     body + u64::from(size)
@@ -308,8 +304,7 @@ fn walk_riff(b: &[u8], riff_pos: u64, riff_end: u64, first: bool, l: &mut Layout
             }
             if &kind == b"hdrl" && first {
                 if size > MAX_HEADER_BYTES || body + u64::from(size) > riff_end {
-                    l.problems
-                        .push(format!("'hdrl' list of {size} bytes is cut or too large"));
+                    l.problems.push(AviProblem::HdrlCut { size });
                     return;
                 }
                 parse_hdrl(b, body + 4, body + u64::from(size), &mut l.header);
@@ -318,9 +313,7 @@ fn walk_riff(b: &[u8], riff_pos: u64, riff_end: u64, first: bool, l: &mut Layout
             if body + u64::from(size) <= riff_end {
                 l.idx1 = Some((pos, size));
             } else {
-                l.problems.push(format!(
-                    "'idx1' chunk at {pos} is cut by the end of the file"
-                ));
+                l.problems.push(AviProblem::Idx1Cut { pos });
                 l.torn_at = Some(pos);
                 return;
             }
@@ -329,10 +322,7 @@ fn walk_riff(b: &[u8], riff_pos: u64, riff_end: u64, first: bool, l: &mut Layout
             if id != *b"LIST" || !l.segments.is_empty() {
                 l.torn_at.get_or_insert(pos);
             }
-            l.problems.push(format!(
-                "chunk '{}' at {pos} is cut by the end of its RIFF chunk",
-                String::from_utf8_lossy(&id)
-            ));
+            l.problems.push(AviProblem::ChunkCut { id, pos });
             return;
         }
         let end = body + u64::from(size);
@@ -439,15 +429,13 @@ fn find_frames(b: &[u8], l: &mut Layout) {
         }
     }
     if l.source == IndexSource::Scan {
-        l.problems.push(format!(
-            "no index ('idx1' or OpenDML): the writer did not finish ({} frames found by scanning)",
-            l.frames.len()
-        ));
+        l.problems.push(AviProblem::NoIndex {
+            scanned: l.frames.len(),
+        });
     } else if l.frames.len() > l.indexed {
-        l.problems.push(format!(
-            "{} whole frame(s) after the last indexed one (the writer did not finish)",
-            l.frames.len() - l.indexed
-        ));
+        l.problems.push(AviProblem::Unindexed {
+            count: l.frames.len() - l.indexed,
+        });
     }
 }
 
@@ -461,9 +449,12 @@ fn scan(b: &[u8], range: Range<u64>, s: usize, l: &mut Layout) -> bool {
         let cend = body + u64::from(size);
         if l.header.is_frame_id(&id) {
             if size > MAX_FRAME_BYTES || l.frames.len() >= MAX_FRAMES {
-                l.problems.push(format!(
-                    "frame chunk at {pos} of {size} bytes is over the limit of {MAX_FRAME_BYTES} bytes or {MAX_FRAMES} frames"
-                ));
+                l.problems.push(AviProblem::FrameTooLarge {
+                    pos,
+                    size,
+                    max_bytes: MAX_FRAME_BYTES,
+                    max_frames: MAX_FRAMES,
+                });
                 l.torn_at = Some(pos);
                 return false;
             }
@@ -478,10 +469,10 @@ fn scan(b: &[u8], range: Range<u64>, s: usize, l: &mut Layout) -> bool {
             pos = body + 4;
             continue;
         } else if !printable(&id) {
-            l.problems.push(format!(
-                "bytes at {pos} are not a chunk ({} bytes to the end of the 'movi' list)",
-                end - pos
-            ));
+            l.problems.push(AviProblem::NotAChunk {
+                pos,
+                left: end - pos,
+            });
             l.torn_at = Some(pos);
             return false;
         } else if cend > end {
@@ -493,12 +484,12 @@ fn scan(b: &[u8], range: Range<u64>, s: usize, l: &mut Layout) -> bool {
     }
     if pos < end {
         l.problems.push(if end == l.file_len {
-            format!(
-                "{} bytes of a chunk cut by the end of the file at {pos}",
-                end - pos
-            )
+            AviProblem::ChunkCutAtEnd {
+                pos,
+                len: end - pos,
+            }
         } else {
-            format!("chunk at {pos} runs past the end of its 'movi' list")
+            AviProblem::PastMovi { pos }
         });
         l.torn_at = Some(pos);
         return false;
@@ -535,8 +526,9 @@ fn idx1_frames(b: &[u8], pos: u64, size: u32, l: &mut Layout) -> Vec<Frame> {
             continue;
         }
         if frames.len() >= MAX_FRAMES {
-            l.problems
-                .push(format!("'idx1' lists more than {MAX_FRAMES} frames"));
+            l.problems.push(AviProblem::Idx1TooLong {
+                max_frames: MAX_FRAMES,
+            });
             break;
         }
         // Offsets are relative to the 'movi' fourcc, or (some writers) absolute.
@@ -549,9 +541,11 @@ fn idx1_frames(b: &[u8], pos: u64, size: u32, l: &mut Layout) -> Vec<Frame> {
         });
         let chunk = base + u64::from(off);
         if !chunk_matches(b, chunk, len, l) {
-            l.problems.push(format!(
-                "'idx1' entry {k} (offset {off}, {len} bytes) does not match the data"
-            ));
+            l.problems.push(AviProblem::Idx1Mismatch {
+                entry: k,
+                offset: off,
+                len,
+            });
             break;
         }
         frames.push(Frame {
@@ -570,15 +564,13 @@ fn odml_frames(b: &[u8], pos: u64, size: u32, l: &mut Layout) -> Option<Vec<Fram
     let kind = *b.get(usize::try_from(body + 3).ok()?)?;
     let used = u32_at(b, body + 4)?;
     if longs != 4 || kind != 0 || u64::from(size) < 24 {
-        l.problems
-            .push("'indx' chunk is not an OpenDML super index".into());
+        l.problems.push(AviProblem::NotSuperIndex);
         return None;
     }
     let cap = (size - 24) / 16;
     if used > cap {
-        l.problems.push(format!(
-            "'indx' lists {used} index chunks but has room for {cap}"
-        ));
+        l.problems
+            .push(AviProblem::SuperIndexOverfull { used, cap });
         return None;
     }
     let mut frames = Vec::new();
@@ -587,7 +579,7 @@ fn odml_frames(b: &[u8], pos: u64, size: u32, l: &mut Layout) -> Option<Vec<Fram
         let ix = u64_at(b, e)?;
         let Some(ok) = ix_frames(b, ix, l, &mut frames) else {
             l.problems
-                .push(format!("OpenDML index chunk {k} at {ix} is unreadable"));
+                .push(AviProblem::IndexChunkUnreadable { entry: k, pos: ix });
             break;
         };
         if !ok {
@@ -620,9 +612,8 @@ fn ix_frames(b: &[u8], pos: u64, l: &mut Layout, frames: &mut Vec<Frame>) -> Opt
         let len = u32_at(b, e + 4)? & 0x7fff_ffff;
         let offset = base.checked_add(u64::from(off))?;
         if frames.len() >= MAX_FRAMES || offset < 8 || !chunk_matches(b, offset - 8, len, l) {
-            l.problems.push(format!(
-                "OpenDML index entry {k} of the chunk at {pos} does not match the data"
-            ));
+            l.problems
+                .push(AviProblem::IndexEntryMismatch { entry: k, pos });
             return Some(false);
         }
         frames.push(Frame { offset, len });

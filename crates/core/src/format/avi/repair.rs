@@ -7,7 +7,7 @@ use super::parse::{self, Layout};
 use super::write::{self, MjpgWriter, DEFAULT_FPS};
 use crate::error::{Error, IoContext, Result};
 use crate::format::meta::ChannelMeta;
-use crate::format::problem::{Checked, Depth, Problem};
+use crate::format::problem::{Checked, CutAction, Depth, EmptyVideoCause, Problem};
 
 /// The state of one `mjpg` file.
 #[derive(Debug)]
@@ -127,17 +127,17 @@ pub fn recover(
     meta: &ChannelMeta,
     state: &AviState,
     keep: u64,
-) -> Result<Option<String>> {
-    let fresh = |what: &str| -> Result<Option<String>> {
+) -> Result<Option<CutAction>> {
+    let fresh = |why: EmptyVideoCause| -> Result<Option<CutAction>> {
         let (w, h, fps) = header_params(meta);
         let tmp = path.with_extension("avi..recover");
         let _ = fs::remove_file(&tmp);
         MjpgWriter::create(&tmp, w, h, fps, 64 << 10)?.finish()?;
         fs::rename(&tmp, path).at(path)?;
-        Ok(Some(format!("{what}: written as an empty video")))
+        Ok(Some(CutAction::EmptyVideo { why }))
     };
     let l = match state {
-        AviState::Missing => return fresh("was missing"),
+        AviState::Missing => return fresh(EmptyVideoCause::Missing),
         AviState::Foreign => return Ok(None),
         AviState::Parsed(l) => l,
     };
@@ -148,7 +148,7 @@ pub fn recover(
                 "no frames to keep in a file without a header",
             ));
         }
-        return fresh(&format!("header cut ({} bytes)", l.file_len));
+        return fresh(EmptyVideoCause::HeaderCut { len: l.file_len });
     }
     let keep = usize::try_from(keep)
         .unwrap_or(usize::MAX)
@@ -159,13 +159,11 @@ pub fn recover(
     }
     let f = OpenOptions::new().write(true).open(path).at(path)?;
     let new_len = write::write_trailer(&f, path, &l.header, &l.segments, &l.frames[..keep])?;
-    let mut what = format!(
-        "kept {keep} of {} whole frame(s), rebuilt the index and sizes: {} -> {new_len} bytes",
-        l.frames.len(),
-        l.file_len
-    );
-    if let Some(at) = l.torn_at {
-        what.push_str(&format!(" (cut a torn chunk at {at})"));
-    }
-    Ok(Some(what))
+    Ok(Some(CutAction::AviRebuilt {
+        kept: keep,
+        whole: l.frames.len(),
+        from: l.file_len,
+        to: new_len,
+        torn_at: l.torn_at,
+    }))
 }

@@ -341,10 +341,10 @@ impl MjpgWriter {
         let bytes = std::fs::read(path).at(path)?;
         let l = parse::parse(&bytes).map_err(|e| Error::at(path, e))?;
         if l.torn_at.is_some() || !l.header_ok {
-            return Err(Error::corrupt(
-                path,
-                format!("{} (run `roverlog recover`)", l.problems.join("; ")),
-            ));
+            return Err(Error::AviNeedsRecovery {
+                path: path.to_path_buf(),
+                problems: l.problems,
+            });
         }
         let patch = OpenOptions::new().write(true).open(path).at(path)?;
         let last = l.frames.last().map_or(0, |fr| l.segment_of(fr.offset));

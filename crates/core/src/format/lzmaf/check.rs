@@ -8,7 +8,7 @@ use std::path::Path;
 use super::{index_path, read_index_bytes, scan_frames, trusted_prefix};
 use crate::error::{IoContext, Result};
 use crate::format::lzma;
-use crate::format::problem::{Checked, Cut, Depth, Problem};
+use crate::format::problem::{Checked, Cut, CutAction, Depth, Problem};
 use crate::io::{file_len, truncate_synced};
 
 /// What recovery must know to cut an `lzmaf` channel.
@@ -128,17 +128,17 @@ impl LzmafPlan {
         let keep_data = keep[keep.len() - 1];
         if !exists {
             fs::File::create(path).at(path)?;
-            cuts.push(Cut::new(path, "created empty (was missing)"));
+            cuts.push(Cut::new(path, CutAction::CreatedEmpty));
         } else if *data_len > keep_data {
             truncate_synced(path, keep_data)?;
             cuts.push(Cut::new(
                 path,
-                format!(
-                    "cut {} bytes ({} whole frame(s) and {} bytes of a torn frame): {data_len} -> {keep_data} bytes",
-                    data_len - keep_data,
-                    complete - target,
-                    data_len - good[good.len() - 1]
-                ),
+                CutAction::CutFrames {
+                    frames: complete - target,
+                    torn: data_len - good[good.len() - 1],
+                    from: *data_len,
+                    to: keep_data,
+                },
             ));
         }
         let want: Vec<u8> = keep.iter().flat_map(|o| o.to_le_bytes()).collect();
@@ -147,23 +147,23 @@ impl LzmafPlan {
             truncate_synced(&index, want.len() as u64)?;
             cuts.push(Cut::new(
                 &index,
-                format!(
-                    "cut {} bytes ({} offset(s), {} torn bytes): {index_len} -> {} bytes",
-                    have.len() - want.len(),
-                    (have.len() - want.len()) / 8,
-                    have.len() % 8,
-                    want.len()
-                ),
+                CutAction::CutOffsets {
+                    cut: (have.len() - want.len()) as u64,
+                    offsets: ((have.len() - want.len()) / 8) as u64,
+                    torn: (have.len() % 8) as u64,
+                    from: *index_len,
+                    to: want.len() as u64,
+                },
             ));
         } else if have != want {
             crate::format::meta::write_file_atomic(&index, &want)?;
             cuts.push(Cut::new(
                 &index,
-                format!(
-                    "rewritten with {} offset(s) ({} frame(s) re-indexed from the data; was {index_len} bytes)",
-                    keep.len(),
-                    target.saturating_sub(*indexed)
-                ),
+                CutAction::Reindexed {
+                    offsets: keep.len() as u64,
+                    reindexed: target.saturating_sub(*indexed),
+                    was: *index_len,
+                },
             ));
         }
         Ok(())
