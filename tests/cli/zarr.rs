@@ -122,4 +122,17 @@ fn info_lists_an_unparseable_array_as_unreadable_and_describes_the_rest() {
     let r = common::roverlog(&["cat".as_ref(), g.as_os_str(), "good".as_ref()]);
     assert!(r.ok(), "{}", r.text());
     assert_eq!(r.stdout, [1.5f64, 2.5].map(f64::to_le_bytes).concat());
+    // A short chunk is an error naming the chunk, said once (a wrapped error printed as its
+    // own message and again as its source read "...: why: why").
+    write("short/.zarray", zarray("<f8", "null").as_bytes());
+    write("short/0", b"abc");
+    let r = common::roverlog(&["cat".as_ref(), g.as_os_str(), "short".as_ref()]);
+    let text = r.text();
+    assert!(!r.ok(), "{text}");
+    assert_eq!(
+        text.matches("raw chunk is 3 bytes, expected 16").count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("short/0"), "{text}");
 }

@@ -111,13 +111,11 @@ pub enum Error {
     #[error("not an AVI file (no RIFF 'AVI ' header)")]
     NotAvi,
 
-    /// A path-less error (one of the variants above that names no file) about `path`.
-    #[error("{}: {source}", path.display())]
-    At {
-        path: PathBuf,
-        #[source]
-        source: Box<Error>,
-    },
+    /// A path-less error (one of the variants above that names no file) about `path`. The
+    /// inner error is part of this message, not its `source`: a chain printer (`{:#}`) would
+    /// print it twice.
+    #[error("{}: {inner}", path.display())]
+    At { path: PathBuf, inner: Box<Error> },
 
     // ----- gulp ------------------------------------------------------------------------
     /// A frame selection (`a:b:c`, `i,j,k`) that does not parse or does not fit a video.
@@ -178,13 +176,13 @@ pub enum Error {
     #[error("{0}")]
     BadSetting(SettingProblem),
 
-    /// A chunk that did not decode: the codec, the chunk, and why.
-    #[error("{codec}: {what}: {source}")]
+    /// A chunk that did not decode: the codec, the chunk, and why (part of the message, not
+    /// a `source`, as in [`Error::At`]).
+    #[error("{codec}: {what}: {inner}")]
     Chunk {
         codec: String,
         what: String,
-        #[source]
-        source: Box<Error>,
+        inner: Box<Error>,
     },
 
     /// Timestamps a timestamp model cannot be applied to (too few, not advancing).
@@ -431,7 +429,7 @@ impl Error {
     pub fn at(path: impl Into<PathBuf>, source: Error) -> Self {
         Error::At {
             path: path.into(),
-            source: Box::new(source),
+            inner: Box::new(source),
         }
     }
 

@@ -284,7 +284,7 @@ impl ZarrArray {
                 .map_err(|e| crate::Error::Chunk {
                     codec: "filters".into(),
                     what: what.clone(),
-                    source: Box::new(e),
+                    inner: Box::new(e),
                 })
             };
             if src.capacity() > 64 << 20 {

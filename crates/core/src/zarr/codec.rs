@@ -112,7 +112,7 @@ impl Compressor {
         self.decode(src, dst).map_err(|e| Error::Chunk {
             codec: self.name(),
             what: what.to_string(),
-            source: Box::new(e),
+            inner: Box::new(e),
         })
     }
 
