@@ -24,9 +24,11 @@ def _cores():
 
 
 def _threads_in_a_new_interpreter(env):
+    # Run from here: in python/, `-c` would import the source package (see conftest.py).
     out = subprocess.run(
         [sys.executable, "-c", "import roverlog; print(roverlog.threads())"],
         env={**os.environ, **env}, capture_output=True, text=True, timeout=60,
+        cwd=os.path.dirname(os.path.abspath(__file__)),
     )
     return out
 
@@ -61,17 +63,19 @@ def test_a_worker_process_reads_on_one_thread_unless_its_parent_chose():
         assert pool.map(_threads_here, [0]) == [3]
 
 
-def _most_threads_during(read, seconds):
-    """The most threads this process had while `read` ran in a loop for `seconds`, seen by
-    polling /proc/self/task from another thread (reads release the GIL)."""
-    most, stop = [0], threading.Event()
+def _threads_started_during(read, seconds):
+    """How many threads this process started while `read` ran in a loop for `seconds`: the
+    ids in /proc/self/task that were not there before, seen by polling from another thread
+    (reads release the GIL); threads of an earlier read still ending do not count."""
+    before = set(os.listdir("/proc/self/task"))
+    new, stop = set(), threading.Event()
 
     def poll():
+        me = str(threading.get_native_id())
         while not stop.is_set():
-            most[0] = max(most[0], len(os.listdir("/proc/self/task")))
+            new.update(set(os.listdir("/proc/self/task")) - before - {me})
 
     poller = threading.Thread(target=poll)
-    before = len(os.listdir("/proc/self/task"))
     poller.start()
     try:
         deadline = time.monotonic() + seconds
@@ -81,7 +85,7 @@ def _most_threads_during(read, seconds):
         stop.set()
         poller.join(timeout=10)
     assert not poller.is_alive(), "the /proc/self/task poller did not stop"
-    return most[0] - before - 1  # the poller itself
+    return len(new)
 
 
 def test_set_threads_1_makes_a_bulk_read_start_no_thread(trace):
@@ -91,7 +95,7 @@ def test_set_threads_1_makes_a_bulk_read_start_no_thread(trace):
     roverlog.set_threads(4)
     seen, deadline = 0, time.monotonic() + 10
     while seen < 1 and time.monotonic() < deadline:
-        seen = _most_threads_during(img.read, 0.5)
+        seen = _threads_started_during(img.read, 0.5)
     assert seen >= 1, "4 decoding threads were never seen in /proc/self/task"
     roverlog.set_threads(1)
-    assert _most_threads_during(img.read, 1.0) == 0
+    assert _threads_started_during(img.read, 1.0) == 0
