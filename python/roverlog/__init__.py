@@ -5,12 +5,46 @@ driver for the roverlog daemon, over the roverlog Rust library.
 - `roverlog.gulp.GulpDirectory`: gulpio2's reading API (change the import).
 - `roverlog.zarr.open`, `roverlog.l5kit.ChunkedDataset`: zarr-python 2's and l5kit's reading.
 - `roverlog.Driver`: send samples to a running daemon (docs/protocol.md).
-- `roverlog.Error`: what the library raises besides `FileNotFoundError`, `OSError`,
-  `IndexError` and `KeyError` (a `ValueError`).
+
+Errors (`roverlog.errors`): everything roverlog raises about a file is a `roverlog.Error`
+whose message names the file (and the channel and sample, or gulp id and frame), and is also
+the builtin a caller would catch:
+
+- `roverlog.FileError`: a `FileNotFoundError` (missing, or a file where a directory was asked);
+- `roverlog.ReadError`: an `OSError` (any other failure to read a file);
+- `roverlog.MissingKeyError`: a `KeyError` (no channel, sensor or id of that name);
+- `roverlog.SampleIndexError`: an `IndexError` (a sample, frame or row past the end);
+- `roverlog.FormatError`: a `ValueError` (corrupt, inconsistent or unsupported data: invalid
+  JSON, an unknown type code, a truncated JPEG).
+
+Threads (`roverlog.parallel`): a bulk read (a range of frames, a gulp read, zarr rows) decodes
+on one thread per core, or on one thread in a worker process (a `DataLoader` worker, any
+`multiprocessing` child, a process forked after the import). `roverlog.set_threads(n)` or
+the environment variable `ROVERLOG_THREADS=n` (read at import) choose `n` instead;
+`roverlog.threads()` says how many the next read uses.
 """
-from ._roverlog import Error
+from .errors import Error, FileError, FormatError, MissingKeyError, ReadError, SampleIndexError
+from . import parallel
+from .parallel import set_threads, threads
 from . import gulp, l5kit, zarr
 from .driver import Driver
 from .roverd import Channel, Metadata, Nearest, Sensor, Trace
 
-__all__ = ["Channel", "Driver", "Error", "Metadata", "Nearest", "Sensor", "Trace"]
+parallel.configure_at_import()
+
+__all__ = [
+    "Channel",
+    "Driver",
+    "Error",
+    "FileError",
+    "FormatError",
+    "Metadata",
+    "MissingKeyError",
+    "Nearest",
+    "ReadError",
+    "SampleIndexError",
+    "Sensor",
+    "Trace",
+    "set_threads",
+    "threads",
+]

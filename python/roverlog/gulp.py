@@ -15,6 +15,9 @@ frames of one read are views of one block of memory (each `HxWx3`, C-contiguous 
 writable, like gulpio2's); keeping one frame keeps that read's block alive.
 `jpeg_decoder=` is honoured as in gulpio2 (called on each frame's JPEG bytes) when given.
 Only `meta_data[0]` of each id is kept (what gulpio2's reads return). Objects pickle by path.
+Errors name the directory, the id and the frame (`roverlog.errors`): an unknown id is a
+`MissingKeyError` (a `KeyError`), a frame that does not decode (a truncated JPEG) a
+`FormatError` (a `ValueError`).
 """
 import json
 import os
@@ -23,6 +26,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import _roverlog
+from .errors import FormatError, MissingKeyError
 
 
 def _split(element):
@@ -73,7 +77,7 @@ class GulpChunk:
     def read_frames(self, id_, slice_=None):
         id_ = str(id_)
         if id_ not in self._ids:
-            raise KeyError(f"{self.meta_file_path}: no id {id_!r}")
+            raise MissingKeyError(f"{self.meta_file_path}: no id {id_!r}")
         return self._dir._read(id_, slice_)
 
     def iter_all(self, accepted_ids=None, shuffle=False):
@@ -127,7 +131,7 @@ class GulpDirectory:
 
     def _read(self, id_, slice_):
         if id_ not in self._frames:
-            raise KeyError(id_)
+            raise MissingKeyError(f"{self.output_dir}: no id {id_!r}")
         n = self._frames[id_]
         if slice_ is None:
             idx = list(range(n))
@@ -149,5 +153,5 @@ class GulpDirectory:
             ]
         meta = self.merged_meta_dict[id_]["meta_data"]
         if not meta:
-            raise _roverlog.Error(f"{self.output_dir}: id {id_!r}: meta_data is empty")
+            raise FormatError(f"{self.output_dir}: id {id_!r}: meta_data is empty")
         return frames, dict(meta[0])

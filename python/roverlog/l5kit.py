@@ -5,6 +5,7 @@ zarr-python's, and l5kit's interval helpers (`l5kit.data.filter`).
 import os
 
 from . import zarr
+from .errors import FormatError, MissingKeyError
 
 
 class ChunkedDataset:
@@ -17,11 +18,11 @@ class ChunkedDataset:
             raise ValueError(f"roverlog.l5kit is read-only (mode {mode!r})")
         self.root = zarr.open(self.path)
         if not isinstance(self.root, zarr.Group):
-            raise ValueError(f"{self.path}: an L5Kit dataset is a zarr group")
+            raise FormatError(f"{self.path}: an L5Kit dataset is a zarr group")
         for attr, name in [("scenes", "scenes"), ("frames", "frames"), ("agents", "agents"),
                            ("tl_faces", "traffic_light_faces")]:
             if name not in self.root:
-                raise KeyError(f"{self.path}: no {name!r} array (not an L5Kit dataset)")
+                raise MissingKeyError(f"{self.path}: no {name!r} array (not an L5Kit dataset)")
             # l5kit caches up to cache_size_bytes of chunks when `cached`; we cache decoded
             # chunks, up to that budget per array.
             budget = int(cache_size_bytes) if cached else 0

@@ -10,6 +10,10 @@
 alive); pass `writable=True` for copies (e.g. for `torch.from_numpy`). `lzma`/`lzmaf` frames
 and JPEG frames (`jpg`, `mjpg`) are decoded by the native library on every core with the GIL
 released. Every object pickles by path and re-opens in the receiving process.
+
+Errors about the files are `roverlog.Error`s naming the file, channel and sample
+(`roverlog.errors`); `sensor.channels` and `trace.sensors` are dicts whose missing keys raise
+`roverlog.MissingKeyError` (a `KeyError`) naming the directory and the names it holds.
 """
 import io
 import json
@@ -20,6 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from . import _roverlog
+from .errors import FileError, FormatError, MissingKeyError, SampleIndexError, from_os_error
 
 META_FILE = "meta.json"
 TS = "ts"
@@ -29,17 +34,39 @@ def _dtype(code):
     return np.dtype("<" + code)
 
 
+class _Names(dict):
+    """A dict of a directory's sensors or channels whose missing key says where it looked."""
+
+    def __init__(self, items, where, what):
+        super().__init__(items)
+        self._where, self._what = where, what
+
+    def __missing__(self, key):
+        raise MissingKeyError(f"{self._where}: no {self._what} {key!r} ({self._what}s: {list(self)})")
+
+    def __reduce__(self):
+        return (_Names, (dict(self), self._where, self._what))
+
+
 class Channel:
     """One channel of a sensor (`raw`, `lzma`, `lzmaf`, `jpg`, `npz`, `mjpg`)."""
 
     def __init__(self, sensor_dir, name, meta, writable=False):
         self.sensor_dir = os.fspath(sensor_dir)
         self.name = name
-        self.meta = dict(meta)
-        self.format = meta["format"]
-        self.type = meta["type"]
-        self.shape = tuple(meta["shape"])
-        self.dtype = _dtype(self.type)
+        where = f"{os.path.join(self.sensor_dir, META_FILE)}: channel {name!r}"
+        try:
+            self.meta = dict(meta)
+            self.format = meta["format"]
+            self.type = meta["type"]
+            self.shape = tuple(int(d) for d in meta["shape"])
+        except (KeyError, TypeError, ValueError) as e:
+            why = f"no {e.args[0]!r}" if isinstance(e, KeyError) else e
+            raise FormatError(f"{where}: not a channel description ({why})") from None
+        try:
+            self.dtype = _dtype(self.type)
+        except TypeError:
+            raise FormatError(f"{where}: unknown type code {self.type!r}") from None
         self.writable = writable
         self.path = os.path.join(self.sensor_dir, name)
 
@@ -62,20 +89,35 @@ class Channel:
     def sample_bytes(self):
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
+    def _raw_len(self):
+        """Samples of a `raw` channel, counted by the file's size."""
+        if self.sample_bytes == 0:
+            raise FormatError(
+                f"{os.path.join(self.sensor_dir, META_FILE)}: channel {self.name!r}: shape "
+                f"{list(self.shape)} holds no values (samples of 0 bytes cannot be counted)"
+            )
+        try:
+            return os.path.getsize(self.path) // self.sample_bytes
+        except OSError as e:
+            raise from_os_error(e, self.path) from None
+
     def _raw(self):
         """The whole `raw` channel as a read-only array over the mapped file."""
-        n = os.path.getsize(self.path) // self.sample_bytes
+        n = self._raw_len()
         if n == 0:
             return np.empty((0, *self.shape), self.dtype)
-        with open(self.path, "rb") as f:
-            m = mmap.mmap(f.fileno(), n * self.sample_bytes, access=mmap.ACCESS_READ)
+        try:
+            with open(self.path, "rb") as f:
+                m = mmap.mmap(f.fileno(), n * self.sample_bytes, access=mmap.ACCESS_READ)
+        except OSError as e:
+            raise from_os_error(e, self.path) from None
         return np.frombuffer(m, dtype=self.dtype, count=n * (self.sample_bytes // self.dtype.itemsize)).reshape(
             n, *self.shape
         )
 
     def __len__(self):
         if self.format == "raw":
-            return os.path.getsize(self.path) // self.sample_bytes
+            return self._raw_len()
         return self._native().len()
 
     def _bounds(self, start, samples):
@@ -87,7 +129,7 @@ class Channel:
         if samples == -1:
             samples = n - start
         if start < 0 or samples < 0 or start + samples > n:
-            raise IndexError(f"{self.path}: samples {start}..{start + samples} out of range (channel holds {n})")
+            raise SampleIndexError(f"{self.path}: samples {start}..{start + samples} out of range (channel holds {n})")
         return int(start), int(samples)
 
     def read(self, start=0, samples=-1, decode=True):
@@ -121,7 +163,7 @@ class Channel:
             n = len(self)
             i = index + n if index < 0 else index
             if not 0 <= i < n:
-                raise IndexError(f"{self.path}: sample {index} out of range (channel holds {n})")
+                raise SampleIndexError(f"{self.path}: sample {index} out of range (channel holds {n})")
             return self.read(int(i), 1)[0]
         raise TypeError(f"channel indices are ints or slices, not {type(index).__name__}")
 
@@ -157,11 +199,15 @@ class Sensor:
         try:
             with open(meta_path, "rb") as f:
                 self.meta = json.load(f)
-        except json.JSONDecodeError as e:
-            raise _roverlog.Error(f"{meta_path}: not valid JSON: {e}") from None
+        except OSError as e:
+            raise from_os_error(e, meta_path) from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise FormatError(f"{meta_path}: not valid JSON: {e}") from None
         if not isinstance(self.meta, dict) or TS not in self.meta:
-            raise _roverlog.Error(f"{meta_path}: no \"ts\" channel")
-        self.channels = {n: Channel(self.path, n, m, writable) for n, m in self.meta.items()}
+            raise FormatError(f"{meta_path}: no \"ts\" channel")
+        self.channels = _Names(
+            {n: Channel(self.path, n, m, writable) for n, m in self.meta.items()}, self.path, "channel"
+        )
 
     def __reduce__(self):
         return (Sensor, (self.path, self.writable))
@@ -179,7 +225,11 @@ class Sensor:
         return Metadata(self.timestamps)
 
     def __len__(self):
-        return os.path.getsize(os.path.join(self.path, TS)) // 8
+        ts = os.path.join(self.path, TS)
+        try:
+            return os.path.getsize(ts) // 8
+        except OSError as e:
+            raise from_os_error(e, ts) from None
 
     def __getitem__(self, index):
         """Sample `index` of every channel, as a dict (abstract-dataloader's `Sensor`)."""
@@ -242,17 +292,21 @@ class Trace:
     def __init__(self, path, sync=None, writable=False):
         self.path = os.fspath(path)
         if not os.path.isdir(self.path):
-            raise FileNotFoundError(f"{self.path}: no such trace directory")
+            if os.path.exists(self.path):
+                raise FileError(f"{self.path}: a file, not a trace directory")
+            raise FileError(f"{self.path}: no such trace directory")
+        try:
+            listed = os.listdir(self.path)
+        except OSError as e:
+            raise from_os_error(e, self.path) from None
         names = sorted(
-            n
-            for n in os.listdir(self.path)
-            if not n.startswith("_") and os.path.isfile(os.path.join(self.path, n, META_FILE))
+            n for n in listed if not n.startswith("_") and os.path.isfile(os.path.join(self.path, n, META_FILE))
         )
         if not names and not os.path.isfile(os.path.join(self.path, "config.yaml")):
-            raise _roverlog.Error(f"{self.path}: not a trace (no config.yaml and no sensor with meta.json)")
+            raise FormatError(f"{self.path}: not a trace (no config.yaml and no sensor with meta.json)")
         self.sync = sync
         self.writable = writable
-        self.sensors = {n: Sensor(os.path.join(self.path, n), writable) for n in names}
+        self.sensors = _Names({n: Sensor(os.path.join(self.path, n), writable) for n in names}, self.path, "sensor")
 
     def __reduce__(self):
         return (Trace, (self.path, self.sync, self.writable))
@@ -271,9 +325,6 @@ class Trace:
 
     def __getitem__(self, key):
         if isinstance(key, str):
-            try:
-                return self.sensors[key]
-            except KeyError:
-                raise KeyError(f"{self.path}: no sensor {key!r} (sensors: {list(self.sensors)})") from None
+            return self.sensors[key]
         idx = self._indices
         return {n: self.sensors[n][int(i[key])] for n, i in idx.items()}

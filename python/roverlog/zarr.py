@@ -9,7 +9,9 @@ library's reader (Blosc, zstd, zlib, gzip, lz4 and what else it decodes; structu
 
 Reads decode chunks on several threads with the GIL released. Indexing selects along the
 first dimension (an int, a slice with a positive step, `...`/`:`); arrays are read-only.
-Objects pickle by path.
+Objects pickle by path. Errors about the files are `roverlog.Error`s naming the file
+(`roverlog.errors`): invalid metadata is a `FormatError` (a `ValueError`), a missing array a
+`FileError` (a `FileNotFoundError`), a row past the end a `SampleIndexError`.
 """
 import builtins
 import json
@@ -18,6 +20,7 @@ import os
 import numpy as np
 
 from . import _roverlog
+from .errors import FileError, FormatError, SampleIndexError, from_os_error
 
 
 def _descr(d):
@@ -31,12 +34,22 @@ def _descr(d):
     return out
 
 
+def _json(path):
+    """The JSON document in `path`; errors name the file."""
+    try:
+        with builtins.open(path, "rb") as f:
+            return json.load(f)
+    except OSError as e:
+        raise from_os_error(e, path) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise FormatError(f"{path}: invalid JSON: {e}") from None
+
+
 def _attrs(path):
     p = os.path.join(path, ".zattrs")
     if not os.path.exists(p):
         return {}
-    with builtins.open(p, encoding="utf-8") as f:
-        return json.load(f)
+    return _json(p)
 
 
 class Array:
@@ -47,14 +60,18 @@ class Array:
     def __init__(self, path, cache_bytes=None):
         self.path = os.fspath(path)
         self.cache_bytes = cache_bytes
-        with builtins.open(os.path.join(self.path, ".zarray"), "rb") as f:
-            meta = json.load(f)
+        # The library checks `.zarray` first, and says what is wrong with it and where.
         self._native = _roverlog.ZarrArr(self.path)
         if cache_bytes is not None:
             self._native.set_cache_bytes(int(cache_bytes))
-        self.shape = tuple(meta["shape"])
-        self.chunks = tuple(meta["chunks"])
-        self.dtype = np.dtype(_descr(meta["dtype"]))
+        zarray = os.path.join(self.path, ".zarray")
+        meta = _json(zarray)
+        try:
+            self.shape = tuple(meta["shape"])
+            self.chunks = tuple(meta["chunks"])
+            self.dtype = np.dtype(_descr(meta["dtype"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise FormatError(f"{zarray}: {e!r} (not Zarr v2 array metadata numpy can read)") from None
         self.order = meta.get("order", "C")
         self.fill_value = meta.get("fill_value")
         self.attrs = _attrs(self.path)
@@ -88,7 +105,7 @@ class Array:
         if not self.shape:
             if key in ((), Ellipsis, slice(None)):
                 return self._rows(0, 1).reshape(())
-            raise IndexError(f"{self.path}: a 0-d array takes () or ..., not {key!r}")
+            raise SampleIndexError(f"{self.path}: a 0-d array takes () or ..., not {key!r}")
         if key is Ellipsis or key == ():
             key = slice(None)
         if isinstance(key, tuple) and len(key) == 1:
@@ -97,7 +114,7 @@ class Array:
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
             i = int(key) + n if key < 0 else int(key)
             if not 0 <= i < n:
-                raise IndexError(f"{self.path}: index {key} out of bounds for axis 0 with size {n}")
+                raise SampleIndexError(f"{self.path}: index {key} out of bounds for axis 0 with size {n}")
             return self._rows(i, i + 1)[0]
         if isinstance(key, slice):
             a, b, step = key.indices(n)
@@ -165,4 +182,4 @@ def open(path, mode="r"):
         return Array(path)
     if os.path.exists(os.path.join(path, ".zgroup")):
         return Group(path)
-    raise FileNotFoundError(f"{path}: no .zarray or .zgroup (not a Zarr v2 array or group)")
+    raise FileError(f"{path}: no .zarray or .zgroup (not a Zarr v2 array or group)")

@@ -8,19 +8,18 @@
 //! opened again. A single read costs the same on a 100-sample channel as on a long one.
 //! Threads that decode a range share the one open reader.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
 use numpy::{IntoPyArray, PyArray1};
-use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
 use roverlog_core::format::channel::channel_files;
 use roverlog_core::format::{ChannelFormat, ChannelMeta, ChannelReader, Sensor};
 
-use crate::{parallel_fill, to_py, PyKeyError};
+use crate::{parallel_fill, to_py, Kind};
 
 /// Size and modification time of each file a channel's length depends on.
 type Stamp = Vec<Option<(u64, SystemTime)>>;
@@ -54,6 +53,11 @@ fn stamp(files: &[PathBuf]) -> Stamp {
 }
 
 impl NativeChannel {
+    /// The channel's file or directory, as messages name it.
+    fn path(&self) -> PathBuf {
+        self.dir.join(&self.name)
+    }
+
     /// The open reader, (re)opened when the channel's files changed since it was opened.
     fn with_open<T>(
         &self,
@@ -80,7 +84,7 @@ impl NativeChannel {
     fn new(sensor_dir: PathBuf, channel: &str) -> PyResult<NativeChannel> {
         let sensor = Sensor::open(&sensor_dir).map_err(to_py)?;
         let meta = sensor.meta().get(channel).cloned().ok_or_else(|| {
-            PyKeyError(format!("{}: no channel {channel:?}", sensor_dir.display()))
+            Kind::MissingKey.err(format!("{}: no channel {channel:?}", sensor_dir.display()))
         })?;
         let mut watched = channel_files(&sensor_dir, channel, &meta);
         watched.push(sensor_dir.join("ts"));
@@ -122,16 +126,15 @@ impl NativeChannel {
                 let r = &mut o.reader;
                 Ok(Ok(match what {
                     What::Fixed(per) => Got::Fixed(read_fixed(r, start, count, per)?),
-                    What::Pixels => Got::Pixels(decode_frames(r, &self.name, start, count)?),
+                    What::Pixels => Got::Pixels(decode_frames(r, &self.path(), start, count)?),
                     What::Bytes => Got::Bytes(r.get_range(start..start + count)?),
                 }))
             })
         });
         match got.map_err(to_py)? {
-            Err(len) => Err(PyIndexError::new_err(format!(
-                "{}/{}: samples {start}..{} out of range (channel holds {len})",
-                self.dir.display(),
-                self.name,
+            Err(len) => Err(Kind::SampleIndex.err(format!(
+                "{}: samples {start}..{} out of range (channel holds {len})",
+                self.path().display(),
                 start.saturating_add(count)
             ))),
             Ok(Got::Fixed(v)) => Ok((v.into_pyarray_bound(py).into_any().unbind(), None)),
@@ -200,29 +203,41 @@ fn shared(r: &ChannelReader, i: u64) -> roverlog_core::Result<std::borrow::Cow<'
     })
 }
 
-/// Every JPEG of `range`, decoded to RGB on every core: the pixels back to back and the
-/// frame shape (all frames must share it).
+/// Why sample `index` of the channel at `path` did not decode, naming both (the decoder's
+/// message names neither).
+fn in_sample(path: &Path, index: u64, e: roverlog_core::Error) -> roverlog_core::Error {
+    roverlog_core::Error::Corrupt {
+        path: path.to_path_buf(),
+        msg: format!("sample {index}: {e}"),
+    }
+}
+
+/// Every JPEG of `range`, decoded to RGB on `threads::current()` threads: the pixels back
+/// to back and the frame shape (all frames must share it).
 fn decode_frames(
     r: &ChannelReader,
-    name: &str,
+    path: &Path,
     start: u64,
     count: u64,
 ) -> roverlog_core::Result<(Vec<u8>, [usize; 3])> {
     if count == 0 {
         return Ok((Vec::new(), [0, 0, 3]));
     }
-    let first = roverlog_core::jpeg::decode_jpeg(&shared(r, start)?)?;
+    let first = roverlog_core::jpeg::decode_jpeg(&shared(r, start)?)
+        .map_err(|e| in_sample(path, start, e))?;
     let shape = [first.height, first.width, 3];
     let per = shape.iter().product::<usize>();
     let mut out = vec![0u8; count as usize * per];
     parallel_fill(start, count, per, &mut out, |range, chunk| {
         for (k, i) in range.enumerate() {
-            let rgb = roverlog_core::format::avi::decode_rgb(&shared(r, i)?)?;
+            let rgb = roverlog_core::format::avi::decode_rgb(&shared(r, i)?)
+                .map_err(|e| in_sample(path, i, e))?;
             if rgb.len() != per {
                 return Err(roverlog_core::Error::Codec {
                     codec: "jpeg".into(),
                     msg: format!(
-                        "{name}: frame {i} decodes to {} bytes, frame {start} to {per} ({}x{}x3): frames of different sizes cannot share one array (read them one at a time, or decode=False)",
+                        "{}: frame {i} decodes to {} bytes, frame {start} to {per} ({}x{}x3): frames of different sizes cannot share one array (read them one at a time, or decode=False)",
+                        path.display(),
                         rgb.len(),
                         shape[0],
                         shape[1]

@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use roverlog_client::{ResilientDriver, ResilientOptions};
 use roverlog_core::format::SensorMeta;
 
-use crate::{to_py, Error};
+use crate::{to_py, Kind};
 
 struct Inner {
     driver: ResilientDriver,
@@ -92,7 +92,7 @@ impl NativeDriver {
         let meta = SensorMeta::parse(meta_json.as_bytes(), std::path::Path::new("<channels>"))
             .map_err(to_py)?;
         if !(max_delay.is_finite() && max_delay > 0.0 && reconnect_timeout >= 0.0) {
-            return Err(Error::new_err(format!(
+            return Err(Kind::Format.err(format!(
                 "max_delay must be positive and reconnect_timeout not negative (got {max_delay}, {reconnect_timeout})"
             )));
         }
@@ -153,7 +153,7 @@ impl NativeDriver {
         let slices: Vec<&[u8]> = views.iter().map(View::bytes).collect();
         let mut g = lock(&self.inner);
         if g.closed {
-            return Err(Error::new_err("the driver is closed"));
+            return Err(Kind::Format.err("the driver is closed".into()));
         }
         if let Some(f) = &g.failed {
             return Err(to_py(roverlog_core::Error::EarlierWriteFailed(f.clone())));
@@ -205,7 +205,7 @@ impl NativeDriver {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.flusher.take() {
             py.allow_threads(|| h.join())
-                .map_err(|_| Error::new_err("the flusher thread panicked"))?;
+                .map_err(|_| Kind::Format.err("the flusher thread panicked".into()))?;
         }
         let r = py.allow_threads(|| {
             let mut g = lock(&self.inner);

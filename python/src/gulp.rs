@@ -9,7 +9,7 @@ use pyo3::types::{PyBytes, PyList};
 
 use roverlog_core::gulp::{FrameSelection, GulpDirectory, JpegFrame};
 
-use crate::{joined, to_py};
+use crate::{joined, to_py, Kind};
 
 #[pyclass(module = "roverlog._roverlog")]
 pub struct GulpDir {
@@ -19,20 +19,34 @@ pub struct GulpDir {
 /// Where one decoded frame lies in a block: byte offset, height, width, channels.
 type Placed = (usize, usize, usize, usize);
 
-/// Decodes `frames` into one buffer, frame after frame, on one thread per core.
+/// Decodes `frames` into one buffer, frame after frame, on `threads::current()` threads;
+/// an error names the frame by its place in `indices` (what the caller asked for) and `id`.
 ///
 /// Every frame's headers are read first, so the buffer is allocated once, in this thread,
 /// and each frame decodes straight into its place: no per-frame allocation, zeroing of fresh
 /// pages or copy. Allocating and freeing (when Python drops the arrays) in the caller's
 /// thread lets the allocator hand the same memory back on the next read, as it does for
 /// the arrays gulpio2's decoder allocates.
-fn decode_block(frames: &[&[u8]]) -> roverlog_core::Result<(Vec<u8>, Vec<Placed>)> {
+fn decode_block(
+    dir: &GulpDirectory,
+    id: &str,
+    indices: &[i64],
+    frames: &[&[u8]],
+) -> roverlog_core::Result<(Vec<u8>, Vec<Placed>)> {
     use std::mem::MaybeUninit;
     use std::sync::Mutex;
 
+    // The gulp reader's messages name the directory; a decoder's name nothing.
+    let in_frame = |k: usize, e: roverlog_core::Error| roverlog_core::Error::Gulp {
+        path: dir.path().to_path_buf(),
+        msg: format!("id {id:?}: frame {}: {e}", indices[k]),
+    };
     let opened = frames
         .iter()
-        .map(|f| JpegFrame::open(f, roverlog_core::jpeg::DEFAULT_MAX_PIXELS))
+        .enumerate()
+        .map(|(k, f)| {
+            JpegFrame::open(f, roverlog_core::jpeg::DEFAULT_MAX_PIXELS).map_err(|e| in_frame(k, e))
+        })
         .collect::<roverlog_core::Result<Vec<_>>>()?;
     let mut placed = Vec::with_capacity(opened.len());
     let mut total = 0usize;
@@ -58,18 +72,16 @@ fn decode_block(frames: &[&[u8]]) -> roverlog_core::Result<(Vec<u8>, Vec<Placed>
     // One job per frame, taken in order by whichever thread is free (frames differ in cost).
     let mut jobs = Vec::with_capacity(opened.len());
     let mut rest: &mut [MaybeUninit<u8>] = &mut block.spare_capacity_mut()[..total];
-    for f in opened {
+    for (k, f) in opened.into_iter().enumerate() {
         let (dst, tail) = rest.split_at_mut(f.len());
         rest = tail;
-        jobs.push((f, dst));
+        jobs.push((k, f, dst));
     }
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(jobs.len().max(1));
+    let threads = crate::threads::current().min(jobs.len().max(1));
     let queue = Mutex::new(jobs.into_iter());
     let work = || -> roverlog_core::Result<()> {
         loop {
-            let Some((f, dst)) = queue.lock().unwrap().next() else {
+            let Some((k, f, dst)) = queue.lock().unwrap().next() else {
                 return Ok(());
             };
             // Zeroed here, while the frame's bytes are about to be in this core's cache
@@ -83,7 +95,7 @@ fn decode_block(frames: &[&[u8]]) -> roverlog_core::Result<(Vec<u8>, Vec<Placed>
             if let Err(e) = f.decode_into(dst) {
                 // The read fails as a whole: the other threads need not decode the rest.
                 queue.lock().unwrap().by_ref().for_each(drop);
-                return Err(e);
+                return Err(in_frame(k, e));
             }
         }
     };
@@ -131,10 +143,7 @@ impl GulpDir {
     /// JSON text.
     fn meta_json(&self, id: &str) -> PyResult<String> {
         let v = self.dir.video(id).ok_or_else(|| {
-            pyo3::exceptions::PyKeyError::new_err(format!(
-                "{}: no id {id:?}",
-                self.dir.path().display()
-            ))
+            Kind::MissingKey.err(format!("{}: no id {id:?}", self.dir.path().display()))
         })?;
         let infos: Vec<[u64; 3]> = v
             .frame_infos()
@@ -157,21 +166,22 @@ impl GulpDir {
         decode: bool,
     ) -> PyResult<PyObject> {
         if self.dir.video(id).is_none() {
-            return Err(pyo3::exceptions::PyKeyError::new_err(format!(
-                "{}: no id {id:?}",
-                self.dir.path().display()
-            )));
+            return Err(
+                Kind::MissingKey.err(format!("{}: no id {id:?}", self.dir.path().display()))
+            );
         }
         let frames = self
             .dir
-            .frames(id, &FrameSelection::Indices(indices))
-            .map_err(|e| pyo3::exceptions::PyIndexError::new_err(e.to_string()))?;
+            .frames(id, &FrameSelection::Indices(indices.clone()))
+            .map_err(|e| Kind::SampleIndex.err(e.to_string()))?;
         if !decode {
             let list = PyList::new_bound(py, frames.iter().map(|f| PyBytes::new_bound(py, f)));
             return Ok(list.into_any().unbind());
         }
         // One array holds every frame; the Python half views each frame in it.
-        let (block, placed) = py.allow_threads(|| decode_block(&frames)).map_err(to_py)?;
+        let (block, placed) = py
+            .allow_threads(|| decode_block(&self.dir, id, &indices, &frames))
+            .map_err(to_py)?;
         let block = block.into_pyarray_bound(py);
         Ok((block, placed).into_py(py))
     }

@@ -1,11 +1,12 @@
 //! `roverlog._roverlog`: the native half of the `roverlog` Python package. Everything that
 //! decodes (lzma/lzmaf frames, JPEG frames of `jpg` and `mjpg` channels, gulp frames) runs
-//! here, on every core, without the GIL; the Python half (`roverlog/*.py`) holds the objects
-//! users see, maps `raw` channels zero-copy with numpy, and pickles by path.
+//! here, on every core (or as many threads as `roverlog.set_threads` says), without the GIL;
+//! the Python half (`roverlog/*.py`) holds the objects users see, maps `raw` channels
+//! zero-copy with numpy, and pickles by path.
 //!
 //! No panic is expected to reach Python (pyo3 would turn one into `PanicException`); every
-//! library error becomes `FileNotFoundError`, `OSError`, `IndexError` or `roverlog.Error`
-//! (a `ValueError`) carrying the library's message.
+//! library error becomes one of the classes of `roverlog/errors.py` (`errors.rs`), carrying
+//! the library's message. Bulk reads decode on `threads::current()` threads (`threads.rs`).
 
 // pyo3 0.22's macros test a `gil-refs` feature this crate does not declare, and convert
 // errors into themselves in the code `#[pyfunction]` generates.
@@ -13,36 +14,19 @@
 
 use std::path::PathBuf;
 
-use pyo3::exceptions::{PyFileNotFoundError, PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 mod channel;
 mod driver;
+mod errors;
 mod gulp;
+mod threads;
 mod zarr;
 
-pyo3::create_exception!(
-    _roverlog,
-    Error,
-    PyValueError,
-    "A dataset roverlog cannot read as asked (corrupt, unsupported, inconsistent)."
-);
-
-pub(crate) fn to_py(e: roverlog_core::Error) -> PyErr {
-    match &e {
-        roverlog_core::Error::Io { source, .. }
-            if source.kind() == std::io::ErrorKind::NotFound =>
-        {
-            PyFileNotFoundError::new_err(e.to_string())
-        }
-        roverlog_core::Error::Io { .. } => PyOSError::new_err(e.to_string()),
-        roverlog_core::Error::OutOfRange { .. } => PyIndexError::new_err(e.to_string()),
-        _ => Error::new_err(e.to_string()),
-    }
-}
+pub(crate) use errors::{to_py, Kind};
 
 /// A decoding thread's result, its panic (a decoder bug) turned into an error, so that it
-/// reaches Python as `roverlog.Error` rather than pyo3's `PanicException`.
+/// reaches Python as `roverlog.FormatError` rather than pyo3's `PanicException`.
 fn joined(r: std::thread::Result<roverlog_core::Result<()>>) -> roverlog_core::Result<()> {
     r.unwrap_or_else(|payload| {
         let why = payload
@@ -57,8 +41,8 @@ fn joined(r: std::thread::Result<roverlog_core::Result<()>>) -> roverlog_core::R
     })
 }
 
-/// Splits `start..start+count` over the cores and runs `f(range, out_chunk)` on each, where
-/// `out` holds `per` bytes per sample.
+/// Splits `start..start+count` over `threads::current()` threads and runs
+/// `f(range, out_chunk)` on each, where `out` holds `per` bytes per sample.
 pub(crate) fn parallel_fill(
     start: u64,
     count: u64,
@@ -66,9 +50,12 @@ pub(crate) fn parallel_fill(
     out: &mut [u8],
     f: impl Fn(std::ops::Range<u64>, &mut [u8]) -> roverlog_core::Result<()> + Sync,
 ) -> roverlog_core::Result<()> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(count.max(1) as usize);
+    let threads = threads::current().min(count.max(1) as usize);
+    if threads <= 1 {
+        // In the caller's thread: a read told to use one thread starts none.
+        let all = std::panic::AssertUnwindSafe(|| f(start..start + count, out));
+        return joined(std::panic::catch_unwind(all));
+    }
     let each = count.div_ceil(threads as u64).max(1);
     std::thread::scope(|s| {
         let mut rest = out;
@@ -86,11 +73,6 @@ pub(crate) fn parallel_fill(
     })
 }
 
-#[allow(non_snake_case)]
-pub(crate) fn PyKeyError(msg: String) -> PyErr {
-    pyo3::exceptions::PyKeyError::new_err(msg)
-}
-
 /// `validate(path)`: the problems `roverlog validate` would print for the sensor in `path`
 /// (an empty list when it is sound).
 #[pyfunction]
@@ -105,7 +87,10 @@ fn check_sensor(py: Python<'_>, path: PathBuf) -> PyResult<Vec<String>> {
 
 #[pymodule]
 fn _roverlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("Error", m.py().get_type_bound::<Error>())?;
+    threads::init();
+    m.add_function(wrap_pyfunction!(threads::set_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(threads::threads, m)?)?;
+    m.add_function(wrap_pyfunction!(threads::_mark_worker, m)?)?;
     m.add_function(wrap_pyfunction!(check_sensor, m)?)?;
     m.add_class::<channel::NativeChannel>()?;
     m.add_class::<driver::NativeDriver>()?;

@@ -1,5 +1,5 @@
 //! The native half of `roverlog.zarr`: an opened Zarr v2 array whose row reads decode chunks
-//! on several threads without the GIL; the bytes come back packed and little-endian, and the
+//! on several threads (`threads.rs`) without the GIL; the bytes come back packed and little-endian, and the
 //! Python half views them with the array's dtype.
 
 use std::path::PathBuf;
@@ -42,6 +42,9 @@ impl ZarrArr {
 
     /// Rows `start .. stop`, packed little-endian, as a flat uint8 array.
     fn read_rows(&self, py: Python<'_>, start: u64, stop: u64) -> PyResult<PyObject> {
+        // Automatic: the library's own choice (up to 8 of the cores), one in a worker.
+        let threads = crate::threads::chosen().unwrap_or_else(|| crate::threads::current().min(8));
+        self.arr.set_threads(threads);
         let v = py
             .allow_threads(|| self.arr.read_rows(start..stop))
             .map_err(to_py)?;

@@ -5,10 +5,21 @@ against numpy reading them by upstream's rules."""
 import json
 import lzma
 import os
+import sys
 
 import cv2
 import numpy as np
 import pytest
+
+# The tests check the installed package. `python/` holds its sources without the native
+# extension, and `python -m pytest` run there puts it first on sys.path, where its `roverlog`
+# would hide the installed one ("No module named 'roverlog._roverlog'").
+_SOURCES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _SOURCES]
+try:
+    import roverlog  # noqa: F401  (imported here to fail once, with the remedy)
+except ImportError as e:
+    raise pytest.UsageError(f"roverlog is not installed ({e}): run `pip install ./python` from the repository root") from None
 
 N = 23
 T0 = 1.7e9

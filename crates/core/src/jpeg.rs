@@ -54,6 +54,27 @@ pub fn decode_jpeg_limited(bytes: &[u8], max_pixels: usize) -> Result<DecodedFra
     })
 }
 
+/// Refuses a JPEG cut short (a frame torn by a crash, a partial copy): zune-jpeg decodes one
+/// without complaint, filling the rows it lacks with grey, where libjpeg-based readers
+/// (Pillow, simplejpeg) raise. A whole JPEG ends with its end-of-image marker `FF D9`,
+/// before the zero bytes that pad AVI chunks and gulp records (as `validate --deep` checks).
+fn check_complete(bytes: &[u8]) -> Result<()> {
+    let body = match bytes.iter().rposition(|&b| b != 0) {
+        Some(end) => &bytes[..=end],
+        None => bytes,
+    };
+    if bytes.starts_with(&[0xFF, 0xD8]) && !body.ends_with(&[0xFF, 0xD9]) {
+        return Err(Error::Codec {
+            codec: "jpeg".into(),
+            msg: format!(
+                "truncated: no end-of-image marker (FF D9) at the end of its {} bytes",
+                bytes.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn jpeg_err(e: zune_jpeg::errors::DecodeErrors) -> Error {
     Error::Jpeg(JpegProblem::Decode(e))
 }
@@ -72,6 +93,7 @@ impl<'a> JpegFrame<'a> {
     /// Reads the headers of `bytes`, refusing an image of more than `max_pixels` pixels.
     /// Colour images decode to RGB, grayscale ones to one channel.
     pub fn open(bytes: &'a [u8], max_pixels: usize) -> Result<JpegFrame<'a>> {
+        check_complete(bytes)?;
         let opts = DecoderOptions::default().jpeg_set_out_colorspace(ColorSpace::RGB);
         let mut dec = JpegDecoder::new_with_options(ZCursor::new(bytes), opts);
         dec.decode_headers().map_err(jpeg_err)?;
@@ -145,5 +167,21 @@ mod tests {
     fn garbage_and_oversized_images_are_errors() {
         assert!(matches!(decode_jpeg(b"not a jpeg"), Err(Error::Jpeg(_))));
         assert!(decode_jpeg(&[]).is_err());
+    }
+
+    #[test]
+    fn a_jpeg_without_its_end_marker_is_truncated() {
+        // Headers alone (start of image, then a comment): cut before any scan.
+        let cut = [0xFF, 0xD8, 0xFF, 0xFE, 0x00, 0x04, b'h', b'i'];
+        let err = JpegFrame::open(&cut, DEFAULT_MAX_PIXELS)
+            .err()
+            .expect("refused");
+        assert!(err.to_string().contains("truncated"), "{err}");
+        // Zero padding after the end marker is not truncation (the header error is another).
+        let padded = [0xFF, 0xD8, 0xFF, 0xD9, 0, 0];
+        let err = JpegFrame::open(&padded, DEFAULT_MAX_PIXELS)
+            .err()
+            .expect("no image");
+        assert!(!err.to_string().contains("truncated"), "{err}");
     }
 }

@@ -13,6 +13,7 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::dtype::{numpy_str_shaped, DType, SwapPlan};
@@ -43,7 +44,9 @@ pub struct ZarrArray {
     /// One element of fill, little-endian (zeros for `fill_value: null`).
     fill: Vec<u8>,
     cache: Mutex<ChunkCache>,
-    threads: usize,
+    /// Threads decoding one read; shared so that a caller holding the array behind `&`
+    /// (several readers, a Python object) can change it between reads, as the cache budget.
+    threads: AtomicUsize,
 }
 
 impl ZarrArray {
@@ -79,7 +82,7 @@ impl ZarrArray {
             swap,
             fill,
             cache: Mutex::new(ChunkCache::new(DEFAULT_CACHE_BYTES)),
-            threads,
+            threads: AtomicUsize::new(threads),
         }
     }
 
@@ -121,8 +124,13 @@ impl ZarrArray {
     }
 
     /// Sets how many threads decode chunks of one read (at least 1).
-    pub fn set_threads(&mut self, n: usize) {
-        self.threads = n.max(1);
+    pub fn set_threads(&self, n: usize) {
+        self.threads.store(n.max(1), Ordering::Relaxed);
+    }
+
+    /// How many threads decode chunks of one read.
+    pub fn threads(&self) -> usize {
+        self.threads.load(Ordering::Relaxed)
     }
 
     /// Reads the whole array.
@@ -218,7 +226,7 @@ impl ZarrArray {
             .into_iter()
             .map(|(i, dst)| (self.grid_index(i), dst))
             .collect();
-        par_for_each(jobs, self.threads, |(idx, dst)| {
+        par_for_each(jobs, self.threads(), |(idx, dst)| {
             self.decode_chunk(&idx, dst)
         })
     }
@@ -241,7 +249,7 @@ impl ZarrArray {
             idxs.iter().map(|i| c.get(i)).collect()
         };
         let missing: Vec<usize> = (0..idxs.len()).filter(|&k| found[k].is_none()).collect();
-        let decoded = par_map(&missing, self.threads, |&k| {
+        let decoded = par_map(&missing, self.threads(), |&k| {
             let mut buf = vec![0u8; self.meta.chunk_bytes()];
             self.decode_chunk(&idxs[k], &mut buf)?;
             Ok(Arc::new(buf))

@@ -96,7 +96,7 @@ impl ZarrArray {
             });
         }
         // Bounded batches keep memory at a few chunks per thread.
-        for batch in cached.chunks(self.threads * 2) {
+        for batch in cached.chunks(self.threads() * 2) {
             let chunks = self.chunks_cached(batch)?;
             for (cidx, chunk) in batch.iter().zip(chunks) {
                 self.copy_intersection(&range, cidx, &chunk, &mut |o, b| {
@@ -106,7 +106,7 @@ impl ZarrArray {
         }
         let dst = Out(out.as_mut_ptr(), out.len());
         let chunk_bytes = self.meta.chunk_bytes();
-        par_for_each(direct, self.threads, |cidx| {
+        par_for_each(direct, self.threads(), |cidx| {
             thread_local! {
                 static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
             }

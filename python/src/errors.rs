@@ -1,0 +1,70 @@
+//! Library errors as the Python classes of `roverlog.errors`.
+//!
+//! The classes are defined in Python (`roverlog/errors.py`): each is a `roverlog.Error` and
+//! also the builtin a caller would catch (`FileNotFoundError`, `OSError`, `KeyError`,
+//! `IndexError`, `ValueError`), and Python allows those several bases where a class made
+//! here with `create_exception!` would get one. The message is the library's, which already
+//! names the file; the callers add the channel and sample where the library cannot know them.
+
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+/// Which class of `roverlog.errors` an error is raised as.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Kind {
+    /// `FileError` (`FileNotFoundError`): missing, or a file where a directory was expected.
+    File,
+    /// `ReadError` (`OSError`): any other I/O error.
+    Read,
+    /// `MissingKeyError` (`KeyError`): no channel, sensor or id of that name.
+    MissingKey,
+    /// `SampleIndexError` (`IndexError`): past the end.
+    SampleIndex,
+    /// `FormatError` (`ValueError`): corrupt, inconsistent or unsupported data.
+    Format,
+}
+
+impl Kind {
+    fn class_name(self) -> &'static str {
+        match self {
+            Kind::File => "FileError",
+            Kind::Read => "ReadError",
+            Kind::MissingKey => "MissingKeyError",
+            Kind::SampleIndex => "SampleIndexError",
+            Kind::Format => "FormatError",
+        }
+    }
+
+    /// The class for a library error.
+    pub(crate) fn of(e: &roverlog_core::Error) -> Kind {
+        use std::io::ErrorKind as Io;
+        match e {
+            roverlog_core::Error::Io { source, .. } => match source.kind() {
+                Io::NotFound | Io::NotADirectory | Io::IsADirectory => Kind::File,
+                _ => Kind::Read,
+            },
+            roverlog_core::Error::OutOfRange { .. } => Kind::SampleIndex,
+            _ => Kind::Format,
+        }
+    }
+
+    /// The Python exception of this kind with message `msg`.
+    pub(crate) fn err(self, msg: String) -> PyErr {
+        Python::with_gil(|py| {
+            let class = py
+                .import_bound("roverlog.errors")
+                .and_then(|m| m.getattr(self.class_name()))
+                .and_then(|c| Ok(c.downcast_into::<PyType>()?));
+            match class {
+                Ok(class) => PyErr::from_type_bound(class, (msg,)),
+                // Only when the package's Python half is missing or broken: say so.
+                Err(e) => e,
+            }
+        })
+    }
+}
+
+/// A library error as the `roverlog.errors` class of its kind, with the library's message.
+pub(crate) fn to_py(e: roverlog_core::Error) -> PyErr {
+    Kind::of(&e).err(e.to_string())
+}
