@@ -66,7 +66,7 @@ fn run_frames(layout: &FrameLayout, stream: &[u8], step: usize) -> Vec<Outcome> 
     loop {
         match layout.check(&buf, frame_no) {
             Err(e) => {
-                out.push(Outcome::Error(e));
+                out.push(Outcome::Error(e.to_string()));
                 return out;
             }
             Ok(Check::Incomplete(n)) => {

@@ -20,10 +20,14 @@ use tokio::sync::{Semaphore, TryAcquireError};
 use super::bufpool::{BufPool, PoolBuf};
 use super::config::QueuePolicy;
 use super::events::now_epoch;
+use super::failure::WriterError;
 use super::protocol::{accept_hello, error_line, line, Check, FrameLayout, Hello};
 use super::recording::{Recorder, Slot};
 use super::shutdown::Shutdown;
 use super::writer::WriterMsg;
+
+mod error;
+pub use error::ConnError;
 
 /// Smallest read: reading less per syscall would cost throughput for small frames.
 const READ_CHUNK: usize = 64 << 10;
@@ -59,7 +63,8 @@ pub async fn accept_loop(
         };
         let Ok(permit) = conns.clone().try_acquire_owned() else {
             let mut s = stream;
-            let _ = s.write_all(&error_line("too many connections")).await;
+            let refusal = ConnError::TooManyConnections.to_string();
+            let _ = s.write_all(&error_line(&refusal)).await;
             continue;
         };
         let (rec, shutdown, done, pool) =
@@ -73,7 +78,8 @@ pub async fn accept_loop(
                 drain_left: None,
                 pool: pool.clone(),
             };
-            if let Err(msg) = conn.run().await {
+            if let Err(e) = conn.run().await {
+                let msg = e.to_string();
                 tracing::info!("ingest connection closed: {msg}");
                 let _ = conn.stream.write_all(&error_line(&msg)).await;
                 let _ = conn.stream.shutdown().await;
@@ -85,21 +91,18 @@ pub async fn accept_loop(
 }
 
 /// Whether the peer may connect (`allow_uids`/`allow_gids`; both empty allows everyone).
-fn peer_allowed(stream: &UnixStream, uids: &[u32], gids: &[u32]) -> Result<(), String> {
+fn peer_allowed(stream: &UnixStream, uids: &[u32], gids: &[u32]) -> Result<(), ConnError> {
     if uids.is_empty() && gids.is_empty() {
         return Ok(());
     }
-    let cred = stream
-        .peer_cred()
-        .map_err(|e| format!("cannot read peer credentials: {e}"))?;
+    let cred = stream.peer_cred().map_err(ConnError::PeerCredentials)?;
     if uids.contains(&cred.uid()) || gids.contains(&cred.gid()) {
         Ok(())
     } else {
-        Err(format!(
-            "peer uid {} gid {} is not in allow_uids/allow_gids",
-            cred.uid(),
-            cred.gid()
-        ))
+        Err(ConnError::PeerNotAllowed {
+            uid: cred.uid(),
+            gid: cred.gid(),
+        })
     }
 }
 
@@ -150,7 +153,7 @@ struct DropRun {
 
 impl Connection {
     /// Reads more bytes; `Ok(false)` at end of stream (or when draining found no more).
-    async fn fill(&mut self, want: usize) -> Result<bool, String> {
+    async fn fill(&mut self, want: usize) -> Result<bool, ConnError> {
         let need = want.saturating_sub(self.buf.len()).max(READ_CHUNK);
         self.buf.reserve(need);
         if self.drain_left.is_none() {
@@ -159,7 +162,7 @@ impl Connection {
                 biased;
                 _ = self.shutdown.recv() => self.start_drain(),
                 r = self.stream.read_buf(&mut self.buf) => {
-                    return r.map(|n| n > 0).map_err(|e| format!("read: {e}"));
+                    return r.map(|n| n > 0).map_err(ConnError::Read);
                 }
             }
         }
@@ -167,9 +170,7 @@ impl Connection {
             return Ok(false);
         }
         match tokio::time::timeout(self.drain_quiet(), self.stream.read_buf(&mut self.buf)).await {
-            Ok(r) => r
-                .map(|n| self.drained(n) > 0)
-                .map_err(|e| format!("read: {e}")),
+            Ok(r) => r.map(|n| self.drained(n) > 0).map_err(ConnError::Read),
             Err(_) => Ok(false),
         }
     }
@@ -199,24 +200,24 @@ impl Connection {
 
     /// Reads into `dst`, as [`Connection::fill`] does into `buf`; 0 at end of stream (or
     /// when draining found no more).
-    async fn read_into(&mut self, dst: &mut [u8]) -> Result<usize, String> {
+    async fn read_into(&mut self, dst: &mut [u8]) -> Result<usize, ConnError> {
         if self.drain_left.is_none() {
             tokio::select! {
                 biased;
                 _ = self.shutdown.recv() => self.start_drain(),
-                r = self.stream.read(dst) => return r.map_err(|e| format!("read: {e}")),
+                r = self.stream.read(dst) => return r.map_err(ConnError::Read),
             }
         }
         if self.drain_left == Some(0) {
             return Ok(0);
         }
         match tokio::time::timeout(self.drain_quiet(), self.stream.read(dst)).await {
-            Ok(r) => r.map(|n| self.drained(n)).map_err(|e| format!("read: {e}")),
+            Ok(r) => r.map(|n| self.drained(n)).map_err(ConnError::Read),
             Err(_) => Ok(0),
         }
     }
 
-    async fn hello(&mut self) -> Result<(Hello, FrameLayout), String> {
+    async fn hello(&mut self) -> Result<(Hello, FrameLayout), ConnError> {
         let cfg = self.rec.cfg.clone();
         peer_allowed(
             &self.stream,
@@ -229,31 +230,31 @@ impl Connection {
                 if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
                     // The line is `i + 1` bytes with its newline: that is what the limit bounds.
                     if i >= limit {
-                        break Err(format!("hello is over max_hello_bytes ({limit})"));
+                        break Err(ConnError::HelloTooLong { limit });
                     }
                     let l = self.buf.split_to(i + 1);
                     break Ok(l);
                 }
                 if self.buf.len() > limit {
-                    break Err(format!("hello is over max_hello_bytes ({limit})"));
+                    break Err(ConnError::HelloTooLong { limit });
                 }
                 if !self.fill(0).await? {
-                    break Err("connection closed before a complete hello line".into());
+                    break Err(ConnError::HelloCut);
                 }
             }
         };
         let limit = cfg.ingest.hello_timeout;
         let l = tokio::time::timeout(limit, read)
             .await
-            .map_err(|_| format!("no hello within {limit:?}"))??;
-        accept_hello(
+            .map_err(|_| ConnError::HelloTimeout(limit))??;
+        Ok(accept_hello(
             &l[..l.len() - 1],
             cfg.ingest.max_channels,
             cfg.ingest.max_frame_bytes,
-        )
+        )?)
     }
 
-    async fn run(&mut self) -> Result<(), String> {
+    async fn run(&mut self) -> Result<(), ConnError> {
         let (hello, layout) = self.hello().await?;
         let slot = self.rec.attach(&hello)?;
         let r = self.serve(&hello, &layout, &slot).await;
@@ -266,14 +267,14 @@ impl Connection {
         hello: &Hello,
         layout: &FrameLayout,
         slot: &Arc<Slot>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ConnError> {
         // Trace and count as the writer sees them: during a rotation the recorder's current
         // trace is already the new one while this writer still counts in the old one.
         let (samples, trace) = match slot.ask(WriterMsg::Barrier).await {
             Ok(r) => r,
             Err(e) => {
                 self.rec.discard_failed(slot);
-                return Err(e);
+                return Err(e.into());
             }
         };
         tracing::info!(sensor = %hello.sensor, ?trace, samples, "driver connected");
@@ -282,11 +283,11 @@ impl Connection {
         self.frames(hello, layout, slot).await
     }
 
-    async fn write(&mut self, v: Value) -> Result<(), String> {
+    async fn write(&mut self, v: Value) -> Result<(), ConnError> {
         self.stream
             .write_all(&line(v))
             .await
-            .map_err(|e| format!("write: {e}"))
+            .map_err(ConnError::Write)
     }
 
     /// Receives frames until the stream ends or an error; whichever way the connection ends,
@@ -296,7 +297,7 @@ impl Connection {
         hello: &Hello,
         layout: &FrameLayout,
         slot: &Arc<Slot>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ConnError> {
         let mut t = Tally {
             seq: hello.seq,
             ..Tally::default()
@@ -317,13 +318,13 @@ impl Connection {
         hello: &Hello,
         layout: &FrameLayout,
         slot: &Arc<Slot>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ConnError> {
         let mut want;
         loop {
             // Check frames in place after the pending run.
             loop {
                 match layout.check(&self.buf[t.pend_bytes..], t.frame_no) {
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(e.into()),
                     Ok(Check::Incomplete(n)) => {
                         // Bytes needed from the frame's start, which is where `buf` starts
                         // once the pending run is sent (below).
@@ -347,7 +348,12 @@ impl Connection {
                                 )
                                 .await?
                             }
-                            Err(e) => return Err(format!("sensor {:?} failed: {e}", hello.sensor)),
+                            Err(error) => {
+                                return Err(ConnError::SensorFailed {
+                                    sensor: hello.sensor.clone(),
+                                    error,
+                                })
+                            }
                         }
                     }
                     Ok(Check::Frame { total, ts, seq }) => {
@@ -368,7 +374,10 @@ impl Connection {
             self.send(slot, t)?;
             debug_assert_eq!(t.pend_bytes, 0);
             if let Some(f) = slot.stats.failure() {
-                return Err(format!("sensor {:?} failed: {f}", hello.sensor));
+                return Err(ConnError::SensorFailed {
+                    sensor: hello.sensor.clone(),
+                    error: WriterError::Failed(f),
+                });
             }
             // A large frame with nothing pending before it: received into a pooled buffer
             // and queued as it is (see `bufpool`).
@@ -424,7 +433,7 @@ impl Connection {
         total: usize,
         ts: f64,
         seq: u64,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, ConnError> {
         let sensor = hello.sensor.as_str();
         let no = t.frame_no;
         t.frame_no += 1;
@@ -464,13 +473,13 @@ impl Connection {
             }
             // Closed when the writer thread has ended: not a full queue, and not a drop.
             Err(TryAcquireError::Closed) => {
-                return Err(format!("sensor {:?}: writer has ended", slot.name));
+                return Err(WriterError::ended(&slot.name).into());
             }
             Err(_) if self.rec.cfg.ingest.queue_policy == QueuePolicy::Block => {
                 self.send(slot, t)?;
                 match slot.budget.acquire_many(total as u32).await {
                     Ok(p) => p.forget(),
-                    Err(_) => return Err(format!("sensor {:?}: writer has ended", slot.name)),
+                    Err(_) => return Err(WriterError::ended(&slot.name).into()),
                 }
                 true
             }
@@ -498,7 +507,7 @@ impl Connection {
     /// Receives the rest of a frame of `total` bytes, whose start is all `buf` holds, into a
     /// pooled buffer. `Ok(Err(n))`: the stream ended (or the drain went quiet) with `n` bytes
     /// of the frame received.
-    async fn read_large(&mut self, total: usize) -> Result<Result<PoolBuf, usize>, String> {
+    async fn read_large(&mut self, total: usize) -> Result<Result<PoolBuf, usize>, ConnError> {
         let mut big = self.pool.take(total);
         let mut filled = self.buf.len();
         big.as_mut()[..filled].copy_from_slice(&self.buf);
@@ -521,7 +530,7 @@ impl Connection {
     }
 
     /// Sends the pending run of accepted frames to the writer as one `Bytes`.
-    fn send(&mut self, slot: &Slot, t: &mut Tally) -> Result<(), String> {
+    fn send(&mut self, slot: &Slot, t: &mut Tally) -> Result<(), ConnError> {
         if t.pend_frames == 0 {
             return Ok(());
         }
@@ -551,7 +560,7 @@ impl Connection {
         cost: usize,
         seq: bool,
         recv: Vec<f64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ConnError> {
         let msg = WriterMsg::Batch {
             data,
             frames,
@@ -561,6 +570,6 @@ impl Connection {
         };
         slot.tx
             .send(msg)
-            .map_err(|_| format!("sensor {:?}: writer has ended", slot.name))
+            .map_err(|_| WriterError::ended(&slot.name).into())
     }
 }

@@ -6,7 +6,8 @@
 //!   ([`Config`]; [`config::QueuePolicy`], [`config::FsyncPolicy`]).
 //! - [`protocol`]: sans-io hello and frame parsing.
 //! - [`ingest`]: accept loop and per-connection tasks (tokio).
-//! - [`writer`]: per-sensor writer threads (blocking file I/O, durability, failure).
+//! - [`writer`]: per-sensor writer threads (blocking file I/O, durability, failure);
+//!   [`failure`]: why a sensor failed, and the writers' error replies.
 //! - [`recording`]: traces and sensors: attach, start, stop, rotate, mark, status, crash
 //!   recovery.
 //! - [`command`]: the control commands and their replies as types, parsed once at the edge.
@@ -27,6 +28,7 @@ pub mod config;
 pub mod control;
 pub mod disk;
 pub mod events;
+pub mod failure;
 pub mod foxglove_live;
 pub mod health;
 pub mod http;
@@ -497,7 +499,7 @@ fn log_stats(rec: &Recorder) -> Totals {
             drops = st.drops.load(Relaxed),
             gaps = st.gaps.load(Relaxed),
             durable = st.durable.load(Relaxed),
-            failed = st.failure().as_deref().unwrap_or(""),
+            failed = st.failure().map(|f| f.to_string()).unwrap_or_default(),
             "stats"
         );
         t.sensors += 1;

@@ -19,6 +19,9 @@ use roverlog_core::format::{
     validate_name, ChannelFormat, ChannelMeta, DType, SensorMeta, TS_CHANNEL,
 };
 
+mod error;
+pub use error::{ChannelError, FrameError, FrameProblem, HelloError};
+
 /// The protocol version in the hello.
 pub const PROTOCOL_VERSION: u64 = 1;
 
@@ -33,56 +36,50 @@ pub struct Hello {
 }
 
 /// Parses one hello line (without its newline).
-pub fn parse_hello(line: &[u8], max_channels: usize) -> Result<Hello, String> {
-    let v: Value =
-        serde_json::from_slice(line).map_err(|e| format!("hello is not valid JSON: {e}"))?;
+pub fn parse_hello(line: &[u8], max_channels: usize) -> Result<Hello, HelloError> {
+    let v: Value = serde_json::from_slice(line).map_err(HelloError::NotJson)?;
     let Value::Object(obj) = v else {
-        return Err("hello must be a JSON object".into());
+        return Err(HelloError::NotObject);
     };
     for k in obj.keys() {
         if !matches!(k.as_str(), "roverlog" | "sensor" | "channels" | "seq") {
-            return Err(format!(
-                "hello: unknown key {k:?} (expected roverlog, sensor, channels, seq)"
-            ));
+            return Err(HelloError::UnknownKey(k.clone()));
         }
     }
     match obj.get("roverlog").and_then(Value::as_u64) {
         Some(PROTOCOL_VERSION) => {}
-        _ => {
-            return Err(format!(
-                "hello: \"roverlog\" must be the protocol version {PROTOCOL_VERSION}"
-            ))
-        }
+        _ => return Err(HelloError::Version),
     }
     let sensor = match obj.get("sensor") {
         Some(Value::String(s)) => s.clone(),
-        _ => return Err("hello: \"sensor\" missing or not a string".into()),
+        _ => return Err(HelloError::NoSensor),
     };
-    validate_name("sensor", &sensor).map_err(|e| format!("hello: {e}"))?;
+    validate_name("sensor", &sensor).map_err(HelloError::SensorName)?;
     let seq = match obj.get("seq") {
         None | Some(Value::Bool(false)) => false,
         Some(Value::Bool(true)) => true,
-        Some(_) => return Err("hello: \"seq\" must be true or false".into()),
+        Some(_) => return Err(HelloError::Seq),
     };
     let Some(Value::Array(list)) = obj.get("channels") else {
-        return Err("hello: \"channels\" missing or not a list".into());
+        return Err(HelloError::NoChannels);
     };
     if list.is_empty() {
-        return Err("hello: \"channels\" is empty".into());
+        return Err(HelloError::EmptyChannels);
     }
     if list.len() > max_channels {
-        return Err(format!(
-            "hello: {} channels, over max_channels {max_channels}",
-            list.len()
-        ));
+        return Err(HelloError::TooManyChannels {
+            count: list.len(),
+            max: max_channels,
+        });
     }
     let mut channels = Vec::with_capacity(list.len());
-    for (i, c) in list.iter().enumerate() {
-        let (name, ch) = parse_channel(c).map_err(|e| format!("hello: channel {i}: {e}"))?;
+    for (index, c) in list.iter().enumerate() {
+        let (name, ch) =
+            parse_channel(c).map_err(|problem| HelloError::Channel { index, problem })?;
         channels.push((name, ch));
     }
     let meta = SensorMeta { channels };
-    meta.validate().map_err(|e| format!("hello: {e}"))?;
+    meta.validate().map_err(HelloError::Channels)?;
     Ok(Hello {
         sensor,
         channels: meta,
@@ -97,65 +94,66 @@ pub fn accept_hello(
     line: &[u8],
     max_channels: usize,
     max_frame_bytes: u32,
-) -> Result<(Hello, FrameLayout), String> {
+) -> Result<(Hello, FrameLayout), HelloError> {
     let hello = parse_hello(line, max_channels)?;
     let layout = FrameLayout::new(&hello, max_frame_bytes);
     if layout.min_len() > max_frame_bytes as usize {
-        return Err(format!(
-            "hello: the smallest frame of sensor {:?} is {} bytes, over max_frame_bytes {max_frame_bytes}",
-            hello.sensor,
-            layout.min_len()
-        ));
+        return Err(HelloError::FrameTooLarge {
+            sensor: hello.sensor,
+            min_len: layout.min_len(),
+            max_frame_bytes,
+        });
     }
     Ok((hello, layout))
 }
 
-fn parse_channel(c: &Value) -> Result<(String, ChannelMeta), String> {
+fn parse_channel(c: &Value) -> Result<(String, ChannelMeta), ChannelError> {
     let Value::Object(o) = c else {
-        return Err("expected an object".into());
+        return Err(ChannelError::NotObject);
     };
     for k in o.keys() {
         if !matches!(k.as_str(), "name" | "format" | "type" | "shape" | "desc") {
-            return Err(format!(
-                "unknown key {k:?} (expected name, format, type, shape, desc)"
-            ));
+            return Err(ChannelError::UnknownKey(k.clone()));
         }
     }
-    let s = |k: &str| -> Result<&str, String> {
+    let s = |k: &'static str| -> Result<&str, ChannelError> {
         o.get(k)
             .and_then(Value::as_str)
-            .ok_or_else(|| format!("\"{k}\" missing or not a string"))
+            .ok_or(ChannelError::NotString(k))
     };
     let name = s("name")?.to_string();
     if name == TS_CHANNEL {
-        return Err("\"ts\" is implicit and may not be declared".into());
+        return Err(ChannelError::TsDeclared);
     }
-    validate_name("channel", &name).map_err(|e| e.to_string())?;
+    validate_name("channel", &name).map_err(ChannelError::Name)?;
     let format = match ChannelFormat::parse(s("format")?) {
         f @ (ChannelFormat::Raw
         | ChannelFormat::Lzmaf
         | ChannelFormat::Blob(_)
         | ChannelFormat::Mjpg) => f,
         other => {
-            return Err(format!(
-                "{name:?}: format {:?} cannot be ingested (raw, lzmaf, jpg, npz, mjpg)",
-                other.as_str()
-            ))
+            return Err(ChannelError::NotIngestible {
+                name,
+                format: other.as_str().to_string(),
+            })
         }
     };
-    let dtype = DType::parse(s("type")?).map_err(|e| format!("{name:?}: {e}"))?;
+    let dtype = DType::parse(s("type")?).map_err(|source| ChannelError::Type {
+        name: name.clone(),
+        source,
+    })?;
     let shape = match o.get("shape") {
         Some(Value::Array(dims)) => dims
             .iter()
             .map(|d| d.as_u64().and_then(|d| usize::try_from(d).ok()))
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| format!("{name:?}: shape entries must be non-negative integers"))?,
-        _ => return Err(format!("{name:?}: \"shape\" missing or not a list")),
+            .ok_or_else(|| ChannelError::BadShape { name: name.clone() })?,
+        _ => return Err(ChannelError::NoShape { name }),
     };
     let desc = match o.get("desc") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(d)) => d.clone(),
-        Some(_) => return Err(format!("{name:?}: \"desc\" is not a string")),
+        Some(_) => return Err(ChannelError::BadDesc { name }),
     };
     Ok((name, ChannelMeta::new(format, dtype, shape, &desc)))
 }
@@ -240,7 +238,13 @@ impl FrameLayout {
 
     /// Checks the frame at the start of `buf`. `frame_no` (0-based, per connection) is only
     /// used in error messages.
-    pub fn check(&self, buf: &[u8], frame_no: u64) -> Result<Check, String> {
+    pub fn check(&self, buf: &[u8], frame_no: u64) -> Result<Check, FrameError> {
+        let refuse = |problem| {
+            Err(FrameError {
+                frame: frame_no,
+                problem,
+            })
+        };
         let Some(head) = buf.get(..4) else {
             return Ok(Check::Incomplete(4));
         };
@@ -249,17 +253,17 @@ impl FrameLayout {
             return Ok(Check::SyncRequest);
         }
         if len > self.max_frame_bytes {
-            return Err(format!(
-                "frame {frame_no}: len {len} is over max_frame_bytes {}",
-                self.max_frame_bytes
-            ));
+            return refuse(FrameProblem::OverLimit {
+                len,
+                max_frame_bytes: self.max_frame_bytes,
+            });
         }
         let len = len as usize;
         if len < self.min_len {
-            return Err(format!(
-                "frame {frame_no}: len {len} is shorter than the smallest valid frame ({} bytes)",
-                self.min_len
-            ));
+            return refuse(FrameProblem::Short {
+                len,
+                min_len: self.min_len,
+            });
         }
         let total = 4 + len;
         let Some(body) = buf.get(4..total) else {
@@ -267,7 +271,7 @@ impl FrameLayout {
         };
         let ts = f64::from_le_bytes(body[..8].try_into().expect("8 bytes"));
         if !ts.is_finite() {
-            return Err(format!("frame {frame_no}: timestamp {ts} is not finite"));
+            return refuse(FrameProblem::Timestamp(ts));
         }
         let mut pos = 8;
         let seq = if self.seq {
@@ -281,33 +285,30 @@ impl FrameLayout {
                 Some(n) => *n,
                 None => {
                     let Some(w) = body.get(pos..pos + 4) else {
-                        return Err(format!(
-                            "frame {frame_no}: channel {i}: length word past the end of the frame"
-                        ));
+                        return refuse(FrameProblem::LengthWordPastEnd { channel: i });
                     };
                     pos += 4;
                     let n = u32::from_le_bytes(w.try_into().expect("4 bytes")) as usize;
                     if n == 0 {
-                        return Err(format!(
-                            "frame {frame_no}: channel {i}: empty sample (jpg/npz samples need at least one byte)"
-                        ));
+                        return refuse(FrameProblem::EmptySample { channel: i });
                     }
                     n
                 }
             };
             if body.len() - pos < n {
-                return Err(format!(
-                    "frame {frame_no}: channel {i}: needs {n} bytes, only {} left in the frame",
-                    body.len() - pos
-                ));
+                return refuse(FrameProblem::PastEnd {
+                    channel: i,
+                    needs: n,
+                    left: body.len() - pos,
+                });
             }
             pos += n;
         }
         if pos != body.len() {
-            return Err(format!(
-                "frame {frame_no}: {} bytes after the last channel (len {len} does not match the channels)",
-                body.len() - pos
-            ));
+            return refuse(FrameProblem::Trailing {
+                bytes: body.len() - pos,
+                len,
+            });
         }
         Ok(Check::Frame { total, ts, seq })
     }
@@ -338,7 +339,7 @@ impl FrameLayout {
 mod tests {
     use super::*;
 
-    fn hello(s: &str) -> Result<Hello, String> {
+    fn hello(s: &str) -> Result<Hello, HelloError> {
         parse_hello(s.as_bytes(), 16)
     }
 
@@ -397,8 +398,79 @@ mod tests {
             ),
         ];
         for (input, want) in cases {
-            let e = hello(input).unwrap_err();
+            let e = hello(input).unwrap_err().to_string();
             assert!(e.contains(want), "{input}: {e}");
+        }
+    }
+
+    /// The error line a driver reads, word for word, for the refusals whose text is all ours
+    /// (drivers and their users match on these).
+    #[test]
+    fn hello_error_lines_keep_their_words() {
+        let ch = |c: &str| format!(r#"{{"roverlog": 1, "sensor": "a", "channels": [{c}]}}"#);
+        let cases = [
+            ("[]".to_string(), "hello must be a JSON object"),
+            (
+                r#"{"roverlog": 2, "sensor": "a", "channels": []}"#.into(),
+                "hello: \"roverlog\" must be the protocol version 1",
+            ),
+            (
+                r#"{"roverlog": 1, "sensor": "a", "extra": 1, "channels": []}"#.into(),
+                "hello: unknown key \"extra\" (expected roverlog, sensor, channels, seq)",
+            ),
+            (
+                r#"{"roverlog": 1, "channels": []}"#.into(),
+                "hello: \"sensor\" missing or not a string",
+            ),
+            (
+                r#"{"roverlog": 1, "sensor": "a", "seq": 1, "channels": []}"#.into(),
+                "hello: \"seq\" must be true or false",
+            ),
+            (
+                r#"{"roverlog": 1, "sensor": "a"}"#.into(),
+                "hello: \"channels\" missing or not a list",
+            ),
+            (
+                r#"{"roverlog": 1, "sensor": "a", "channels": []}"#.into(),
+                "hello: \"channels\" is empty",
+            ),
+            (
+                ch(r#"{"name": "x", "format": "raw", "type": "u1", "shape": []}, {"name": "y", "format": "raw", "type": "u1", "shape": []}"#),
+                "hello: 2 channels, over max_channels 1",
+            ),
+            (ch("1"), "hello: channel 0: expected an object"),
+            (
+                ch(r#"{"name": "x", "bad": 1}"#),
+                "hello: channel 0: unknown key \"bad\" (expected name, format, type, shape, desc)",
+            ),
+            (
+                ch(r#"{"format": "raw"}"#),
+                "hello: channel 0: \"name\" missing or not a string",
+            ),
+            (
+                ch(r#"{"name": "ts", "format": "raw", "type": "f8", "shape": []}"#),
+                "hello: channel 0: \"ts\" is implicit and may not be declared",
+            ),
+            (
+                ch(r#"{"name": "x", "format": "lzma", "type": "u1", "shape": []}"#),
+                "hello: channel 0: \"x\": format \"lzma\" cannot be ingested (raw, lzmaf, jpg, npz, mjpg)",
+            ),
+            (
+                ch(r#"{"name": "x", "format": "raw", "type": "u1", "shape": [-1]}"#),
+                "hello: channel 0: \"x\": shape entries must be non-negative integers",
+            ),
+            (
+                ch(r#"{"name": "x", "format": "raw", "type": "u1"}"#),
+                "hello: channel 0: \"x\": \"shape\" missing or not a list",
+            ),
+            (
+                ch(r#"{"name": "x", "format": "raw", "type": "u1", "shape": [], "desc": 3}"#),
+                "hello: channel 0: \"x\": \"desc\" is not a string",
+            ),
+        ];
+        for (input, want) in cases {
+            let e = parse_hello(input.as_bytes(), 1).unwrap_err();
+            assert_eq!(e.to_string(), want, "{input}");
         }
     }
 
@@ -408,7 +480,21 @@ mod tests {
         // 8 (ts) + 100: fits in 108, not in 107.
         assert!(accept_hello(line, 16, 108).is_ok());
         let e = accept_hello(line, 16, 107).unwrap_err();
-        assert!(e.contains("over max_frame_bytes 107"), "{e}");
+        assert!(
+            matches!(
+                e,
+                HelloError::FrameTooLarge {
+                    min_len: 108,
+                    max_frame_bytes: 107,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "hello: the smallest frame of sensor \"big\" is 108 bytes, over max_frame_bytes 107"
+        );
     }
 
     #[test]
@@ -433,29 +519,68 @@ mod tests {
         assert_eq!(l.check(&[0, 0, 0, 0], 0), Ok(Check::SyncRequest));
     }
 
+    /// The error line a driver reads, word for word (drivers match on these).
     #[test]
     fn bad_frames_are_errors_before_waiting() {
         let l = FrameLayout::new(&imu(), 1000);
-        assert!(l
-            .check(&u32::MAX.to_le_bytes(), 3)
-            .unwrap_err()
-            .contains("frame 3"));
-        assert!(l
-            .check(&5u32.to_le_bytes(), 0)
-            .unwrap_err()
-            .contains("shorter"));
+        let refused = |buf: &[u8], frame_no| {
+            let e = l.check(buf, frame_no).unwrap_err();
+            assert_eq!(e.frame, frame_no);
+            (e.problem.clone(), e.to_string())
+        };
+        assert_eq!(
+            refused(&u32::MAX.to_le_bytes(), 3),
+            (
+                FrameProblem::OverLimit {
+                    len: u32::MAX,
+                    max_frame_bytes: 1000
+                },
+                "frame 3: len 4294967295 is over max_frame_bytes 1000".into()
+            )
+        );
+        assert_eq!(
+            refused(&5u32.to_le_bytes(), 0),
+            (
+                FrameProblem::Short {
+                    len: 5,
+                    min_len: 32
+                },
+                "frame 0: len 5 is shorter than the smallest valid frame (32 bytes)".into()
+            )
+        );
         let f = frame(f64::NAN, 0, &[0; 12], b"");
-        assert!(l.check(&f, 0).unwrap_err().contains("not finite"));
+        let (problem, text) = refused(&f, 0);
+        assert!(matches!(problem, FrameProblem::Timestamp(t) if t.is_nan()));
+        assert_eq!(text, "frame 0: timestamp NaN is not finite");
+        let f = frame(1.0, 0, &[0; 12], b"");
+        assert_eq!(
+            refused(&f, 0).1,
+            "frame 0: channel 1: empty sample (jpg/npz samples need at least one byte)"
+        );
         let mut f = frame(1.0, 0, &[0; 12], b"ab");
         let n = f.len();
         f[n - 6] = 200; // the jpg length word claims more than the frame holds
-        assert!(l.check(&f, 0).unwrap_err().contains("needs 200"));
+        assert_eq!(
+            refused(&f, 0),
+            (
+                FrameProblem::PastEnd {
+                    channel: 1,
+                    needs: 200,
+                    left: 2
+                },
+                "frame 0: channel 1: needs 200 bytes, only 2 left in the frame".into()
+            )
+        );
         let mut f = frame(1.0, 0, &[0; 12], b"ab");
         f[0] += 1;
         f.push(0);
-        assert!(l
-            .check(&f, 0)
-            .unwrap_err()
-            .contains("after the last channel"));
+        assert_eq!(
+            refused(&f, 0),
+            (
+                FrameProblem::Trailing { bytes: 1, len: 35 },
+                "frame 0: 1 bytes after the last channel (len 35 does not match the channels)"
+                    .into()
+            )
+        );
     }
 }

@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use crate::command::{Count, Counts, Marked, Refusal, Started, Stopped};
 use crate::config::{validate_label, Config};
 use crate::events::{read_events, EventLog};
+use crate::failure::WriterError;
 use crate::foxglove_live::LiveHub;
 use crate::health::Alarms;
 use crate::snapshot::{SnapshotRing, Triggers};
@@ -37,6 +38,7 @@ mod sensors;
 mod status;
 mod trigger;
 pub use crate::slot::Slot;
+pub use sensors::AttachError;
 pub use status::{DiskStatus, HttpStatus, SensorStatus, Status};
 
 /// The open trace.
@@ -62,10 +64,12 @@ struct State {
 }
 
 /// A sensor's final count as a reply and the `stop` event record it.
-fn count(r: std::result::Result<u64, String>) -> Count {
+fn count(r: std::result::Result<u64, WriterError>) -> Count {
     match r {
         Ok(samples) => Count::Samples { samples },
-        Err(error) => Count::Error { error },
+        Err(e) => Count::Error {
+            error: e.to_string(),
+        },
     }
 }
 

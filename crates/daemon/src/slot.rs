@@ -9,6 +9,7 @@ use crossbeam_channel::Sender;
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::events::EventLog;
+use crate::failure::WriterError;
 use crate::protocol::Hello;
 use crate::stats::SensorStats;
 use crate::writer::WriterMsg;
@@ -29,14 +30,13 @@ impl Slot {
     /// Sends `make(reply)` to the writer and waits for the count (or other value) it answers.
     pub async fn ask<T>(
         &self,
-        make: impl FnOnce(oneshot::Sender<Result<T, String>>) -> WriterMsg,
-    ) -> Result<T, String> {
+        make: impl FnOnce(oneshot::Sender<Result<T, WriterError>>) -> WriterMsg,
+    ) -> Result<T, WriterError> {
         let (tx, rx) = oneshot::channel();
         self.tx
             .send(make(tx))
-            .map_err(|_| format!("sensor {:?}: writer has ended", self.name))?;
-        rx.await
-            .map_err(|_| format!("sensor {:?}: writer has ended", self.name))?
+            .map_err(|_| WriterError::ended(&self.name))?;
+        rx.await.map_err(|_| WriterError::ended(&self.name))?
     }
 
     /// Bytes currently queued.

@@ -6,9 +6,10 @@
 //! opens a trace; `drops`, `gaps`, `clock_steps`, `discarded` count since the daemon started.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::failure::SensorFailure;
 use crate::poison::LockExt;
 
 /// Frames the clock offset and jitter are computed over.
@@ -42,7 +43,7 @@ pub struct SensorStats {
     pub queue_high_water: AtomicU64,
     pub connected: AtomicBool,
     /// Why the sensor failed (a write or fsync error); `None` while healthy.
-    pub failed: Mutex<Option<String>>,
+    pub failed: Mutex<Option<Arc<SensorFailure>>>,
     /// Milliseconds since daemon start when the writer last proved progress (a loop turn, a
     /// sample appended, a flush or fsync done); the watchdog pings only while every writer's
     /// beat is recent.
@@ -111,16 +112,16 @@ impl SensorStats {
         Some((q(0.5), q(0.99) - q(0.5)))
     }
 
-    /// The failure message, if the sensor failed.
-    pub fn failure(&self) -> Option<String> {
+    /// Why the sensor failed, if it did.
+    pub fn failure(&self) -> Option<Arc<SensorFailure>> {
         self.failed.lock_or_recover().clone()
     }
 
     /// Records a failure (the first one wins).
-    pub fn set_failed(&self, msg: String) {
+    pub fn set_failed(&self, failure: Arc<SensorFailure>) {
         let mut f = self.failed.lock_or_recover();
         if f.is_none() {
-            *f = Some(msg);
+            *f = Some(failure);
         }
     }
 
@@ -169,7 +170,7 @@ impl SensorStats {
         let clock = self.clock();
         SensorCounters {
             connected: self.connected.load(Relaxed),
-            failed: self.failure(),
+            failed: self.failure().map(|f| f.to_string()),
             samples: self.samples.load(Relaxed),
             bytes: self.bytes.load(Relaxed),
             rate_hz: (f64::from_bits(self.rate_bits.load(Relaxed)) * 100.0).round() / 100.0,

@@ -24,6 +24,7 @@ mod batch;
 
 use super::config::FsyncPolicy;
 use super::events::EventLog;
+use super::failure::{SensorFailure, WriterError};
 use super::protocol::FrameLayout;
 use super::stats::SensorStats;
 use roverlog_core::format::meta::META_FILE;
@@ -32,11 +33,11 @@ use roverlog_core::format::{
 };
 
 /// A reply carrying a sample count, or why there is none.
-pub type CountReply = oneshot::Sender<Result<u64, String>>;
+pub type CountReply = oneshot::Sender<Result<u64, WriterError>>;
 
 /// The reply to a hello's barrier: the sample count and the name of the trace it counts in
 /// (`None`: no trace open), read together by the writer.
-pub type BarrierReply = oneshot::Sender<Result<(u64, Option<String>), String>>;
+pub type BarrierReply = oneshot::Sender<Result<(u64, Option<String>), WriterError>>;
 
 /// What a sensor's queue carries.
 pub enum WriterMsg {
@@ -189,7 +190,7 @@ impl Writer {
                 .map(|s| s.to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "(no message)".into());
-            self.fail_msg(format!("internal error: the writer panicked: {msg}"), None);
+            self.fail_with(SensorFailure::Panic { msg });
             panics += 1;
             if panics > 1 {
                 break;
@@ -323,7 +324,7 @@ impl Writer {
             }
             WriterMsg::Barrier(reply) => {
                 let r = match self.stats.failure() {
-                    Some(f) => Err(f),
+                    Some(f) => Err(WriterError::Failed(f)),
                     // The recorder makes a new trace current before each writer switches to
                     // it, so the writer names the trace its count belongs to.
                     None => Ok(self.open.as_ref().map_or((0, None), |o| {
@@ -387,13 +388,15 @@ impl Writer {
                 o.unflushed = false;
                 o.last_flush = Instant::now();
             }
-            Err(e) => self.fail("flush", e),
+            Err(e) => {
+                self.fail("flush", e);
+            }
         }
     }
 
-    fn sync(&mut self) -> Result<u64, String> {
+    fn sync(&mut self) -> Result<u64, WriterError> {
         if let Some(f) = self.stats.failure() {
-            return Err(f);
+            return Err(WriterError::Failed(f));
         }
         let Some(o) = self.open.as_mut() else {
             return Ok(0);
@@ -413,24 +416,29 @@ impl Writer {
                 );
                 Ok(n)
             }
-            Err(e) => {
-                let msg = e.to_string();
-                self.fail("fsync", e);
-                Err(msg)
-            }
+            // The reply names the error itself; the failure says it was the fsync's.
+            Err(e) => Err(WriterError::Sync(self.fail("fsync", e))),
         }
     }
 
     /// A write, flush or fsync failed: those files are not trusted again (the format library
     /// remembers the failure too); the sensor is reported failed, the others keep running.
-    fn fail(&mut self, what: &str, e: roverlog_core::Error) {
-        self.fail_msg(format!("{what} failed: {e}"), Some(&e));
+    /// Returns the error, shared with the failure.
+    fn fail(&mut self, what: &'static str, e: roverlog_core::Error) -> Arc<roverlog_core::Error> {
+        let e = Arc::new(e);
+        self.fail_with(SensorFailure::Io {
+            what,
+            source: e.clone(),
+        });
+        e
     }
 
-    /// [`Writer::fail`] with the message made; `e` tells whether the disk is full.
-    fn fail_msg(&mut self, msg: String, e: Option<&roverlog_core::Error>) {
+    /// [`Writer::fail`] for any failure; its error tells whether the disk is full.
+    fn fail_with(&mut self, failure: SensorFailure) {
+        let failure = Arc::new(failure);
+        let msg = failure.to_string();
         tracing::error!(sensor = %self.sensor, "{msg}");
-        self.stats.set_failed(msg.clone());
+        self.stats.set_failed(failure.clone());
         if let Some(o) = self.open.take() {
             o.events
                 .write("error", json!({"sensor": self.sensor, "error": msg}));
@@ -438,7 +446,7 @@ impl Writer {
             let dir = o.files.dir().to_path_buf();
             drop(o.files);
             self.recover_after_failure(&dir, &o.events);
-            if let Some(e) = e {
+            if let Some(e) = failure.error() {
                 self.notice_disk_full(e, &dir, msg);
             }
         }
@@ -483,7 +491,7 @@ impl Writer {
         }
     }
 
-    fn open(&mut self, trace: PathBuf, events: Arc<EventLog>) -> Result<u64, String> {
+    fn open(&mut self, trace: PathBuf, events: Arc<EventLog>) -> Result<u64, WriterError> {
         self.stats.clear_failed();
         let dir = trace.join(&self.sensor);
         let mut resumed = false;
@@ -545,12 +553,13 @@ impl Writer {
                 }
                 Ok(n)
             }
-            Err(e) => {
-                let msg = format!("opening {}: {e}", dir.display());
+            Err(source) => {
+                let failure = Arc::new(SensorFailure::Open { dir, source });
+                let msg = failure.to_string();
                 tracing::error!(sensor = %self.sensor, "{msg}");
                 events.write("error", json!({"sensor": self.sensor, "error": msg}));
-                self.stats.set_failed(msg.clone());
-                Err(msg)
+                self.stats.set_failed(failure.clone());
+                Err(WriterError::Failed(failure))
             }
         }
     }
@@ -604,10 +613,10 @@ impl Writer {
             .sum::<u64>()
     }
 
-    fn close(&mut self) -> Result<u64, String> {
+    fn close(&mut self) -> Result<u64, WriterError> {
         let Some(o) = self.open.take() else {
             return match self.stats.failure() {
-                Some(f) => Err(f),
+                Some(f) => Err(WriterError::Failed(f)),
                 None => Ok(0),
             };
         };
@@ -624,14 +633,19 @@ impl Writer {
                 Ok(n)
             }
             Err(e) => {
-                let msg = format!("finish failed: {e}");
+                let e = Arc::new(e);
+                let failure = Arc::new(SensorFailure::Io {
+                    what: "finish",
+                    source: e.clone(),
+                });
+                let msg = failure.to_string();
                 tracing::error!(sensor = %self.sensor, "{msg}");
                 o.events
                     .write("error", json!({"sensor": self.sensor, "error": msg}));
-                self.stats.set_failed(msg.clone());
+                self.stats.set_failed(failure.clone());
                 self.recover_after_failure(&dir, &o.events);
-                self.notice_disk_full(&e, &dir, msg.clone());
-                Err(msg)
+                self.notice_disk_full(&e, &dir, msg);
+                Err(WriterError::Failed(failure))
             }
         }
     }

@@ -2,6 +2,7 @@
 //! its writer thread on first use), and its end detaches it; a sensor with no connection and
 //! no open trace is forgotten.
 
+use std::fmt;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
@@ -13,6 +14,40 @@ use crate::slot::Slot;
 use crate::stats::SensorStats;
 use crate::writer::{Writer, WriterMsg};
 use roverlog_core::format::SensorMeta;
+
+/// Why a hello was not attached to its sensor; the text is the driver's error line.
+#[derive(Debug)]
+pub enum AttachError {
+    /// Another connection of the sensor is still open (docs/protocol.md 7): a driver that
+    /// reconnected before the daemon saw its old connection close retries.
+    Busy { sensor: String },
+    /// The sensor exists in this trace with other channels; `difference` names the first.
+    ChannelsDiffer { sensor: String, difference: String },
+    /// `max_sensors` sensors exist already.
+    TooManySensors { max: usize, sensor: String },
+    /// The sensor's writer thread could not be started.
+    Thread(std::io::Error),
+}
+
+impl fmt::Display for AttachError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttachError::Busy { sensor } => {
+                write!(f, "sensor {sensor:?} already has a live connection")
+            }
+            AttachError::ChannelsDiffer { sensor, difference } => write!(
+                f,
+                "sensor {sensor:?} exists in this trace with different channels ({difference}); use a new sensor name or rotate"
+            ),
+            AttachError::TooManySensors { max, sensor } => {
+                write!(f, "max_sensors ({max}) reached; sensor {sensor:?} refused")
+            }
+            AttachError::Thread(e) => write!(f, "cannot start a writer thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for AttachError {}
 
 impl Recorder {
     /// The channels as stored: the declared ones with the config's format overrides.
@@ -33,23 +68,21 @@ impl Recorder {
     /// Attaches a connection to its sensor, creating the sensor (and opening its files in the
     /// open trace) on first use. Refuses a second live connection, different channels, and
     /// more than `max_sensors` sensors.
-    pub fn attach(&self, hello: &Hello) -> Result<Arc<Slot>, String> {
+    pub fn attach(&self, hello: &Hello) -> Result<Arc<Slot>, AttachError> {
         let mut st = self.lock();
         if let Some(slot) = st.slots.get(&hello.sensor) {
             if slot.stats.connected.load(Relaxed) {
-                return Err(format!(
-                    "sensor {:?} already has a live connection",
-                    hello.sensor
-                ));
+                return Err(AttachError::Busy {
+                    sensor: hello.sensor.clone(),
+                });
             }
             // `seq` is not part of a sensor's identity (protocol.md 4): each batch says
             // whether its frames carry one.
             if slot.hello.channels != hello.channels {
-                return Err(format!(
-                    "sensor {:?} exists in this trace with different channels ({}); use a new sensor name or rotate",
-                    hello.sensor,
-                    channel_difference(&slot.hello.channels, &hello.channels)
-                ));
+                return Err(AttachError::ChannelsDiffer {
+                    sensor: hello.sensor.clone(),
+                    difference: channel_difference(&slot.hello.channels, &hello.channels),
+                });
             }
             slot.stats.connected.store(true, Relaxed);
             if slot.stats.failure().is_some() {
@@ -62,10 +95,10 @@ impl Recorder {
             return Ok(slot.clone());
         }
         if st.slots.len() >= self.cfg.ingest.max_sensors {
-            return Err(format!(
-                "max_sensors ({}) reached; sensor {:?} refused",
-                self.cfg.ingest.max_sensors, hello.sensor
-            ));
+            return Err(AttachError::TooManySensors {
+                max: self.cfg.ingest.max_sensors,
+                sensor: hello.sensor.clone(),
+            });
         }
         let meta = self.stored_meta(hello);
         let (tx, rx) = crossbeam_channel::unbounded();
@@ -86,7 +119,7 @@ impl Recorder {
         let thread = std::thread::Builder::new()
             .name(format!("writer-{}", hello.sensor))
             .spawn(move || writer.run())
-            .map_err(|e| format!("cannot start a writer thread: {e}"))?;
+            .map_err(AttachError::Thread)?;
         let slot = Arc::new(Slot {
             name: hello.sensor.clone(),
             hello: hello.clone(),
