@@ -97,6 +97,24 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    /// A line of a trace's event log that is not an event (not JSON, not an object, or
+    /// without `t` and `event`).
+    #[error("{}: line {line}: {source}", path.display())]
+    EventLine {
+        path: PathBuf,
+        line: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    /// A line of a trace's event log longer than a reader accepts.
+    #[error("{}: line {line} is longer than the limit of {limit} bytes", path.display())]
+    EventLineTooLong {
+        path: PathBuf,
+        line: u64,
+        limit: usize,
+    },
+
     // ----- gulp ------------------------------------------------------------------------
     /// A GulpIO2 directory that is inconsistent.
     #[error("{}: {msg}", path.display())]
