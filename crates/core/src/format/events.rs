@@ -48,7 +48,8 @@ pub enum Event {
     /// crashed trace continued (`reason` `resume`).
     Start {
         trace: String,
-        /// `command`, `autostart`, `trigger`, `resume`, or what rotated (`rotate_seconds`...).
+        /// `command`, `autostart`, `trigger`, `resume`, or why it rotated (`command`,
+        /// `SIGHUP`, `rotate_seconds`, `rotate_bytes`).
         reason: String,
         /// Written as `null` when the trace has none.
         #[serde(default)]
