@@ -13,9 +13,8 @@ use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use serde_json::Value;
-
 use roverlog_core::error::{Error, Result};
+use roverlog_core::format::events::{read_events, Event, EventLine};
 use roverlog_core::format::Trace;
 
 static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSansMono.ttf");
@@ -65,13 +64,9 @@ pub fn plot_trace(trace: &Path, out: &Path) -> Result<(u32, u32)> {
         }
         all.push((s.name().to_string(), ts));
     }
-    let events: Vec<Value> = std::fs::read_to_string(trace.join("_roverlog/events.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let events = read_events(trace)?;
     if !t0.is_finite() {
-        let times: Vec<f64> = events.iter().filter_map(|e| e["t"].as_f64()).collect();
+        let times: Vec<f64> = events.iter().map(|e| e.t).collect();
         t0 = times.iter().copied().fold(f64::INFINITY, f64::min);
         t1 = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     }
@@ -158,7 +153,7 @@ fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     title: &str,
     rows: &[Row],
-    events: &[Value],
+    events: &[EventLine],
     t0: f64,
     span: f64,
 ) -> Result<()>
@@ -236,20 +231,23 @@ where
         .map_err(plot_err)?;
     }
     // Events.
-    let at = |e: &Value, k: &str| e[k].as_f64().map(|t| t - t0);
-    let sensor_band = |e: &Value| -> Option<(i32, i32)> {
-        let i = *row_of.get(e["sensor"].as_str()?)?;
+    let sensor_band = |sensor: &str| -> Option<(i32, i32)> {
+        let i = *row_of.get(sensor)?;
         let y0 = top + (i as u32 * ROW) as i32;
         Some((y0 + 2, y0 + ROW as i32 - 2))
     };
     let mut open_alarms: BTreeMap<(String, String), f64> = BTreeMap::new();
     for e in events {
-        let kind = e["event"].as_str().unwrap_or("");
-        match kind {
-            "drop" => {
-                if let (Some(band), Some(a), Some(b)) =
-                    (sensor_band(e), at(e, "from_ts"), at(e, "to_ts"))
-                {
+        let t = e.t - t0;
+        match &e.event {
+            Event::Drop {
+                sensor,
+                from_ts,
+                to_ts,
+                ..
+            } => {
+                if let Some(band) = sensor_band(sensor) {
+                    let (a, b) = (from_ts - t0, to_ts - t0);
                     root.draw(&Rectangle::new(
                         [(x(a), band.0), (x(b).max(x(a) + 2), band.1)],
                         RGBColor(255, 140, 0).mix(0.5).filled(),
@@ -257,40 +255,46 @@ where
                     .map_err(plot_err)?;
                 }
             }
-            "alarm" => {
-                let key = (
-                    e["alarm"].as_str().unwrap_or("").to_string(),
-                    e["sensor"].as_str().unwrap_or("").to_string(),
-                );
-                open_alarms.insert(key, at(e, "start").or(at(e, "t")).unwrap_or(0.0));
+            Event::Alarm {
+                alarm,
+                sensor,
+                start,
+                ..
+            } => {
+                open_alarms.insert((alarm.clone(), sensor.clone()), start - t0);
             }
-            "alarm_clear" => {
-                let key = (
-                    e["alarm"].as_str().unwrap_or("").to_string(),
-                    e["sensor"].as_str().unwrap_or("").to_string(),
-                );
-                let start = open_alarms.remove(&key).or(at(e, "start")).unwrap_or(0.0);
-                let end = at(e, "end").or(at(e, "t")).unwrap_or(start);
+            Event::AlarmClear {
+                alarm,
+                sensor,
+                start,
+                end,
+            } => {
+                let key = (alarm.clone(), sensor.clone());
+                let start = open_alarms.remove(&key).unwrap_or(start - t0);
                 draw_alarm(
                     &root,
-                    sensor_band(e).unwrap_or((top, bottom)),
+                    sensor_band(sensor).unwrap_or((top, bottom)),
                     x(start),
-                    x(end),
+                    x(end - t0),
                 )?;
             }
-            "error" | "crash" => {
-                if let Some(t) = at(e, "t") {
-                    let band = sensor_band(e).unwrap_or((top, bottom));
-                    root.draw(&PathElement::new(
-                        vec![(x(t), band.0), (x(t), band.1)],
-                        RED.stroke_width(2),
-                    ))
-                    .map_err(plot_err)?;
-                }
+            Event::Error { .. } | Event::Crash { .. } => {
+                let band = match &e.event {
+                    Event::Error { sensor, .. } => sensor_band(sensor),
+                    _ => None,
+                };
+                let band = band.unwrap_or((top, bottom));
+                root.draw(&PathElement::new(
+                    vec![(x(t), band.0), (x(t), band.1)],
+                    RED.stroke_width(2),
+                ))
+                .map_err(plot_err)?;
             }
-            "mark" | "start" | "stop" | "rotate" => {
-                let Some(t) = at(e, "t") else { continue };
-                let color = if kind == "mark" {
+            Event::Mark { .. }
+            | Event::Start { .. }
+            | Event::Stop { .. }
+            | Event::Rotate { .. } => {
+                let color = if matches!(e.event, Event::Mark { .. }) {
                     RGBColor(20, 60, 220)
                 } else {
                     grey
@@ -300,9 +304,9 @@ where
                     color.stroke_width(1),
                 ))
                 .map_err(plot_err)?;
-                let text = match kind {
-                    "mark" => e["text"].as_str().unwrap_or("mark").to_string(),
-                    k => k.to_string(),
+                let text = match &e.event {
+                    Event::Mark { text } => text.clone(),
+                    other => other.kind().to_string(),
                 };
                 root.draw(&Text::new(
                     text,

@@ -89,7 +89,9 @@ fn trace(root: &Path) -> Vec<Vec<u8>> {
         format!(
             "{}\n{}\n",
             json!({"t": T0 + 0.1, "event": "mark", "text": "cone"}),
-            json!({"t": T0 + 0.2, "event": "drop", "sensor": "imu", "count": 3})
+            // Every field the daemon writes: a line missing some reads as an unknown event.
+            json!({"t": T0 + 0.2, "event": "drop", "sensor": "imu", "count": 3,
+                   "first_frame": 2, "from_ts": T0 + 0.1, "to_ts": T0 + 0.2})
         ),
     )
     .unwrap();

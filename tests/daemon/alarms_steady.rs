@@ -71,12 +71,16 @@ fn steady(
 }
 
 /// Every `alarm` event in every trace under the daemon's data root.
-fn alarm_events(d: &TestDaemon) -> Vec<Value> {
+fn alarm_events(d: &TestDaemon) -> Vec<EventLine> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(d.data_root()).unwrap() {
         let dir = e.unwrap().path();
         if dir.join("_roverlog").is_dir() {
-            out.extend(events(&dir).into_iter().filter(|e| e["event"] == "alarm"));
+            out.extend(
+                events(&dir)
+                    .into_iter()
+                    .filter(|e| matches!(e.event, Event::Alarm { .. })),
+            );
         }
     }
     out

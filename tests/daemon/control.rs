@@ -101,13 +101,27 @@ fn start_stop_rotate_mark_and_ctl() {
     let ev = events(&first);
     assert!(ev
         .iter()
-        .any(|e| e["event"] == "mark" && e["text"] == "turning left"));
-    assert!(ev.iter().any(|e| e["event"] == "rotate"));
+        .any(|e| matches!(&e.event, Event::Mark { text } if text == "turning left")));
+    assert!(ev.iter().any(|e| matches!(e.event, Event::Rotate { .. })));
     // The rotated trace's stop line says what each sensor holds there.
-    let stop = ev.iter().rfind(|e| e["event"] == "stop").unwrap();
-    assert_eq!(stop["reason"], "rotate", "{stop}");
-    assert_eq!(stop["sensors"]["s"]["samples"], 5, "{stop}");
-    assert_eq!(stop["sensors"]["gone"]["samples"], 2, "{stop}");
+    let stop = ev.iter().rfind(|e| matches!(e.event, Event::Stop { .. }));
+    let Some(Event::Stop {
+        reason, sensors, ..
+    }) = stop.map(|e| &e.event)
+    else {
+        panic!("no stop: {ev:?}")
+    };
+    assert_eq!(reason, "rotate", "{stop:?}");
+    assert_eq!(
+        sensors.get("s"),
+        Some(&Count::Samples { samples: 5 }),
+        "{stop:?}"
+    );
+    assert_eq!(
+        sensors.get("gone"),
+        Some(&Count::Samples { samples: 2 }),
+        "{stop:?}"
+    );
 
     // Errors: exit 1 for a refused command, 3 when nothing listens.
     assert_eq!(ctl_cli(&d, &["stop"]).0, Some(1));
@@ -152,14 +166,22 @@ fn drop_policy_counts_every_drop_exactly() {
         assert_eq!(x[k], sample(4, t as u64, 200));
     }
     let ev = events(&trace);
-    let logged: u64 = ev
+    let spans: Vec<(u64, f64, f64)> = ev
         .iter()
-        .filter(|e| e["event"] == "drop")
-        .map(|e| e["count"].as_u64().unwrap())
-        .sum();
+        .filter_map(|e| match e.event {
+            Event::Drop {
+                count,
+                from_ts,
+                to_ts,
+                ..
+            } => Some((count, from_ts, to_ts)),
+            _ => None,
+        })
+        .collect();
+    let logged: u64 = spans.iter().map(|s| s.0).sum();
     assert_eq!(logged, drops);
-    let first = ev.iter().find(|e| e["event"] == "drop").unwrap();
-    assert!(first["from_ts"].as_f64().unwrap() <= first["to_ts"].as_f64().unwrap());
+    let first = spans.first().unwrap();
+    assert!(first.1 <= first.2);
 }
 
 #[test]
@@ -211,7 +233,7 @@ fn rotation_by_size() {
     let ev = events(&first);
     assert!(ev
         .iter()
-        .any(|e| e["event"] == "rotate" && e["reason"] == "rotate_bytes"));
+        .any(|e| matches!(&e.event, Event::Rotate { reason, .. } if reason == "rotate_bytes")));
 }
 
 #[test]
@@ -231,7 +253,7 @@ fn sighup_rotates() {
     let ev = events(&first);
     assert!(ev
         .iter()
-        .any(|e| e["event"] == "rotate" && e["reason"] == "SIGHUP"));
+        .any(|e| matches!(&e.event, Event::Rotate { reason, .. } if reason == "SIGHUP")));
 }
 
 #[test]

@@ -35,8 +35,15 @@ fn sigterm_drains_everything_sent_and_exits_0() {
     let (ts, _) = read_sensor(&trace, "b", "x");
     assert_eq!(ts.len() as u64, n.div_ceil(3));
     let ev = events(&trace);
-    let stop = ev.iter().rev().find(|e| e["event"] == "stop").unwrap();
-    assert_eq!(stop["sensors"]["a"]["samples"], n);
+    let stop = ev
+        .iter()
+        .rev()
+        .find_map(|e| match &e.event {
+            Event::Stop { sensors, .. } => Some(sensors),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(stop.get("a"), Some(&Count::Samples { samples: n }));
     // Sockets are removed on a clean exit.
     assert!(!d.ingest_path().exists());
 }
@@ -112,10 +119,10 @@ fn kill9_then_restart_keeps_every_durable_sample_and_resumes() {
         assert_eq!(z[i], sample(3, k, 256), "sample {i}");
     }
     let ev = events(&trace);
-    assert!(ev.iter().any(|e| e["event"] == "crash"));
+    assert!(ev.iter().any(|e| matches!(e.event, Event::Crash { .. })));
     assert!(ev
         .iter()
-        .any(|e| e["event"] == "start" && e["reason"] == "resume"));
+        .any(|e| matches!(&e.event, Event::Start { reason, .. } if reason == "resume")));
 }
 
 #[test]
@@ -165,7 +172,7 @@ fn a_failed_sensor_is_reported_and_the_others_keep_writing() {
     assert_eq!(imu.sync(), 20);
     assert!(events(&trace)
         .iter()
-        .any(|e| e["event"] == "error" && e["sensor"] == "cam"));
+        .any(|e| matches!(&e.event, Event::Error { sensor, .. } if sensor == "cam")));
 }
 
 #[test]
@@ -306,7 +313,7 @@ fn events_after_a_torn_last_event_line_are_each_readable() {
     let ev = events(&trace);
     for kind in ["recovered", "crash", "start"] {
         assert!(
-            ev.iter().skip(1).any(|e| e["event"] == kind),
+            ev.iter().skip(1).any(|e| e.event.kind() == kind),
             "no {kind} event after the restart: {text}"
         );
     }
@@ -355,7 +362,9 @@ fn kill9_resumes_the_trace_being_recorded_even_if_its_name_sorts_first() {
         "the killed trace was not resumed: {:#?}",
         events(&aa)
     );
-    assert!(events(&aa).iter().any(|e| e["event"] == "crash"));
+    assert!(events(&aa)
+        .iter()
+        .any(|e| matches!(e.event, Event::Crash { .. })));
     let (mut c, r) = d.connect(&raw_hello("imu", 4));
     assert_eq!(r["samples"], 10, "{r}");
     c.send(&frame(10.0, None, &[(&sample(1, 10, 4), false)]));
@@ -495,10 +504,10 @@ fn rotate_seconds_counts_a_resumed_trace_from_its_creation() {
     let ev = events(&trace);
     let resumed = ev
         .iter()
-        .position(|e| e["event"] == "start" && e["reason"] == "resume");
-    let rotated = ev
-        .iter()
-        .position(|e| e["event"] == "rotate" && e["reason"] == "rotate_seconds");
+        .position(|e| matches!(&e.event, Event::Start { reason, .. } if reason == "resume"));
+    let rotated = ev.iter().position(
+        |e| matches!(&e.event, Event::Rotate { reason, .. } if reason == "rotate_seconds"),
+    );
     assert!(
         matches!((resumed, rotated), (Some(a), Some(b)) if a < b),
         "resumed, then rotated by age: {ev:?}"
@@ -664,7 +673,7 @@ fn a_second_daemon_on_the_same_data_root_is_refused_and_leaves_the_live_trace_al
     let ev = events(&trace);
     assert!(
         !ev.iter()
-            .any(|e| e["event"] == "crash" || e["event"] == "recovered"),
+            .any(|e| matches!(e.event, Event::Crash { .. } | Event::Recovered { .. })),
         "the second daemon recovered the live trace: {ev:?}\n{err}"
     );
     let status = status.unwrap_or_else(|| panic!("a second daemon ran on the data_root:\n{err}"));

@@ -228,9 +228,8 @@ fn the_disk_guard_stops_recording_cleanly_and_start_resumes_after_space_is_freed
     assert!(kept > 0);
     let ev = events(&first);
     assert!(
-        ev.iter().any(
-            |e| e["event"] == "stop" && e["reason"].as_str().unwrap_or("").contains("disk low")
-        ),
+        ev.iter()
+            .any(|e| matches!(&e.event, Event::Stop { reason, .. } if reason.contains("disk low"))),
         "{ev:?}"
     );
 
@@ -339,7 +338,10 @@ fn enospc_case(extra: Value) {
         "{kept} {durable} {sent}"
     );
     let ev = events(&first);
-    assert!(ev.iter().any(|e| e["event"] == "error"), "{ev:?}");
+    assert!(
+        ev.iter().any(|e| matches!(e.event, Event::Error { .. })),
+        "{ev:?}"
+    );
 
     // Free the ballast and start again: a reconnecting driver records into the new trace.
     std::fs::remove_file(mnt.path().join("ballast")).unwrap();

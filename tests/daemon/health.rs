@@ -112,16 +112,7 @@ fn silent_missing_and_rate_alarms_are_raised_and_cleared() {
 
     let trace = d.trace_dir();
     let ev = events(&trace);
-    let kinds: Vec<(String, String)> = ev
-        .iter()
-        .filter(|e| e["event"] == "alarm" || e["event"] == "alarm_clear")
-        .map(|e| {
-            (
-                e["event"].as_str().unwrap().to_string(),
-                e["alarm"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let kinds: Vec<(String, String)> = ev.iter().filter_map(alarm_of).collect();
     for want in [
         ("alarm", "missing"),
         ("alarm", "silent"),
@@ -134,11 +125,16 @@ fn silent_missing_and_rate_alarms_are_raised_and_cleared() {
             "{want:?} in {kinds:?}"
         );
     }
-    let clear = ev
+    let (start, end) = ev
         .iter()
-        .find(|e| e["event"] == "alarm_clear" && e["alarm"] == "silent")
+        .find_map(|e| match &e.event {
+            Event::AlarmClear {
+                alarm, start, end, ..
+            } if alarm == "silent" => Some((*start, *end)),
+            _ => None,
+        })
         .unwrap();
-    assert!(clear["end"].as_f64().unwrap() > clear["start"].as_f64().unwrap());
+    assert!(end > start);
     // The command saw the same alarms, as JSON lines.
     let t0 = Instant::now();
     loop {
@@ -250,8 +246,20 @@ fn rate_high_and_queue_high_are_raised_and_cleared() {
         ("alarm_clear", "queue_high"),
     ] {
         assert!(
-            ev.iter().any(|e| e["event"] == event && e["alarm"] == kind),
+            ev.iter()
+                .filter_map(alarm_of)
+                .any(|(e, a)| e == event && a == kind),
             "no {event} {kind} in events.jsonl: {ev:?}"
         );
+    }
+}
+
+/// `(event kind, alarm)` of an `alarm` or `alarm_clear` event.
+fn alarm_of(e: &EventLine) -> Option<(String, String)> {
+    match &e.event {
+        Event::Alarm { alarm, .. } | Event::AlarmClear { alarm, .. } => {
+            Some((e.event.kind().to_string(), alarm.clone()))
+        }
+        _ => None,
     }
 }

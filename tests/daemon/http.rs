@@ -191,7 +191,7 @@ fn reads_mirror_the_control_socket_and_commands_need_the_token() {
     assert!(!recording(&d));
     assert!(events(&trace)
         .iter()
-        .any(|e| e["event"] == "mark" && e["text"] == "from the dashboard"));
+        .any(|e| matches!(&e.event, Event::Mark { text } if text == "from the dashboard")));
     let (code, r) = command(&base, Some(TOKEN), &stop);
     assert_eq!(
         (code, r),

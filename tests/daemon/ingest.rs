@@ -73,7 +73,7 @@ fn several_sensors_write_exactly_what_was_sent() {
     assert_eq!(on_disk, n * 108);
     assert!(trace.join("config.yaml").is_file());
     let ev = events(&trace);
-    assert_eq!(ev[0]["event"], "start");
+    assert!(matches!(ev[0].event, Event::Start { .. }), "{ev:?}");
 }
 
 #[test]
@@ -240,11 +240,20 @@ fn lzmaf_override_and_sequence_gaps_and_clock_steps() {
     assert_eq!(ts, tss);
     assert_eq!(img[3], sample(9, 3, 512));
     let ev = events(&trace);
-    let gaps: Vec<_> = ev.iter().filter(|e| e["event"] == "gap").collect();
-    assert_eq!(gaps.len(), 2);
-    assert_eq!(gaps[0]["missing"], 2);
-    assert_eq!(gaps[1]["missing"], 3);
-    assert_eq!(ev.iter().filter(|e| e["event"] == "clock_step").count(), 1);
+    let gaps: Vec<u64> = ev
+        .iter()
+        .filter_map(|e| match e.event {
+            Event::Gap { missing, .. } => Some(missing),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(gaps, [2, 3]);
+    assert_eq!(
+        ev.iter()
+            .filter(|e| matches!(e.event, Event::ClockStep { .. }))
+            .count(),
+        1
+    );
 }
 
 #[test]
@@ -314,10 +323,8 @@ fn large_frames_split_across_writes_and_a_truncated_one() {
     }
     let ev = events(&trace);
     assert!(
-        ev.iter().any(|e| e["event"] == "partial_frame"
-            && e["sensor"] == "big"
-            && e["frame"] == 5
-            && e["bytes"] == 123_456),
+        ev.iter().any(|e| matches!(&e.event,
+            Event::PartialFrame { sensor, frame: 5, bytes: 123_456 } if sensor == "big")),
         "{ev:?}"
     );
 }
@@ -367,12 +374,20 @@ fn drops_before_a_bad_large_frame_are_in_the_event_log() {
     let st = d.status();
     assert_eq!(st["sensors"]["big"]["drops"], 2, "{st}");
     let ev = events(&d.trace_dir());
-    let drops: Vec<_> = ev.iter().filter(|e| e["event"] == "drop").collect();
-    assert_eq!(drops.len(), 1, "{ev:?}");
-    assert_eq!(drops[0]["count"], 2);
-    assert_eq!(drops[0]["first_frame"], 3);
-    assert_eq!(drops[0]["from_ts"], 3.0);
-    assert_eq!(drops[0]["to_ts"], 4.0);
+    let drops: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e.event {
+            Event::Drop {
+                count,
+                first_frame,
+                from_ts,
+                to_ts,
+                ..
+            } => Some((count, first_frame, from_ts, to_ts)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(drops, [(2, 3, 3.0, 4.0)], "{ev:?}");
 }
 
 #[test]

@@ -84,17 +84,17 @@ fn trigger_writes_the_ring_and_the_after_window_and_counts_every_drop() {
     let ev = events(&d.data_root().join(&first));
     assert!(
         ev.iter()
-            .any(|e| e["event"] == "start" && e["reason"] == "trigger"),
+            .any(|e| matches!(&e.event, Event::Start { reason, .. } if reason == "trigger")),
         "{ev:?}"
     );
     assert!(
         ev.iter()
-            .any(|e| e["event"] == "snapshot" && e["sensor"] == "cam" && e["frames"] == 10),
+            .any(|e| matches!(&e.event, Event::Snapshot { sensor, frames: 10 } if sensor == "cam")),
         "{ev:?}"
     );
     assert!(
         ev.iter()
-            .any(|e| e["event"] == "stop" && e["reason"] == "trigger_after"),
+            .any(|e| matches!(&e.event, Event::Stop { reason, .. } if reason == "trigger_after")),
         "{ev:?}"
     );
 
@@ -183,7 +183,7 @@ fn a_rotation_inside_the_after_window_keeps_the_stop_and_every_frame() {
     let ev = events(&d.data_root().join(&second));
     assert!(
         ev.iter()
-            .any(|e| e["event"] == "stop" && e["reason"] == "trigger_after"),
+            .any(|e| matches!(&e.event, Event::Stop { reason, .. } if reason == "trigger_after")),
         "{ev:?}"
     );
 }

@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use std::time::Duration;
 
-use daemon::{events, TestDaemon};
+use daemon::{events, Event, TestDaemon};
 use serde_json::json;
 use torture::*;
 
@@ -134,7 +134,10 @@ fn kill9_loop_keeps_every_acknowledged_sample_and_resumes_exactly() {
         total += sent;
     }
     let ev = events(&trace);
-    let crashes = ev.iter().filter(|e| e["event"] == "crash").count() as u64;
+    let crashes = ev
+        .iter()
+        .filter(|e| matches!(e.event, Event::Crash { .. }))
+        .count() as u64;
     assert_eq!(crashes, kills, "one crash event per kill");
     let (lo, med, hi) = min_med_max(&loss_per_kill);
     eprintln!(
@@ -182,7 +185,8 @@ fn kill9_during_a_rotation_leaves_both_traces_valid() {
     std::thread::sleep(Duration::from_millis(500));
     let ev = events(&first);
     assert!(
-        ev.iter().any(|e| e["event"] == "rotate") && !ev.iter().any(|e| e["event"] == "stop"),
+        ev.iter().any(|e| matches!(e.event, Event::Rotate { .. }))
+            && !ev.iter().any(|e| matches!(e.event, Event::Stop { .. })),
         "the kill must fall inside the rotation: {ev:#?}"
     );
     d.kill9();
@@ -196,7 +200,9 @@ fn kill9_during_a_rotation_leaves_both_traces_valid() {
     let old = verify_sensor(&first, &spec, Some(0), 0, 1)
         .unwrap_or_else(|e| panic!("{e}\n{:#?}", events(&first)));
     assert!(old.len > 0);
-    assert!(events(&first).iter().any(|e| e["event"] == "crash"));
+    assert!(events(&first)
+        .iter()
+        .any(|e| matches!(e.event, Event::Crash { .. })));
     let st = d.status();
     assert!(d.stop().success(), "{st}\n{}", d.log());
     // Nothing was sent after the rotation: the new trace holds no radar samples.

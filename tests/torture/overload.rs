@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use std::time::Duration;
 
-use daemon::{events, TestDaemon};
+use daemon::{events, Event, TestDaemon};
 use serde_json::json;
 use torture::*;
 
@@ -119,7 +119,9 @@ fn block_case(test: &str, d: TestDaemon, load: Vec<Spec>, n: u64, queue: u64) {
             dr.state.write_wait_us.load(SeqCst) as f64 / 1e6
         );
     }
-    assert!(!events(&trace).iter().any(|e| e["event"] == "drop"));
+    assert!(!events(&trace)
+        .iter()
+        .any(|e| matches!(e.event, Event::Drop { .. })));
 }
 
 #[test]
@@ -158,19 +160,24 @@ fn drop_case(test: &str, d: TestDaemon, load: Vec<Spec>, n: u64) {
         let missing: BTreeSet<u64> = (0..n).filter(|s| !kept_set.contains(s)).collect();
         // One connection from seq 0: frame number = seq.
         let mut named = BTreeSet::new();
-        for e in ev
-            .iter()
-            .filter(|e| e["event"] == "drop" && e["sensor"] == *name)
-        {
-            let first = e["first_frame"].as_u64().unwrap();
-            let count = e["count"].as_u64().unwrap();
-            assert!(count > 0, "{e}");
-            assert_eq!(e["from_ts"].as_f64().unwrap(), spec.ts(first), "{e}");
-            assert_eq!(
-                e["to_ts"].as_f64().unwrap(),
-                spec.ts(first + count - 1),
-                "{e}"
-            );
+        for e in &ev {
+            let Event::Drop {
+                sensor,
+                count,
+                first_frame,
+                from_ts,
+                to_ts,
+            } = &e.event
+            else {
+                continue;
+            };
+            if sensor != name {
+                continue;
+            }
+            let (first, count) = (*first_frame, *count);
+            assert!(count > 0, "{e:?}");
+            assert_eq!(*from_ts, spec.ts(first), "{e:?}");
+            assert_eq!(*to_ts, spec.ts(first + count - 1), "{e:?}");
             for s in first..first + count {
                 assert!(named.insert(s), "{name}: seq {s} named by two drop events");
             }
@@ -193,7 +200,7 @@ fn drop_case(test: &str, d: TestDaemon, load: Vec<Spec>, n: u64) {
             kept.len(),
             missing.len(),
             ev.iter()
-                .filter(|e| e["event"] == "drop" && e["sensor"] == *name)
+                .filter(|e| matches!(&e.event, Event::Drop { sensor, .. } if sensor == name))
                 .count()
         );
         total_drops += missing.len();

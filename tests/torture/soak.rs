@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use daemon::{events, TestDaemon};
+use daemon::{events, Count, Event, TestDaemon};
 use roverlog_bench::procfs::status_bytes;
 use serde_json::{json, Value};
 use torture::*;
@@ -67,8 +67,12 @@ fn load(full: bool) -> Vec<Spec> {
 /// A trace is finished when its last `start` is followed by a `stop`.
 fn finished(trace: &Path) -> bool {
     let ev = events(trace);
-    let last_stop = ev.iter().rposition(|e| e["event"] == "stop");
-    let last_start = ev.iter().rposition(|e| e["event"] == "start");
+    let last_stop = ev
+        .iter()
+        .rposition(|e| matches!(e.event, Event::Stop { .. }));
+    let last_start = ev
+        .iter()
+        .rposition(|e| matches!(e.event, Event::Start { .. }));
     last_stop.is_some() && last_stop > last_start
 }
 
@@ -92,14 +96,21 @@ fn check_stop_record(trace: &Path, specs: &[Spec], counts: &[u64]) {
     let ev = events(trace);
     let stop = ev
         .iter()
-        .rfind(|e| e["event"] == "stop")
+        .rev()
+        .find_map(|e| match &e.event {
+            Event::Stop { sensors, .. } => Some(sensors),
+            _ => None,
+        })
         .unwrap_or_else(|| panic!("{}: no stop line", trace.display()));
     for (spec, n) in specs.iter().zip(counts) {
-        let said = stop["sensors"][&spec.name]["samples"].as_u64().unwrap_or(0);
+        let said = match stop.get(&spec.name) {
+            Some(Count::Samples { samples }) => *samples,
+            _ => 0,
+        };
         assert_eq!(
             said,
             *n,
-            "{} in {}: stop line vs files: {stop}",
+            "{} in {}: stop line vs files: {stop:?}",
             spec.name,
             trace.display()
         );
@@ -111,8 +122,8 @@ fn stop_time(trace: &Path) -> f64 {
     events(trace)
         .iter()
         .rev()
-        .find(|e| e["event"] == "stop")
-        .and_then(|e| e["t"].as_f64())
+        .find(|e| matches!(e.event, Event::Stop { .. }))
+        .map(|e| e.t)
         .unwrap_or(f64::MAX)
 }
 

@@ -117,6 +117,24 @@ pub enum Error {
     #[error("{}: {inner}", path.display())]
     At { path: PathBuf, inner: Box<Error> },
 
+    /// A line of a trace's event log that is not an event (not JSON, not an object, or
+    /// without `t` and `event`).
+    #[error("{}: line {line}: {source}", path.display())]
+    EventLine {
+        path: PathBuf,
+        line: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    /// A line of a trace's event log longer than a reader accepts.
+    #[error("{}: line {line} is longer than the limit of {limit} bytes", path.display())]
+    EventLineTooLong {
+        path: PathBuf,
+        line: u64,
+        limit: usize,
+    },
+
     // ----- gulp ------------------------------------------------------------------------
     /// A frame selection (`a:b:c`, `i,j,k`) that does not parse or does not fit a video.
     #[error("{0}")]

@@ -161,23 +161,8 @@ pub struct Started {
     pub dir: PathBuf,
 }
 
-/// A sensor's final count in a trace it left, or why there is none.
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-pub enum Count {
-    Samples { samples: u64 },
-    Error { error: String },
-}
-
-/// Every sensor's [`Count`], in the order they were closed.
-#[derive(Debug, Clone, Default)]
-pub struct Counts(pub Vec<(String, Count)>);
-
-impl Serialize for Counts {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
-    }
-}
+/// Each sensor's count in the trace a `stop` closed: the same values its `stop` event holds.
+pub use roverlog_core::format::events::{Count, Counts};
 
 /// `stop`: the trace closed and each sensor's final count.
 #[derive(Debug, Clone, Serialize)]

@@ -1,6 +1,7 @@
-//! `<trace>/_roverlog/events.jsonl`: what happened while recording, one JSON object per line
-//! (start, stop, rotation, drops and sequence gaps with their time span, clock steps, errors,
-//! marks). The directory starts with `_`, so upstream readers skip it.
+//! Writing `<trace>/_roverlog/events.jsonl`: what happened while recording, one JSON object
+//! per line (start, stop, rotation, drops and sequence gaps with their time span, clock
+//! steps, errors, marks). The lines are [`Event`]s, described and read in
+//! `roverlog_core::format::events`; this is the daemon's side: appending them safely.
 //!
 //! Lines are written unbuffered (one `write` each, under a mutex, so lines never interleave)
 //! and the file is fsynced when the trace closes.
@@ -11,15 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::poison::LockExt;
 use roverlog_core::error::{Error, Result};
-
-/// The event log's directory inside a trace.
-pub const EVENTS_DIR: &str = "_roverlog";
-/// The event log's file name.
-pub const EVENTS_FILE: &str = "events.jsonl";
+use roverlog_core::format::events::EventReader;
+pub use roverlog_core::format::events::{ClockStepKind, Event, EventLine, EVENTS_DIR, EVENTS_FILE};
 
 /// Seconds since the epoch, now.
 pub fn now_epoch() -> f64 {
@@ -65,17 +63,15 @@ impl EventLog {
         })
     }
 
-    /// Appends `{"t": now, "event": kind, ...fields}`. A failure is logged, not returned:
-    /// losing an event line must not stop recording.
-    pub fn write(&self, kind: &str, fields: Value) {
-        let mut m = Map::new();
-        m.insert("t".into(), now_epoch().into());
-        m.insert("event".into(), kind.into());
-        if let Value::Object(f) = fields {
-            m.extend(f);
-        }
+    /// Appends `event` at `t` now. A failure is logged, not returned: losing an event line
+    /// must not stop recording.
+    pub fn write(&self, event: Event) {
         let mut line = vec![b'\n'];
-        serde_json::to_writer(&mut line, &Value::Object(m)).expect("JSON of a map");
+        let at = EventLine {
+            t: now_epoch(),
+            event,
+        };
+        line.extend(at.to_json());
         line.push(b'\n');
         let mut f = self.file.lock_or_recover();
         let line = if f.1 { &line[..] } else { &line[1..] };
@@ -138,14 +134,13 @@ fn last_byte(file: &File) -> std::io::Result<Option<u8>> {
     Ok(Some(b[0]))
 }
 
-/// Reads every event of a trace (for tests and tools); unparsable lines are skipped.
-pub fn read_events(trace: &Path) -> Vec<Value> {
-    let path = trace.join(EVENTS_DIR).join(EVENTS_FILE);
-    std::fs::read_to_string(path)
+/// The events of a trace the daemon decides by (is it stopped, its label): lines that are
+/// not events are skipped, as the daemon's next open of the log drops them anyway; a
+/// missing or unreadable log has none.
+pub fn readable_events(trace: &Path) -> Vec<EventLine> {
+    EventReader::open(trace)
+        .map(|r| r.filter_map(|e| e.ok()).collect())
         .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 #[cfg(test)]
@@ -163,7 +158,11 @@ mod repair_tests {
         bytes.extend(b"\n{\"event\":\"mark\"}\n{\"event\":\"dr");
         std::fs::write(&path, &bytes).unwrap();
         let ev = EventLog::open(dir.path()).unwrap();
-        ev.write("stop", serde_json::json!({}));
+        ev.write(Event::Stop {
+            trace: "t".into(),
+            reason: "command".into(),
+            sensors: Default::default(),
+        });
         let text = std::fs::read_to_string(&path).unwrap();
         let kinds: Vec<String> = text
             .lines()

@@ -39,7 +39,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::config::Config;
-use crate::events::{now_epoch, EventLog};
+use crate::events::{now_epoch, ClockStepKind, Event, EventLog};
 use crate::poison::LockExt;
 use crate::shutdown::Shutdown;
 use crate::slot::Slot;
@@ -231,10 +231,13 @@ impl Health {
                         if (median - prev).abs() > self.cfg.health.clock_step_threshold_s =>
                     {
                         tracing::warn!(sensor = %s.name, from = prev, to = median, "the driver's clock moved against the daemon's");
-                        events.write(
-                            "clock_step",
-                            json!({"sensor": s.name, "kind": "offset", "from": prev, "to": median}),
-                        );
+                        events.write(Event::ClockStep {
+                            sensor: s.name.clone(),
+                            frame: None,
+                            kind: Some(ClockStepKind::Offset),
+                            from: prev,
+                            to: median,
+                        });
                         self.offsets.insert(s.name.clone(), median);
                     }
                     Some(_) => {}
@@ -326,10 +329,12 @@ impl Health {
             let v = json!({"alarm": key.0, "sensor": key.1, "state": "cleared", "start": start, "end": now});
             tracing::info!(alarm = %key.0, sensor = %key.1, "alarm cleared");
             if let Some(ev) = events {
-                ev.write(
-                    "alarm_clear",
-                    json!({"alarm": key.0, "sensor": key.1, "start": start, "end": now}),
-                );
+                ev.write(Event::AlarmClear {
+                    alarm: key.0.clone(),
+                    sensor: key.1.clone(),
+                    start,
+                    end: now,
+                });
             }
             self.run_command(&v);
         }
@@ -344,9 +349,12 @@ impl Health {
             }
             tracing::warn!(alarm = %key.0, sensor = %key.1, "alarm raised: {detail}");
             if let Some(ev) = events {
-                let mut fields = v.clone();
-                fields.as_object_mut().expect("object").remove("state");
-                ev.write("alarm", fields);
+                ev.write(Event::Alarm {
+                    alarm: key.0.clone(),
+                    sensor: key.1.clone(),
+                    start: now,
+                    details: detail.as_object().cloned().unwrap_or_default(),
+                });
             }
             self.run_command(&v);
             self.active.insert(key, (now, detail));

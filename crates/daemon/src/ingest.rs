@@ -19,7 +19,7 @@ use tokio::sync::{Semaphore, TryAcquireError};
 
 use super::bufpool::{BufPool, PoolBuf};
 use super::config::QueuePolicy;
-use super::events::now_epoch;
+use super::events::{now_epoch, Event};
 use super::failure::WriterError;
 use super::protocol::{accept_hello, error_line, line, Check, FrameLayout, Hello};
 use super::recording::{Recorder, Slot};
@@ -408,10 +408,11 @@ impl Connection {
                 Ok(None) => {}
                 Ok(Some(partial)) => {
                     if partial > 0 {
-                        self.rec.event(
-                            "partial_frame",
-                            json!({"sensor": hello.sensor, "frame": t.frame_no, "bytes": partial}),
-                        );
+                        self.rec.event(Event::PartialFrame {
+                            sensor: hello.sensor.clone(),
+                            frame: t.frame_no,
+                            bytes: partial as u64,
+                        });
                     }
                     // The end of the stream, or of the drain at shutdown: either way the
                     // driver sees EOF without an error line (protocol.md 6).
@@ -444,10 +445,13 @@ impl Connection {
         if let Some(prev) = t.last_ts {
             if ts < prev {
                 slot.stats.clock_steps.fetch_add(1, Relaxed);
-                self.rec.event(
-                    "clock_step",
-                    json!({"sensor": sensor, "frame": no, "from": prev, "to": ts}),
-                );
+                self.rec.event(Event::ClockStep {
+                    sensor: sensor.to_string(),
+                    frame: Some(no),
+                    kind: None,
+                    from: prev,
+                    to: ts,
+                });
             }
         }
         t.last_ts = Some(ts);
@@ -456,12 +460,21 @@ impl Connection {
                 if seq > p.wrapping_add(1) && seq > p {
                     let missing = seq - p - 1;
                     slot.stats.gaps.fetch_add(missing, Relaxed);
-                    self.rec.event("gap", json!({"sensor": sensor, "frame": no, "missing": missing, "after_seq": p, "seq": seq, "ts": ts}));
+                    self.rec.event(Event::Gap {
+                        sensor: sensor.to_string(),
+                        frame: no,
+                        missing,
+                        after_seq: p,
+                        seq,
+                        ts,
+                    });
                 } else if seq <= p {
-                    self.rec.event(
-                        "seq_reset",
-                        json!({"sensor": sensor, "frame": no, "after_seq": p, "seq": seq}),
-                    );
+                    self.rec.event(Event::SeqReset {
+                        sensor: sensor.to_string(),
+                        frame: no,
+                        after_seq: p,
+                        seq,
+                    });
                 }
             }
             t.last_seq = Some(seq);
@@ -522,11 +535,13 @@ impl Connection {
     }
 
     fn drop_event(&self, sensor: &str, d: &DropRun) {
-        self.rec.event(
-            "drop",
-            json!({"sensor": sensor, "count": d.count, "first_frame": d.first_frame,
-                   "from_ts": d.first_ts, "to_ts": d.last_ts}),
-        );
+        self.rec.event(Event::Drop {
+            sensor: sensor.to_string(),
+            count: d.count,
+            first_frame: d.first_frame,
+            from_ts: d.first_ts,
+            to_ts: d.last_ts,
+        });
     }
 
     /// Sends the pending run of accepted frames to the writer as one `Bytes`.

@@ -14,12 +14,11 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::command::{Count, Counts, Marked, Refusal, Started, Stopped};
 use crate::config::{validate_label, Config};
-use crate::events::{read_events, EventLog};
+use crate::events::{readable_events, Event, EventLog};
 use crate::failure::WriterError;
 use crate::foxglove_live::LiveHub;
 use crate::health::Alarms;
@@ -174,9 +173,9 @@ impl Recorder {
     }
 
     /// Writes an event to the open trace, if any.
-    pub fn event(&self, kind: &str, fields: Value) {
+    pub fn event(&self, event: Event) {
         if let Some((_, ev)) = self.current() {
-            ev.write(kind, fields);
+            ev.write(event);
         }
     }
 
@@ -222,7 +221,13 @@ impl Recorder {
 
     /// Opens `trace` in every sensor's writer and waits for them. Also returns each sensor's
     /// final count in the trace it left, if it had one open (what a rotation's `stop` records).
-    async fn open_all(&self, trace: OpenTrace, reason: &str, extra: Value) -> (Started, Counts) {
+    /// `from`: the trace a rotation left.
+    async fn open_all(
+        &self,
+        trace: OpenTrace,
+        reason: &str,
+        from: Option<String>,
+    ) -> (Started, Counts) {
         let (slots, stale, dir, events, name, label) = {
             let mut st = self.lock();
             // A sensor without a connection ends with the trace it has files in (a rotation
@@ -243,11 +248,13 @@ impl Recorder {
             st.stopped_reason = None;
             (slots, stale, dir, events, name, label)
         };
-        let mut fields = json!({"trace": name, "reason": reason, "label": label, "sensors": slots.iter().map(|s| s.name.clone()).collect::<Vec<_>>()});
-        if let (Value::Object(f), Value::Object(x)) = (&mut fields, extra) {
-            f.extend(x);
-        }
-        events.write("start", fields);
+        events.write(Event::Start {
+            trace: name.clone(),
+            reason: reason.to_string(),
+            label,
+            sensors: slots.iter().map(|s| s.name.clone()).collect(),
+            from,
+        });
         let mut left = Counts::default();
         for s in &slots {
             let (d, e) = (dir.clone(), events.clone());
@@ -309,10 +316,11 @@ impl Recorder {
             }
             closed.extend(pending);
         }
-        trace.1.write(
-            "stop",
-            json!({"trace": trace.0, "reason": reason, "sensors": counts}),
-        );
+        trace.1.write(Event::Stop {
+            trace: trace.0.clone(),
+            reason: reason.to_string(),
+            sensors: counts.clone(),
+        });
         trace.1.sync();
         let mut st = self.lock();
         let gone: Vec<String> = st
@@ -337,7 +345,7 @@ impl Recorder {
             return Err(Refusal::AlreadyRecording { trace });
         }
         let t = self.create_trace(label)?;
-        Ok(self.open_all(t, reason, json!({})).await.0)
+        Ok(self.open_all(t, reason, None).await.0)
     }
 
     /// Continues an existing trace directory (after a crash).
@@ -348,11 +356,14 @@ impl Recorder {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         // The label it was started with (its last `start` event), for later rotations.
-        let label = read_events(dir)
-            .iter()
+        let label = readable_events(dir)
+            .into_iter()
             .rev()
-            .find(|e| e["event"] == "start")
-            .and_then(|e| e["label"].as_str().map(str::to_string))
+            .find_map(|e| match e.event {
+                Event::Start { label, .. } => Some(label),
+                _ => None,
+            })
+            .flatten()
             .or_else(|| self.cfg.recording.label.clone());
         let ev = EventLog::open(dir)?;
         // Wall-clock time since its first event; 0 if the clock is behind it.
@@ -365,7 +376,7 @@ impl Recorder {
             age_before: std::time::Duration::try_from_secs_f64(age).unwrap_or_default(),
             label,
         };
-        Ok(self.open_all(t, "resume", json!({})).await.0)
+        Ok(self.open_all(t, "resume", None).await.0)
     }
 
     /// `stop`: closes the open trace.
@@ -411,14 +422,18 @@ impl Recorder {
         let t = self.create_trace(label.as_deref())?;
         let new = t.name.clone();
         // Written before the switch, so whoever sees the new trace finds this line.
-        old_events.write("rotate", json!({"to": new, "reason": reason}));
-        let (r, counts) = self.open_all(t, reason, json!({"from": old})).await;
+        old_events.write(Event::Rotate {
+            to: new.clone(),
+            reason: reason.to_string(),
+        });
+        let (r, counts) = self.open_all(t, reason, Some(old.clone())).await;
         // A triggered trace's stop follows it into the next part (see `Recorder::trigger`).
         self.triggers.rotated(&old, &new);
-        old_events.write(
-            "stop",
-            json!({"trace": old, "reason": "rotate", "sensors": counts}),
-        );
+        old_events.write(Event::Stop {
+            trace: old,
+            reason: "rotate".into(),
+            sensors: counts,
+        });
         old_events.sync();
         Ok(r)
     }
@@ -426,7 +441,9 @@ impl Recorder {
     /// `mark`: a text line in the event log.
     pub fn mark(&self, text: &str) -> Result<Marked, Refusal> {
         let (trace, ev) = self.current().ok_or(Refusal::NotRecording)?;
-        ev.write("mark", json!({"text": text}));
+        ev.write(Event::Mark {
+            text: text.to_string(),
+        });
         Ok(Marked { trace })
     }
 

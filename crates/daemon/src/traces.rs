@@ -4,10 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
-
-use super::events::{read_events, EventLog};
+use super::events::{readable_events, Event, EventLog};
 use roverlog_core::error::Result;
+use roverlog_core::format::events::{Count, Counts, EventReader};
 use roverlog_core::format::recover_sensor;
 use roverlog_core::format::trace::sensor_dirs;
 
@@ -53,7 +52,7 @@ pub fn recover_unfinished(root: &Path) -> Result<Option<PathBuf>> {
             break;
         }
         let log = EventLog::open(trace)?;
-        let mut counts = serde_json::Map::new();
+        let mut counts = Counts::default();
         for name in sensor_dirs(trace)? {
             let dir = trace.join(&name);
             if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -65,24 +64,27 @@ pub fn recover_unfinished(root: &Path) -> Result<Option<PathBuf>> {
             let r = recover_sensor(&dir)?;
             let cuts: Vec<String> = r.cuts.iter().map(|c| c.to_string()).collect();
             tracing::warn!(trace = %trace.display(), sensor = %name, len = r.len, "recovered after a crash: {cuts:?}");
-            log.write(
-                "recovered",
-                json!({"sensor": name, "len": r.len, "cuts": cuts, "left_alone": r.left_alone}),
-            );
-            counts.insert(name, json!({"samples": r.len}));
+            log.write(Event::Recovered {
+                sensor: name.clone(),
+                len: r.len,
+                cuts,
+                left_alone: r.left_alone.iter().map(|p| p.to_string()).collect(),
+                after: None,
+            });
+            counts.0.push((name, Count::Samples { samples: r.len }));
         }
-        log.write(
-            "crash",
-            json!({"note": "the daemon ended without stopping this trace"}),
-        );
+        log.write(Event::Crash {
+            note: "the daemon ended without stopping this trace".into(),
+        });
         if k == 0 {
             resume = Some(trace.clone());
         } else {
             let name = trace.file_name().unwrap_or_default().to_string_lossy();
-            log.write(
-                "stop",
-                json!({"trace": name, "reason": "crash", "sensors": counts}),
-            );
+            log.write(Event::Stop {
+                trace: name.into_owned(),
+                reason: "crash".into(),
+                sensors: counts,
+            });
         }
         log.sync();
     }
@@ -91,22 +93,16 @@ pub fn recover_unfinished(root: &Path) -> Result<Option<PathBuf>> {
 
 /// The time of a trace's first event (its creation), if it has one.
 pub(super) fn created_at(trace: &Path) -> Option<f64> {
-    use std::io::BufRead;
-    let path = trace
-        .join(super::events::EVENTS_DIR)
-        .join(super::events::EVENTS_FILE);
-    let mut line = String::new();
-    std::io::BufReader::new(std::fs::File::open(path).ok()?)
-        .read_line(&mut line)
-        .ok()?;
-    serde_json::from_str::<Value>(&line).ok()?["t"].as_f64()
+    Some(EventReader::open(trace).ok()?.next()?.ok()?.t)
 }
 
 /// Whether a trace's last `start` (or resume) is followed by a `stop`.
 fn is_finished(trace: &Path) -> bool {
-    let events = read_events(trace);
-    let last_stop = events.iter().rposition(|e| e["event"] == "stop");
-    let last_start = events.iter().rposition(|e| e["event"] == "start");
+    // By kind, not by variant: a `stop` whose fields this version cannot read (kept as
+    // `Other`) still closed its trace, and recovering a finished trace would be wrong.
+    let events = readable_events(trace);
+    let last_stop = events.iter().rposition(|e| e.event.kind() == "stop");
+    let last_start = events.iter().rposition(|e| e.event.kind() == "start");
     last_stop.is_some() && last_stop > last_start
 }
 

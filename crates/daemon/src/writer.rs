@@ -17,13 +17,12 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use serde_json::json;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 mod batch;
 
 use super::config::FsyncPolicy;
-use super::events::EventLog;
+use super::events::{Event, EventLog};
 use super::failure::{SensorFailure, WriterError};
 use super::protocol::FrameLayout;
 use super::stats::SensorStats;
@@ -358,10 +357,10 @@ impl Writer {
                             self.write_batch(&h.data, h.frames, h.seq, &h.recv);
                         }
                         if let Some(o) = self.open.as_ref().filter(|_| frames > 0) {
-                            o.events.write(
-                                "snapshot",
-                                serde_json::json!({"sensor": self.sensor, "frames": frames}),
-                            );
+                            o.events.write(Event::Snapshot {
+                                sensor: self.sensor.clone(),
+                                frames,
+                            });
                         }
                     }
                 }
@@ -440,8 +439,10 @@ impl Writer {
         tracing::error!(sensor = %self.sensor, "{msg}");
         self.stats.set_failed(failure.clone());
         if let Some(o) = self.open.take() {
-            o.events
-                .write("error", json!({"sensor": self.sensor, "error": msg}));
+            o.events.write(Event::Error {
+                sensor: self.sensor.clone(),
+                error: msg.clone(),
+            });
             // The files are dropped, not finished: finishing would retry the failed write.
             let dir = o.files.dir().to_path_buf();
             drop(o.files);
@@ -475,18 +476,23 @@ impl Writer {
             Ok(r) => {
                 let cuts: Vec<String> = r.cuts.iter().map(|c| c.to_string()).collect();
                 tracing::warn!(sensor = %self.sensor, len = r.len, "recovered after a write failure: {cuts:?}");
-                events.write(
-                    "recovered",
-                    json!({"sensor": self.sensor, "len": r.len, "cuts": cuts,
-                           "left_alone": r.left_alone, "after": "write failure"}),
-                );
+                events.write(Event::Recovered {
+                    sensor: self.sensor.clone(),
+                    len: r.len,
+                    cuts,
+                    left_alone: r.left_alone.iter().map(|p| p.to_string()).collect(),
+                    after: Some("write failure".into()),
+                });
                 self.stats.samples.store(r.len, Relaxed);
             }
             Err(e) => {
                 let msg =
                     format!("recovery after the failure failed: {e} (run `roverlog recover`)");
                 tracing::error!(sensor = %self.sensor, "{msg}");
-                events.write("error", json!({"sensor": self.sensor, "error": msg}));
+                events.write(Event::Error {
+                    sensor: self.sensor.clone(),
+                    error: msg,
+                });
             }
         }
     }
@@ -515,11 +521,13 @@ impl Writer {
                 |(w, rec)| {
                     if !rec.cuts.is_empty() || !rec.left_alone.is_empty() {
                         let cuts: Vec<String> = rec.cuts.iter().map(|c| c.to_string()).collect();
-                        events.write(
-                            "recovered",
-                            json!({"sensor": self.sensor, "len": rec.len, "cuts": cuts,
-                               "left_alone": rec.left_alone}),
-                        );
+                        events.write(Event::Recovered {
+                            sensor: self.sensor.clone(),
+                            len: rec.len,
+                            cuts,
+                            left_alone: rec.left_alone.iter().map(|p| p.to_string()).collect(),
+                            after: None,
+                        });
                     }
                     w
                 },
@@ -557,7 +565,10 @@ impl Writer {
                 let failure = Arc::new(SensorFailure::Open { dir, source });
                 let msg = failure.to_string();
                 tracing::error!(sensor = %self.sensor, "{msg}");
-                events.write("error", json!({"sensor": self.sensor, "error": msg}));
+                events.write(Event::Error {
+                    sensor: self.sensor.clone(),
+                    error: msg.clone(),
+                });
                 self.stats.set_failed(failure.clone());
                 Err(WriterError::Failed(failure))
             }
@@ -640,8 +651,10 @@ impl Writer {
                 });
                 let msg = failure.to_string();
                 tracing::error!(sensor = %self.sensor, "{msg}");
-                o.events
-                    .write("error", json!({"sensor": self.sensor, "error": msg}));
+                o.events.write(Event::Error {
+                    sensor: self.sensor.clone(),
+                    error: msg.clone(),
+                });
                 self.stats.set_failed(failure.clone());
                 self.recover_after_failure(&dir, &o.events);
                 self.notice_disk_full(&e, &dir, msg);

@@ -23,9 +23,8 @@ use std::path::Path;
 
 use foxglove::messages::{log::Level, Log};
 use foxglove::Encode;
-use serde_json::Value;
-
 use roverlog_core::error::{Error, IoContext, Result};
+use roverlog_core::format::events::{read_events, Event};
 use roverlog_core::format::{DType, Trace};
 
 pub mod message;
@@ -72,15 +71,6 @@ fn schema_id<W: std::io::Write + std::io::Seek>(
 
 fn mcap_err(out: &Path, e: mcap::McapError) -> Error {
     Error::io(out, std::io::Error::other(format!("mcap: {e}")))
-}
-
-/// The trace's event log (`_roverlog/events.jsonl`), whole lines only.
-fn read_events(trace: &Path) -> Vec<Value> {
-    std::fs::read_to_string(trace.join("_roverlog").join("events.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 /// Writes the trace in `trace` to the MCAP file `out` (written under a temporary name and
@@ -182,7 +172,7 @@ pub fn export_mcap(
                 report.topics.push((topic, n));
             }
         }
-        let events = read_events(trace);
+        let events = read_events(trace)?;
         if !events.is_empty() {
             let schema = schema_id(
                 &mut w,
@@ -195,21 +185,24 @@ pub fn export_mcap(
                 .map_err(|e| mcap_err(out, e))?;
             let mut n = 0u64;
             for e in &events {
-                let t = e["t"].as_f64().unwrap_or(0.0);
+                let t = e.t;
                 if opts.window.as_ref().is_some_and(|w| !w.contains(&t)) {
                     continue;
                 }
-                let kind = e["event"].as_str().unwrap_or("event");
-                let level = match kind {
-                    "error" | "crash" => Level::Error,
-                    "drop" | "gap" | "clock_step" | "recovered" => Level::Warning,
+                let level = match e.event {
+                    Event::Error { .. } | Event::Crash { .. } => Level::Error,
+                    Event::Drop { .. }
+                    | Event::Gap { .. }
+                    | Event::ClockStep { .. }
+                    | Event::Recovered { .. } => Level::Warning,
                     _ => Level::Info,
                 };
                 let msg = Log {
                     timestamp: Some(stamp(t)),
                     level: level as i32,
-                    message: e.to_string(),
-                    name: kind.to_string(),
+                    // The line as it is in the log, so nothing of it is lost.
+                    message: String::from_utf8(e.to_json()).expect("JSON is UTF-8"),
+                    name: e.event.kind().to_string(),
                     file: String::new(),
                     line: 0,
                 };

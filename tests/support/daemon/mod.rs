@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+// For the tests that read events; each test crate uses some of them.
+#[allow(unused_imports)]
+pub use roverlog_core::format::events::{read_events, ClockStepKind, Count, Event, EventLine};
+
 pub mod http;
 
 pub struct TestDaemon {
@@ -318,8 +322,9 @@ pub fn read_sensor(trace: &Path, sensor: &str, ch: &str) -> (Vec<f64>, Vec<Vec<u
     (ts, data)
 }
 
-pub fn events(trace: &Path) -> Vec<Value> {
-    roverlog_daemon::events::read_events(trace)
+/// Every event of a trace's log; a line that is not an event fails the test.
+pub fn events(trace: &Path) -> Vec<EventLine> {
+    read_events(trace).unwrap_or_else(|e| panic!("reading the events: {e}"))
 }
 
 /// The write end of a pipe whose reader is already gone: a command's stdout as in

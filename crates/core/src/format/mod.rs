@@ -6,6 +6,7 @@
 //!   [`blob`] (`jpg`/`npz` directories); [`append`] is the buffered append-only file under
 //!   the writers; [`channel`] puts the formats behind one reader and one writer type.
 //! - [`sensor`] ([`Sensor`], [`SensorWriter`]) and [`trace`] ([`Trace`]).
+//! - [`events`]: the daemon's event log (`_roverlog/events.jsonl`): [`events::Event`] and its reader.
 //! - [`check`]: consistency checking and crash recovery of a sensor, over each format's own
 //!   check and cut (beside the format: `raw`, `lzma`, `lzmaf::check`, `blob`,
 //!   `avi::repair`); [`problem`]: what they find ([`Problem`]) and do ([`Cut`]), as values.
@@ -19,6 +20,7 @@ pub mod copy;
 pub mod direct;
 pub mod dtype;
 pub mod durable;
+pub mod events;
 pub mod lzma;
 pub mod lzmaf;
 pub mod meta;
