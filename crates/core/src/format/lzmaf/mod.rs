@@ -3,7 +3,7 @@
 //!
 //! Write order is data before index, both when buffering and when syncing, so after a crash the
 //! index never points past data that reached the disk (unless the disk reorders a power cut;
-//! validation checks that too). [`check`] is what `validate` and `recover` do to a channel.
+//! validation checks that too). `check` is what `validate` and `recover` do to a channel.
 
 pub(crate) mod check;
 
