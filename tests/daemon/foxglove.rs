@@ -262,3 +262,86 @@ fn a_bad_foxglove_config_is_refused_at_start() {
         "foxglove_sensor_hz.imu must be a positive number",
     );
 }
+
+/// Issue 26: a camera at exactly its cap reaches the feed whole (>= 95% of its frames; the
+/// old `next = t + period` let through 6.3-6.8 of 10 Hz), and an imu over its cap arrives
+/// at the cap (a 200 Hz imu capped at 50 Hz arrived at 43.6 Hz).
+#[test]
+fn at_the_cap_every_frame_arrives_and_over_it_the_cap_is_the_rate() {
+    let d = TestDaemon::start(json!({
+        "foxglove_listen": "127.0.0.1:0", "foxglove_max_hz": 10.0,
+        "foxglove_sensor_hz": {"imu": 50.0}}));
+    let url = d.status()["foxglove"]["url"]
+        .as_str()
+        .expect("status has foxglove.url")
+        .to_owned();
+    let (mut imu, r) = d.connect(&imu_hello());
+    assert_eq!(r["ok"], true, "{r}");
+    let (mut cam, r) = d.connect(&cam_hello());
+    assert_eq!(r["ok"], true, "{r}");
+    let mut ws = connect(&url);
+    let chans = advertised(&mut ws, &["/imu/x", "/cam/img"]);
+    let sub = json!({"op": "subscribe", "subscriptions": [
+        {"id": 1, "channelId": chans["/imu/x"]["id"]}, {"id": 2, "channelId": chans["/cam/img"]["id"]}]});
+    ws.send(Message::text(sub.to_string())).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let secs = 4.0;
+    let reader = std::thread::spawn(move || {
+        ws.get_ref()
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut got = Vec::new();
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs_f64(secs + 1.5) {
+            match ws.read() {
+                Ok(m) => got.extend(message_data(&m)),
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => panic!("reading the feed: {e}"),
+            }
+        }
+        got
+    });
+    // imu at 200 Hz, the camera at 10 Hz, on a schedule against one start (a late frame goes
+    // at once, so the rates hold on a busy machine).
+    let t0 = Instant::now();
+    let (mut n_imu, mut n_cam) = (0u64, 0u64);
+    while n_imu < (secs * 200.0) as u64 {
+        let due = t0 + Duration::from_secs_f64(n_imu as f64 / 200.0);
+        if let Some(w) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(w);
+        }
+        imu.send(&frame(
+            1.8e9 + n_imu as f64 / 200.0,
+            None,
+            &[(&sample(1, n_imu, 6), false)],
+        ));
+        if n_imu % 20 == 0 {
+            cam.send(&frame(
+                1.8e9 + n_cam as f64 / 10.0,
+                None,
+                &[(&jpeg(n_cam, 4000), true)],
+            ));
+            n_cam += 1;
+        }
+        n_imu += 1;
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    assert_eq!(imu.sync(), n_imu);
+    assert_eq!(cam.sync(), n_cam);
+    let got = reader.join().unwrap();
+    let count = |id| got.iter().filter(|(s, _, _)| *s == id).count() as f64;
+    let (got_imu, got_cam) = (count(1), count(2));
+    assert!(
+        got_cam >= 0.95 * n_cam as f64,
+        "camera at its cap: {got_cam} of {n_cam} frames reached the feed"
+    );
+    let want = 50.0 * elapsed;
+    assert!(
+        got_imu >= 0.9 * want && got_imu <= 1.05 * want + 2.0,
+        "imu capped at 50 Hz: {got_imu} messages in {elapsed:.2} s (want about {want:.0})"
+    );
+}

@@ -176,7 +176,7 @@ impl LiveHub {
 struct TapChannel {
     raw: Arc<RawChannel>,
     kind: Arc<MessageKind>,
-    /// The earliest time this channel's next sample goes out.
+    /// This channel's next slot: a sample goes out from half a period before it.
     next: Instant,
 }
 
@@ -202,10 +202,16 @@ impl LiveTap {
                 continue;
             }
             let t = *now.get_or_insert_with(Instant::now);
-            if t < ch.next {
+            // A frame is due from half a period before its slot: a sensor at exactly the cap,
+            // with the usual jitter, arrives a little early about half the time, and
+            // `next = t + period` dropped those (a 10 Hz camera under a 10 Hz cap arrived at
+            // 6.5 Hz). Slots advance on a grid, so over the cap the frames that go out are
+            // evenly spaced at the cap; after a pause the grid restarts at the frame.
+            let half = self.period / 2;
+            if t + half < ch.next {
                 continue;
             }
-            ch.next = t + self.period;
+            ch.next = (ch.next + self.period).max(t + half);
             self.hub.offer(Preview {
                 channel: ch.raw.clone(),
                 kind: ch.kind.clone(),
