@@ -6,9 +6,11 @@
 
 use std::path::PathBuf;
 
+mod avi;
 mod jpeg;
 mod zarr;
 
+pub use avi::AviProblem;
 pub use jpeg::JpegProblem;
 pub use zarr::{ChunkProblem, DTypeProblem, FillProblem, SettingProblem};
 
@@ -104,7 +106,7 @@ pub enum Error {
     #[error("{}: {} (run `roverlog recover`)", path.display(), join(problems))]
     AviNeedsRecovery {
         path: PathBuf,
-        problems: Vec<crate::format::avi::AviProblem>,
+        problems: Vec<AviProblem>,
     },
 
     /// An `mjpg` channel file that is not AVI at all.
@@ -429,7 +431,7 @@ impl std::fmt::Display for SelectionProblem {
 }
 
 /// The AVI findings of [`Error::AviNeedsRecovery`] on one line.
-fn join(problems: &[crate::format::avi::AviProblem]) -> String {
+fn join(problems: &[AviProblem]) -> String {
     let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
     lines.join("; ")
 }

@@ -12,7 +12,6 @@
 //! - [`AviProblem`]: what the parser finds wrong, as values.
 //! - [`repair`]: what `validate` reports and what `recover` does for such a channel.
 
-mod finding;
 pub mod parse;
 pub mod repair;
 pub mod write;
@@ -21,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
-pub use finding::AviProblem;
+pub use crate::error::AviProblem;
 pub use parse::{Frame, IndexSource, Layout};
 pub use write::MjpgWriter;
 

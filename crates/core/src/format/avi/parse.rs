@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use super::finding::AviProblem;
+use crate::error::AviProblem;
 use crate::error::{Error, Result};
 
 /// Most frames a file may hold (about six days at 30 fps).

@@ -3,8 +3,8 @@
 //! A finding is not an error: parsing goes on and yields the frames that are whole. `validate`
 //! reports the findings (as `Problem::Avi`) and the writer refuses to append to a file that
 //! has them. Each variant carries the offsets and sizes involved; its `Display` is the line
-//! users read. This file imports nothing of the crate, so the error type and `problem` can
-//! name it without a cycle.
+//! users read. It lives beside the error type (like the zarr and JPEG problems) and imports
+//! nothing of the crate, so `error` never imports `format` back.
 
 use std::fmt;
 
