@@ -83,6 +83,28 @@ fn message_data(m: &Message) -> Option<(u32, u64, Vec<u8>)> {
     ))
 }
 
+/// Every `messageData` frame the client receives for `how_long`; a quiet moment is a short
+/// read timeout, not an error.
+fn read_for(ws: &mut Ws, how_long: Duration) -> Vec<(u32, u64, Vec<u8>)> {
+    ws.get_ref()
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut got = Vec::new();
+    let t0 = Instant::now();
+    while t0.elapsed() < how_long {
+        match ws.read() {
+            Ok(m) => got.extend(message_data(&m)),
+            Err(tungstenite::Error::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => panic!("reading the feed: {e}"),
+        }
+    }
+    got
+}
+
 #[test]
 fn a_client_sees_decimated_messages_that_are_on_disk_and_a_stalled_one_slows_nothing() {
     let mut d = TestDaemon::start(json!({
@@ -113,24 +135,8 @@ fn a_client_sees_decimated_messages_that_are_on_disk_and_a_stalled_one_slows_not
 
     // 3 s of imu at 200 Hz and camera at 30 Hz; the client reads throughout.
     let ws_reader = std::thread::spawn(move || {
-        // Reads for 5 s (the 3 s of sending and what trails it); a quiet moment is a short
-        // read timeout, not an error.
-        ws.get_ref()
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        let mut got = Vec::new();
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(5) {
-            match ws.read() {
-                Ok(m) => got.extend(message_data(&m)),
-                Err(tungstenite::Error::Io(e))
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(e) => panic!("reading the feed: {e}"),
-            }
-        }
+        // Reads for 5 s (the 3 s of sending and what trails it).
+        let got = read_for(&mut ws, Duration::from_secs(5));
         ws.get_ref()
             .set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
@@ -286,25 +292,7 @@ fn at_the_cap_every_frame_arrives_and_over_it_the_cap_is_the_rate() {
     ws.send(Message::text(sub.to_string())).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let secs = 4.0;
-    let reader = std::thread::spawn(move || {
-        ws.get_ref()
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        let mut got = Vec::new();
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs_f64(secs + 1.5) {
-            match ws.read() {
-                Ok(m) => got.extend(message_data(&m)),
-                Err(tungstenite::Error::Io(e))
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(e) => panic!("reading the feed: {e}"),
-            }
-        }
-        got
-    });
+    let reader = std::thread::spawn(move || read_for(&mut ws, Duration::from_secs_f64(secs + 1.5)));
     // imu at 200 Hz, the camera at 10 Hz, on a schedule against one start (a late frame goes
     // at once, so the rates hold on a busy machine).
     let t0 = Instant::now();
