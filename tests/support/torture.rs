@@ -205,7 +205,11 @@ pub fn verify_sensor(
     full_every: u64,
 ) -> Result<OnDisk, String> {
     let dir = trace.join(&spec.name);
-    if !dir.exists() {
+    // No directory, or one whose `meta.json` never arrived: the kill came before or during
+    // the sensor's creation (`SensorWriter::create` writes `meta.json` last, and the daemon
+    // clears such a directory when the driver comes back). Nothing in it was acknowledged,
+    // so it holds no sample; the caller's `len >= acked` check still fails if any was.
+    if !dir.join(roverlog_core::format::meta::META_FILE).exists() {
         return Ok(OnDisk {
             len: 0,
             first_seq: None,
