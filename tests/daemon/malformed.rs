@@ -277,7 +277,9 @@ fn a_control_connection_over_the_limit_gets_an_error_reply_not_a_silent_close() 
         .collect();
     let mut s = UnixStream::connect(d.control_path()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(b"{\"cmd\": \"status\"}\n").unwrap();
+    // The daemon may answer and close before the request is written (a broken pipe here,
+    // as `roverlog ctl` also allows for): the reply line is what matters.
+    let _ = s.write_all(b"{\"cmd\": \"status\"}\n");
     let mut reply = String::new();
     // A silent close may also show as a reset: the reply line is what matters.
     let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(s), &mut reply);
