@@ -126,6 +126,14 @@ fn reads_mirror_the_control_socket_and_commands_need_the_token() {
         r.starts_with("HTTP/1.1 421") && r.contains("not this loopback dashboard"),
         "{r}"
     );
+    // A loopback name through a port forward (`ssh -L 9000:127.0.0.1:<port>`: the browser
+    // sends its own port) and a lower-case auth scheme are this dashboard's (issue 26: both
+    // were refused, 421 and 401).
+    let mark = "{\"cmd\": \"mark\", \"text\": \"forwarded\"}";
+    let r = raw(&base, format!(
+        "POST /api/command HTTP/1.1\r\nHost: localhost:9000\r\nAuthorization: bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{mark}",
+        mark.len()).as_bytes());
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
     // Commands are POSTs.
     let r = raw(
         &base,

@@ -86,7 +86,6 @@ struct Dashboard {
     token: Option<blake3::Hash>,
     /// Listening on loopback: reads need no token, `Host` must name loopback.
     loopback: bool,
-    port: u16,
 }
 
 /// Serves the dashboard on `listener` until shutdown; also keeps its history.
@@ -111,7 +110,6 @@ pub async fn serve(listener: std::net::TcpListener, rec: Arc<Recorder>, mut shut
             .as_deref()
             .map(|t| blake3::hash(t.as_bytes())),
         loopback: addr.ip().is_loopback(),
-        port: addr.port(),
         rec,
     });
     let url = format!("http://{addr}/");
@@ -245,7 +243,7 @@ fn error(status: StatusCode, why: impl Into<String>) -> Response {
 /// Every request: the `Host` check on loopback, then the headers that keep the page from
 /// being framed, sniffed or cached.
 async fn guard(State(dash): State<Arc<Dashboard>>, req: Request, next: Next) -> Response {
-    if dash.loopback && !host_is_loopback(req.headers(), dash.port) {
+    if dash.loopback && !host_is_loopback(req.headers()) {
         let host = req
             .headers()
             .get(header::HOST)
@@ -254,7 +252,7 @@ async fn guard(State(dash): State<Arc<Dashboard>>, req: Request, next: Next) -> 
             });
         return error(
             StatusCode::MISDIRECTED_REQUEST,
-            format!("Host {host:?} is not this loopback dashboard (127.0.0.1, localhost or [::1] with port {})", dash.port),
+            format!("Host {host:?} is not this loopback dashboard (127.0.0.1, localhost or [::1])"),
         );
     }
     let mut res = next.run(req).await;
@@ -275,20 +273,36 @@ async fn guard(State(dash): State<Arc<Dashboard>>, req: Request, next: Next) -> 
     res
 }
 
-/// Whether `Host` names a loopback address with our port.
-fn host_is_loopback(headers: &HeaderMap, port: u16) -> bool {
+/// Whether `Host` names a loopback address (`localhost`, `127.x.x.x`, `[::1]`), with any
+/// port or none. The name is what stops a DNS-rebinding page (its requests carry its own
+/// name). The port is not checked: a browser leaves out the default port (`Host: 127.0.0.1`
+/// for `http_listen` `127.0.0.1:80`), and a port forward, the usual way to reach a vehicle
+/// (`ssh -L 9000:127.0.0.1:8080`), brings `Host: localhost:9000`.
+fn host_is_loopback(headers: &HeaderMap) -> bool {
     let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
         return false;
     };
-    let Some((name, p)) = host.rsplit_once(':') else {
-        return false;
+    let name = match host.strip_prefix('[') {
+        // `[v6]` or `[v6]:port`
+        Some(rest) => match rest.split_once(']') {
+            Some((name, "")) => name,
+            Some((name, port)) if port.starts_with(':') => name,
+            _ => return false,
+        },
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
     };
-    if p.parse::<u16>() != Ok(port) {
-        return false;
-    }
-    let name = name.trim_start_matches('[').trim_end_matches(']');
     name.eq_ignore_ascii_case("localhost")
         || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The token of an `Authorization` header of the `Bearer` scheme, whose name is
+/// case-insensitive (RFC 9110, 11.1): `bearer x` is as good as `Bearer x`.
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim_start())
 }
 
 /// Why a request may not proceed, as its answer (`None`: it may): commands always need the
@@ -303,11 +317,7 @@ fn refusal(dash: &Dashboard, headers: &HeaderMap, command: bool) -> Option<Respo
             "this dashboard is read-only: set http_token in the daemon's config to start, stop, rotate or mark from it",
         ));
     };
-    let got = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|h| h.to_str().ok())
-        .and_then(|h| h.strip_prefix("Bearer "));
-    match got {
+    match bearer_token(headers) {
         None => Some(error(
             StatusCode::UNAUTHORIZED,
             "missing token: send Authorization: Bearer <http_token>",
@@ -392,13 +402,49 @@ mod tests {
             m.insert(header::HOST, HeaderValue::from_str(v).unwrap());
             m
         };
-        assert!(host_is_loopback(&h("127.0.0.1:8080"), 8080));
-        assert!(host_is_loopback(&h("LOCALHOST:8080"), 8080));
-        assert!(host_is_loopback(&h("[::1]:8080"), 8080));
-        assert!(host_is_loopback(&h("127.1.2.3:8080"), 8080));
-        assert!(!host_is_loopback(&h("evil.example:8080"), 8080));
-        assert!(!host_is_loopback(&h("127.0.0.1:8081"), 8080));
-        assert!(!host_is_loopback(&h("127.0.0.1"), 8080));
-        assert!(!host_is_loopback(&HeaderMap::new(), 8080));
+        for ok in [
+            "127.0.0.1:8080",
+            "LOCALHOST:8080",
+            "[::1]:8080",
+            "127.1.2.3:8080",
+            // The default port left out (http_listen 127.0.0.1:80), and a port forward.
+            "127.0.0.1",
+            "localhost",
+            "[::1]",
+            "localhost:9000",
+        ] {
+            assert!(host_is_loopback(&h(ok)), "{ok}");
+        }
+        for bad in [
+            "evil.example:8080",
+            "evil.example",
+            "[::2]:80",
+            "[::1",
+            "10.0.0.1:8080",
+        ] {
+            assert!(!host_is_loopback(&h(bad)), "{bad}");
+        }
+        assert!(!host_is_loopback(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        let h = |v: &str| {
+            let mut m = HeaderMap::new();
+            m.insert(header::AUTHORIZATION, HeaderValue::from_str(v).unwrap());
+            m
+        };
+        for v in [
+            "Bearer abc",
+            "bearer abc",
+            "BEARER abc",
+            "Bearer  abc",
+            " bearer abc ",
+        ] {
+            assert_eq!(bearer_token(&h(v)), Some("abc"), "{v:?}");
+        }
+        for v in ["Basic abc", "Bearerabc", "abc"] {
+            assert_eq!(bearer_token(&h(v)), None, "{v:?}");
+        }
     }
 }
