@@ -48,8 +48,6 @@ pub struct BlobWriter {
     sync_threads: usize,
     /// Most files kept open between syncs ([`BlobWriter::set_max_open`]).
     max_open: usize,
-    /// Files fsynced and closed early because `max_open` was reached (statistics).
-    early_synced: u64,
 }
 
 /// Default of [`BlobWriter::set_sync_threads`]: enough that a period's files at camera rates
@@ -105,7 +103,6 @@ impl BlobWriter {
             failed: None,
             sync_threads: DEFAULT_SYNC_THREADS,
             max_open: DEFAULT_MAX_OPEN,
-            early_synced: 0,
         }
     }
 
@@ -117,14 +114,6 @@ impl BlobWriter {
     /// only after the next `sync`, which also fsyncs the directory that holds its name.
     pub fn set_max_open(&mut self, n: usize) {
         self.max_open = n.max(1);
-    }
-
-    /// Files fsynced and closed before their period's sync because [`set_max_open`]'s bound
-    /// was reached.
-    ///
-    /// [`set_max_open`]: Self::set_max_open
-    pub fn early_synced(&self) -> u64 {
-        self.early_synced
     }
 
     /// How many threads fsync the files of one period together (at least 1). A disk takes
@@ -163,7 +152,6 @@ impl BlobWriter {
         self.unsynced.push(f);
         self.len += 1;
         if self.unsynced.len() >= self.max_open {
-            self.early_synced += self.unsynced.len() as u64;
             self.sync_files()?;
         }
         Ok(())
@@ -449,8 +437,9 @@ mod tests {
                 w.unsynced.len()
             );
         }
-        // Two batches of four reached the bound; two files wait for the period's sync.
-        assert_eq!((w.early_synced(), w.unsynced.len()), (8, 2));
+        // Two batches of four reached the bound and were closed; two files wait for the
+        // period's sync.
+        assert_eq!(w.unsynced.len(), 2);
         w.sync().unwrap();
         assert!(w.unsynced.is_empty());
         for i in 0..10u8 {
