@@ -19,7 +19,7 @@ use pyo3::types::{PyBytes, PyList};
 use roverlog_core::format::channel::channel_files;
 use roverlog_core::format::{ChannelFormat, ChannelMeta, ChannelReader, Sensor};
 
-use crate::{parallel_fill, to_py, Kind};
+use crate::{lock, parallel_fill, to_py, Kind};
 
 /// Size and modification time of each file a channel's length depends on.
 type Stamp = Vec<Option<(u64, SystemTime)>>;
@@ -63,7 +63,7 @@ impl NativeChannel {
         &self,
         f: impl FnOnce(&mut Open) -> roverlog_core::Result<T>,
     ) -> roverlog_core::Result<T> {
-        let mut guard = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = lock(&self.open);
         let now = stamp(&self.watched);
         if guard.as_ref().is_none_or(|o| o.stamp != now) {
             let mut reader = ChannelReader::open(&self.dir, &self.name, &self.meta)?;

@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use roverlog_client::{ResilientDriver, ResilientOptions};
 use roverlog_core::format::SensorMeta;
 
-use crate::{to_py, Kind};
+use crate::{lock, to_py, Kind};
 
 struct Inner {
     driver: ResilientDriver,
@@ -66,10 +66,6 @@ pub struct NativeDriver {
     inner: Arc<Mutex<Inner>>,
     stop: Arc<AtomicBool>,
     flusher: Option<JoinHandle<()>>,
-}
-
-fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[pymethods]

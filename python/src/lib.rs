@@ -43,6 +43,13 @@ fn joined(r: std::thread::Result<roverlog_core::Result<()>>) -> roverlog_core::R
 
 /// Splits `start..start+count` over `threads::current()` threads and runs
 /// `f(range, out_chunk)` on each, where `out` holds `per` bytes per sample.
+/// The guarded value of `m`, also after a thread panicked holding it: what it guards (an
+/// open reader, a driver's buffers) stays consistent between calls, and Python code must not
+/// be locked out by an earlier panic.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 pub(crate) fn parallel_fill(
     start: u64,
     count: u64,
