@@ -105,33 +105,65 @@ fn read_for(ws: &mut Ws, how_long: Duration) -> Vec<(u32, u64, Vec<u8>)> {
     got
 }
 
-#[test]
-fn a_client_sees_decimated_messages_that_are_on_disk_and_a_stalled_one_slows_nothing() {
-    let mut d = TestDaemon::start(json!({
-        "foxglove_listen": "127.0.0.1:0", "foxglove_max_hz": 1000.0,
-        "foxglove_sensor_hz": {"imu": 10.0}}));
+/// A daemon with the live feed on (`feed`: its foxglove keys besides the listen address), an
+/// imu and a camera driver connected, and a client subscribed to both (`/imu/x` as
+/// subscription 1, `/cam/img` as 2), the subscription given time to land.
+struct Watched {
+    d: TestDaemon,
+    url: String,
+    imu: Driver,
+    cam: Driver,
+    ws: Ws,
+    /// What the server advertised: topic -> channel JSON.
+    chans: std::collections::BTreeMap<String, Value>,
+}
+
+fn watched(feed: Value) -> Watched {
+    let mut cfg = json!({"foxglove_listen": "127.0.0.1:0"});
+    for (k, v) in feed.as_object().unwrap() {
+        cfg[k] = v.clone();
+    }
+    let d = TestDaemon::start(cfg);
     let url = d.status()["foxglove"]["url"]
         .as_str()
         .expect("status has foxglove.url")
         .to_owned();
-    assert!(url.starts_with("ws://127.0.0.1:"), "{url}");
-    let (mut imu, r) = d.connect(&imu_hello());
+    let (imu, r) = d.connect(&imu_hello());
     assert_eq!(r["ok"], true, "{r}");
-    let (mut cam, r) = d.connect(&cam_hello());
+    let (cam, r) = d.connect(&cam_hello());
     assert_eq!(r["ok"], true, "{r}");
-
     let mut ws = connect(&url);
     let chans = advertised(&mut ws, &["/imu/x", "/cam/img"]);
+    let sub = json!({"op": "subscribe", "subscriptions": [
+        {"id": 1, "channelId": chans["/imu/x"]["id"]}, {"id": 2, "channelId": chans["/cam/img"]["id"]}]});
+    ws.send(Message::text(sub.to_string())).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    Watched {
+        d,
+        url,
+        imu,
+        cam,
+        ws,
+        chans,
+    }
+}
+
+#[test]
+fn a_client_sees_decimated_messages_that_are_on_disk_and_a_stalled_one_slows_nothing() {
+    let Watched {
+        mut d,
+        url,
+        mut imu,
+        mut cam,
+        mut ws,
+        chans,
+    } = watched(json!({"foxglove_max_hz": 1000.0, "foxglove_sensor_hz": {"imu": 10.0}}));
+    assert!(url.starts_with("ws://127.0.0.1:"), "{url}");
     assert_eq!(chans["/imu/x"]["encoding"], "json");
     assert_eq!(chans["/imu/x"]["schemaName"], "roverlog.Sample");
     assert_eq!(chans["/cam/img"]["encoding"], "protobuf");
     assert_eq!(chans["/cam/img"]["schemaName"], "foxglove.CompressedImage");
     assert!(!chans.contains_key("/imu/ts_recv"), "{chans:?}");
-    let sub = json!({"op": "subscribe", "subscriptions": [
-        {"id": 1, "channelId": chans["/imu/x"]["id"]}, {"id": 2, "channelId": chans["/cam/img"]["id"]}]});
-    ws.send(Message::text(sub.to_string())).unwrap();
-    // Let the subscription land before timing the window.
-    std::thread::sleep(Duration::from_millis(300));
 
     // 3 s of imu at 200 Hz and camera at 30 Hz; the client reads throughout.
     let ws_reader = std::thread::spawn(move || {
@@ -274,23 +306,14 @@ fn a_bad_foxglove_config_is_refused_at_start() {
 /// at the cap (a 200 Hz imu capped at 50 Hz arrived at 43.6 Hz).
 #[test]
 fn at_the_cap_every_frame_arrives_and_over_it_the_cap_is_the_rate() {
-    let d = TestDaemon::start(json!({
-        "foxglove_listen": "127.0.0.1:0", "foxglove_max_hz": 10.0,
-        "foxglove_sensor_hz": {"imu": 50.0}}));
-    let url = d.status()["foxglove"]["url"]
-        .as_str()
-        .expect("status has foxglove.url")
-        .to_owned();
-    let (mut imu, r) = d.connect(&imu_hello());
-    assert_eq!(r["ok"], true, "{r}");
-    let (mut cam, r) = d.connect(&cam_hello());
-    assert_eq!(r["ok"], true, "{r}");
-    let mut ws = connect(&url);
-    let chans = advertised(&mut ws, &["/imu/x", "/cam/img"]);
-    let sub = json!({"op": "subscribe", "subscriptions": [
-        {"id": 1, "channelId": chans["/imu/x"]["id"]}, {"id": 2, "channelId": chans["/cam/img"]["id"]}]});
-    ws.send(Message::text(sub.to_string())).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let Watched {
+        // Bound to the end of the test: dropping it stops the daemon.
+        d: _daemon,
+        mut imu,
+        mut cam,
+        mut ws,
+        ..
+    } = watched(json!({"foxglove_max_hz": 10.0, "foxglove_sensor_hz": {"imu": 50.0}}));
     let secs = 4.0;
     let reader = std::thread::spawn(move || read_for(&mut ws, Duration::from_secs_f64(secs + 1.5)));
     // imu at 200 Hz, the camera at 10 Hz, on a schedule against one start (a late frame goes
