@@ -664,23 +664,47 @@ impl Writer {
     }
 }
 
-/// Removes what an interrupted `SensorWriter::create` leaves in `dir` (empty channel files
-/// and directories, the temporary `meta.json` of `atomic_tmp_path`), then `dir`; anything
-/// else there makes it an error.
+/// Removes what an interrupted `SensorWriter::create` leaves in `dir`, then `dir`: `create`
+/// writes `meta.json` last, and no sample is appended before it returns, so every file there
+/// is a fresh channel file holding no sample (empty, an `lzmaf` index of just its first
+/// offset, an `mjpg` video of no frame), an empty blob directory, the zero watermark
+/// `.durable`, or a temporary file of the atomic writes. Anything else there makes it an
+/// error, and is left alone.
 fn remove_unfinished_sensor_dir(dir: &std::path::Path) -> roverlog_core::Result<()> {
     let io = |p: &std::path::Path, e| roverlog_core::Error::io(p, e);
     for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
         let entry = entry.map_err(|e| io(dir, e))?;
         let (path, kind) = (entry.path(), entry.file_type().map_err(|e| io(dir, e))?);
-        let tmp = path == roverlog_core::format::meta::atomic_tmp_path(&dir.join(META_FILE));
         if kind.is_dir() {
             std::fs::remove_dir(&path).map_err(|e| io(&path, e))?;
-        } else if kind.is_file() && (tmp || entry.metadata().map_err(|e| io(&path, e))?.len() == 0)
-        {
+        } else if kind.is_file() && holds_no_sample(dir, &path)? {
             std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
         }
     }
     std::fs::remove_dir(dir).map_err(|e| io(dir, e))
+}
+
+/// Whether `path`, a file in an unfinished sensor directory `dir`, is one `create` writes
+/// before any sample (see [`remove_unfinished_sensor_dir`]).
+fn holds_no_sample(dir: &std::path::Path, path: &std::path::Path) -> roverlog_core::Result<bool> {
+    let name = path.file_name().unwrap_or_default();
+    if path == roverlog_core::format::meta::atomic_tmp_path(&dir.join(META_FILE))
+        || roverlog_core::format::durable::is_watermark_file(name)
+    {
+        return Ok(true);
+    }
+    let len = std::fs::metadata(path)
+        .map_err(|e| roverlog_core::Error::io(path, e))?
+        .len();
+    if len == 0 {
+        return Ok(true);
+    }
+    if len == 8 && name.to_string_lossy().ends_with("_i") {
+        let bytes = std::fs::read(path).map_err(|e| roverlog_core::Error::io(path, e))?;
+        return Ok(bytes == [0u8; 8]);
+    }
+    Ok(name.to_string_lossy().ends_with(".avi")
+        && roverlog_core::format::avi::MjpgReader::open(path).is_ok_and(|r| r.is_empty()))
 }
 
 #[cfg(test)]

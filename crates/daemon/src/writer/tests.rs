@@ -94,3 +94,57 @@ fn a_panic_fails_the_sensor_returns_permits_and_keeps_answering() {
     // Whoever still waits for queue space learns that the writer has ended.
     assert!(budget.is_closed());
 }
+
+/// A kill during `SensorWriter::create`, after the zero watermark and before `meta.json`,
+/// leaves a directory the next hello must be able to start again (the kill-9 torture test
+/// found every sensor refused with "Directory not empty" after such a kill). Anything the
+/// creation cannot have written is left alone, with an error.
+#[test]
+fn an_interrupted_sensor_creation_is_cleared_and_nothing_else() {
+    use roverlog_core::format::{ChannelFormat, ChannelMeta, DType, SensorMeta, SensorWriter};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("lidar");
+    let meta = SensorMeta {
+        channels: vec![
+            (
+                "rng".into(),
+                ChannelMeta::new(ChannelFormat::Lzmaf, DType::U2, vec![4], ""),
+            ),
+            (
+                "acc".into(),
+                ChannelMeta::new(ChannelFormat::Raw, DType::F4, vec![3], ""),
+            ),
+            (
+                "img".into(),
+                ChannelMeta::new(ChannelFormat::Blob("jpg".into()), DType::U1, vec![], ""),
+            ),
+            (
+                "video.avi".into(),
+                ChannelMeta::new(ChannelFormat::Mjpg, DType::U1, vec![48, 64, 3], ""),
+            ),
+        ],
+    };
+    SensorWriter::create(&dir, meta, &WriterOptions::default())
+        .unwrap()
+        .finish()
+        .unwrap();
+    // What the kill left: everything but meta.json, the zero watermark included.
+    std::fs::remove_file(dir.join(META_FILE)).unwrap();
+    assert!(roverlog_core::format::durable::path(&dir).exists());
+    if let Err(e) = remove_unfinished_sensor_dir(&dir) {
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name(), e.metadata().unwrap().len())
+            })
+            .collect();
+        panic!("{e}: left {left:?}");
+    }
+    assert!(!dir.exists());
+
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), b"not ours").unwrap();
+    assert!(remove_unfinished_sensor_dir(&dir).is_err());
+    assert_eq!(std::fs::read(dir.join("notes.txt")).unwrap(), b"not ours");
+}
