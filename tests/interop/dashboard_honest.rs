@@ -149,8 +149,11 @@ fn the_dashboard_tells_the_truth_at_desktop_and_phone_width() {
     assert_eq!(h["min_free_bytes"], MIN_FREE);
 
     let png = wd.screenshot((DESKTOP.0, 400));
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::write(tmp.join("dashboard.png"), &png).unwrap();
+    std::fs::write(
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png"),
+        &png,
+    )
+    .unwrap();
 
     // A phone, first as a viewer: the token field, no Trigger; a wrong token, then the right one.
     let phone = WebDriver::start(PHONE);
@@ -165,6 +168,12 @@ fn the_dashboard_tells_the_truth_at_desktop_and_phone_width() {
             shown("#stop")
         ),
     );
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::write(
+        tmp.join("dashboard-phone-viewer.png"),
+        phone.screenshot((PHONE.0, 400)),
+    )
+    .unwrap();
     phone.type_into("#token", "not-the-token");
     phone.click("#token-use");
     phone.wait_for(

@@ -78,6 +78,7 @@ function sparkline(values) {
   svg.setAttribute("width", w);
   svg.setAttribute("height", h);
   svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
+  svg.setAttribute("preserveAspectRatio", "none"); // a phone's card stretches it
   const ts = (history_ && history_.t) || [];
   values = values || [];
   if (!ts.length || values.length !== ts.length) return svg;
