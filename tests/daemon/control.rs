@@ -562,7 +562,8 @@ fn the_status_reply_keeps_its_keys_and_their_order() {
             "alarms",
             "disk",
             "sensors",
-            "snapshot"
+            "snapshot",
+            "absent_sensors"
         ],
         "{st}"
     );
@@ -602,7 +603,9 @@ fn the_status_reply_keeps_its_keys_and_their_order() {
             "frames",
             "dropped_frames",
             "snapshot_bytes",
-            "pre_trigger_seconds"
+            "pre_trigger_seconds",
+            "held_seconds",
+            "trigger_stops_in_s"
         ]
     );
     assert_eq!(st["sensors"]["s"]["samples"], 1);

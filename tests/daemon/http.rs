@@ -325,3 +325,27 @@ fn a_bad_dashboard_config_is_refused_at_start() {
     let addr = taken.local_addr().unwrap().to_string();
     refused(json!({"http_listen": addr}), "cannot listen");
 }
+
+/// The reads say what their token allows (`x-roverlog-role`), so the page shows operators'
+/// buttons only to operators and can say a token is wrong; a read-only dashboard has none.
+#[test]
+fn reads_say_whether_the_token_makes_an_operator() {
+    let role = |base: &str, token: Option<&str>| {
+        let mut req = agent().get(&format!("{base}/api/status"));
+        if let Some(t) = token {
+            req = req.header("Authorization", format!("bearer {t}"));
+        }
+        let res = req.call().unwrap();
+        assert_eq!(res.status().as_u16(), 200);
+        res.headers()
+            .get("x-roverlog-role")
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    let (_d, base) = start_with_dashboard(json!({}));
+    assert_eq!(role(&base, None).as_deref(), Some("viewer"));
+    assert_eq!(role(&base, Some("wrong")).as_deref(), Some("viewer"));
+    assert_eq!(role(&base, Some(TOKEN)).as_deref(), Some("operator"));
+    let ro = TestDaemon::start(json!({"http_listen": "127.0.0.1:0"}));
+    let base = dashboard_url(&ro);
+    assert_eq!(role(&base, Some(TOKEN)).as_deref(), Some("viewer"));
+}

@@ -329,3 +329,54 @@ fn under_the_drop_policy_a_trigger_keeps_every_frame() {
     assert_eq!(st["sensors"]["cam"]["drops"], 0, "{st}");
     assert_eq!(st["sensors"]["cam"]["snapshot_dropped"], 0, "{st}");
 }
+
+/// `status` shows how far back the ring reaches, and while a triggered trace records, how
+/// long until it stops; a trigger moves that; an ordinary `start`'s trace has none. The
+/// config's sensors that are not there are listed as absent (the dashboard's greyed rows).
+#[test]
+fn status_shows_the_ring_s_reach_the_trigger_s_stop_and_absent_sensors() {
+    let d = TestDaemon::start(json!({
+        "autostart": false, "snapshot": true, "pre_trigger_seconds": 600,
+        "sensors": {"cam": {"expected_hz": 10}, "gps": {"required": true, "expected_hz": 5}}}));
+    let st = d.status();
+    assert_eq!(
+        st["absent_sensors"],
+        json!({"cam": {"required": false, "expected_hz": 10.0},
+               "gps": {"required": true, "expected_hz": 5.0}}),
+        "{st}"
+    );
+    assert_eq!(st["snapshot"]["held_seconds"], 0.0, "an empty ring: {st}");
+    let (mut c, r) = d.connect(&hello());
+    assert_eq!(r["ok"], true, "{r}");
+    send(&d, &mut c, 0);
+    std::thread::sleep(Duration::from_millis(600));
+    send(&d, &mut c, 1);
+    let st = d.status();
+    let held = st["snapshot"]["held_seconds"].as_f64().unwrap();
+    assert!(
+        (0.5..60.0).contains(&held),
+        "the first frame is {held} s old: {st}"
+    );
+    assert!(st["absent_sensors"].get("cam").is_none(), "{st}");
+    assert_eq!(st["snapshot"]["trigger_stops_in_s"], Value::Null, "{st}");
+
+    let t = d.ctl(json!({"cmd": "trigger", "after": 30}));
+    assert_eq!(t["ok"], true, "{t}");
+    let left = |st: &Value| st["snapshot"]["trigger_stops_in_s"].as_f64();
+    let st = d.status();
+    assert!(
+        left(&st).is_some_and(|s| (20.0..=30.0).contains(&s)),
+        "30 s after the trigger: {st}"
+    );
+    let t = d.ctl(json!({"cmd": "trigger", "after": 100}));
+    assert_eq!(t["extended"], true, "{t}");
+    let st = d.status();
+    assert!(
+        left(&st).is_some_and(|s| (90.0..=100.0).contains(&s)),
+        "moved to 100 s: {st}"
+    );
+    assert_eq!(d.ctl(json!({"cmd": "stop"}))["ok"], true);
+    assert_eq!(d.ctl(json!({"cmd": "start"}))["ok"], true);
+    let st = d.status();
+    assert_eq!(st["snapshot"]["trigger_stops_in_s"], Value::Null, "{st}");
+}

@@ -14,8 +14,10 @@ mod support {
 
 mod daemon_mjpg;
 mod dashboard_browser;
+mod dashboard_honest;
 mod format;
 mod gulp;
 mod mjpg;
 mod timestamps;
+mod webdriver;
 mod zarr;

@@ -22,30 +22,39 @@ use serde::Serialize;
 use crate::poison::LockExt;
 use crate::stats::SensorStats;
 
-/// Which trace the last `trigger` started, and that trigger's number: a later trigger moves
-/// the stop of its trace, a rotation carries it into the next part. The recorder is given
-/// this handle; the `trigger` operation itself is `Recorder::trigger`.
+/// Which trace the last `trigger` started, that trigger's number and when its trace stops: a
+/// later trigger moves the stop of its trace, a rotation carries it into the next part. The
+/// recorder is given this handle; the `trigger` operation itself is `Recorder::trigger`.
 #[derive(Default)]
-pub struct Triggers(Mutex<Option<(String, u64)>>);
+pub struct Triggers(Mutex<Option<Trigger>>);
+
+/// The last trigger.
+struct Trigger {
+    trace: String,
+    n: u64,
+    /// When its trace stops (the trigger's time plus its `after`).
+    stop_at: Instant,
+}
 
 impl Triggers {
-    /// A trigger while `current` records: the trigger's number when `current` was started by
-    /// a trigger (its stop moves), `None` when it was not.
-    pub fn extend(&self, current: &str) -> Option<u64> {
+    /// A trigger while `current` records, to stop it at `stop_at`: the trigger's number when
+    /// `current` was started by a trigger (its stop moves), `None` when it was not.
+    pub fn extend(&self, current: &str, stop_at: Instant) -> Option<u64> {
         match self.0.lock_or_recover().as_mut() {
-            Some((trace, n)) if trace == current => {
-                *n += 1;
-                Some(*n)
+            Some(t) if t.trace == current => {
+                t.n += 1;
+                t.stop_at = stop_at;
+                Some(t.n)
             }
             _ => None,
         }
     }
 
-    /// A trigger started `trace`; its number.
-    pub fn started(&self, trace: String) -> u64 {
+    /// A trigger started `trace`, to stop it at `stop_at`; its number.
+    pub fn started(&self, trace: String, stop_at: Instant) -> u64 {
         let mut t = self.0.lock_or_recover();
-        let n = t.as_ref().map_or(0, |(_, n)| n + 1);
-        *t = Some((trace, n));
+        let n = t.as_ref().map_or(0, |t| t.n + 1);
+        *t = Some(Trigger { trace, n, stop_at });
         n
     }
 
@@ -55,14 +64,24 @@ impl Triggers {
         self.0
             .lock_or_recover()
             .as_ref()
-            .is_some_and(|(name, m)| *m == n && current == Some(name.as_str()))
+            .is_some_and(|t| t.n == n && current == Some(t.trace.as_str()))
     }
 
     /// A rotation continued `old` in `new`: a triggered trace's stop follows it.
     pub fn rotated(&self, old: &str, new: &str) {
-        if let Some((name, _)) = self.0.lock_or_recover().as_mut().filter(|(n, _)| n == old) {
-            *name = new.to_string();
+        if let Some(t) = self.0.lock_or_recover().as_mut().filter(|t| t.trace == old) {
+            t.trace = new.to_string();
         }
+    }
+
+    /// Seconds from `now` until `current` stops by its trigger's `after` (`None`: `current`
+    /// was not started by a trigger).
+    pub fn stops_in(&self, current: Option<&str>, now: Instant) -> Option<f64> {
+        self.0
+            .lock_or_recover()
+            .as_ref()
+            .filter(|t| current == Some(t.trace.as_str()))
+            .map(|t| t.stop_at.saturating_duration_since(now).as_secs_f64())
     }
 }
 
@@ -75,6 +94,11 @@ pub struct SnapshotStatus {
     pub dropped_frames: u64,
     pub snapshot_bytes: u64,
     pub pre_trigger_seconds: f64,
+    /// How many seconds back the ring reaches now (the age of its oldest batch; 0 when empty).
+    pub held_seconds: f64,
+    /// Seconds until the recording trace stops by itself, when a `trigger` started it
+    /// (`null` otherwise); set by the recorder, which knows the triggers.
+    pub trigger_stops_in_s: Option<f64>,
 }
 
 /// One batch held for a possible trigger.
@@ -203,7 +227,8 @@ impl SnapshotRing {
     /// For `status`: what the ring holds now.
     pub fn status(&self) -> SnapshotStatus {
         let mut inner = self.lock();
-        self.evict(&mut inner, Instant::now());
+        let now = Instant::now();
+        self.evict(&mut inner, now);
         SnapshotStatus {
             enabled: self.enabled(),
             bytes: inner.bytes,
@@ -211,6 +236,10 @@ impl SnapshotRing {
             dropped_frames: inner.dropped,
             snapshot_bytes: self.limit,
             pre_trigger_seconds: self.keep.as_secs_f64(),
+            held_seconds: inner.q.front().map_or(0.0, |h| {
+                (now.saturating_duration_since(h.at).as_secs_f64() * 10.0).round() / 10.0
+            }),
+            trigger_stops_in_s: None,
         }
     }
 }

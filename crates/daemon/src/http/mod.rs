@@ -9,6 +9,10 @@
 //!                      socket's, with status 200 when it says "ok": true and 422 when not
 //! ```
 //!
+//! The reads answer with the header [`ROLE_HEADER`]: `operator` when the request carries the
+//! right token (its commands will be taken), `viewer` when not, so the page shows the
+//! operators' buttons only to operators and says when a token is wrong.
+//!
 //! Security (docs/dashboard.md): the listen address must be loopback unless `http_token` is
 //! set (`config::Http` checks both); every command needs `Authorization: Bearer <http_token>`
 //! and is a POST with a JSON body (a cross-site form cannot send either); without a token the dashboard is read-only. On a
@@ -17,6 +21,7 @@
 //! constant time (as BLAKE3 digests). Nothing but the embedded assets is served, request heads
 //! and bodies are bounded, connections are counted and live at most [`MAX_CONNECTION_LIFE`].
 
+pub mod disk_use;
 pub mod history;
 
 use std::net::{IpAddr, SocketAddr};
@@ -58,6 +63,9 @@ const MAX_REFUSING: usize = 32;
 /// How long a refused connection's request is read and thrown away after the 503, so closing
 /// with it unread does not reset the connection before the client has read the reply.
 const REFUSE_LINGER: Duration = Duration::from_millis(500);
+
+/// The response header of the reads saying what the request's token allows.
+pub const ROLE_HEADER: &str = "x-roverlog-role";
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -327,18 +335,36 @@ fn refusal(dash: &Dashboard, headers: &HeaderMap, command: bool) -> Option<Respo
     }
 }
 
+/// What `headers` allow: `operator` when they carry the right token (a command would be
+/// taken), `viewer` otherwise.
+fn role(dash: &Dashboard, headers: &HeaderMap) -> &'static str {
+    if dash.token.is_some() && refusal(dash, headers, true).is_none() {
+        "operator"
+    } else {
+        "viewer"
+    }
+}
+
+/// A read's answer, with its [`ROLE_HEADER`].
+fn read_reply(dash: &Dashboard, headers: &HeaderMap, body: Value) -> Response {
+    let mut res = axum::Json(body).into_response();
+    res.headers_mut()
+        .insert(ROLE_HEADER, HeaderValue::from_static(role(dash, headers)));
+    res
+}
+
 async fn api_status(State(dash): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
     if let Some(r) = refusal(&dash, &headers, false) {
         return r;
     }
-    axum::Json(reply(Ok(dash.rec.status()))).into_response()
+    read_reply(&dash, &headers, reply(Ok(dash.rec.status())))
 }
 
 async fn api_history(State(dash): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
     if let Some(r) = refusal(&dash, &headers, false) {
         return r;
     }
-    axum::Json(dash.history.to_json()).into_response()
+    read_reply(&dash, &headers, dash.history.to_json())
 }
 
 async fn api_command(

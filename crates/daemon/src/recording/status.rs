@@ -27,6 +27,9 @@ pub struct Status {
     pub disk: DiskStatus,
     pub sensors: BTreeMap<String, SensorStatus>,
     pub snapshot: Option<SnapshotStatus>,
+    /// Sensors the config names (`sensors`) that have no entry in `sensors` (not connected,
+    /// and not part of the open trace), so a page can show them as absent, not leave them out.
+    pub absent_sensors: BTreeMap<String, AbsentSensor>,
     /// Present once the dashboard listens.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpStatus>,
@@ -50,6 +53,13 @@ pub struct SensorStatus {
     #[serde(flatten)]
     pub counters: SensorCounters,
     pub alarms: Vec<Alarm>,
+}
+
+/// A sensor of the config's `sensors` that has not connected: what is expected of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AbsentSensor {
+    pub required: bool,
+    pub expected_hz: Option<f64>,
 }
 
 /// `status` `http`: the dashboard's address and whether it takes commands.
@@ -96,9 +106,32 @@ impl Recorder {
                 (n.clone(), sensor)
             })
             .collect();
+        let absent_sensors = self
+            .cfg
+            .health
+            .sensors
+            .iter()
+            .filter(|(n, _)| !st.slots.contains_key(*n))
+            .map(|(n, h)| {
+                let absent = AbsentSensor {
+                    required: h.required,
+                    expected_hz: h.expected_hz,
+                };
+                (n.clone(), absent)
+            })
+            .collect();
+        let trace = st.trace.as_ref().map(|t| t.name.clone());
+        let snapshot = self.settings.snapshot.as_ref().map(|r| {
+            let mut s = r.status();
+            s.trigger_stops_in_s = self
+                .triggers
+                .stops_in(trace.as_deref(), std::time::Instant::now())
+                .map(|s| (s * 10.0).round() / 10.0);
+            s
+        });
         Status {
             recording: st.trace.is_some(),
-            trace: st.trace.as_ref().map(|t| t.name.clone()),
+            trace,
             trace_dir: st.trace.as_ref().map(|t| t.dir.clone()),
             stopped_reason: st.stopped_reason.clone(),
             alarms: self.alarms.all(),
@@ -111,7 +144,8 @@ impl Recorder {
                     .is_some_and(|f| f < self.cfg.recording.min_free_bytes),
             },
             sensors,
-            snapshot: self.settings.snapshot.as_ref().map(|r| r.status()),
+            snapshot,
+            absent_sensors,
             http: self.http.lock_or_recover().clone(),
             foxglove: self.live().map(|l| l.status()),
         }

@@ -20,8 +20,9 @@ impl Recorder {
         if !self.snapshot_ring().is_some_and(|r| r.enabled()) {
             return Err(Refusal::NoSnapshotMode);
         }
+        let stop_at = || std::time::Instant::now() + after;
         let (done, mine) = match self.current() {
-            Some((trace, _)) => match self.triggers.extend(&trace) {
+            Some((trace, _)) => match self.triggers.extend(&trace, stop_at()) {
                 Some(n) => (
                     Triggered {
                         trace,
@@ -35,7 +36,7 @@ impl Recorder {
             },
             None => {
                 let started = self.start(label, "trigger").await?;
-                let n = self.triggers.started(started.trace.clone());
+                let n = self.triggers.started(started.trace.clone(), stop_at());
                 (
                     Triggered {
                         trace: started.trace,

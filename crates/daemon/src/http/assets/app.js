@@ -1,22 +1,29 @@
 // The roverlog dashboard: polls /api/status (the control protocol's status reply) every
 // second and /api/history every two, and sends commands to POST /api/command with the token.
+// The reads' x-roverlog-role header says whether the token makes this page an operator's:
+// only then are the buttons shown. When the daemon does not answer, everything is greyed and
+// a banner says since when; nothing on the page claims to be live then.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "roverlog-token";
+// A read that takes longer than this counts as the daemon not answering.
+const READ_TIMEOUT_MS = 2500;
 
 // A token may arrive in the fragment (never sent to the server, so never in a log):
-// http://host:port/#token=SECRET. It is kept for this tab only.
+// http://host:port/#token=SECRET. It is kept for this tab only, and stays in the token
+// field, where it can be corrected.
 (function takeTokenFromFragment() {
   const m = location.hash.match(/token=([^&]+)/);
   if (m) {
     sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
     history.replaceState(null, "", location.pathname);
   }
+  $("token").value = sessionStorage.getItem(TOKEN_KEY) || "";
 })();
 
 function token() {
-  return $("token").value || sessionStorage.getItem(TOKEN_KEY) || "";
+  return sessionStorage.getItem(TOKEN_KEY) || "";
 }
 
 function headers(extra) {
@@ -27,7 +34,11 @@ function headers(extra) {
 }
 
 let history_ = null;
+let role = "viewer";
 let readOnly = false;
+let lastStatus = null;
+// When the triggered trace stops, on performance.now()'s clock (null: no triggered trace).
+let triggerStopAt = null;
 
 function fmtBytes(b) {
   if (b == null) return "–";
@@ -41,36 +52,63 @@ function fmtSeconds(s) {
   if (s == null) return "–";
   if (s < 120) return Math.round(s) + " s";
   if (s < 7200) return Math.round(s / 60) + " min";
-  return (s / 3600).toFixed(1) + " h";
+  if (s < 172800) return (s / 3600).toFixed(1) + " h";
+  return Math.round(s / 86400) + " d";
 }
 
-function td(text, cls) {
+function td(text, cls, label) {
   const el = document.createElement("td");
   el.textContent = text;
   if (cls) el.className = cls;
+  if (label) el.dataset.label = label;
   return el;
 }
 
 const SVG = "http://www.w3.org/2000/svg";
 
-// The x axis is the whole history (`points` seconds, right-aligned), so a line's length is
-// how long the sensor has been seen.
+// The x axis is the history the daemon has (at least a minute, at most `points` seconds),
+// right-aligned and placed by each point's time, so a line's length is how long the sensor
+// has been seen. A point without a rate (the sensor not connected) or a jump in time (the
+// sampler late) ends the line: the next point starts a new one (its own `M`), so a gap is
+// drawn as a gap.
 function sparkline(values) {
   const w = 160, h = 24;
   const svg = document.createElementNS(SVG, "svg");
   svg.setAttribute("class", "spark");
   svg.setAttribute("width", w);
   svg.setAttribute("height", h);
+  svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
+  svg.setAttribute("preserveAspectRatio", "none"); // a phone's card stretches it
+  const ts = (history_ && history_.t) || [];
   values = values || [];
-  const span = Math.max(2, (history_ && history_.points) || values.length);
-  const offset = span - values.length;
-  const pts = values.map((v, i) => [offset + i, v]).filter(([, v]) => v != null);
-  if (pts.length > 1) {
-    const max = Math.max(1e-9, ...pts.map(([, v]) => v));
-    const line = document.createElementNS(SVG, "polyline");
-    line.setAttribute("points", pts.map(([i, v]) =>
-      `${(i / (span - 1) * (w - 2) + 1).toFixed(1)},${(h - 2 - v / max * (h - 4)).toFixed(1)}`).join(" "));
-    svg.appendChild(line);
+  if (!ts.length || values.length !== ts.length) return svg;
+  const interval = history_.interval_s || 1;
+  const end = ts[ts.length - 1];
+  const span = Math.min(Math.max(2, history_.points || 0) * interval,
+    Math.max(60, end - ts[0] + interval));
+  const title = document.createElementNS(SVG, "title");
+  title.textContent = `rate over the last ${fmtSeconds(span)}`;
+  svg.appendChild(title);
+  const max = Math.max(1e-9, ...values.filter((v) => v != null));
+  const x = (t) => (w - 1 - (end - t) / span * (w - 2)).toFixed(1);
+  const y = (v) => (h - 2 - v / max * (h - 4)).toFixed(1);
+  let d = "";
+  let prev = null; // time of the previous drawn point, while a line is open
+  let alone = false; // the open line has one point so far
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (v == null || ts[i] <= end - span) { prev = null; continue; }
+    const joined = prev != null && ts[i] - prev <= 2.5 * interval;
+    if (!joined && alone) d += " h1"; // a lone point still shows, as a dot
+    d += `${joined ? " L" : " M"}${x(ts[i])},${y(v)}`;
+    alone = !joined;
+    prev = ts[i];
+  }
+  if (alone) d += " h1";
+  if (d) {
+    const path = document.createElementNS(SVG, "path");
+    path.setAttribute("d", d.trim());
+    svg.appendChild(path);
   }
   return svg;
 }
@@ -79,6 +117,7 @@ function queueBar(s) {
   const limit = Math.max(1, s.queue_limit || 1);
   const pct = 100 * (s.queue_bytes || 0) / limit;
   const cell = document.createElement("td");
+  cell.dataset.label = "queue";
   const bar = document.createElement("div");
   bar.className = "bar" + (pct > 80 ? " high" : "");
   bar.title = `${fmtBytes(s.queue_bytes)} of ${fmtBytes(limit)} (high water ${fmtBytes(s.queue_high_water)})`;
@@ -89,36 +128,122 @@ function queueBar(s) {
   return cell;
 }
 
+function alarmNames(alarms) {
+  return alarms.map((a) => a.alarm).join(", ");
+}
+
+function sensorRow(name, s) {
+  const tr = document.createElement("tr");
+  tr.dataset.sensor = name;
+  tr.appendChild(td(name, "name", "sensor"));
+  const conn = s.failed ? "failed" : s.connected ? "yes" : "no";
+  tr.appendChild(td(conn, s.connected && !s.failed ? "" : "bad", "conn"));
+  tr.appendChild(td(String(s.samples), "num samples", "samples"));
+  tr.appendChild(td((s.rate_hz || 0).toFixed(1), "num rate", "rate/s"));
+  const spark = document.createElement("td");
+  spark.className = "spark-cell";
+  spark.dataset.label = "rate history";
+  spark.appendChild(sparkline(history_ && history_.sensors[name]));
+  tr.appendChild(spark);
+  tr.appendChild(queueBar(s));
+  tr.appendChild(td(String(s.drops), "num" + (s.drops > 0 ? " bad" : ""), "drops"));
+  tr.appendChild(td(String(s.gaps), "num" + (s.gaps > 0 ? " bad" : ""), "gaps"));
+  tr.appendChild(td(String(Math.max(0, s.samples - s.durable)), "num", "durable lag"));
+  const age = s.last_fsync_age_ms;
+  tr.appendChild(td(age == null ? "–" : (age / 1000).toFixed(1) + " s", "num", "fsync age"));
+  const alarms = alarmNames(s.alarms || []);
+  tr.appendChild(td(alarms, "alarms" + (alarms ? " bad" : ""), "alarms"));
+  return tr;
+}
+
+// A sensor the config names that is not there: a greyed row saying what is expected of it.
+function absentRow(name, a, alarms) {
+  const tr = document.createElement("tr");
+  tr.dataset.sensor = name;
+  tr.className = "absent";
+  tr.title = `${name} has not connected` + (a.required ? " (required)" : "");
+  tr.appendChild(td(name, "name", "sensor"));
+  tr.appendChild(td(a.required ? "absent, required" : "absent", "conn", "conn"));
+  tr.appendChild(td("–", "num samples", "samples"));
+  const expect = a.expected_hz != null ? `– (expects ${a.expected_hz})` : "–";
+  tr.appendChild(td(expect, "num rate", "rate/s"));
+  for (const label of ["rate history", "queue", "drops", "gaps", "durable lag", "fsync age"]) {
+    tr.appendChild(td("", "", label));
+  }
+  const names = alarmNames(alarms);
+  tr.appendChild(td(names, "alarms" + (names ? " bad" : ""), "alarms"));
+  return tr;
+}
+
 function renderSensors(st) {
   const body = document.querySelector("#sensors tbody");
   const rows = [];
   const sensors = st.sensors || {};
-  for (const name of Object.keys(sensors)) {
-    const s = sensors[name];
-    const tr = document.createElement("tr");
-    tr.dataset.sensor = name;
-    tr.appendChild(td(name));
-    tr.appendChild(td(s.connected ? "yes" : "no", s.connected ? "" : "bad"));
-    tr.appendChild(td(String(s.samples), "num samples"));
-    tr.appendChild(td((s.rate_hz || 0).toFixed(1), "num rate"));
-    const spark = document.createElement("td");
-    spark.appendChild(sparkline(history_ && history_.sensors[name]));
-    tr.appendChild(spark);
-    tr.appendChild(queueBar(s));
-    tr.appendChild(td(String(s.drops), "num" + (s.drops > 0 ? " bad" : "")));
-    tr.appendChild(td(String(s.gaps), "num" + (s.gaps > 0 ? " bad" : "")));
-    tr.appendChild(td(String(Math.max(0, s.samples - s.durable)), "num"));
-    const age = s.last_fsync_age_ms;
-    tr.appendChild(td(age == null ? "–" : (age / 1000).toFixed(1) + " s", "num"));
-    const alarms = (s.alarms || []).map((a) => a.alarm).join(", ");
-    tr.appendChild(td(alarms, alarms ? "bad" : ""));
-    rows.push(tr);
+  for (const name of Object.keys(sensors)) rows.push(sensorRow(name, sensors[name]));
+  const absent = st.absent_sensors || {};
+  for (const name of Object.keys(absent)) {
+    const alarms = (st.alarms || []).filter((a) => a.sensor === name);
+    rows.push(absentRow(name, absent[name], alarms));
   }
   body.replaceChildren(...rows);
   $("no-sensors").hidden = rows.length > 0;
 }
 
+function renderSnapshot(st, rec) {
+  const snap = st.snapshot;
+  $("snapshot-panel").hidden = !snap;
+  $("trigger-row").hidden = !snap;
+  if (!snap) {
+    triggerStopAt = null;
+    return;
+  }
+  const armed = snap.enabled === true;
+  $("snap-state").textContent = armed ? (rec ? "armed (recording)" : "armed") : "off";
+  $("snap-state").className = armed ? "armed" : "";
+  // While recording, frames go to the trace, not the ring.
+  $("snap-held-row").hidden = !armed || rec;
+  $("snap-held").textContent = (snap.held_seconds || 0).toFixed(1) + " s";
+  $("snap-window").textContent = fmtSeconds(snap.pre_trigger_seconds);
+  const left = snap.trigger_stops_in_s;
+  triggerStopAt = left == null ? null : performance.now() + left * 1000;
+  tickCountdown();
+  const triggered = left != null;
+  $("trigger").disabled = !armed || (rec && !triggered);
+  $("trigger").textContent = triggered ? "Trigger again" : "Trigger";
+  $("trigger").title = !armed ? "arm snapshot mode first"
+    : rec && !triggered ? "a trace not started by a trigger is recording"
+    : triggered ? "move the stop to this long from now" : "record the ring and this long after";
+  $("snapshot-toggle").textContent = armed ? "Disarm snapshot" : "Arm snapshot";
+}
+
+function tickCountdown() {
+  const show = triggerStopAt != null && !document.body.classList.contains("offline");
+  $("countdown").hidden = !show;
+  if (show) {
+    const s = Math.max(0, (triggerStopAt - performance.now()) / 1000);
+    $("countdown-s").textContent = s.toFixed(1) + " s";
+  }
+}
+
+function renderAccess() {
+  $("readonly").hidden = !readOnly;
+  $("token-row").hidden = readOnly;
+  $("controls").hidden = readOnly || role !== "operator";
+  const note = $("role-note");
+  if (role === "operator") {
+    note.textContent = "operator";
+    note.className = "ok";
+  } else if (token()) {
+    note.textContent = "wrong token: correct it to control the daemon";
+    note.className = "bad";
+  } else {
+    note.textContent = "view only: enter the token to control the daemon";
+    note.className = "muted";
+  }
+}
+
 function render(st) {
+  lastStatus = st;
   const rec = st.recording === true;
   $("state").textContent = rec ? "recording" : "not recording";
   $("state").className = "badge " + (rec ? "recording" : "idle");
@@ -138,42 +263,93 @@ function render(st) {
   $("disk-free").textContent = fmtBytes(disk.free_bytes);
   $("disk-low").hidden = disk.low !== true;
   readOnly = !!(st.http && st.http.read_only);
-  $("readonly").hidden = !readOnly;
-  $("token-row").hidden = readOnly || !!sessionStorage.getItem(TOKEN_KEY);
-  for (const id of ["start", "stop", "rotate", "mark"]) $(id).disabled = readOnly;
-  $("start").disabled = readOnly || rec;
-  $("stop").disabled = readOnly || !rec;
-  $("rotate").disabled = readOnly || !rec;
-  $("mark").disabled = readOnly || !rec;
+  renderAccess();
+  $("start").disabled = rec;
+  $("stop").disabled = !rec;
+  $("rotate").disabled = !rec;
+  $("mark").disabled = !rec;
+  renderSnapshot(st, rec);
   renderSensors(st);
   $("updated").textContent = "updated " + new Date().toLocaleTimeString();
 }
 
+// Greys everything and says why; `why` null: the daemon answers again.
 let unreachableSince = null;
-
-async function poll() {
-  try {
-    const r = await fetch("/api/status", { headers: headers(), cache: "no-store" });
-    const st = await r.json();
-    if (!r.ok) throw new Error(st.error || r.statusText);
+function setOffline(why, auth) {
+  const off = why != null;
+  document.body.classList.toggle("offline", off);
+  for (const b of document.querySelectorAll("#controls button")) {
+    if (off) b.disabled = true;
+  }
+  if (!off) {
     unreachableSince = null;
     $("unreachable").hidden = true;
-    render(st);
-  } catch (e) {
-    unreachableSince = unreachableSince || new Date();
-    $("unreachable").hidden = false;
-    $("unreachable").textContent =
-      `daemon unreachable since ${unreachableSince.toLocaleTimeString()}: ${e.message}`;
+    return;
   }
+  $("unreachable").hidden = false;
+  if (auth) {
+    // The daemon answers but will not show this page anything without the right token.
+    unreachableSince = null;
+    $("unreachable").textContent = `The daemon refuses this page: ${why}. Enter the token below.`;
+    $("state").textContent = "no access";
+    $("token-row").hidden = false;
+    $("role-note").textContent = token() ? "wrong token" : "token needed";
+    $("role-note").className = "bad";
+  } else {
+    unreachableSince = unreachableSince || new Date();
+    const seen = lastStatus ? `; what is shown is from ${$("updated").textContent.replace("updated ", "")}` : "";
+    $("unreachable").textContent =
+      `Daemon unreachable since ${unreachableSince.toLocaleTimeString()} (${why})${seen}. Recording state unknown.`;
+    $("state").textContent = "unreachable";
+  }
+  $("state").className = "badge offline";
+  $("controls").hidden = true;
+  tickCountdown();
+}
+
+async function read(path) {
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(), READ_TIMEOUT_MS);
+  try {
+    return await fetch(path, { headers: headers(), cache: "no-store", signal: ctl.signal });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function poll() {
+  let r, st;
+  try {
+    r = await read("/api/status");
+    st = await r.json();
+  } catch (e) {
+    setOffline(e.name === "AbortError" ? `no answer within ${READ_TIMEOUT_MS / 1000} s` : e.message);
+    return;
+  }
+  if (r.status === 401 || r.status === 403) {
+    setOffline(st.error || r.statusText, true);
+    return;
+  }
+  if (!r.ok) {
+    setOffline(`${r.status}: ${st.error || r.statusText}`);
+    return;
+  }
+  role = r.headers.get("x-roverlog-role") === "operator" ? "operator" : "viewer";
+  setOffline(null);
+  render(st);
 }
 
 async function pollHistory() {
   try {
-    const r = await fetch("/api/history", { headers: headers(), cache: "no-store" });
+    const r = await read("/api/history");
     if (!r.ok) return;
     history_ = await r.json();
-    $("write-rate").textContent = fmtBytes(history_.write_bytes_per_s) + "/s";
+    $("write-rate").textContent =
+      history_.disk_bytes_per_s == null ? "–" : fmtBytes(history_.disk_bytes_per_s) + "/s";
+    $("write-rate").title = "growth of the trace's files on disk over the last 30 s";
     $("time-left").textContent = fmtSeconds(history_.seconds_left);
+    $("time-left").title = `until the free space is down to min_free_bytes (${fmtBytes(history_.min_free_bytes)}), where recording stops`;
+    if (lastStatus) renderSensors(lastStatus);
   } catch (e) {
     // poll() reports an unreachable daemon.
   }
@@ -190,8 +366,6 @@ async function command(cmd) {
     const reply = await r.json();
     if (reply.ok) {
       $("result").textContent = `${cmd.cmd}: ok` + (reply.trace ? ` (${reply.trace})` : "");
-      const t = $("token").value;
-      if (t) sessionStorage.setItem(TOKEN_KEY, t);
     } else {
       $("result").textContent = `${cmd.cmd} refused: ${reply.error}`;
     }
@@ -206,6 +380,14 @@ function label() {
   return l ? { label: l } : {};
 }
 
+$("token-row").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const t = $("token").value.trim();
+  if (t) sessionStorage.setItem(TOKEN_KEY, t);
+  else sessionStorage.removeItem(TOKEN_KEY);
+  poll();
+  pollHistory();
+});
 $("start").addEventListener("click", () => command(Object.assign({ cmd: "start" }, label())));
 $("stop").addEventListener("click", () => {
   if (confirm("Stop recording?")) command({ cmd: "stop" });
@@ -215,8 +397,19 @@ $("mark").addEventListener("click", () => {
   const text = $("mark-text").value;
   if (text) command({ cmd: "mark", text }).then(() => { $("mark-text").value = ""; });
 });
+$("trigger").addEventListener("click", () => {
+  const after = parseFloat($("after").value);
+  const cmd = Object.assign({ cmd: "trigger" }, label());
+  if (Number.isFinite(after)) cmd.after = after;
+  command(cmd);
+});
+$("snapshot-toggle").addEventListener("click", () => {
+  const on = !(lastStatus && lastStatus.snapshot && lastStatus.snapshot.enabled);
+  command({ cmd: "snapshot", on });
+});
 
 poll();
 pollHistory();
 setInterval(poll, 1000);
 setInterval(pollHistory, 2000);
+setInterval(tickCountdown, 200);
