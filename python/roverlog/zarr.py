@@ -15,7 +15,8 @@ zarr-python's dtypes, shapes and values; `np.asarray(a)` is one bulk read. Only 
 selection touches are read; reads decode chunks on several threads with the GIL released.
 Arrays are read-only. Objects pickle by path. Errors about the files are `roverlog.Error`s
 naming the file (`roverlog.errors`): invalid metadata is a `FormatError` (a `ValueError`), a
-missing array a `FileError` (a `FileNotFoundError`), an index past the end a
+missing path a `FileError` (a `FileNotFoundError`), a missing member of a group a
+`MissingKeyError` (a `KeyError`, as in zarr-python), an index past the end a
 `SampleIndexError` (an `IndexError`, as zarr-python's `BoundsCheckError`).
 """
 import builtins
@@ -25,7 +26,7 @@ import os
 import numpy as np
 
 from . import _roverlog, _selection
-from .errors import FileError, FormatError, from_os_error
+from .errors import FileError, FormatError, MissingKeyError, from_os_error
 
 
 def _descr(d):
@@ -224,6 +225,9 @@ class Group:
         return f"<roverlog.zarr.Group {self.path!r}>"
 
     def __getitem__(self, name):
+        # A missing member is a KeyError, as in zarr-python.
+        if name not in self:
+            raise MissingKeyError(f"{self.path}: no array or group {name!r} (members: {self.keys()})")
         return open(os.path.join(self.path, *str(name).strip("/").split("/")))
 
     def __contains__(self, name):
