@@ -3,7 +3,7 @@
 `get_orthogonal_selection`: per dimension an int, a slice, an integer or a Boolean array),
 coordinate (`.vindex`, `get_coordinate_selection`: one integer array per dimension,
 broadcast together) and mask selection (`get_mask_selection`: a Boolean array of the
-array's shape), each with field names (`a["x"]`, `a[0:3, "x"]`, `a[:, ["x", "y"]]`), and
+array's shape) and block selection (`.blocks`, `get_block_selection`: chunk indices), each with field names (`a["x"]`, `a[0:3, "x"]`, `a[:, ["x", "y"]]`), and
 `__getitem__` choosing between them as zarr-python does.
 
 Only the rows of the first dimension that a selection touches are read (a contiguous range
@@ -196,7 +196,8 @@ def basic(arr, selection, fields=None):
         elif isinstance(s, slice):
             local.append(slice(*dims.slice(s, d)))
         else:
-            raise IndexError(f"unsupported selection item for basic indexing; expected integer or slice, got {type(s)!r}")
+            raise IndexError("unsupported selection item for basic indexing; "
+                             f"expected integer or slice, got {type(s)!r}")
     first = local[0]
     if isinstance(first, int):
         block, local[0] = arr._rows(first, first + 1), 0
@@ -226,7 +227,8 @@ def orthogonal(arr, selection, fields=None):
             if s.ndim != 1:
                 raise IndexError("Boolean arrays in an orthogonal selection must be 1-dimensional only")
             if s.shape[0] != arr.shape[d]:
-                raise IndexError(f"Boolean array has the wrong length for dimension; expected {arr.shape[d]}, got {s.shape[0]}")
+                raise IndexError("Boolean array has the wrong length for dimension; "
+                                 f"expected {arr.shape[d]}, got {s.shape[0]}")
             index.append(np.nonzero(s)[0])
         else:
             raise IndexError("unsupported selection item for orthogonal indexing; expected integer, slice, "
@@ -264,6 +266,39 @@ def mask(arr, selection, fields=None):
         raise IndexError("invalid mask selection; expected one Boolean (mask)array with the same shape "
                          f"as the target array, got {selection!r}")
     return coordinate(arr, np.nonzero(selection[0]), fields)
+
+
+def block(arr, selection, fields=None):
+    """zarr-python's `get_block_selection` (and `.blocks[...]`): per dimension a chunk
+    index or a slice of them (step 1), as the rows of those chunks."""
+    _out_dtype(fields, arr.dtype)
+    rows = []
+    for d, s in enumerate(_lists_to_arrays(_expand(selection, arr.shape))):
+        n, c = arr.shape[d], arr.chunks[d]
+        blocks = -(-n // c)
+        if _is_int(s):
+            k = int(s) + blocks if s < 0 else int(s)
+            start, stop = k * c, k * c + c
+        elif isinstance(s, slice):
+            if s.step not in (1, None):
+                raise IndexError("unsupported selection item for block indexing; "
+                                 f"expected integer or slice with step=1, got {type(s)!r}")
+            a = 0 if s.start is None else s.start
+            b = blocks if s.stop is None else s.stop
+            start, stop = (a + blocks if a < 0 else a) * c, (b + blocks if b < 0 else b) * c
+        else:
+            raise IndexError("unsupported selection item for block indexing; "
+                             f"expected integer or slice, got {type(s)!r}")
+        if not 0 <= start < n:
+            raise SampleIndexError(f"{arr.path}: block {s!r} out of bounds for dimension {d} ({blocks} blocks)")
+        rows.append(slice(start, stop))
+    return basic(arr, tuple(rows), fields)
+
+
+def blocks(arr, selection):
+    """zarr-python's `.blocks[selection]`."""
+    fields, selection = pop_fields(selection)
+    return block(arr, _lists_to_arrays(_tuple(selection)), fields)
 
 
 def vindex(arr, selection):

@@ -10,7 +10,7 @@ library's reader (Blosc, zstd, zlib, gzip, lz4 and what else it decodes; structu
 Selections are zarr-python 2's (`roverlog._selection`): basic (`a[5]`, `a[10:20, 2]`,
 `a[::3]`), field names (`a["track_id"]`, `a[0:3, "ego_translation"]`), integer arrays
 (`a[[1, 5, 9]]`), `a.oindex[...]`/`get_orthogonal_selection` (integer or Boolean arrays per
-dimension), `a.vindex[...]`/`get_coordinate_selection`/`get_mask_selection`, with
+dimension), `a.vindex[...]`/`get_coordinate_selection`/`get_mask_selection`, `a.blocks[...]`, with
 zarr-python's dtypes, shapes and values; `np.asarray(a)` is one bulk read. Only the rows a
 selection touches are read; reads decode chunks on several threads with the GIL released.
 Arrays are read-only. Objects pickle by path. Errors about the files are `roverlog.Error`s
@@ -146,6 +146,14 @@ class Array:
 
     def get_mask_selection(self, selection, out=None, fields=None):
         return _out(_selection.mask(self, selection, fields), out)
+
+    def get_block_selection(self, selection, out=None, fields=None):
+        return _out(_selection.block(self, selection, fields), out)
+
+    @property
+    def blocks(self):
+        """Block selection: `a.blocks[2]` is the rows of chunk 2, `a.blocks[1:3]` of chunks 1-2."""
+        return _Indexer(self, _selection.blocks)
 
     @property
     def oindex(self):

@@ -66,7 +66,7 @@ def _same(mine, theirs, what):
 
 def _check(a, t, sels, name, skip_vindex=()):
     outcomes = []
-    for how in ["getitem", "oindex", "vindex"]:
+    for how in ["getitem", "oindex", "vindex", "blocks"]:
         for sel in sels:
             if how == "vindex" and any(f in skip_vindex for f in (sel if isinstance(sel, tuple) else (sel,)) if isinstance(f, str)):
                 continue
@@ -81,7 +81,8 @@ ONE_D = [
     [1, 5, 9], [9, 1, 5, 5], [-1, 0, -2], np.array([96, 97, 2, 500]), np.array([], dtype=np.int64),
     np.array([3], dtype=np.uint8), 0, -1, 5, 999, 1000, -1001, slice(None), slice(3, 900, 7), slice(96, 98),
     slice(None, None, 200), slice(5, 2), slice(None, None, -1), ..., (), (slice(10, 20),), ([2, 4],),
-    [1000], [-1001], 1.5, None, [[1, 2], [3, 4]], np.array([[1, 2], [3, 4]]), [True, False],
+    [1000], [-1001], 1.5, None, [[1, 2], [3, 4]], np.array([[1, 2], [3, 4]]), [True, False], True,
+    np.array(5), np.int64(-3), slice(1, 3), slice(-2, None), slice(0, 4, 2), 20, -20,
 ]
 
 
@@ -116,7 +117,7 @@ def test_multidimensional_selections_equal_zarr_pythons(group):
             ([1, 5, 9], 2), ([1, 5], [2, 0]), ([[1, 5], [7, 8]], 1), (np.array([4, 4, 0]), slice(0, 2)),
             ([1, 5], slice(None)), (b0, slice(1, 3)), (b0, b1), ([1, 5], [0, 2]), (slice(None, None, 3), [1, 0]),
             (slice(None), slice(None), 1), (1, 2, 3, 4), (600, 0), (0, 9), ([600], 0), (slice(None, None, -1), 0),
-            (..., ...), (np.int64(3), [1, 2]), (0.5, 1),
+            (..., ...), (np.int64(3), [1, 2]), (0.5, 1), (slice(1, 3), -1), (-1, slice(None)), (1, 1, 1),
         ]
         if a.ndim == 3:
             sels += [([1, 2], [0, 1], [3, 4]), (5, slice(1, 3), slice(None, None, 2)), ([9, 1], 0, [4, 0])]
