@@ -2,8 +2,9 @@
 driver for the roverlog daemon, over the roverlog Rust library.
 
 - `roverlog.Trace`, `Sensor`, `Channel`, `Nearest`: roverd traces (upstream `roverd`'s names).
-- `roverlog.gulp.GulpDirectory`: gulpio2's reading API (change the import).
-- `roverlog.zarr.open`, `roverlog.l5kit.ChunkedDataset`: zarr-python 2's and l5kit's reading.
+- `roverlog.gulp.GulpDirectory`, `GulpChunk`: gulpio2's reading API (change the import).
+- `roverlog.zarr.open`, `roverlog.l5kit.ChunkedDataset`: zarr-python 2's reading (its selections
+  too) and l5kit's datasets.
 - `roverlog.Driver`: send samples to a running daemon (docs/protocol.md).
 
 Errors (`roverlog.errors`): everything roverlog raises about a file is a `roverlog.Error`

@@ -7,11 +7,17 @@ library's reader (Blosc, zstd, zlib, gzip, lz4 and what else it decodes; structu
     agents.shape, agents.dtype, agents.chunks
     rows = agents[1000:2000]                     # the numpy array zarr-python returns
 
-Reads decode chunks on several threads with the GIL released. Indexing selects along the
-first dimension (an int, a slice with a positive step, `...`/`:`); arrays are read-only.
-Objects pickle by path. Errors about the files are `roverlog.Error`s naming the file
-(`roverlog.errors`): invalid metadata is a `FormatError` (a `ValueError`), a missing array a
-`FileError` (a `FileNotFoundError`), a row past the end a `SampleIndexError`.
+Selections are zarr-python 2's (`roverlog._selection`): basic (`a[5]`, `a[10:20, 2]`,
+`a[::3]`), field names (`a["track_id"]`, `a[0:3, "ego_translation"]`), integer arrays
+(`a[[1, 5, 9]]`), `a.oindex[...]`/`get_orthogonal_selection` (integer or Boolean arrays per
+dimension), `a.vindex[...]`/`get_coordinate_selection`/`get_mask_selection`, `a.blocks[...]`, with
+zarr-python's dtypes, shapes and values; `np.asarray(a)` is one bulk read. Only the rows a
+selection touches are read; reads decode chunks on several threads with the GIL released.
+Arrays are read-only. Objects pickle by path. Errors about the files are `roverlog.Error`s
+naming the file (`roverlog.errors`): invalid metadata is a `FormatError` (a `ValueError`), a
+missing path a `FileError` (a `FileNotFoundError`), a missing member of a group a
+`MissingKeyError` (a `KeyError`, as in zarr-python), an index past the end a
+`SampleIndexError` (an `IndexError`, as zarr-python's `BoundsCheckError`).
 """
 import builtins
 import json
@@ -19,8 +25,8 @@ import os
 
 import numpy as np
 
-from . import _roverlog
-from .errors import FileError, FormatError, SampleIndexError, from_os_error
+from . import _roverlog, _selection
+from .errors import FileError, FormatError, MissingKeyError, from_os_error
 
 
 def _descr(d):
@@ -101,29 +107,105 @@ class Array:
         out = flat.view(self._le).reshape((b - a,) + self.shape[1:])
         return out if self._le == self.dtype else out.astype(self.dtype)
 
-    def __getitem__(self, key):
+    def __getitem__(self, selection):
+        return _selection.getitem(self, selection)
+
+    def __array__(self, dtype=None, copy=None):
+        # One bulk read; without this numpy would read the array row by row through
+        # `__getitem__`. The read is a fresh array, so nothing needs copying for `copy`.
+        return np.asarray(self[...], dtype=dtype)
+
+    def __iter__(self):
+        return self.islice()
+
+    def islice(self, start=None, end=None):
+        """Rows `start .. end`, one at a time, each chunk read once (zarr-python's `islice`)."""
         if not self.shape:
-            if key in ((), Ellipsis, slice(None)):
-                return self._rows(0, 1).reshape(())
-            raise SampleIndexError(f"{self.path}: a 0-d array takes () or ..., not {key!r}")
-        if key is Ellipsis or key == ():
-            key = slice(None)
-        if isinstance(key, tuple) and len(key) == 1:
-            key = key[0]
-        n = self.shape[0]
-        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            i = int(key) + n if key < 0 else int(key)
-            if not 0 <= i < n:
-                raise SampleIndexError(f"{self.path}: index {key} out of bounds for axis 0 with size {n}")
-            return self._rows(i, i + 1)[0]
-        if isinstance(key, slice):
-            a, b, step = key.indices(n)
-            if step < 1:
-                raise IndexError(f"{self.path}: only positive slice steps are supported, not {step}")
-            b = max(a, b)
-            rows = self._rows(a, b)
-            return rows[::step] if step != 1 else rows
-        raise IndexError(f"{self.path}: rows are selected by an int or a slice, not {key!r}")
+            raise TypeError("iteration over a 0-d array")
+        start = 0 if start is None else start
+        end = self.shape[0] if end is None or end > self.shape[0] else end
+        if not isinstance(start, int) or start < 0:
+            raise ValueError("start must be a nonnegative integer")
+        if not isinstance(end, int) or end < 0:
+            raise ValueError("end must be a nonnegative integer")
+        a, step = start, self.chunks[0]
+        while a < end:
+            # From `start` to the end of its chunk, then chunk by chunk.
+            b = min(end, (a // step + 1) * step)
+            yield from self[a:b]
+            a = b
+
+    def get_basic_selection(self, selection=Ellipsis, out=None, fields=None):
+        return _out(_selection.basic(self, selection, fields), out)
+
+    def get_orthogonal_selection(self, selection, out=None, fields=None):
+        return _out(_selection.orthogonal(self, selection, fields), out)
+
+    def get_coordinate_selection(self, selection, out=None, fields=None):
+        return _out(_selection.coordinate(self, selection, fields), out)
+
+    def get_mask_selection(self, selection, out=None, fields=None):
+        return _out(_selection.mask(self, selection, fields), out)
+
+    def get_block_selection(self, selection, out=None, fields=None):
+        return _out(_selection.block(self, selection, fields), out)
+
+    @property
+    def blocks(self):
+        """Block selection: `a.blocks[2]` is the rows of chunk 2, `a.blocks[1:3]` of chunks 1-2."""
+        return _Indexer(self, _selection.blocks)
+
+    @property
+    def oindex(self):
+        """Orthogonal selection: `a.oindex[[1, 5], 0:2]`, Boolean arrays per dimension."""
+        return _Indexer(self, _selection.oindex)
+
+    @property
+    def vindex(self):
+        """Coordinate (`a.vindex[[1, 5], [0, 2]]`) or mask (`a.vindex[bools]`) selection."""
+        return _Indexer(self, _selection.vindex)
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self.itemsize
+
+    @property
+    def cdata_shape(self):
+        return tuple(-(-n // c) for n, c in zip(self.shape, self.chunks))
+
+    @property
+    def nchunks(self):
+        return int(np.prod(self.cdata_shape, dtype=np.int64))
+
+    @property
+    def read_only(self):
+        return True
+
+
+class _Indexer:
+    """`Array.oindex` / `Array.vindex`: subscripting calls the selection."""
+
+    __slots__ = ("_arr", "_select")
+
+    def __init__(self, arr, select):
+        self._arr, self._select = arr, select
+
+    def __getitem__(self, selection):
+        return self._select(self._arr, selection)
+
+
+def _out(result, out):
+    """`result`, or copied into the caller's `out` array (zarr-python's `out=`)."""
+    if out is None:
+        return result
+    if np.shape(out) != np.shape(result):
+        raise ValueError(f"parameter 'out': expected shape {np.shape(result)}, found {np.shape(out)}")
+    out[...] = result
+    return out
 
 
 def _little(dt):
@@ -151,6 +233,9 @@ class Group:
         return f"<roverlog.zarr.Group {self.path!r}>"
 
     def __getitem__(self, name):
+        # A missing member is a KeyError, as in zarr-python.
+        if name not in self:
+            raise MissingKeyError(f"{self.path}: no array or group {name!r} (members: {self.keys()})")
         return open(os.path.join(self.path, *str(name).strip("/").split("/")))
 
     def __contains__(self, name):

@@ -1,4 +1,4 @@
-//! The native half of `roverlog.gulp`: an opened GulpIO2 directory (mapped chunks) and
+//! The native half of `roverlog.gulp`: an opened GulpIO2 directory or single chunk (mapped) and
 //! frames decoded on every core without the GIL.
 
 use std::path::PathBuf;
@@ -7,7 +7,7 @@ use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use roverlog_core::gulp::{FrameSelection, GulpDirectory, JpegFrame};
+use roverlog_core::gulp::{FrameSelection, GulpDirectory, GulpOptions, JpegFrame};
 
 use crate::{joined, to_py, Kind};
 
@@ -119,6 +119,16 @@ impl GulpDir {
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<GulpDir> {
         let dir = py
             .allow_threads(|| GulpDirectory::open(&path))
+            .map_err(to_py)?;
+        Ok(GulpDir { dir })
+    }
+
+    /// One chunk pair from its two paths (gulpio2's `GulpChunk(data_file_path,
+    /// meta_file_path)`); errors name the data file.
+    #[staticmethod]
+    fn chunk(py: Python<'_>, data: PathBuf, meta: PathBuf) -> PyResult<GulpDir> {
+        let dir = py
+            .allow_threads(|| GulpDirectory::open_chunk(&data, &meta, &GulpOptions::default()))
             .map_err(to_py)?;
         Ok(GulpDir { dir })
     }

@@ -47,13 +47,14 @@ def test_a_channel_of_zero_sized_samples_names_its_meta_json(trace):
         assert meta in str(e.value) and "'acc'" in str(e.value) and "[0]" in str(e.value)
 
 
-def test_an_unknown_type_code_names_the_file_and_channel(trace):
+@pytest.mark.parametrize("code", ["q9", "<q9"])
+def test_an_unknown_type_code_names_the_file_and_channel(trace, code):
     root, _ = trace
-    meta = _set_meta(root, "imu", "temp", type="q9")
+    meta = _set_meta(root, "imu", "temp", type=code)
     with pytest.raises(roverlog.FormatError) as e:
         roverlog.Trace(root)
     assert isinstance(e.value, ValueError)
-    assert meta in str(e.value) and "'temp'" in str(e.value) and "'q9'" in str(e.value)
+    assert meta in str(e.value) and "'temp'" in str(e.value) and f"'{code}'" in str(e.value)
 
 
 def test_invalid_zarr_metadata_names_the_file(tmp_path):
@@ -69,6 +70,11 @@ def test_invalid_zarr_metadata_names_the_file(tmp_path):
         roverlog.zarr.open(str(arr))
     with pytest.raises(roverlog.FileError, match="no .zarray or .zgroup"):
         roverlog.zarr.open(str(tmp_path / "missing"))
+    # A group's missing member: a KeyError, as zarr-python's, naming the group and members.
+    (tmp_path / ".zgroup").write_text('{"zarr_format": 2}')
+    with pytest.raises(roverlog.MissingKeyError, match=f"{tmp_path}: no array or group 'b'") as e:
+        roverlog.zarr.open(str(tmp_path))["b"]
+    assert isinstance(e.value, KeyError)
 
 
 def test_a_wrong_channel_or_sensor_name_says_where_and_what_exists(trace):

@@ -205,41 +205,81 @@ impl GulpDirectory {
             by_id: HashMap::new(),
         };
         for files in chunk_files(path)? {
-            let entries = read_gmeta(&files.meta, opts)?;
-            let map = map_file(&files.data)?;
-            let data_len = map.as_ref().map_or(0, |m| m.len() as u64);
-            let chunk = dir.chunks.len();
-            for entry in entries {
-                if let Some(f) = entry.frames.iter().position(|f| f.end() > data_len) {
-                    let fi = entry.frames[f];
-                    return Err(Error::Gulp {
-                        path: files.meta.clone(),
-                        msg: format!(
-                            "id {:?}: frame {f} ends at byte {} but {} holds only {data_len} bytes",
-                            entry.id,
-                            fi.end(),
-                            files.data.display()
-                        ),
-                    });
-                }
-                if let Some(&other) = dir.by_id.get(&entry.id) {
-                    let first = &dir.chunks[dir.videos[other].chunk].files.meta;
-                    return Err(Error::Gulp {
-                        path: files.meta.clone(),
-                        msg: format!("duplicate id {:?}: also in {}", entry.id, first.display()),
-                    });
-                }
-                dir.by_id.insert(entry.id.clone(), dir.videos.len());
-                dir.videos.push(Video {
-                    id: entry.id,
-                    chunk,
-                    meta: entry.meta,
-                    frames: entry.frames,
-                });
-            }
-            dir.chunks.push(Chunk { files, map });
+            dir.add_chunk(files, opts)?;
         }
         Ok(dir)
+    }
+
+    /// Opens one chunk pair named by its two paths, as gulpio2's `GulpChunk(data_file_path,
+    /// meta_file_path)` does: the files need not be named `data_<n>.gulp`/`meta_<n>.gmeta` nor
+    /// sit in one directory. The chunk's number is the one in the data file's name (0 when it
+    /// has none), and [`GulpDirectory::path`] is the data file. Checked as [`open_with`]
+    /// checks each chunk.
+    ///
+    /// [`open_with`]: GulpDirectory::open_with
+    pub fn open_chunk(
+        data: impl AsRef<Path>,
+        meta: impl AsRef<Path>,
+        opts: &GulpOptions,
+    ) -> Result<Self> {
+        let (data, meta) = (data.as_ref(), meta.as_ref());
+        let number = data
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(chunk_name)
+            .map_or(0, |(_, n)| n);
+        let mut dir = GulpDirectory {
+            path: data.to_owned(),
+            chunks: Vec::new(),
+            videos: Vec::new(),
+            by_id: HashMap::new(),
+        };
+        let files = ChunkFiles {
+            number,
+            data: data.to_owned(),
+            meta: meta.to_owned(),
+        };
+        dir.add_chunk(files, opts)?;
+        Ok(dir)
+    }
+
+    /// Reads a chunk's `.gmeta`, maps its data file, checks every frame against the data
+    /// file's size and every id against the chunks already added, and adds it.
+    fn add_chunk(&mut self, files: ChunkFiles, opts: &GulpOptions) -> Result<()> {
+        let entries = read_gmeta(&files.meta, opts)?;
+        let map = map_file(&files.data)?;
+        let data_len = map.as_ref().map_or(0, |m| m.len() as u64);
+        let chunk = self.chunks.len();
+        for entry in entries {
+            if let Some(f) = entry.frames.iter().position(|f| f.end() > data_len) {
+                let fi = entry.frames[f];
+                return Err(Error::Gulp {
+                    path: files.meta.clone(),
+                    msg: format!(
+                        "id {:?}: frame {f} ends at byte {} but {} holds only {data_len} bytes",
+                        entry.id,
+                        fi.end(),
+                        files.data.display()
+                    ),
+                });
+            }
+            if let Some(&other) = self.by_id.get(&entry.id) {
+                let first = &self.chunks[self.videos[other].chunk].files.meta;
+                return Err(Error::Gulp {
+                    path: files.meta.clone(),
+                    msg: format!("duplicate id {:?}: also in {}", entry.id, first.display()),
+                });
+            }
+            self.by_id.insert(entry.id.clone(), self.videos.len());
+            self.videos.push(Video {
+                id: entry.id,
+                chunk,
+                meta: entry.meta,
+                frames: entry.frames,
+            });
+        }
+        self.chunks.push(Chunk { files, map });
+        Ok(())
     }
 
     /// Reads every frame of every video and hands it to `f(video, frame index, JPEG bytes)`:
@@ -326,7 +366,7 @@ impl GulpDirectory {
         })
     }
 
-    /// The directory this was opened from.
+    /// The directory this was opened from (the data file, for [`GulpDirectory::open_chunk`]).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -549,5 +589,46 @@ mod tests {
                 }
             ]
         );
+    }
+
+    #[test]
+    fn a_chunk_opens_alone_from_its_two_paths() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path();
+        std::fs::create_dir(p.join("d")).unwrap();
+        let (data, meta) = (p.join("d/frames.bin"), p.join("index.json"));
+        std::fs::write(&data, b"abcdefgh").unwrap();
+        std::fs::write(
+            &meta,
+            br#"{"v": {"frame_info": [[0, 1, 4], [4, 0, 4]], "meta_data": [{"n": 2}]}}"#,
+        )
+        .unwrap();
+        let dir = GulpDirectory::open_chunk(&data, &meta, &GulpOptions::default()).unwrap();
+        assert_eq!(dir.path(), data);
+        assert_eq!(dir.ids().collect::<Vec<_>>(), ["v"]);
+        assert_eq!(dir.chunks().next().unwrap().number, 0);
+        assert_eq!(
+            dir.frames("v", &FrameSelection::All).unwrap(),
+            [&b"abc"[..], b"efgh"]
+        );
+        // The number comes from a gulp name; a frame past the end names both files.
+        std::fs::rename(&data, p.join("d/data_7.gulp")).unwrap();
+        std::fs::write(p.join("d/data_7.gulp"), b"abcd").unwrap();
+        let e = GulpDirectory::open_chunk(p.join("d/data_7.gulp"), &meta, &GulpOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("index.json") && e.contains("data_7.gulp") && e.contains("frame 1"),
+            "{e}"
+        );
+        std::fs::write(p.join("d/data_7.gulp"), b"abcdefgh").unwrap();
+        let dir =
+            GulpDirectory::open_chunk(p.join("d/data_7.gulp"), &meta, &GulpOptions::default())
+                .unwrap();
+        assert_eq!(dir.chunks().next().unwrap().number, 7);
+        let e = GulpDirectory::open_chunk(&data, &meta, &GulpOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("frames.bin"), "{e}");
     }
 }
