@@ -213,6 +213,16 @@ pub enum Error {
     #[error("unknown timestamp model {name:?} (raw, smooth, discretize)")]
     UnknownModel { name: String },
 
+    /// A position mapping (config `foxglove_location`, `roverlog export --location`) that
+    /// cannot be read, or does not fit its sensor's channels: which sensor, which field
+    /// (`latitude`, `longitude`, `altitude`, or the unknown key), and what is wrong with it.
+    #[error("{sensor}.{field}: {problem}")]
+    Location {
+        sensor: String,
+        field: String,
+        problem: String,
+    },
+
     // ----- daemon ----------------------------------------------------------------------
     /// A driver broke the ingest protocol.
     #[error("protocol error: {0}")]

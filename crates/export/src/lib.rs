@@ -13,23 +13,31 @@
 //! Protobuf messages and their schemas come from the Foxglove SDK (`foxglove::messages`).
 //! Log time is the sample's `ts`; publish time is the sample's receive time when the sensor
 //! has a `ts_recv` channel, else `ts`. The trace's events (`_roverlog/events.jsonl`) become
-//! `foxglove.Log` messages on `/roverlog/events`. Channels carry their roverd description as
-//! MCAP channel metadata (`format`, `type`, `shape`, `desc`).
+//! `foxglove.Log` messages on `/roverlog/events` with levels (`log`: an alarm raised is a
+//! warning or an error, its clearing and a mark are info). A sensor given a position mapping
+//! ([`ExportOptions::locations`]) also has `foxglove.LocationFix` messages on
+//! `/<sensor>/location` (`location`). Channels carry their roverd description as MCAP channel
+//! metadata (`format`, `type`, `shape`, `desc`).
+//!
+//! Modules: `message` (a sample as a Foxglove message), `log` (an event as a `Log`),
+//! `location` (a position mapping and its `LocationFix`); this file writes the file. The
+//! daemon's live feed uses the three, so it shows a trace as this export does.
 
 use std::collections::BTreeMap;
 use std::io::BufWriter;
 use std::ops::Range;
 use std::path::Path;
 
-use foxglove::messages::{log::Level, Log};
-use foxglove::Encode;
 use roverlog_core::error::{Error, IoContext, Result};
-use roverlog_core::format::events::{read_events, Event};
+use roverlog_core::format::events::read_events;
 use roverlog_core::format::{DType, Trace};
 
+pub mod location;
+pub mod log;
 pub mod message;
 
-use message::{channel_metadata, encode, nanos, stamp, topic, MessageKind};
+use location::{Location, LocationMapping};
+use message::{channel_metadata, nanos, topic, MessageKind};
 
 /// The receive-time channel publish times come from, when a sensor has it.
 pub const RECEIVE_TS_CHANNEL: &str = "ts_recv";
@@ -41,6 +49,10 @@ pub struct ExportOptions {
     pub sensors: Vec<String>,
     /// Only samples with `ts` in this window (epoch seconds).
     pub window: Option<Range<f64>>,
+    /// Per sensor: where its position is (its samples also become `foxglove.LocationFix`);
+    /// checked against the sensor before anything is written. Sensors not exported are
+    /// ignored.
+    pub locations: BTreeMap<String, LocationMapping>,
 }
 
 /// What was exported.
@@ -96,9 +108,14 @@ pub fn export_mcap(
             Some(w) => ts.partition_point(|&x| x < w.start)..ts.partition_point(|&x| x < w.end),
             None => 0..ts.len(),
         };
-        let count = s.meta().data_channels().count() as u64;
+        let location = opts
+            .locations
+            .get(n)
+            .map(|m| m.resolve(n, s.meta()).map(|l| (m, l)))
+            .transpose()?;
+        let count = s.meta().data_channels().count() as u64 + u64::from(location.is_some());
         total += (range.end - range.start) as u64 * count;
-        sensors.push((n.clone(), s, ts, range));
+        sensors.push((n.clone(), s, ts, range, location));
     }
     let tmp = out.with_file_name(format!(
         ".{}.partial-{}",
@@ -117,7 +134,7 @@ pub fn export_mcap(
         let mut schemas = BTreeMap::new();
         let mut report = ExportReport::default();
         let mut done = 0;
-        for (name, s, ts, range) in &sensors {
+        for (name, s, ts, range, location) in &sensors {
             let recv = match s.meta().get(RECEIVE_TS_CHANNEL) {
                 Some(c) if c.dtype == DType::F8 && c.shape.is_empty() => {
                     let mut r = s.channel(RECEIVE_TS_CHANNEL)?;
@@ -171,17 +188,58 @@ pub fn export_mcap(
                 }
                 report.topics.push((topic, n));
             }
+            if let Some((mapping, loc)) = location {
+                let schema = schema_id(&mut w, &mut schemas, out, location::schema())?;
+                let topic = location::topic(name);
+                let meta: BTreeMap<String, String> = [
+                    ("latitude", Some(&mapping.latitude)),
+                    ("longitude", Some(&mapping.longitude)),
+                    ("altitude", mapping.altitude.as_ref()),
+                ]
+                .into_iter()
+                .filter_map(|(k, r)| Some((k.to_string(), r?.to_string())))
+                .collect();
+                let channel = w
+                    .add_channel(schema, &topic, "protobuf", &meta)
+                    .map_err(|e| mcap_err(out, e))?;
+                let names: Vec<&str> = s.meta().data_channels().map(|(n, _)| n).collect();
+                let mut readers = loc
+                    .channels()
+                    .into_iter()
+                    .map(|i| Ok((i, s.channel(names[i])?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let mut n = 0u64;
+                for i in range.clone() {
+                    let mut samples = vec![Vec::new(); names.len()];
+                    for (k, r) in &mut readers {
+                        samples[*k] = r.get(i as u64)?.into_owned();
+                    }
+                    let slices: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
+                    let t = ts[i];
+                    let publish = recv.as_ref().and_then(|r| r.get(i).copied()).unwrap_or(t);
+                    let header = mcap::records::MessageHeader {
+                        channel_id: channel,
+                        sequence: n as u32,
+                        log_time: nanos(t),
+                        publish_time: nanos(publish),
+                    };
+                    let data = Location::encode(name, t, loc.read(&slices));
+                    w.write_to_known_channel(&header, &data)
+                        .map_err(|e| mcap_err(out, e))?;
+                    n += 1;
+                    done += 1;
+                    if done % 256 == 0 {
+                        progress(done, total);
+                    }
+                }
+                report.topics.push((topic, n));
+            }
         }
         let events = read_events(trace)?;
         if !events.is_empty() {
-            let schema = schema_id(
-                &mut w,
-                &mut schemas,
-                out,
-                Log::get_schema().expect("SDK messages have schemas"),
-            )?;
+            let schema = schema_id(&mut w, &mut schemas, out, log::schema())?;
             let channel = w
-                .add_channel(schema, "/roverlog/events", "protobuf", &BTreeMap::new())
+                .add_channel(schema, log::EVENTS_TOPIC, "protobuf", &BTreeMap::new())
                 .map_err(|e| mcap_err(out, e))?;
             let mut n = 0u64;
             for e in &events {
@@ -189,34 +247,17 @@ pub fn export_mcap(
                 if opts.window.as_ref().is_some_and(|w| !w.contains(&t)) {
                     continue;
                 }
-                let level = match e.event {
-                    Event::Error { .. } | Event::Crash { .. } => Level::Error,
-                    Event::Drop { .. }
-                    | Event::Gap { .. }
-                    | Event::ClockStep { .. }
-                    | Event::Recovered { .. } => Level::Warning,
-                    _ => Level::Info,
-                };
-                let msg = Log {
-                    timestamp: Some(stamp(t)),
-                    level: level as i32,
-                    // The line as it is in the log, so nothing of it is lost.
-                    message: String::from_utf8(e.to_json()).expect("JSON is UTF-8"),
-                    name: e.event.kind().to_string(),
-                    file: String::new(),
-                    line: 0,
-                };
                 let header = mcap::records::MessageHeader {
                     channel_id: channel,
                     sequence: n as u32,
                     log_time: nanos(t),
                     publish_time: nanos(t),
                 };
-                w.write_to_known_channel(&header, &encode(&msg))
+                w.write_to_known_channel(&header, &log::encode_event(e))
                     .map_err(|e| mcap_err(out, e))?;
                 n += 1;
             }
-            report.topics.push(("/roverlog/events".into(), n));
+            report.topics.push((log::EVENTS_TOPIC.into(), n));
         }
         w.finish().map_err(|e| mcap_err(out, e))?;
         drop(w);
