@@ -2,6 +2,9 @@
 //! MCAP file for Foxglove and Lichtblick (see `roverlog_export` for what each channel
 //! becomes). `--start`/`--end` are seconds from the trace's first sample (negative: back from
 //! its last). An existing output is refused; a failure leaves no file.
+//! `--location SENSOR:latitude=CH[i],longitude=CH[j][,altitude=CH[k]]` (repeatable) also
+//! writes that sensor's position as `foxglove.LocationFix` on `/<sensor>/location`, the
+//! mapping of the daemon's config `foxglove_location` (`roverlog_export::location`).
 
 use std::path::PathBuf;
 
@@ -10,6 +13,7 @@ use clap::Args;
 
 use super::Outcome;
 use roverlog_core::format::Trace;
+use roverlog_export::location::LocationMapping;
 use roverlog_export::{export_mcap, ExportOptions};
 
 #[derive(Args)]
@@ -27,6 +31,30 @@ pub struct ExportArgs {
     /// End of the window (exclusive), same rules.
     #[arg(long, allow_negative_numbers = true)]
     pub end: Option<f64>,
+    /// A sensor's position, also written as foxglove.LocationFix on /<sensor>/location:
+    /// `gps:latitude=pos[0],longitude=pos[1],altitude=pos[2]` (each a channel's element,
+    /// `name[index]`, or `name` for a one-element channel; altitude optional). Repeatable.
+    #[arg(long, value_name = "SENSOR:FIELD=ELEMENT,...")]
+    pub location: Vec<String>,
+}
+
+/// One `--location` value: the sensor and its mapping.
+fn location(arg: &str) -> Result<(String, LocationMapping)> {
+    let Some((sensor, fields)) = arg.split_once(':') else {
+        bail!(
+            "--location {arg:?}: expected SENSOR:latitude=CH[i],longitude=CH[j][,altitude=CH[k]]"
+        );
+    };
+    let pairs = fields
+        .split(',')
+        .map(|p| {
+            p.split_once('=').with_context(|| {
+                format!("--location {arg:?}: {p:?} is not FIELD=ELEMENT (as latitude=pos[0])")
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let m = LocationMapping::from_pairs(sensor, pairs).context("--location")?;
+    Ok((sensor.to_owned(), m))
 }
 
 pub fn export(args: ExportArgs) -> Result<Outcome> {
@@ -36,8 +64,15 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
             args.out.display()
         );
     }
+    let mut locations = std::collections::BTreeMap::new();
+    for arg in &args.location {
+        let (sensor, m) = location(arg)?;
+        if locations.insert(sensor.clone(), m).is_some() {
+            bail!("--location: sensor {sensor:?} given twice");
+        }
+    }
     let t = Trace::open(&args.trace)?;
-    for s in &args.sensors {
+    for s in args.sensors.iter().chain(locations.keys()) {
         if !t.sensor_names().contains(&s.as_str()) {
             bail!(
                 "{}: no sensor {s:?} (sensors: {})",
@@ -45,6 +80,12 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
                 t.sensor_names().join(", ")
             );
         }
+    }
+    if let Some(s) = locations
+        .keys()
+        .find(|s| !args.sensors.is_empty() && !args.sensors.contains(s))
+    {
+        bail!("--location {s}: sensor {s:?} is not exported (add it to --sensors)");
     }
     let window = if args.start.is_some() || args.end.is_some() {
         let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
@@ -70,6 +111,7 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
     let opts = ExportOptions {
         sensors: args.sensors.clone(),
         window,
+        locations,
     };
     let pb = super::progress::bar("export", "samples");
     let report = export_mcap(&args.trace, &args.out, &opts, |d, t| {

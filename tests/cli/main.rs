@@ -14,6 +14,7 @@ mod support {
 }
 
 mod bench_smoke;
+mod export_location;
 mod export_mcap;
 mod gulp;
 mod plot;

@@ -1,7 +1,8 @@
 """Reads an MCAP file with the `mcap` package (and `mcap-protobuf-support` for the protobuf
 messages) and prints, as JSON, per topic: schema name and encoding, message encoding,
 channel metadata, message count, log and publish times (ns), and per message the sha256 of
-the image payload (`data`) and the image fields, or the `value` of JSON samples. For tests/cli/export_mcap.rs.
+the image payload (`data`) and the image fields, the `LocationFix` and `Log` fields, or the
+`value` of JSON samples. For tests/cli/export_mcap.rs.
 
     mcap_read.py FILE.mcap
 """
@@ -39,6 +40,13 @@ with open(sys.argv[1], "rb") as f:
             else:
                 fields.update(format=decoded.format)
             t["fields"].append(fields)
+        elif schema.name == "foxglove.LocationFix":
+            t["fields"].append({
+                "frame_id": decoded.frame_id, "sec": decoded.timestamp.seconds, "nsec": decoded.timestamp.nanos,
+                "latitude": decoded.latitude, "longitude": decoded.longitude, "altitude": decoded.altitude,
+                "position_covariance": list(decoded.position_covariance),
+                "position_covariance_type": decoded.position_covariance_type,
+            })
         else:
             t["fields"].append({"name": decoded.name, "level": decoded.level, "message": decoded.message})
 print(json.dumps(out))
