@@ -14,7 +14,7 @@ use tungstenite::client::IntoClientRequest;
 use tungstenite::http::HeaderValue;
 use tungstenite::{Message, WebSocket};
 
-type Ws = WebSocket<TcpStream>;
+pub(crate) type Ws = WebSocket<TcpStream>;
 
 fn imu_hello() -> Value {
     raw_hello("imu", 6)
@@ -33,7 +33,7 @@ fn jpeg(i: u64, n: usize) -> Vec<u8> {
     b
 }
 
-fn connect(url: &str) -> Ws {
+pub(crate) fn connect(url: &str) -> Ws {
     let mut req = url.into_client_request().unwrap();
     req.headers_mut().insert(
         "Sec-WebSocket-Protocol",
@@ -50,7 +50,10 @@ fn connect(url: &str) -> Ws {
 }
 
 /// Reads until the server has advertised `topics`; returns topic -> channel JSON.
-fn advertised(ws: &mut Ws, topics: &[&str]) -> std::collections::BTreeMap<String, Value> {
+pub(crate) fn advertised(
+    ws: &mut Ws,
+    topics: &[&str],
+) -> std::collections::BTreeMap<String, Value> {
     let mut found = std::collections::BTreeMap::new();
     let t0 = Instant::now();
     while !topics.iter().all(|t| found.contains_key(*t)) {
@@ -71,7 +74,7 @@ fn advertised(ws: &mut Ws, topics: &[&str]) -> std::collections::BTreeMap<String
 }
 
 /// A `messageData` frame: (subscription id, log time ns, payload).
-fn message_data(m: &Message) -> Option<(u32, u64, Vec<u8>)> {
+pub(crate) fn message_data(m: &Message) -> Option<(u32, u64, Vec<u8>)> {
     let Message::Binary(b) = m else { return None };
     if b.first() != Some(&1) {
         return None;
@@ -298,6 +301,14 @@ fn a_bad_foxglove_config_is_refused_at_start() {
     refused(
         json!({"foxglove_sensor_hz": {"imu": -1}}),
         "foxglove_sensor_hz.imu must be a positive number",
+    );
+    refused(
+        json!({"foxglove_location": {"gps": {"lat": "pos[0]", "longitude": "pos[1]"}}}),
+        "config: foxglove_location.gps.lat: unknown field (the fields: latitude, longitude, altitude)",
+    );
+    refused(
+        json!({"foxglove_location": {"gps": {"latitude": "pos[0", "longitude": "pos[1]"}}}),
+        "config: foxglove_location.gps.latitude: \"pos[0\" is not a channel element",
     );
 }
 

@@ -21,6 +21,7 @@ mod crash;
 mod disk;
 mod example_driver;
 mod foxglove;
+mod foxglove_log;
 mod health;
 mod http;
 mod ingest;

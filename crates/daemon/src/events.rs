@@ -4,7 +4,8 @@
 //! `roverlog_core::format::events`; this is the daemon's side: appending them safely.
 //!
 //! Lines are written unbuffered (one `write` each, under a mutex, so lines never interleave)
-//! and the file is fsynced when the trace closes.
+//! and the file is fsynced when the trace closes. A log may have an [`EventObserver`] told
+//! of each line written (the live Foxglove feed shows them as they happen).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -27,12 +28,17 @@ pub fn now_epoch() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Told of every line an [`EventLog`] writes, after it is written. It runs on the writer's
+/// thread (the health task, a control command), so it must not wait.
+pub type EventObserver = std::sync::Arc<dyn Fn(&EventLine) + Send + Sync>;
+
 /// One trace's event log.
 pub struct EventLog {
     path: PathBuf,
     /// The file, and whether it may end in a torn line (a crash or a failed write left part
     /// of one): the next line then starts with a newline, so it stays readable on its own.
     file: Mutex<(File, bool)>,
+    observer: Option<EventObserver>,
 }
 
 impl EventLog {
@@ -60,7 +66,14 @@ impl EventLog {
         Ok(EventLog {
             path,
             file: Mutex::new((file, torn)),
+            observer: None,
         })
+    }
+
+    /// This log, telling `observer` of every line it writes.
+    pub fn observed(mut self, observer: Option<EventObserver>) -> EventLog {
+        self.observer = observer;
+        self
     }
 
     /// Appends `event` at `t` now. A failure is logged, not returned: losing an event line
@@ -73,12 +86,17 @@ impl EventLog {
         };
         line.extend(at.to_json());
         line.push(b'\n');
-        let mut f = self.file.lock_or_recover();
-        let line = if f.1 { &line[..] } else { &line[1..] };
-        f.1 = false;
-        if let Err(e) = f.0.write_all(line) {
-            f.1 = true;
-            tracing::error!(path = %self.path.display(), "writing an event: {e}");
+        {
+            let mut f = self.file.lock_or_recover();
+            let line = if f.1 { &line[..] } else { &line[1..] };
+            f.1 = false;
+            if let Err(e) = f.0.write_all(line) {
+                f.1 = true;
+                tracing::error!(path = %self.path.display(), "writing an event: {e}");
+            }
+        }
+        if let Some(o) = &self.observer {
+            o(&at);
         }
     }
 

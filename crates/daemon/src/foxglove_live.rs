@@ -9,7 +9,16 @@
 //! bytes are bounded ([`QUEUE_BYTES`]): a sample that does not fit is dropped from the preview
 //! and counted. One thread encodes the messages and hands them to the SDK, which keeps a
 //! bounded backlog per client. Nothing here touches what is written or acknowledged.
+//!
+//! Besides the channels: every line the open trace's event log writes (alarms raised and
+//! cleared, marks, starts, drops...) is a `foxglove.Log` on `/roverlog/events` at its level
+//! (`export::log`), logged as it is written (the health task and the control commands write
+//! them, never a writer); and a sensor with a position mapping (config `foxglove_location`)
+//! has `foxglove.LocationFix` messages on `/<sensor>/location` (`export::location`), under the
+//! sensor's rate like its channels. A mapping that does not fit the sensor's channels is
+//! logged and shown in `status` (`foxglove.problems`); the sensor records as ever.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -18,9 +27,12 @@ use std::time::{Duration, Instant};
 use foxglove::{Context, PartialMetadata, RawChannel};
 
 use crate::config::FoxgloveFeed;
+use crate::events::EventLine;
 use crate::poison::LockExt;
 use roverlog_core::error::{Error, Result};
 use roverlog_core::format::SensorMeta;
+use roverlog_export::location::{self, Location};
+use roverlog_export::log;
 use roverlog_export::message::{channel_metadata, nanos, topic, MessageKind};
 
 /// Sample bytes waiting to be encoded for Foxglove, all sensors together; more are dropped.
@@ -29,10 +41,27 @@ pub const QUEUE_BYTES: u64 = 16 << 20;
 /// One sample on its way to Foxglove.
 struct Preview {
     channel: Arc<RawChannel>,
-    kind: Arc<MessageKind>,
     sensor: Arc<str>,
     ts: f64,
-    bytes: Vec<u8>,
+    body: Body,
+}
+
+/// What a preview's message is made of.
+enum Body {
+    /// A channel's sample bytes, shown as `kind` shows them.
+    Sample(Arc<MessageKind>, Vec<u8>),
+    /// A position read out of a sample: latitude, longitude, altitude.
+    Fix([f64; 3]),
+}
+
+impl Body {
+    /// Its bytes in the hand-off.
+    fn len(&self) -> u64 {
+        match self {
+            Body::Sample(_, b) => b.len() as u64,
+            Body::Fix(p) => std::mem::size_of_val(p) as u64,
+        }
+    }
 }
 
 /// The feed shared by every writer: the SDK context, the hand-off and its counters.
@@ -45,6 +74,10 @@ pub struct LiveHub {
     /// Where to listen (always set: without an address there is no hub) and the rates.
     cfg: FoxgloveFeed,
     server: std::sync::Mutex<Option<foxglove::WebSocketServerHandle>>,
+    /// `/roverlog/events`, advertised from the start.
+    events: Arc<RawChannel>,
+    /// Per sensor: why its position mapping is not shown (as of its last connection).
+    problems: std::sync::Mutex<BTreeMap<String, String>>,
 }
 
 impl LiveHub {
@@ -62,14 +95,17 @@ impl LiveHub {
             .spawn(move || {
                 // Ends when the hub and every writer's tap are gone.
                 for p in rx {
-                    let msg = p.kind.encode(&p.sensor, p.ts, &p.bytes);
+                    let msg = match &p.body {
+                        Body::Sample(kind, bytes) => kind.encode(&p.sensor, p.ts, bytes),
+                        Body::Fix(position) => Location::encode(&p.sensor, p.ts, *position),
+                    };
                     p.channel.log_with_meta(
                         &msg,
                         PartialMetadata {
                             log_time: Some(nanos(p.ts)),
                         },
                     );
-                    q.fetch_sub(p.bytes.len() as u64, Relaxed);
+                    q.fetch_sub(p.body.len(), Relaxed);
                     s.fetch_add(1, Relaxed);
                 }
             })
@@ -77,15 +113,42 @@ impl LiveHub {
                 what: "cannot start the foxglove thread",
                 msg: e.to_string(),
             })?;
+        let ctx = Context::new();
+        let events = ctx
+            .channel_builder(log::EVENTS_TOPIC)
+            .schema(log::schema())
+            .message_encoding("protobuf")
+            .build_raw()
+            .map_err(|e| Error::Task {
+                what: "cannot create the foxglove events channel",
+                msg: e.to_string(),
+            })?;
         Ok(Some(Arc::new(LiveHub {
-            ctx: Context::new(),
+            ctx,
             tx,
             queued,
             sent,
             dropped: AtomicU64::new(0),
             cfg: cfg.clone(),
             server: std::sync::Mutex::new(None),
+            events,
+            problems: std::sync::Mutex::default(),
         })))
+    }
+
+    /// Shows an event line just written (an [`crate::events::EventObserver`]): a few
+    /// hundred bytes encoded on the caller's thread, handed to the SDK, which never waits.
+    pub fn publish_event(&self, line: &EventLine) {
+        if !self.events.has_sinks() {
+            return;
+        }
+        self.events.log_with_meta(
+            &log::encode_event(line),
+            PartialMetadata {
+                log_time: Some(nanos(line.t)),
+            },
+        );
+        self.sent.fetch_add(1, Relaxed);
     }
 
     /// Starts the WebSocket server on `foxglove_listen`; returns its address.
@@ -123,7 +186,37 @@ impl LiveHub {
             sent: self.sent.load(Relaxed),
             dropped: self.dropped.load(Relaxed),
             queued_bytes: self.queued.load(Relaxed),
+            problems: self.problems.lock_or_recover().values().cloned().collect(),
         }
+    }
+
+    /// The `/<sensor>/location` channel of `sensor`, when it has a mapping that fits `meta`.
+    fn location_channel(&self, sensor: &str, meta: &SensorMeta) -> Option<LocationChannel> {
+        let mapping = self.cfg.locations.get(sensor)?;
+        let mut problems = self.problems.lock_or_recover();
+        problems.remove(sensor);
+        let loc = match mapping.resolve(sensor, meta) {
+            Ok(l) => l,
+            Err(e) => {
+                let why = format!("foxglove_location.{e}");
+                tracing::warn!(sensor, "not shown as a LocationFix: {why}");
+                problems.insert(sensor.to_owned(), why);
+                return None;
+            }
+        };
+        let raw = self
+            .ctx
+            .channel_builder(location::topic(sensor))
+            .schema(location::schema())
+            .message_encoding("protobuf")
+            .build_raw()
+            .map_err(|e| tracing::warn!(sensor, "foxglove location channel: {e}"))
+            .ok()?;
+        Some(LocationChannel {
+            raw,
+            loc,
+            next: Instant::now(),
+        })
     }
 
     /// A writer's tap for `sensor` with the stored channels `meta`.
@@ -157,11 +250,12 @@ impl LiveHub {
             sensor: sensor.into(),
             period: Duration::from_secs_f64(1.0 / hz),
             channels,
+            location: self.location_channel(sensor, meta),
         }
     }
 
     fn offer(&self, p: Preview) {
-        let n = p.bytes.len() as u64;
+        let n = p.body.len();
         if self.queued.fetch_add(n, Relaxed) + n > QUEUE_BYTES {
             self.queued.fetch_sub(n, Relaxed);
             self.dropped.fetch_add(1, Relaxed);
@@ -180,6 +274,28 @@ struct TapChannel {
     next: Instant,
 }
 
+/// A sensor's `/<sensor>/location`: its position read out of each sample shown.
+struct LocationChannel {
+    raw: Arc<RawChannel>,
+    loc: Location,
+    next: Instant,
+}
+
+/// Whether a sample at `t` is due under `period` for a channel whose next slot is `next`,
+/// advancing the slot when it is. A frame is due from half a period before its slot: a
+/// sensor at exactly the cap, with the usual jitter, arrives a little early about half the
+/// time, and `next = t + period` dropped those (a 10 Hz camera under a 10 Hz cap arrived at
+/// 6.5 Hz). Slots advance on a grid, so over the cap the frames that go out are evenly
+/// spaced at the cap; after a pause the grid restarts at the frame.
+fn due(next: &mut Instant, t: Instant, period: Duration) -> bool {
+    let half = period / 2;
+    if t + half < *next {
+        return false;
+    }
+    *next = (*next + period).max(t + half);
+    true
+}
+
 /// One writer's view of the feed.
 pub struct LiveTap {
     hub: Arc<LiveHub>,
@@ -189,6 +305,7 @@ pub struct LiveTap {
     /// the writer ends: the SDK hands a reconnecting sensor's writer the same channel, which
     /// closing here could then take from it.
     channels: Vec<Option<TapChannel>>,
+    location: Option<LocationChannel>,
 }
 
 impl LiveTap {
@@ -202,23 +319,26 @@ impl LiveTap {
                 continue;
             }
             let t = *now.get_or_insert_with(Instant::now);
-            // A frame is due from half a period before its slot: a sensor at exactly the cap,
-            // with the usual jitter, arrives a little early about half the time, and
-            // `next = t + period` dropped those (a 10 Hz camera under a 10 Hz cap arrived at
-            // 6.5 Hz). Slots advance on a grid, so over the cap the frames that go out are
-            // evenly spaced at the cap; after a pause the grid restarts at the frame.
-            let half = self.period / 2;
-            if t + half < ch.next {
+            if !due(&mut ch.next, t, self.period) {
                 continue;
             }
-            ch.next = (ch.next + self.period).max(t + half);
             self.hub.offer(Preview {
                 channel: ch.raw.clone(),
-                kind: ch.kind.clone(),
                 sensor: self.sensor.clone(),
                 ts,
-                bytes: bytes.to_vec(),
+                body: Body::Sample(ch.kind.clone(), bytes.to_vec()),
             });
+        }
+        if let Some(l) = &mut self.location {
+            if l.raw.has_sinks() && due(&mut l.next, now.unwrap_or_else(Instant::now), self.period)
+            {
+                self.hub.offer(Preview {
+                    channel: l.raw.clone(),
+                    sensor: self.sensor.clone(),
+                    ts,
+                    body: Body::Fix(l.loc.read(slices)),
+                });
+            }
         }
     }
 }
@@ -231,4 +351,6 @@ pub struct LiveStatus {
     pub sent: u64,
     pub dropped: u64,
     pub queued_bytes: u64,
+    /// Position mappings (`foxglove_location`) that do not fit their sensor's channels.
+    pub problems: Vec<String>,
 }

@@ -145,6 +145,12 @@ impl Recorder {
         self.settings.live.as_ref()
     }
 
+    /// What an open trace's event log tells of each line: the live feed, when there is one.
+    fn event_observer(&self) -> Option<crate::events::EventObserver> {
+        let hub = self.live()?.clone();
+        Some(Arc::new(move |line| hub.publish_event(line)))
+    }
+
     /// The pre-trigger ring (see `snapshot`).
     pub fn snapshot_ring(&self) -> Option<&Arc<SnapshotRing>> {
         self.settings.snapshot.as_ref()
@@ -208,7 +214,7 @@ impl Recorder {
         config.push(b'\n');
         write_file_atomic(&dir.join(CONFIG_FILE), &config)?;
         roverlog_core::format::meta::sync_dir(root)?;
-        let events = Arc::new(EventLog::open(&dir)?);
+        let events = Arc::new(EventLog::open(&dir)?.observed(self.event_observer()));
         Ok(OpenTrace {
             name,
             dir,
@@ -365,7 +371,7 @@ impl Recorder {
             })
             .flatten()
             .or_else(|| self.cfg.recording.label.clone());
-        let ev = EventLog::open(dir)?;
+        let ev = EventLog::open(dir)?.observed(self.event_observer());
         // Wall-clock time since its first event; 0 if the clock is behind it.
         let age = created_at(dir).map_or(0.0, |t| crate::events::now_epoch() - t);
         let t = OpenTrace {

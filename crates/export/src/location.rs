@@ -218,8 +218,16 @@ struct Element {
 }
 
 impl Element {
+    /// The element's value; NaN when the sample is too short to hold it (the callers pass
+    /// whole samples: this keeps a writer thread from a panic all the same).
     fn read(&self, slices: &[&[u8]]) -> f64 {
-        let b = &slices[self.channel][self.offset..];
+        let end = self.offset + self.dtype.itemsize();
+        let Some(b) = slices
+            .get(self.channel)
+            .and_then(|s| s.get(self.offset..end))
+        else {
+            return f64::NAN;
+        };
         let a = |n: usize| -> [u8; 8] {
             let mut x = [0u8; 8];
             x[..n].copy_from_slice(&b[..n]);

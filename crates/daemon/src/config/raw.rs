@@ -168,6 +168,9 @@ pub struct RawConfig {
     pub foxglove_max_hz: f64,
     /// Per sensor: its own `foxglove_max_hz`.
     pub foxglove_sensor_hz: BTreeMap<String, f64>,
+    /// Per sensor: where its position is (`{"latitude": "pos[0]", ...}`), shown on the feed
+    /// as `foxglove.LocationFix` too.
+    pub foxglove_location: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl Default for RawConfig {
@@ -241,6 +244,7 @@ impl Default for RawConfig {
             foxglove_listen: None,
             foxglove_max_hz: 10.0,
             foxglove_sensor_hz: BTreeMap::new(),
+            foxglove_location: BTreeMap::new(),
         }
     }
 }

@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 
 use super::raw::{bad, RawConfig};
 use roverlog_core::error::Result;
+use roverlog_export::location::LocationMapping;
 
 /// Shortest accepted `http_token`.
 pub const MIN_TOKEN_CHARS: usize = 16;
@@ -55,8 +56,8 @@ impl Http {
     }
 }
 
-/// Keys `foxglove_listen`, `foxglove_max_hz`, `foxglove_sensor_hz` (config/README.md,
-/// "Live Foxglove feed").
+/// Keys `foxglove_listen`, `foxglove_max_hz`, `foxglove_sensor_hz`, `foxglove_location`
+/// (config/README.md, "Live Foxglove feed").
 #[derive(Debug, Clone, PartialEq)]
 pub struct FoxgloveFeed {
     /// The feed's WebSocket address, always loopback; `None`: no feed.
@@ -65,6 +66,9 @@ pub struct FoxgloveFeed {
     pub max_hz: f64,
     /// Per sensor: its own `max_hz`.
     pub sensor_hz: BTreeMap<String, f64>,
+    /// Per sensor: where its position is; checked for syntax here, against the sensor's
+    /// channels when it connects (`foxglove_live`).
+    pub locations: BTreeMap<String, LocationMapping>,
 }
 
 impl FoxgloveFeed {
@@ -98,10 +102,18 @@ impl FoxgloveFeed {
                 Some(addr)
             }
         };
+        let mut locations = BTreeMap::new();
+        for (sensor, fields) in &raw.foxglove_location {
+            let pairs = fields.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+            let m = LocationMapping::from_pairs(sensor, pairs)
+                .map_err(|e| bad(format!("foxglove_location.{e}")))?;
+            locations.insert(sensor.clone(), m);
+        }
         Ok(FoxgloveFeed {
             listen,
             max_hz: raw.foxglove_max_hz,
             sensor_hz: raw.foxglove_sensor_hz.clone(),
+            locations,
         })
     }
 
@@ -182,6 +194,32 @@ mod tests {
         assert_eq!(
             message(feed(None, 10.0, Some(-1.0))),
             "config: foxglove_sensor_hz.imu must be a positive number of messages per second, not -1"
+        );
+    }
+
+    fn located(gps: serde_json::Value) -> Result<FoxgloveFeed> {
+        FoxgloveFeed::from_raw(&RawConfig {
+            foxglove_location: serde_json::from_value(serde_json::json!({ "gps": gps })).unwrap(),
+            ..RawConfig::default()
+        })
+    }
+
+    #[test]
+    fn foxglove_location_is_checked_at_load() {
+        let f = located(serde_json::json!({"latitude": "pos[0]", "longitude": "pos[1]"})).unwrap();
+        assert_eq!(f.locations["gps"].latitude.to_string(), "pos[0]");
+        assert_eq!(f.locations["gps"].altitude, None);
+        assert_eq!(
+            message(located(serde_json::json!({"latitude": "pos[0]", "longitude": "pos[1]", "alt": "pos[2]"}))),
+            "config: foxglove_location.gps.alt: unknown field (the fields: latitude, longitude, altitude)"
+        );
+        assert_eq!(
+            message(located(serde_json::json!({"latitude": "pos[0]", "longitude": "pos[one]"}))),
+            "config: foxglove_location.gps.longitude: \"pos[one]\" is not a channel element (`name`, or `name[index]` for element index of the channel)"
+        );
+        assert_eq!(
+            message(located(serde_json::json!({"latitude": "pos[0]"}))),
+            "config: foxglove_location.gps.longitude: missing (latitude and longitude are required, altitude is optional)"
         );
     }
 }
