@@ -4,7 +4,9 @@
 //! its last). An existing output is refused; a failure leaves no file.
 //! `--location SENSOR:latitude=CH[i],longitude=CH[j][,altitude=CH[k]]` (repeatable) also
 //! writes that sensor's position as `foxglove.LocationFix` on `/<sensor>/location`, the
-//! mapping of the daemon's config `foxglove_location` (`roverlog_export::location`).
+//! mapping of the daemon's config `foxglove_location` (`roverlog_export::location`). Without
+//! it, a sensor the daemon had a `foxglove_location` for (in the trace's `config.yaml`) gets
+//! its fixes as on the live feed; a recorded mapping that does not fit is skipped with a note.
 
 use std::path::PathBuf;
 
@@ -13,7 +15,7 @@ use clap::Args;
 
 use super::Outcome;
 use roverlog_core::format::Trace;
-use roverlog_export::location::LocationMapping;
+use roverlog_export::location::{self, LocationMapping};
 use roverlog_export::{export_mcap, ExportOptions};
 
 #[derive(Args)]
@@ -34,6 +36,7 @@ pub struct ExportArgs {
     /// A sensor's position, also written as foxglove.LocationFix on /<sensor>/location:
     /// `gps:latitude=pos[0],longitude=pos[1],altitude=pos[2]` (each a channel's element,
     /// `name[index]`, or `name` for a one-element channel; altitude optional). Repeatable.
+    /// Without it, the daemon's `foxglove_location` recorded with the trace is used.
     #[arg(long, value_name = "SENSOR:FIELD=ELEMENT,...")]
     pub location: Vec<String>,
 }
@@ -87,6 +90,25 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
     {
         bail!("--location {s}: sensor {s:?} is not exported (add it to --sensors)");
     }
+    let exported = |s: &str| args.sensors.is_empty() || args.sensors.iter().any(|x| x == s);
+    let mut notes = Vec::new();
+    for (sensor, m) in location::recorded(&args.trace) {
+        if locations.contains_key(&sensor)
+            || !exported(&sensor)
+            || !t.sensor_names().contains(&sensor.as_str())
+        {
+            continue;
+        }
+        match m.and_then(|m| m.resolve(&sensor, t.sensor(&sensor)?.meta()).map(|_| m)) {
+            Ok(m) => {
+                locations.insert(sensor, m);
+            }
+            Err(e) => notes.push(format!(
+                "skipped {}: the trace's foxglove_location.{e}",
+                location::topic(&sensor)
+            )),
+        }
+    }
     let window = if args.start.is_some() || args.end.is_some() {
         let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
         for s in t.sensors()? {
@@ -131,6 +153,9 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
     }
     for s in &report.skipped {
         println!("skipped {s}");
+    }
+    for n in &notes {
+        println!("{n}");
     }
     Ok(Outcome::Ok)
 }

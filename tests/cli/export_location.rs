@@ -57,6 +57,12 @@ fn trace(root: &Path) -> std::path::PathBuf {
     t
 }
 
+/// `v` is `want` to an ULP (the values pass through Python's JSON and serde_json's float
+/// parsing, which may be an ULP off).
+fn close(v: &Value, want: f64) -> bool {
+    (v.as_f64().unwrap() - want).abs() <= want.abs() * 1e-15
+}
+
 fn read(mcap: &Path) -> Value {
     let script = std::fs::read_to_string(common::root().join("tests/py/mcap_read.py")).unwrap();
     serde_json::from_str(&run_python(&script, &[mcap.as_os_str()])).unwrap()
@@ -97,14 +103,10 @@ fn a_mapped_gps_exports_as_location_fixes_and_alarms_and_marks_as_logs_with_leve
     assert_eq!(fields.len(), 5);
     for (i, f) in (0..).zip(fields) {
         let [lat, lon, alt] = fix(i);
-        assert_eq!(
-            (
-                f["latitude"].as_f64(),
-                f["longitude"].as_f64(),
-                f["altitude"].as_f64()
-            ),
-            (Some(lat), Some(lon), Some(alt)),
-            "fix {i}: {f}"
+        assert!(
+            close(&f["latitude"], lat) && close(&f["longitude"], lon) && close(&f["altitude"], alt),
+            "fix {i}: {f}, want {:?}",
+            fix(i)
         );
         assert_eq!(f["frame_id"], "gps");
         assert_eq!(f["sec"], 1_700_000_000u64);
@@ -223,4 +225,64 @@ fn a_bad_location_mapping_is_refused_naming_what_is_wrong() {
         assert!(r.stderr.contains(want), "{flag}: {}", r.stderr);
         assert!(!out.exists(), "{flag}: a file was left");
     }
+}
+
+#[test]
+fn the_mapping_recorded_with_the_trace_is_used_unless_it_does_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path());
+    let export = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let mut args = vec![
+            "export".into(),
+            t.clone().into_os_string(),
+            out.clone().into_os_string(),
+        ];
+        args.extend(extra.iter().map(std::ffi::OsString::from));
+        let r = roverlog(&args);
+        assert!(r.ok(), "{}", r.text());
+        (r.out(), read(&out))
+    };
+    // The daemon's config as it records it: JSON, with every other key beside.
+    let config = |gps: Value| {
+        let c = json!({"data_root": "./data", "foxglove_max_hz": 10.0, "foxglove_location": {"gps": gps}});
+        std::fs::write(
+            t.join("config.yaml"),
+            serde_json::to_vec_pretty(&c).unwrap(),
+        )
+        .unwrap();
+    };
+    config(json!({"latitude": "pos[0]", "longitude": "pos[1]"}));
+    let (_, m) = export("recorded.mcap", &[]);
+    let fixes = m["/gps/location"]["fields"].as_array().unwrap();
+    assert_eq!(fixes.len(), 5);
+    assert!(
+        close(&fixes[3]["latitude"], fix(3)[0])
+            && close(&fixes[3]["longitude"], fix(3)[1])
+            && fixes[3]["altitude"] == 0.0,
+        "{}",
+        fixes[3]
+    );
+    // One that does not fit the trace: a note, and the rest exported.
+    config(json!({"latitude": "pos[7]", "longitude": "pos[1]"}));
+    let (out, m) = export("misfit.mcap", &[]);
+    assert!(
+        out.contains("skipped /gps/location: the trace's foxglove_location.gps.latitude: \"pos[7]\": index 7 is out of range: channel pos has 3 elements (shape [3])"),
+        "{out}"
+    );
+    assert!(m.get("/gps/location").is_none());
+    assert_eq!(m["/gps/pos"]["values"].as_array().unwrap().len(), 5);
+    // --location is the one used.
+    let (_, m) = export(
+        "flag.mcap",
+        &["--location", "gps:latitude=pos[1],longitude=pos[0]"],
+    );
+    assert!(close(
+        &m["/gps/location"]["fields"][2]["latitude"],
+        fix(2)[1]
+    ));
+    // An upstream trace's YAML config has none.
+    std::fs::write(t.join("config.yaml"), "gps:\n  port: /dev/ttyACM0\n").unwrap();
+    let (_, m) = export("yaml.mcap", &[]);
+    assert!(m.get("/gps/location").is_none());
 }

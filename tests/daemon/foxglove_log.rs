@@ -202,4 +202,40 @@ fn alarms_and_marks_arrive_as_logs_with_levels_and_a_mapped_gps_as_location_fixe
 
     // gps2 recorded its fix though its mapping did not fit.
     assert_eq!(read_sensor(&trace, "gps2", "pos").0.len(), 1);
+
+    // `roverlog export` of the trace takes the mapping the daemon recorded with it: every
+    // fix, as the feed showed them; gps2's is skipped with a note.
+    let mut d = d;
+    assert!(d.stop().success(), "{}", d.log());
+    let out = d.dir.path().join("drive.mcap");
+    let r =
+        crate::support::common::roverlog(&["export".as_ref(), trace.as_os_str(), out.as_os_str()]);
+    assert!(r.ok(), "{}", r.text());
+    assert!(
+        r.out()
+            .contains("skipped /gps2/location: the trace's foxglove_location.gps2.latitude"),
+        "{}",
+        r.text()
+    );
+    let script =
+        std::fs::read_to_string(crate::support::common::root().join("tests/py/mcap_read.py"))
+            .unwrap();
+    let m: Value = serde_json::from_str(&crate::support::common::run_python(
+        &script,
+        &[out.as_os_str()],
+    ))
+    .unwrap();
+    let exported = m["/gps/location"]["fields"].as_array().unwrap();
+    assert_eq!(exported.len() as u64, sent);
+    // To an ULP: the values pass through Python's JSON and serde_json's float parsing.
+    let close = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() <= want.abs() * 1e-15;
+    for (k, f) in (0..).zip(exported) {
+        let [lat, lon, alt] = fix(k);
+        assert!(
+            close(&f["latitude"], lat) && close(&f["longitude"], lon) && close(&f["altitude"], alt),
+            "exported fix {k}: {f}, want {:?}",
+            fix(k)
+        );
+    }
+    assert!(m.get("/gps2/location").is_none());
 }

@@ -10,20 +10,69 @@
 //!
 //! `latitude` and `longitude` (degrees) are required, `altitude` (metres) is optional (0
 //! without it). The daemon reads it from config `foxglove_location`, `roverlog export` from
-//! `--location gps:latitude=pos[0],longitude=pos[1]`. A mapping is checked in two steps: its
+//! `--location gps:latitude=pos[0],longitude=pos[1]`, or else from the config the daemon
+//! recorded with the trace ([`recorded`]). A mapping is checked in two steps: its
 //! text when it is read ([`LocationMapping::from_pairs`]), and against the sensor's channels
 //! when the sensor is known ([`LocationMapping::resolve`]): the channel exists, is
 //! fixed-size, holds real numbers, and has the element. The message's covariance is unknown
 //! (nine zeros, type `UNKNOWN`); `frame_id` is the sensor's name.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
 
 use foxglove::messages::location_fix::PositionCovarianceType;
 use foxglove::messages::LocationFix;
 use foxglove::{Encode, Schema};
 
 use roverlog_core::error::{Error, Result};
+use roverlog_core::format::trace::CONFIG_FILE;
 use roverlog_core::format::{DType, SensorMeta};
 
 use crate::message::{encode, stamp};
+
+/// The largest `config.yaml` read for its mappings (the daemon's is a few KiB).
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The mappings the daemon recorded with a trace: key `foxglove_location` of its
+/// `config.yaml` (the daemon's config, as JSON). Per sensor, its mapping or why it cannot be
+/// read. None for a trace without them (an upstream trace's YAML config, a missing or
+/// unreadable file, one over 1 MiB).
+pub fn recorded(trace: &Path) -> BTreeMap<String, Result<LocationMapping>> {
+    let mut text = Vec::new();
+    let read = std::fs::File::open(trace.join(CONFIG_FILE))
+        .and_then(|f| f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut text));
+    if read.is_err() || text.len() as u64 > MAX_CONFIG_BYTES {
+        return BTreeMap::new();
+    }
+    let Ok(serde_json::Value::Object(mut config)) = serde_json::from_slice(&text) else {
+        return BTreeMap::new();
+    };
+    let Some(serde_json::Value::Object(sensors)) = config.remove("foxglove_location") else {
+        return BTreeMap::new();
+    };
+    sensors
+        .into_iter()
+        .map(|(sensor, fields)| {
+            let m = match &fields {
+                serde_json::Value::Object(f) => f
+                    .iter()
+                    .map(|(k, v)| match v.as_str() {
+                        Some(v) => Ok((k.as_str(), v)),
+                        None => Err(problem(&sensor, k, format!("{v} is not a string"))),
+                    })
+                    .collect::<Result<Vec<_>>>()
+                    .and_then(|pairs| LocationMapping::from_pairs(&sensor, pairs)),
+                other => Err(problem(
+                    &sensor,
+                    "latitude",
+                    format!("the mapping is {other}, not an object of fields"),
+                )),
+            };
+            (sensor, m)
+        })
+        .collect()
+}
 
 /// The fields of a mapping, in message order.
 pub const FIELDS: [&str; 3] = ["latitude", "longitude", "altitude"];
