@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use super::avi::{repair::header_params, MjpgReader, MjpgWriter};
 use super::blob::{BlobReader, BlobWriter};
+use super::bounds;
 use super::lzma::LzmaReader;
 use super::lzmaf::{self, LzmafReader, LzmafWriter};
-use super::meta::{ChannelFormat, ChannelMeta};
+use super::meta::{ChannelFormat, ChannelMeta, TS_CHANNEL};
 use super::raw::{RawReader, RawWriter};
 use crate::error::{Error, Result};
 
@@ -36,16 +37,27 @@ pub enum ChannelReader {
 }
 
 impl ChannelReader {
-    /// Opens channel `name` of the sensor in `sensor_dir`.
+    /// Opens channel `name` of the sensor in `sensor_dir`, read against the sensor's `ts`
+    /// (see [`bounds`]): its length is what `ts` and its intact samples agree on, and a
+    /// sample `ts` counts that the channel cannot give is a [`Error::DamagedSample`].
     pub fn open(sensor_dir: &Path, name: &str, meta: &ChannelMeta) -> Result<ChannelReader> {
         let path = channel_path(sensor_dir, name);
         let s = meta.sample_bytes();
+        // Counted before the channel's files are opened: `ts` trails the data.
+        let ts = match name {
+            TS_CHANNEL => None,
+            _ => bounds::ts_count(sensor_dir),
+        };
         Ok(match &meta.format {
-            ChannelFormat::Raw => ChannelReader::Raw(RawReader::open(&path, s)?),
+            ChannelFormat::Raw => ChannelReader::Raw(RawReader::open(&path, s)?.expecting(ts)),
             ChannelFormat::Lzma => ChannelReader::Lzma(LzmaReader::open(&path, s)?),
-            ChannelFormat::Lzmaf => ChannelReader::Lzmaf(LzmafReader::open(&path, s)?),
-            ChannelFormat::Blob(ext) => ChannelReader::Blob(BlobReader::open(&path, ext)?),
-            ChannelFormat::Mjpg => ChannelReader::Mjpg(MjpgReader::open(&path)?),
+            ChannelFormat::Lzmaf => {
+                ChannelReader::Lzmaf(LzmafReader::open(&path, s)?.expecting(ts))
+            }
+            ChannelFormat::Blob(ext) => {
+                ChannelReader::Blob(BlobReader::open(&path, ext)?.expecting(ts))
+            }
+            ChannelFormat::Mjpg => ChannelReader::Mjpg(MjpgReader::open(&path)?.expecting(ts)),
             ChannelFormat::Other(f) => {
                 return Err(Error::UnsupportedFormat {
                     channel: name.to_string(),
