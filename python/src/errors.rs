@@ -81,7 +81,9 @@ impl Kind {
 /// A library error as the `roverlog.errors` class of its kind, with the library's message.
 pub(crate) fn to_py(e: roverlog_core::Error) -> PyErr {
     let sample = match &e {
-        roverlog_core::Error::DamagedSample { path, index, .. } => Some((path.to_string_lossy().into_owned(), *index)),
+        roverlog_core::Error::DamagedSample { path, index, .. } => {
+            Some((path.to_string_lossy().into_owned(), *index))
+        }
         _ => None,
     };
     Kind::of(&e).err_with(e.to_string(), sample)

@@ -295,7 +295,7 @@ fn a_jpg_channel_missing_a_file_in_the_middle_keeps_its_count_and_later_frames()
         ChannelFormat::Blob("jpg".into()),
         DType::U1,
         vec![],
-        |i| frame(i),
+        frame,
     );
     let dir = t.join("s/img");
     std::fs::remove_file(dir.join("000007.jpg")).unwrap();
@@ -373,4 +373,45 @@ fn an_mjpg_video_cut_short_reads_its_whole_frames() {
     let one = cat(&t, "s/video.avi", Some("0"), true);
     assert_eq!(one.code, 2, "{}", one.text());
     assert!(one.stderr.contains("sample 0 is damaged"), "{}", one.stderr);
+}
+
+#[test]
+fn a_whole_file_lzma_channel_cut_short_reads_what_decodes() {
+    // `lzma` is not appendable: written as upstream's tools write it, one `.xz` for all.
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path().join("t");
+    let dir = t.join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(t.join("config.yaml"), "{}\n").unwrap();
+    let mut meta = common::sensor_meta(&[("h", ChannelFormat::Lzma, DType::U4, vec![64])], "");
+    meta.channels
+        .insert(0, ("ts".into(), format::ChannelMeta::timestamps()));
+    meta.write_atomic(&dir).unwrap();
+    let written: Vec<Vec<u8>> = (0..N).map(|i| sample(i, 256)).collect();
+    let ts: Vec<u8> = (0..N)
+        .flat_map(|i| (100.0 + i as f64 * 0.1).to_le_bytes())
+        .collect();
+    std::fs::write(dir.join("ts"), ts).unwrap();
+    // Two streams, as upstream's `lzma.open(path, "ab")` appends them; cut inside the second.
+    // (Our decoder hands out an LZMA2 chunk only whole: the torn chunk's samples are lost,
+    // where liblzma may give a few of them.)
+    let mut file = format::lzma::compress(&written[..12].concat(), 0);
+    let second = format::lzma::compress(&written[12..].concat(), 0);
+    file.extend_from_slice(&second[..second.len() / 2]);
+    std::fs::write(dir.join("h"), &file).unwrap();
+
+    let n = Sensor::open(&dir)
+        .unwrap()
+        .channel("h")
+        .unwrap()
+        .len()
+        .unwrap();
+    assert!((12..N).contains(&n), "{n} samples decode");
+    let damages = assert_library_reads(&t, "h", &written, n, &[n, N - 1]);
+    assert!(
+        matches!(&damages[0], Damage::Undecodable(why) if why.starts_with("xz:")),
+        "{:?}",
+        damages[0]
+    );
+    assert_binary(&t, "h", &written, n, n, false, "xz:");
 }

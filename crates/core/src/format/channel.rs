@@ -50,7 +50,7 @@ impl ChannelReader {
         };
         Ok(match &meta.format {
             ChannelFormat::Raw => ChannelReader::Raw(RawReader::open(&path, s)?.expecting(ts)),
-            ChannelFormat::Lzma => ChannelReader::Lzma(LzmaReader::open(&path, s)?),
+            ChannelFormat::Lzma => ChannelReader::Lzma(LzmaReader::open(&path, s)?.expecting(ts)),
             ChannelFormat::Lzmaf => {
                 ChannelReader::Lzmaf(LzmafReader::open(&path, s)?.expecting(ts))
             }
@@ -67,7 +67,8 @@ impl ChannelReader {
         })
     }
 
-    /// Number of samples. (`lzma` channels are decompressed to count them.)
+    /// Number of samples: what the sensor's `ts` and the channel's intact data agree on
+    /// (see [`bounds`]). (`lzma` channels are decompressed to count them.)
     #[allow(clippy::len_without_is_empty)] // reading the length may need I/O; no cheap is_empty
     pub fn len(&mut self) -> Result<u64> {
         Ok(match self {
@@ -91,17 +92,7 @@ impl ChannelReader {
             ChannelReader::Lzmaf(r) => Cow::Owned(r.get(index)?),
             ChannelReader::Blob(r) => Cow::Owned(r.get(index)?),
             ChannelReader::Mjpg(r) => Cow::Borrowed(r.frame(index)?),
-            ChannelReader::Lzma(r) => {
-                let s = r.sample_bytes();
-                let path = r.path.clone();
-                let bytes = r.bytes()?;
-                let len = (bytes.len() / s) as u64;
-                if index >= len {
-                    return Err(Error::OutOfRange { path, index, len });
-                }
-                let a = index as usize * s;
-                Cow::Borrowed(&bytes[a..a + s])
-            }
+            ChannelReader::Lzma(r) => Cow::Borrowed(r.sample(index)?),
         })
     }
 
@@ -130,14 +121,9 @@ impl ChannelReader {
                 let mut stream = r.stream()?.skip(range.start as usize);
                 for i in range.clone() {
                     match stream.next() {
-                        Some(sample) => f(i, &sample?)?,
-                        None => {
-                            return Err(Error::OutOfRange {
-                                path: r.path.clone(),
-                                index: i,
-                                len: i,
-                            })
-                        }
+                        Some(Ok(sample)) => f(i, &sample)?,
+                        Some(Err(e)) => return Err(r.stream_error(i, Some(e))),
+                        None => return Err(r.stream_error(i, None)),
                     }
                 }
                 return Ok(());
