@@ -226,6 +226,27 @@ pub fn trusted_prefix(
     good
 }
 
+/// What a reader can trust of `offsets` (an index, at least its leading entry) against a
+/// data file of `data_len` bytes: (frames whose entries run from 0 in order and end within
+/// the data, frames before the first entry out of order). The first count is the frames
+/// [`trusted_prefix`] keeps of the same index (the fuzz target `lzmaf_index` checks it).
+pub fn intact_frames(offsets: &[u64], data_len: u64) -> (u64, u64) {
+    let frames = offsets.len().saturating_sub(1);
+    let ordered = match offsets.first() {
+        Some(0) => offsets
+            .windows(2)
+            .position(|w| w[1] < w[0])
+            .unwrap_or(frames),
+        _ => 0,
+    };
+    let within = offsets
+        .iter()
+        .skip(1)
+        .position(|&end| end > data_len)
+        .unwrap_or(frames);
+    (ordered.min(within) as u64, ordered as u64)
+}
+
 /// A random-access `lzmaf` channel (data mapped, index in memory).
 ///
 /// Frames are read as far as the index can be trusted: from 0, never going back, within the
@@ -255,26 +276,15 @@ impl LzmafReader {
         if offsets.is_empty() {
             offsets.push(0);
         }
-        let ordered = if offsets[0] != 0 {
-            0
-        } else {
-            offsets
-                .windows(2)
-                .position(|w| w[1] < w[0])
-                .unwrap_or(offsets.len() - 1)
-        };
-        let within = offsets[1..]
-            .iter()
-            .position(|&end| end > data_len)
-            .unwrap_or(offsets.len() - 1);
+        let (intact, ordered) = intact_frames(&offsets, data_len);
         Ok(LzmafReader {
             path: path.to_path_buf(),
             map,
             offsets,
             sample_bytes,
             data_len,
-            intact: ordered.min(within) as u64,
-            ordered: ordered as u64,
+            intact,
+            ordered,
             expected: None,
         })
     }
