@@ -326,6 +326,13 @@ fn a_jpg_channel_missing_a_file_in_the_middle_keeps_its_count_and_later_frames()
         false,
         "sample 7 is missing but sample 8 exists",
     );
+    // Every hole, not only the first.
+    let v = common::roverlog(&["validate".as_ref(), t.as_os_str()]);
+    assert!(
+        v.out().contains("sample 11 is an empty file"),
+        "{}",
+        v.out()
+    );
 
     // The last files gone: the count is what ts and the listing agree on.
     for i in 15..N {

@@ -268,27 +268,32 @@ pub fn scan(dir: &Path, ext: &str) -> Result<BlobScan> {
     }
     indexed.sort();
     let mut broken = false;
+    // One past the last index seen: every hole is reported, not only the first (the readers
+    // give the samples after a hole, so each one matters).
+    let mut next = 0;
     for (i, len, path) in indexed {
         if !broken && i == out.contiguous && len > 0 {
             out.contiguous += 1;
             out.bytes += len;
+            next = out.contiguous;
             continue;
         }
-        let what = if i < out.contiguous {
-            Problem::DuplicateSample {
+        if i < next {
+            out.problems.push(Problem::DuplicateSample {
                 index: i,
                 path: path.clone(),
-            }
-        } else if i == out.contiguous {
-            Problem::EmptySample { index: i }
+            });
         } else {
-            Problem::SampleGap {
-                missing: out.contiguous,
-                found: i,
+            if i > next {
+                out.problems.push(Problem::SampleGap {
+                    missing: next,
+                    found: i,
+                });
             }
-        };
-        if !broken || i < out.contiguous {
-            out.problems.push(what);
+            if len == 0 {
+                out.problems.push(Problem::EmptySample { index: i });
+            }
+            next = i + 1;
         }
         broken = true;
         out.extra_samples.push(path);
