@@ -272,10 +272,17 @@ class Sensor:
         return {n: c[index] for n, c in self.channels.items() if n != TS}
 
     def stream(self, batch=None):
-        """Samples in order: dicts of every channel, one sample or `batch` samples each."""
-        streams = {n: c.stream(batch) for n, c in self.channels.items() if n != TS}
-        for values in zip(*streams.values()):
-            yield dict(zip(streams.keys(), values))
+        """Samples in order: dicts of every channel, one sample or `batch` samples each, for
+        every sample `ts` counts (a damaged one raises `DamagedSampleError`: the stream does
+        not end early without a word)."""
+        n = len(self)
+        step = 1 if batch is None else int(batch)
+        if step < 1:
+            raise ValueError(f"batch must be at least 1, not {batch}")
+        channels = {name: c for name, c in self.channels.items() if name != TS}
+        for i in range(0, n, step):
+            block = {name: c.read(i, min(step, n - i)) for name, c in channels.items()}
+            yield {name: b[0] for name, b in block.items()} if batch is None else block
 
     def index_at(self, t):
         """The first sample at or after `t` (epoch seconds; an array gives an array)."""

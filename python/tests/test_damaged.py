@@ -68,6 +68,11 @@ def test_an_lzmaf_channel_cut_to_70_percent_reads_the_frames_upstream_reads(trac
     assert_damaged(rng, N - 1)
     assert_damaged(rng, intact, lambda: rng.read(intact - 2, 4))
     assert_damaged(rng, intact, lambda: lidar[intact])
+    # A sensor's stream gives the samples before the damage, then says so.
+    got = []
+    assert_damaged(rng, intact, lambda: got.extend(lidar.stream()))
+    assert len(got) == intact
+    np.testing.assert_array_equal(got[-1]["rng"], want[intact - 1])
     with pytest.raises(roverlog.SampleIndexError):
         rng[N]
 
