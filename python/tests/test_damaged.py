@@ -5,6 +5,7 @@ frames read are the ones upstream's rules read; a damaged sample raises
 `roverlog.DamagedSampleError` naming the channel, the sample and `roverlog recover`."""
 import lzma
 import os
+import pickle
 
 import cv2
 import numpy as np
@@ -28,6 +29,9 @@ def assert_damaged(channel, index, call=None):
     assert isinstance(err, roverlog.FormatError) and isinstance(err, ValueError)
     assert not isinstance(err, IndexError)
     assert (err.path, err.index) == (channel.path, index)
+    # Worker processes (a DataLoader's) send it back pickled.
+    back = pickle.loads(pickle.dumps(err))
+    assert (type(back), back.path, back.index, str(back)) == (type(err), err.path, err.index, str(err))
     msg = str(err)
     assert channel.path in msg and f"sample {index} is damaged" in msg and "roverlog recover" in msg, msg
     return msg
