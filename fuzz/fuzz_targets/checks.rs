@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use roverlog_core::format::lzmaf::{parse_index, scan_frames, trusted_prefix};
+use roverlog_core::format::lzmaf::{intact_frames, parse_index, scan_frames, trusted_prefix};
 use roverlog_core::format::{lzma, SensorMeta};
 use roverlog_core::gulp::parse_gmeta;
 use roverlog_core::zarr::{blosc, ArrayMeta, Compressor};
@@ -134,8 +134,9 @@ pub fn meta_json(data: &[u8]) {
 
 /// `lzmaf_index`: `u16` index length, a sample-size byte, the index bytes, the data bytes.
 /// The trusted prefix recovery keeps must start at 0, ascend, stay within the data and never
-/// list more frames than the index; frames re-found past it must be whole and decompress to
-/// exactly one sample.
+/// list more frames than the index; the frames a reader takes as intact (`intact_frames`) must
+/// be exactly those; frames re-found past it must be whole and decompress to exactly one
+/// sample.
 pub fn lzmaf_index(data: &[u8]) {
     if data.len() < 3 {
         return;
@@ -153,6 +154,16 @@ pub fn lzmaf_index(data: &[u8]) {
         assert!(good.len() - 1 <= (index.len() / 8).saturating_sub(1));
         if problems.is_empty() && !index.is_empty() {
             assert_eq!(good, parse_index(index), "a clean index is trusted whole");
+        }
+        if !index.is_empty() {
+            // A reader reads exactly the frames recovery keeps of the index.
+            let (intact, ordered) = intact_frames(&parse_index(index), bytes.len() as u64);
+            assert_eq!(
+                intact,
+                good.len() as u64 - 1,
+                "reader and recovery disagree"
+            );
+            assert!(intact <= ordered);
         }
         if !exists {
             continue;

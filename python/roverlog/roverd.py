@@ -101,9 +101,18 @@ class Channel:
         except OSError as e:
             raise from_os_error(e, self.path) from None
 
+    def _ts_count(self):
+        """Samples the sensor's `ts` counts (`None` for `ts` itself, or without a `ts` file)."""
+        if self.name == TS:
+            return None
+        try:
+            return os.path.getsize(os.path.join(self.sensor_dir, TS)) // 8
+        except OSError:
+            return None
+
     def _raw(self):
-        """The whole `raw` channel as a read-only array over the mapped file."""
-        n = self._raw_len()
+        """The `raw` channel's samples as a read-only array over the mapped file."""
+        n = len(self)
         if n == 0:
             return np.empty((0, *self.shape), self.dtype)
         try:
@@ -116,9 +125,21 @@ class Channel:
         )
 
     def __len__(self):
+        """Samples the channel holds: what the sensor's `ts` and the channel's intact data
+        agree on (docs/format.md "Damaged channels"). A sample `ts` counts past it, or a hole
+        before it in a `jpg`/`npz` channel, raises `DamagedSampleError`."""
         if self.format == "raw":
-            return self._raw_len()
+            # `ts` first: it trails the data while a trace is being recorded.
+            ts = self._ts_count()
+            whole = self._raw_len()
+            return whole if ts is None else min(ts, whole)
         return self._native().len()
+
+    def _past_end(self, first, n):
+        """Raises `DamagedSampleError` when the sensor counts sample `first`, at or past the
+        channel's `n` samples (the native reader finds why); `SampleIndexError` otherwise."""
+        self._native().read(first, 1, False)
+        raise SampleIndexError(f"{self.path}: sample {first} out of range (channel holds {n})")
 
     def _bounds(self, start, samples):
         n = len(self)
@@ -128,6 +149,11 @@ class Channel:
             raise TypeError(f"samples must be an int, not {type(samples).__name__}")
         if samples == -1:
             samples = n - start
+        if start >= 0 and samples > 0 and start + samples > n:
+            try:
+                self._past_end(max(start, n), n)
+            except SampleIndexError:
+                pass
         if start < 0 or samples < 0 or start + samples > n:
             raise SampleIndexError(f"{self.path}: samples {start}..{start + samples} out of range (channel holds {n})")
         return int(start), int(samples)
@@ -149,6 +175,9 @@ class Channel:
                 return np.stack(arrays) if len(shapes) == 1 and arrays else arrays
             return data
         if shape is not None:
+            if samples == 0:
+                # No frame to take the size from: the declared one (upstream's `[H, W, 3]`).
+                return np.empty((0, *self.shape), np.uint8)
             return data.reshape(samples, *shape)
         return data.view(self.dtype).reshape(samples, *self.shape)
 
@@ -162,6 +191,11 @@ class Channel:
         if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
             n = len(self)
             i = index + n if index < 0 else index
+            if i >= n:
+                try:
+                    self._past_end(i, n)
+                except SampleIndexError:
+                    pass
             if not 0 <= i < n:
                 raise SampleIndexError(f"{self.path}: sample {index} out of range (channel holds {n})")
             return self.read(int(i), 1)[0]
@@ -238,10 +272,17 @@ class Sensor:
         return {n: c[index] for n, c in self.channels.items() if n != TS}
 
     def stream(self, batch=None):
-        """Samples in order: dicts of every channel, one sample or `batch` samples each."""
-        streams = {n: c.stream(batch) for n, c in self.channels.items() if n != TS}
-        for values in zip(*streams.values()):
-            yield dict(zip(streams.keys(), values))
+        """Samples in order: dicts of every channel, one sample or `batch` samples each, for
+        every sample `ts` counts (a damaged one raises `DamagedSampleError`: the stream does
+        not end early without a word)."""
+        n = len(self)
+        step = 1 if batch is None else int(batch)
+        if step < 1:
+            raise ValueError(f"batch must be at least 1, not {batch}")
+        channels = {name: c for name, c in self.channels.items() if name != TS}
+        for i in range(0, n, step):
+            block = {name: c.read(i, min(step, n - i)) for name, c in channels.items()}
+            yield {name: b[0] for name, b in block.items()} if batch is None else block
 
     def index_at(self, t):
         """The first sample at or after `t` (epoch seconds; an array gives an array)."""

@@ -7,10 +7,12 @@
 use std::path::PathBuf;
 
 mod avi;
+mod damage;
 mod jpeg;
 mod zarr;
 
 pub use avi::AviProblem;
+pub use damage::Damage;
 pub use jpeg::JpegProblem;
 pub use zarr::{ChunkProblem, DTypeProblem, FillProblem, SettingProblem};
 
@@ -76,6 +78,16 @@ pub enum Error {
     /// A sample index past the end of a channel.
     #[error("{}: sample {index} out of range (channel holds {len})", path.display())]
     OutOfRange { path: PathBuf, index: u64, len: u64 },
+
+    /// A sample the sensor counts (in `ts`, or in the channel's own index or listing) that
+    /// the channel cannot give: its bytes are missing, cut or do not decode. The readers
+    /// still give every intact sample around it (docs/format.md "Damaged channels").
+    #[error("{}: sample {index} is damaged: {damage} (`roverlog validate` reports it; `roverlog recover` cuts the sensor back to the samples before the damage)", path.display())]
+    DamagedSample {
+        path: PathBuf,
+        index: u64,
+        damage: Damage,
+    },
 
     /// A sample whose byte length does not match the channel's type and shape.
     #[error("channel {channel:?}: sample is {got} bytes, expected {expected}")]

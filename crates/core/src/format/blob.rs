@@ -10,9 +10,10 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::bounds::{self, Expected};
 use super::meta::sync_dir;
 use super::problem::{Checked, Cut, CutAction, Problem};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Damage, Error, IoContext, Result};
 
 /// The file name of sample `index`.
 pub fn sample_name(index: u64, ext: &str) -> String {
@@ -267,27 +268,32 @@ pub fn scan(dir: &Path, ext: &str) -> Result<BlobScan> {
     }
     indexed.sort();
     let mut broken = false;
+    // One past the last index seen: every hole is reported, not only the first (the readers
+    // give the samples after a hole, so each one matters).
+    let mut next = 0;
     for (i, len, path) in indexed {
         if !broken && i == out.contiguous && len > 0 {
             out.contiguous += 1;
             out.bytes += len;
+            next = out.contiguous;
             continue;
         }
-        let what = if i < out.contiguous {
-            Problem::DuplicateSample {
+        if i < next {
+            out.problems.push(Problem::DuplicateSample {
                 index: i,
                 path: path.clone(),
-            }
-        } else if i == out.contiguous {
-            Problem::EmptySample { index: i }
+            });
         } else {
-            Problem::SampleGap {
-                missing: out.contiguous,
-                found: i,
+            if i > next {
+                out.problems.push(Problem::SampleGap {
+                    missing: next,
+                    found: i,
+                });
             }
-        };
-        if !broken || i < out.contiguous {
-            out.problems.push(what);
+            if len == 0 {
+                out.problems.push(Problem::EmptySample { index: i });
+            }
+            next = i + 1;
         }
         broken = true;
         out.extra_samples.push(path);
@@ -367,14 +373,22 @@ impl BlobPlan {
 }
 
 /// Reads a blob channel by index.
+///
+/// The directory is listed once, when opened. The channel holds samples up to its last
+/// non-empty sample file (no more than `ts` counts): a file missing or empty before that is
+/// a [`Error::DamagedSample`], and every later sample still reads.
 pub struct BlobReader {
     dir: PathBuf,
     ext: String,
-    len: u64,
+    /// Indices of the non-empty sample files, ascending.
+    present: Vec<u64>,
+    /// Indices of the empty sample files, ascending.
+    empty: Vec<u64>,
+    expected: Expected,
 }
 
 impl BlobReader {
-    /// Opens a blob channel directory; its length is the number of contiguous samples.
+    /// Opens a blob channel directory and lists it.
     pub fn open(dir: &Path, ext: &str) -> Result<BlobReader> {
         if !dir.is_dir() {
             return Err(Error::NotA {
@@ -382,22 +396,48 @@ impl BlobReader {
                 expected: "blob channel directory",
             });
         }
-        let len = scan(dir, ext)?.contiguous;
+        let (mut present, mut empty) = (Vec::new(), Vec::new());
+        for entry in fs::read_dir(dir).at(dir)? {
+            let entry = entry.at(dir)?;
+            if let Some(i) = parse_sample_name(&entry.file_name().to_string_lossy(), ext) {
+                match entry.metadata().at(&entry.path())?.len() {
+                    0 => empty.push(i),
+                    _ => present.push(i),
+                }
+            }
+        }
+        present.sort_unstable();
+        present.dedup();
+        empty.sort_unstable();
         Ok(BlobReader {
             dir: dir.to_path_buf(),
             ext: ext.to_string(),
-            len,
+            present,
+            empty,
+            expected: None,
         })
     }
 
-    /// Number of samples.
+    /// Reads the channel against the sensor's `ts` count (see [`Expected`]).
+    pub fn expecting(mut self, expected: Expected) -> BlobReader {
+        self.expected = expected;
+        self
+    }
+
+    /// One past the last non-empty sample file.
+    fn end(&self) -> u64 {
+        self.present.last().map_or(0, |i| i + 1)
+    }
+
+    /// Number of samples: up to the last non-empty sample file, no more than `ts` counts
+    /// (missing or empty files before it are counted, and raise when read).
     pub fn len(&self) -> u64 {
-        self.len
+        bounds::agreed(self.end(), self.expected)
     }
 
     /// Whether there is no sample.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// The path of sample `index`.
@@ -405,17 +445,31 @@ impl BlobReader {
         self.dir.join(sample_name(index, &self.ext))
     }
 
-    /// Sample `index`'s bytes.
+    /// Sample `index`'s bytes. Every sample file can be read, also one past `ts` (a sample
+    /// a crash left without its timestamp).
     pub fn get(&self, index: u64) -> Result<Vec<u8>> {
-        if index >= self.len {
-            return Err(Error::OutOfRange {
-                path: self.dir.clone(),
-                index,
-                len: self.len,
-            });
+        let file = self.path_of(index);
+        if self.present.binary_search(&index).is_ok() {
+            match fs::read(&file) {
+                Ok(b) if !b.is_empty() => return Ok(b),
+                // Removed or emptied since the listing: damaged all the same.
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(file, e)),
+            }
         }
-        let p = self.path_of(index);
-        fs::read(&p).at(&p)
+        let listed = self.end().max(self.empty.last().map_or(0, |i| i + 1));
+        Err(bounds::unreadable(
+            &self.dir,
+            index,
+            self.len(),
+            listed,
+            self.expected,
+            || match file.metadata() {
+                Ok(m) if m.len() == 0 => Damage::FileEmpty { file },
+                _ => Damage::FileMissing { file },
+            },
+        ))
     }
 }
 

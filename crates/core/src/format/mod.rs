@@ -4,7 +4,8 @@
 //! - [`dtype`]: type codes and typed views of sample bytes.
 //! - one module per channel format: [`raw`], [`lzma`] (also the `.xz` codec), [`lzmaf`],
 //!   [`blob`] (`jpg`/`npz` directories); [`append`] is the buffered append-only file under
-//!   the writers; [`channel`] puts the formats behind one reader and one writer type.
+//!   the writers; [`channel`] puts the formats behind one reader and one writer type;
+//!   [`bounds`]: what a reader answers for a sample that is damaged or past the end.
 //! - [`sensor`] ([`Sensor`], [`SensorWriter`]) and [`trace`] ([`Trace`]).
 //! - [`events`]: the daemon's event log (`_roverlog/events.jsonl`): [`events::Event`] and its reader.
 //! - [`check`]: consistency checking and crash recovery of a sensor, over each format's own
@@ -14,6 +15,7 @@
 pub mod append;
 pub mod avi;
 pub mod blob;
+pub mod bounds;
 pub mod channel;
 pub mod check;
 pub mod copy;
