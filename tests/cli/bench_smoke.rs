@@ -222,7 +222,7 @@ fn disk_bench_reports_percentiles_and_advice() {
     );
     // Per sensor, whole MiB, for the busiest sensor (all of the load by default).
     let queue = v["recommended"]["queue_bytes_per_sensor"].as_u64().unwrap();
-    assert!(queue >= 1 << 20 && queue % (1 << 20) == 0, "{v:#}");
+    assert!(queue >= 1 << 20 && queue.is_multiple_of(1 << 20), "{v:#}");
     let advice = v["advice"].as_array().unwrap();
     assert!(
         advice.iter().any(|l| l
