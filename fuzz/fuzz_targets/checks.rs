@@ -421,3 +421,29 @@ pub fn zarr_order(data: &[u8]) {
         "f_to_c of {shape:?} x {item} bytes differs from the model"
     );
 }
+
+/// `http_host`: the input, as text, is both a `Host` header and an `http_allowed_hosts`
+/// entry. Splitting never panics and gives a name inside the input and a port of digits; an
+/// entry the config accepts matches its own text and no longer name ending in it (a Host
+/// `rover.local.evil.example` is not `rover.local`).
+pub fn http_host(data: &[u8]) {
+    use roverlog_daemon::config::{split_host, AllowedHost};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Some((name, port)) = split_host(text) {
+        assert!(text.contains(name), "{text:?}: name {name:?} is not in it");
+        if let Some(p) = port {
+            assert!(
+                !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()),
+                "{text:?}: port {p:?}"
+            );
+        }
+    }
+    if let Some(entry) = AllowedHost::parse(text) {
+        assert!(entry.matches(text), "{text:?} does not match itself");
+        assert_eq!(entry.name, entry.name.to_ascii_lowercase(), "{text:?}");
+        let longer = format!("{}.evil.example", entry.name);
+        assert!(!entry.matches(&longer), "{text:?} matches {longer:?}");
+    }
+}

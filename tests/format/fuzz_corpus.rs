@@ -73,3 +73,8 @@ fn zarr_codec_seeds() {
 fn zarr_order_seeds() {
     run_seeds("zarr_order", checks::zarr_order);
 }
+
+#[test]
+fn http_host_seeds() {
+    run_seeds("http_host", checks::http_host);
+}

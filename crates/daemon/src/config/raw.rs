@@ -162,6 +162,9 @@ pub struct RawConfig {
     /// The dashboard's secret: required for every command sent through it, and for any
     /// listen address that is not loopback. `null`: a read-only dashboard on loopback.
     pub http_token: Option<String>,
+    /// More `Host` names a loopback dashboard answers (a port forward's or a VPN's name,
+    /// `"rover.local:9000"`); loopback names are always accepted.
+    pub http_allowed_hosts: Vec<String>,
     /// The live Foxglove feed's WebSocket address (loopback only); `null`: no feed.
     pub foxglove_listen: Option<String>,
     /// Messages per second per channel on the live feed, at most.
@@ -241,6 +244,7 @@ impl Default for RawConfig {
             clock_step_threshold_s: 1.0,
             http_listen: None,
             http_token: None,
+            http_allowed_hosts: Vec::new(),
             foxglove_listen: None,
             foxglove_max_hz: 10.0,
             foxglove_sensor_hz: BTreeMap::new(),
