@@ -16,6 +16,7 @@ mod support {
 mod bench_smoke;
 mod export_mcap;
 mod gulp;
+mod hour_trace;
 mod plot;
 mod replay;
 mod trace;
