@@ -390,6 +390,27 @@ impl BlobReader {
         })
     }
 
+    /// Opens a blob channel whose sensor counts `counted` samples (its `ts`): when sample
+    /// `counted - 1` exists, the channel holds `counted` samples, found with two `stat`s
+    /// however long the channel is; otherwise (a torn channel, no `ts`) the directory is
+    /// listed as [`BlobReader::open`] does. A data file written ahead of its timestamp (a
+    /// trace being recorded) is not counted until its timestamp is there. A sample missing
+    /// in the middle is not looked for here: reading it fails with an error naming its file,
+    /// and `validate` reports the gap.
+    pub fn open_counted(dir: &Path, ext: &str, counted: u64) -> Result<BlobReader> {
+        if counted > 0 {
+            let reader = BlobReader {
+                dir: dir.to_path_buf(),
+                ext: ext.to_string(),
+                len: counted,
+            };
+            if fs::metadata(reader.path_of(counted - 1)).is_ok_and(|m| m.is_file() && m.len() > 0) {
+                return Ok(reader);
+            }
+        }
+        BlobReader::open(dir, ext)
+    }
+
     /// Number of samples.
     pub fn len(&self) -> u64 {
         self.len
@@ -415,13 +436,58 @@ impl BlobReader {
             });
         }
         let p = self.path_of(index);
-        fs::read(&p).at(&p)
+        match fs::read(&p) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::corrupt(
+                &p,
+                format!("sample {index} of {} is missing (`roverlog validate` lists what is, `roverlog recover` cuts the channel before it)", self.len),
+            )),
+            r => r.at(&p),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn channel(n: u8) -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("img");
+        let mut w = BlobWriter::create(&dir, "jpg").unwrap();
+        for i in 0..n {
+            w.append(&[i + 1; 3]).unwrap();
+        }
+        w.finish().unwrap();
+        (d, dir)
+    }
+
+    #[test]
+    fn counted_open_trusts_the_last_sample_and_lists_otherwise() {
+        let (_d, dir) = channel(10);
+        assert_eq!(BlobReader::open_counted(&dir, "jpg", 10).unwrap().len(), 10);
+        // A file written ahead of its timestamp is not counted yet.
+        assert_eq!(BlobReader::open_counted(&dir, "jpg", 9).unwrap().len(), 9);
+        // More timestamps than files (a torn channel) or none: the listing decides.
+        assert_eq!(BlobReader::open_counted(&dir, "jpg", 12).unwrap().len(), 10);
+        assert_eq!(BlobReader::open_counted(&dir, "jpg", 0).unwrap().len(), 10);
+        // An emptied last file is not trusted either.
+        fs::write(dir.join(sample_name(9, "jpg")), b"").unwrap();
+        assert_eq!(BlobReader::open_counted(&dir, "jpg", 10).unwrap().len(), 9);
+    }
+
+    #[test]
+    fn a_sample_missing_in_the_middle_fails_on_access_by_name() {
+        let (_d, dir) = channel(10);
+        fs::remove_file(dir.join(sample_name(4, "jpg"))).unwrap();
+        let r = BlobReader::open_counted(&dir, "jpg", 10).unwrap();
+        assert_eq!(r.len(), 10);
+        assert_eq!(r.get(9).unwrap(), vec![10; 3]);
+        let e = r.get(4).unwrap_err().to_string();
+        assert!(
+            e.contains("000004.jpg") && e.contains("sample 4") && e.contains("roverlog recover"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn open_files_stay_under_the_bound_and_every_sample_is_whole() {

@@ -44,7 +44,13 @@ impl ChannelReader {
             ChannelFormat::Raw => ChannelReader::Raw(RawReader::open(&path, s)?),
             ChannelFormat::Lzma => ChannelReader::Lzma(LzmaReader::open(&path, s)?),
             ChannelFormat::Lzmaf => ChannelReader::Lzmaf(LzmafReader::open(&path, s)?),
-            ChannelFormat::Blob(ext) => ChannelReader::Blob(BlobReader::open(&path, ext)?),
+            ChannelFormat::Blob(ext) => {
+                // The sensor's count (`ts`) says which file ends the channel: two `stat`s
+                // instead of listing an hour of files (see `BlobReader::open_counted`).
+                let ts = channel_path(sensor_dir, super::meta::TS_CHANNEL);
+                let counted = std::fs::metadata(&ts).map_or(0, |m| m.len() / 8);
+                ChannelReader::Blob(BlobReader::open_counted(&path, ext, counted)?)
+            }
             ChannelFormat::Mjpg => ChannelReader::Mjpg(MjpgReader::open(&path)?),
             ChannelFormat::Other(f) => {
                 return Err(Error::UnsupportedFormat {

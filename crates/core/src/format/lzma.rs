@@ -106,14 +106,20 @@ impl LzmaReader {
         Ok(self.whole.as_deref().unwrap_or_default())
     }
 
-    /// Number of whole samples (decompresses the channel).
+    /// Number of whole samples: from the `.xz` indexes when they are sound (a few reads at
+    /// the end of the file, see [`super::xz_index`]), else by decompressing the channel.
     #[allow(clippy::len_without_is_empty)] // reading the length may need I/O; no cheap is_empty
     pub fn len(&mut self) -> Result<u64> {
         let s = self.sample_bytes as u64;
+        if self.whole.is_none() {
+            if let Some(n) = super::xz_index::uncompressed_len(&self.path)? {
+                return Ok(n / s);
+            }
+        }
         Ok(self.bytes()?.len() as u64 / s)
     }
 
-    /// Whether the channel holds no whole sample (decompresses the channel).
+    /// Whether the channel holds no whole sample (see [`LzmaReader::len`]).
     pub fn is_empty(&mut self) -> Result<bool> {
         Ok(self.len()? == 0)
     }
