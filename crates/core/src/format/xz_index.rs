@@ -31,16 +31,25 @@ const MAX_INDEX_BYTES: u64 = 64 << 20;
 pub fn uncompressed_len(path: &Path) -> Result<Option<u64>> {
     let file = File::open(path).at(path)?;
     let size = file.metadata().at(path)?.len();
-    Ok(streams_len(&file, size))
+    Ok(streams_len(size, &|offset, len| {
+        let mut buf = vec![0u8; len];
+        file.read_exact_at(&mut buf, offset).ok()?;
+        Some(buf)
+    }))
 }
 
-fn read_at(file: &File, offset: u64, len: usize) -> Option<Vec<u8>> {
-    let mut buf = vec![0u8; len];
-    file.read_exact_at(&mut buf, offset).ok()?;
-    Some(buf)
+/// [`uncompressed_len`] of bytes in memory (what the fuzz target drives).
+pub fn uncompressed_len_of(bytes: &[u8]) -> Option<u64> {
+    streams_len(bytes.len() as u64, &|offset, len| {
+        let start = usize::try_from(offset).ok()?;
+        bytes.get(start..start.checked_add(len)?).map(<[u8]>::to_vec)
+    })
 }
 
-fn streams_len(file: &File, size: u64) -> Option<u64> {
+/// `len` bytes at `offset`, or `None` past the end.
+type ReadAt<'a> = dyn Fn(u64, usize) -> Option<Vec<u8>> + 'a;
+
+fn streams_len(size: u64, read_at: &ReadAt) -> Option<u64> {
     let mut end = size;
     let mut total = 0u64;
     if end == 0 {
@@ -48,13 +57,13 @@ fn streams_len(file: &File, size: u64) -> Option<u64> {
     }
     while end > 0 {
         // Stream padding: zero bytes in groups of four before a stream's end.
-        while end >= 4 && read_at(file, end - 4, 4)? == [0; 4] {
+        while end >= 4 && read_at(end - 4, 4)? == [0; 4] {
             end -= 4;
         }
         if end < 24 {
             return None;
         }
-        let footer = read_at(file, end - 12, 12)?;
+        let footer = read_at(end - 12, 12)?;
         if footer[10..12] != FOOTER_MAGIC {
             return None;
         }
@@ -64,14 +73,14 @@ fn streams_len(file: &File, size: u64) -> Option<u64> {
             return None;
         }
         let index_start = end - 12 - index_len;
-        let index = read_at(file, index_start, index_len as usize)?;
+        let index = read_at(index_start, index_len as usize)?;
         let (blocks, decoded) = parse_index(&index)?;
         let stream_len = 12u64.checked_add(blocks)?.checked_add(index_len + 12)?;
         if stream_len > end {
             return None;
         }
         let start = end - stream_len;
-        if read_at(file, start, 6)? != HEADER_MAGIC {
+        if read_at(start, 6)? != HEADER_MAGIC {
             return None;
         }
         total = total.checked_add(decoded)?;
@@ -134,7 +143,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("x.xz");
         std::fs::write(&p, bytes).unwrap();
-        uncompressed_len(&p).unwrap()
+        let from_file = uncompressed_len(&p).unwrap();
+        assert_eq!(from_file, uncompressed_len_of(bytes));
+        from_file
     }
 
     #[test]
