@@ -245,11 +245,15 @@ fn measure(mut cmd: Command, log: &Path) -> Result<Measured> {
     } else {
         -libc::WTERMSIG(status)
     };
+    // A child that exits within the first poll is never sampled: `ru_maxrss` bounds it
+    // from above (see the doc comment).
+    let polled = hwm.into_inner();
+    let ru_maxrss = usage.ru_maxrss as u64 * 1024;
     Ok(Measured {
         seconds,
-        max_rss: hwm.into_inner(),
+        max_rss: if polled > 0 { polled } else { ru_maxrss },
         // Linux reports kilobytes.
-        ru_maxrss: usage.ru_maxrss as u64 * 1024,
+        ru_maxrss,
         exit,
     })
 }

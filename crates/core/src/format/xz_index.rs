@@ -42,7 +42,9 @@ pub fn uncompressed_len(path: &Path) -> Result<Option<u64>> {
 pub fn uncompressed_len_of(bytes: &[u8]) -> Option<u64> {
     streams_len(bytes.len() as u64, &|offset, len| {
         let start = usize::try_from(offset).ok()?;
-        bytes.get(start..start.checked_add(len)?).map(<[u8]>::to_vec)
+        bytes
+            .get(start..start.checked_add(len)?)
+            .map(<[u8]>::to_vec)
     })
 }
 
