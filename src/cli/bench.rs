@@ -26,6 +26,7 @@ mod child;
 mod dashboard;
 mod disk;
 mod foxglove;
+mod full_size;
 mod report;
 mod scenario;
 
@@ -43,6 +44,8 @@ const SCENARIOS: [&str; 7] = [
     "dashboard",
     "foxglove",
 ];
+/// The one-hour rig trace read at full size ([`full_size`]): run only when named.
+const FULL_SIZE: &str = "full-size";
 /// Bytes of one frame in the large-frame scenario.
 const LARGE_FRAME: usize = 4 << 20;
 /// Largest `--frame-bytes` (the daemon's default `max_frame_bytes` less the frame header).
@@ -64,6 +67,9 @@ const PER_WRITE: usize = 256;
 /// write()), lzmaf (256 KiB frames compressed, vs a 20 Hz lidar), dashboard (the imu load
 /// with a client polling the daemon's dashboard at 10 Hz vs none, alternating rounds),
 /// foxglove (the imu load with a client subscribed to the whole live Foxglove feed vs none).
+/// full-size (only when named, alone: no daemon): the red-rover rig's one-hour trace
+/// generated, single-sample reads per format against a 100-sample trace (ratio), and the
+/// verbs' peak RSS and seconds on it against cat of its files.
 /// The daemon's resident memory is sampled throughout and compared with its configured
 /// budgets.
 ///
@@ -106,7 +112,8 @@ pub struct Args {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
-    /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf.
+    /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf,
+    /// dashboard, foxglove; or full-size alone.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Python with numpy for the upstream-style baseline. Default: scripts/py-env.sh's venv.
@@ -348,6 +355,22 @@ pub fn main(args: Args) -> ExitCode {
 }
 
 fn run(args: Args) -> Result<bool> {
+    // The hour-long trace is a bench of the readers and verbs, not of the daemon: it runs
+    // only when named, on its own.
+    if args.only.iter().any(|s| s == FULL_SIZE) {
+        if args.only.len() > 1 {
+            bail!("--only {FULL_SIZE} runs alone (it drives no daemon)");
+        }
+        let work = make_work_dir(args.dir.as_deref())?;
+        progress(&format!("working in {}", work.display()));
+        let ok = full_size::run(&work, args.quick, args.json)?;
+        if args.keep || !ok {
+            progress(&format!("kept {}", work.display()));
+        } else {
+            let _ = std::fs::remove_dir_all(&work);
+        }
+        return Ok(ok);
+    }
     let selected: Vec<&'static str> = if args.only.is_empty() {
         SCENARIOS.to_vec()
     } else {

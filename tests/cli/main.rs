@@ -18,6 +18,7 @@ mod damaged;
 mod export_location;
 mod export_mcap;
 mod gulp;
+mod hour_trace;
 mod plot;
 mod replay;
 mod trace;

@@ -14,6 +14,7 @@
 
 pub mod baselines;
 pub mod disk;
+pub mod hour;
 pub mod load;
 pub mod procfs;
 

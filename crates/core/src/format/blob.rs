@@ -374,17 +374,25 @@ impl BlobPlan {
 
 /// Reads a blob channel by index.
 ///
-/// The directory is listed once, when opened. The channel holds samples up to its last
-/// non-empty sample file (no more than `ts` counts): a file missing or empty before that is
-/// a [`Error::DamagedSample`], and every later sample still reads.
+/// The channel holds samples up to its last non-empty sample file (no more than `ts`
+/// counts): a file missing or empty before that is a [`Error::DamagedSample`], and every
+/// later sample still reads. When the sensor's `ts` count `n` is known and sample `n - 1` is
+/// there, that is all there is to know: two `stat`s instead of listing an hour of files
+/// ([`BlobReader::open_expecting`]); otherwise the directory is listed once, when opened.
 pub struct BlobReader {
     dir: PathBuf,
     ext: String,
-    /// Indices of the non-empty sample files, ascending.
-    present: Vec<u64>,
-    /// Indices of the empty sample files, ascending.
-    empty: Vec<u64>,
+    files: Files,
     expected: Expected,
+}
+
+/// What the reader knows of the sample files.
+enum Files {
+    /// Listed: the indices of the non-empty and of the empty sample files, ascending.
+    Listed { present: Vec<u64>, empty: Vec<u64> },
+    /// Not listed: the last sample `ts` counts is there, so samples `0..n` are taken as
+    /// there; one that is not is found when read.
+    Counted(u64),
 }
 
 impl BlobReader {
@@ -412,10 +420,29 @@ impl BlobReader {
         Ok(BlobReader {
             dir: dir.to_path_buf(),
             ext: ext.to_string(),
-            present,
-            empty,
+            files: Files::Listed { present, empty },
             expected: None,
         })
+    }
+
+    /// Opens a blob channel read against the sensor's `ts` count: when that count is `n > 0`
+    /// and sample `n - 1` is a non-empty file, the channel holds `n` samples and is not
+    /// listed; otherwise (a torn channel, no `ts`) it is listed as [`BlobReader::open`] does.
+    /// A file written ahead of its timestamp (a trace being recorded) is not counted until
+    /// its timestamp is there.
+    pub fn open_expecting(dir: &Path, ext: &str, expected: Expected) -> Result<BlobReader> {
+        if let Some(n) = expected.filter(|&n| n > 0) {
+            let last = dir.join(sample_name(n - 1, ext));
+            if fs::metadata(&last).is_ok_and(|m| m.is_file() && m.len() > 0) {
+                return Ok(BlobReader {
+                    dir: dir.to_path_buf(),
+                    ext: ext.to_string(),
+                    files: Files::Counted(n),
+                    expected,
+                });
+            }
+        }
+        Ok(BlobReader::open(dir, ext)?.expecting(expected))
     }
 
     /// Reads the channel against the sensor's `ts` count (see [`Expected`]).
@@ -426,7 +453,10 @@ impl BlobReader {
 
     /// One past the last non-empty sample file.
     fn end(&self) -> u64 {
-        self.present.last().map_or(0, |i| i + 1)
+        match &self.files {
+            Files::Listed { present, .. } => present.last().map_or(0, |i| i + 1),
+            Files::Counted(n) => *n,
+        }
     }
 
     /// Number of samples: up to the last non-empty sample file, no more than `ts` counts
@@ -449,7 +479,12 @@ impl BlobReader {
     /// a crash left without its timestamp).
     pub fn get(&self, index: u64) -> Result<Vec<u8>> {
         let file = self.path_of(index);
-        if self.present.binary_search(&index).is_ok() {
+        let may_be_there = match &self.files {
+            Files::Listed { present, .. } => present.binary_search(&index).is_ok(),
+            // Past the count: a sample a crash left without its timestamp may be there.
+            Files::Counted(_) => true,
+        };
+        if may_be_there {
             match fs::read(&file) {
                 Ok(b) if !b.is_empty() => return Ok(b),
                 // Removed or emptied since the listing: damaged all the same.
@@ -458,7 +493,10 @@ impl BlobReader {
                 Err(e) => return Err(Error::io(file, e)),
             }
         }
-        let listed = self.end().max(self.empty.last().map_or(0, |i| i + 1));
+        let listed = match &self.files {
+            Files::Listed { empty, .. } => self.end().max(empty.last().map_or(0, |i| i + 1)),
+            Files::Counted(n) => *n,
+        };
         Err(bounds::unreadable(
             &self.dir,
             index,
@@ -476,6 +514,52 @@ impl BlobReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn channel(n: u8) -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("img");
+        let mut w = BlobWriter::create(&dir, "jpg").unwrap();
+        for i in 0..n {
+            w.append(&[i + 1; 3]).unwrap();
+        }
+        w.finish().unwrap();
+        (d, dir)
+    }
+
+    #[test]
+    fn a_counted_open_trusts_the_last_sample_and_lists_otherwise() {
+        let (_d, dir) = channel(10);
+        let open = |n| BlobReader::open_expecting(&dir, "jpg", n).unwrap();
+        assert!(matches!(open(Some(10)).files, Files::Counted(10)));
+        assert_eq!(open(Some(10)).len(), 10);
+        // A file written ahead of its timestamp is not counted yet.
+        assert_eq!(open(Some(9)).len(), 9);
+        // More timestamps than files (a torn channel), or no `ts`: the listing decides.
+        assert!(matches!(open(Some(12)).files, Files::Listed { .. }));
+        assert_eq!(open(Some(12)).len(), 10);
+        assert_eq!(open(None).len(), 10);
+        // An emptied last file is not trusted either.
+        fs::write(dir.join(sample_name(9, "jpg")), b"").unwrap();
+        assert!(matches!(open(Some(10)).files, Files::Listed { .. }));
+        assert_eq!(open(Some(10)).len(), 9);
+    }
+
+    #[test]
+    fn a_sample_missing_in_the_middle_of_a_counted_channel_fails_on_access_by_name() {
+        let (_d, dir) = channel(10);
+        fs::remove_file(dir.join(sample_name(4, "jpg"))).unwrap();
+        let r = BlobReader::open_expecting(&dir, "jpg", Some(10)).unwrap();
+        assert_eq!(r.len(), 10);
+        assert_eq!(r.get(9).unwrap(), vec![10; 3]);
+        let e = r.get(4).unwrap_err();
+        assert!(matches!(e, Error::DamagedSample { index: 4, .. }), "{e}");
+        let e = e.to_string();
+        assert!(
+            e.contains("000004.jpg") && e.contains("sample 4") && e.contains("roverlog recover"),
+            "{e}"
+        );
+        assert!(matches!(r.get(10).unwrap_err(), Error::OutOfRange { index: 10, .. }));
+    }
 
     #[test]
     fn open_files_stay_under_the_bound_and_every_sample_is_whole() {

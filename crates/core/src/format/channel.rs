@@ -54,8 +54,10 @@ impl ChannelReader {
             ChannelFormat::Lzmaf => {
                 ChannelReader::Lzmaf(LzmafReader::open(&path, s)?.expecting(ts))
             }
+            // The sensor's count (`ts`) says which file ends the channel: two `stat`s
+            // instead of listing an hour of files (see `BlobReader::open_expecting`).
             ChannelFormat::Blob(ext) => {
-                ChannelReader::Blob(BlobReader::open(&path, ext)?.expecting(ts))
+                ChannelReader::Blob(BlobReader::open_expecting(&path, ext, ts)?)
             }
             ChannelFormat::Mjpg => ChannelReader::Mjpg(MjpgReader::open(&path)?.expecting(ts)),
             ChannelFormat::Other(f) => {

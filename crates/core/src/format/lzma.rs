@@ -124,16 +124,25 @@ impl LzmaReader {
         Ok(self.whole.as_deref().unwrap_or_default())
     }
 
-    /// Number of samples: the whole ones that decode, no more than `ts` counts
-    /// (decompresses the channel).
+    /// Number of samples: the whole ones that decode, no more than `ts` counts. From the
+    /// `.xz` indexes when they are sound (a few reads at the end of the file, see
+    /// [`super::xz_index`]), else by decompressing the channel (a torn file: the samples
+    /// before the tear).
     #[allow(clippy::len_without_is_empty)] // reading the length may need I/O; no cheap is_empty
     pub fn len(&mut self) -> Result<u64> {
         let s = self.sample_bytes as u64;
-        let decoded = self.bytes()?.len() as u64 / s;
+        let indexed = match self.whole {
+            None => super::xz_index::uncompressed_len(&self.path)?,
+            Some(_) => None,
+        };
+        let decoded = match indexed {
+            Some(n) => n / s,
+            None => self.bytes()?.len() as u64 / s,
+        };
         Ok(bounds::agreed(decoded, self.expected))
     }
 
-    /// Whether the channel holds no whole sample (decompresses the channel).
+    /// Whether the channel holds no whole sample (see [`LzmaReader::len`]).
     pub fn is_empty(&mut self) -> Result<bool> {
         Ok(self.len()? == 0)
     }
@@ -142,6 +151,7 @@ impl LzmaReader {
     /// also one past `ts`.
     pub fn sample(&mut self, index: u64) -> Result<&[u8]> {
         let s = self.sample_bytes;
+        self.bytes()?;
         let len = self.len()?;
         let bytes = self.whole.as_deref().unwrap_or_default();
         let decoded = (bytes.len() / s) as u64;

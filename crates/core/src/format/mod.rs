@@ -2,7 +2,8 @@
 //!
 //! - [`meta`]: `meta.json`, names, atomic writes.
 //! - [`dtype`]: type codes and typed views of sample bytes.
-//! - one module per channel format: [`raw`], [`lzma`] (also the `.xz` codec), [`lzmaf`],
+//! - one module per channel format: [`raw`], [`lzma`] (also the `.xz` codec; [`xz_index`]
+//!   reads its decoded size from the streams' indexes), [`lzmaf`],
 //!   [`blob`] (`jpg`/`npz` directories); [`append`] is the buffered append-only file under
 //!   the writers; [`channel`] puts the formats behind one reader and one writer type;
 //!   [`bounds`]: what a reader answers for a sample that is damaged or past the end.
@@ -30,6 +31,7 @@ pub mod problem;
 pub mod raw;
 pub mod sensor;
 pub mod trace;
+pub mod xz_index;
 
 pub use channel::{ChannelReader, ChannelWriter, WriterOptions};
 pub use check::{check_sensor, recover_sensor, Depth, Recovery, SensorCheck};
