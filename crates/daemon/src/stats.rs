@@ -3,7 +3,8 @@
 //! status command / stats log line, which read them.
 //!
 //! Counters of the current trace (`samples`, `bytes`, `durable`) are set by the writer when it
-//! opens a trace; `drops`, `gaps`, `clock_steps`, `discarded` count since the daemon started.
+//! opens a trace; `drops`, `gaps`, `clock_steps`, `discarded`, `lzmaf_stored` count since the
+//! daemon started.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -39,6 +40,9 @@ pub struct SensorStats {
     pub discarded: AtomicU64,
     /// Frames that fell out of the snapshot ring and never reached a trace (see `snapshot`).
     pub snapshot_dropped: AtomicU64,
+    /// Samples whose `lzmaf` channels were stored uncompressed because compression fell
+    /// behind (config `lzmaf_store_above`).
+    pub lzmaf_stored: AtomicU64,
     /// Highest queue fill seen, bytes.
     pub queue_high_water: AtomicU64,
     pub connected: AtomicBool,
@@ -77,6 +81,7 @@ impl SensorStats {
             clock_steps: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
             snapshot_dropped: AtomicU64::new(0),
+            lzmaf_stored: AtomicU64::new(0),
             queue_high_water: AtomicU64::new(0),
             connected: AtomicBool::new(false),
             failed: Mutex::new(None),
@@ -182,6 +187,7 @@ impl SensorStats {
             clock_steps: self.clock_steps.load(Relaxed),
             discarded: self.discarded.load(Relaxed),
             snapshot_dropped: self.snapshot_dropped.load(Relaxed),
+            lzmaf_stored: self.lzmaf_stored.load(Relaxed),
             durable: self.durable.load(Relaxed),
             last_fsync_age_ms: (last != u64::MAX).then(|| now_ms.saturating_sub(last)),
             clock_offset_s: clock.map(|c| c.0),
@@ -206,6 +212,7 @@ pub struct SensorCounters {
     pub clock_steps: u64,
     pub discarded: u64,
     pub snapshot_dropped: u64,
+    pub lzmaf_stored: u64,
     pub durable: u64,
     pub last_fsync_age_ms: Option<u64>,
     pub clock_offset_s: Option<f64>,

@@ -192,6 +192,7 @@ pub fn export_mcap(
                 let level = match e.event {
                     Event::Error { .. } | Event::Crash { .. } => Level::Error,
                     Event::Drop { .. }
+                    | Event::LzmafStored { .. }
                     | Event::Gap { .. }
                     | Event::ClockStep { .. }
                     | Event::Recovered { .. } => Level::Warning,

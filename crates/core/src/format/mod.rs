@@ -3,7 +3,8 @@
 //! - [`meta`]: `meta.json`, names, atomic writes.
 //! - [`dtype`]: type codes and typed views of sample bytes.
 //! - one module per channel format: [`raw`], [`lzma`] (also the `.xz` codec), [`lzmaf`],
-//!   [`blob`] (`jpg`/`npz` directories); [`append`] is the buffered append-only file under
+//!   [`blob`] (`jpg`/`npz` directories); [`stored_xz`] (`.xz` frames stored uncompressed, the
+//!   `lzmaf` fallback); [`append`] is the buffered append-only file under
 //!   the writers; [`channel`] puts the formats behind one reader and one writer type.
 //! - [`sensor`] ([`Sensor`], [`SensorWriter`]) and [`trace`] ([`Trace`]).
 //! - [`events`]: the daemon's event log (`_roverlog/events.jsonl`): [`events::Event`] and its reader.
@@ -27,6 +28,7 @@ pub mod meta;
 pub mod problem;
 pub mod raw;
 pub mod sensor;
+pub mod stored_xz;
 pub mod trace;
 
 pub use channel::{ChannelReader, ChannelWriter, WriterOptions};
