@@ -24,6 +24,7 @@ mod foxglove;
 mod health;
 mod http;
 mod ingest;
+mod lzmaf_fallback;
 mod malformed;
 mod notify;
 mod open_files;

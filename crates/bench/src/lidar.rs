@@ -100,6 +100,8 @@ pub fn lidar_frame(rows: usize, cols: usize, index: u64) -> LidarFrame {
             x += 4.4;
         }
     }
+    // Only those within reach can be hit.
+    cars.retain(|c| c.x1 > -MAX_RANGE && c.x0 < MAX_RANGE);
     let mut out = LidarFrame {
         rng: Vec::with_capacity(rows * cols * 2),
         nir: Vec::with_capacity(rows * cols * 2),
@@ -214,9 +216,6 @@ fn cast(dx: f64, dy: f64, dz: f64, pos: f64, cars: &[Car]) -> Option<Hit> {
     }
     // Cars: the slab method on each box, skipping those far behind or ahead.
     for car in cars {
-        if car.x1 < -MAX_RANGE || car.x0 > MAX_RANGE {
-            continue;
-        }
         let (mut tmin, mut tmax, mut axis) = (0.0f64, f64::INFINITY, 0);
         for (k, (d, lo, hi)) in [
             (dx, car.x0, car.x1),
