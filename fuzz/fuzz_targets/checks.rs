@@ -174,7 +174,11 @@ pub fn lzmaf_index(data: &[u8]) {
 /// data: [`stored_xz::store`] gives a frame that is stored (unless empty) and decodes back.
 pub fn stored_xz(data: &[u8]) {
     if stored_xz::is_stored(data) {
-        assert!(data.len() >= 12 + 8 + 3, "{} bytes called stored", data.len());
+        assert!(
+            data.len() >= 12 + 8 + 3,
+            "{} bytes called stored",
+            data.len()
+        );
     }
     let frame = stored_xz::store(data);
     assert_eq!(stored_xz::is_stored(&frame), !data.is_empty());

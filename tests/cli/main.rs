@@ -1,5 +1,6 @@
 //! The `roverlog` verbs end to end on real files: `info`, `cat`, `validate` on traces, gulp
-//! and zarr; upstream's verbs (`list`, `extract`, `checksum`, `convert`); `plot`, `export`,
+//! and zarr; upstream's verbs (`list`, `extract`, `checksum`, `convert`); `compact` killed
+//! mid-way; `plot`, `export`,
 //! `replay`/`import` and `bench --quick`. Some check their output with the Python peers
 //! (`.venv`) and ffmpeg.
 
@@ -14,6 +15,7 @@ mod support {
 }
 
 mod bench_smoke;
+mod compact;
 mod export_mcap;
 mod gulp;
 mod plot;

@@ -69,7 +69,7 @@ fn drive(d: &TestDaemon, s: usize) {
         c.send(&frame(
             i as f64 * 0.1,
             None,
-            &[(&a, false), (&b, false), (&g, false)],
+            &[(a, false), (b, false), (g, false)],
         ));
         let due = t0 + period * (i as u32 + 1);
         std::thread::sleep(due.saturating_duration_since(Instant::now()));

@@ -127,7 +127,23 @@ fn an_interrupted_run_leaves_a_readable_sensor_and_the_next_run_finishes() {
     fs::write(staging.join("a"), b"\xfd7zXZ\0 half a frame").unwrap();
     assert_eq!(read_all(&trace), before);
     assert_eq!(Trace::open(&trace).unwrap().sensor_names(), ["lidar"]);
+    // Keep the old files, as the exchange would leave them in the staging place.
+    let old = trace.parent().unwrap().join("old");
+    fs::create_dir(&old).unwrap();
+    link_tree(&trace.join("lidar"), &old, &[]).unwrap();
     compact_sensor(&trace, "lidar", 0, 1, &mut |_| {}).unwrap();
     assert_eq!(read_all(&trace), before);
     assert!(!staging.exists());
+    // After the exchange, before the removal: the old files (meta.json included) sit in the
+    // staging place. The sensor is its new self, and nothing else is taken for a sensor.
+    fs::rename(&old, &staging).unwrap();
+    assert_eq!(read_all(&trace), before);
+    assert_eq!(Trace::open(&trace).unwrap().all_sensor_names(), ["lidar"]);
+    assert!(stored_frames(&trace.join("lidar"))
+        .unwrap()
+        .iter()
+        .all(|c| c.stored == 0));
+    compact_sensor(&trace, "lidar", 0, 1, &mut |_| {}).unwrap();
+    assert!(!staging.exists(), "the next run clears the leftover");
+    assert_eq!(read_all(&trace), before);
 }
