@@ -15,7 +15,7 @@ use roverlog_core::format::{
 };
 
 const ROWS: usize = 32;
-const COLS: usize = 512;
+const COLS: usize = 256;
 const FRAMES: u64 = 80;
 
 /// A trace with a lidar (`rfl` u1, `rng` u2, `lzmaf`) whose frames are all stored
