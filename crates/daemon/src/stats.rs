@@ -187,11 +187,11 @@ impl SensorStats {
             clock_steps: self.clock_steps.load(Relaxed),
             discarded: self.discarded.load(Relaxed),
             snapshot_dropped: self.snapshot_dropped.load(Relaxed),
-            lzmaf_stored: self.lzmaf_stored.load(Relaxed),
             durable: self.durable.load(Relaxed),
             last_fsync_age_ms: (last != u64::MAX).then(|| now_ms.saturating_sub(last)),
             clock_offset_s: clock.map(|c| c.0),
             clock_jitter_s: clock.map(|c| c.1),
+            lzmaf_stored: self.lzmaf_stored.load(Relaxed),
         }
     }
 }
@@ -212,9 +212,10 @@ pub struct SensorCounters {
     pub clock_steps: u64,
     pub discarded: u64,
     pub snapshot_dropped: u64,
-    pub lzmaf_stored: u64,
     pub durable: u64,
     pub last_fsync_age_ms: Option<u64>,
     pub clock_offset_s: Option<f64>,
     pub clock_jitter_s: Option<f64>,
+    /// Added after the others (the key order is the protocol's).
+    pub lzmaf_stored: u64,
 }
