@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use roverlog_core::format::lzmaf::{intact_frames, parse_index, scan_frames, trusted_prefix};
-use roverlog_core::format::{lzma, SensorMeta};
+use roverlog_core::format::{lzma, stored_xz, SensorMeta};
 use roverlog_core::gulp::parse_gmeta;
 use roverlog_core::zarr::{blosc, ArrayMeta, Compressor};
 use roverlog_daemon::protocol::{accept_hello, Check, FrameLayout};
@@ -178,6 +178,23 @@ pub fn lzmaf_index(data: &[u8]) {
             prev = e;
         }
     }
+}
+
+/// `stored_xz`: any bytes as a frame: [`stored_xz::is_stored`] never panics or reads past
+/// them, and a frame it calls stored is at least a whole `.xz` header and chunk. The bytes as
+/// data: [`stored_xz::store`] gives a frame that is stored (unless empty) and decodes back.
+pub fn stored_xz(data: &[u8]) {
+    if stored_xz::is_stored(data) {
+        assert!(
+            data.len() >= 12 + 8 + 3,
+            "{} bytes called stored",
+            data.len()
+        );
+    }
+    let frame = stored_xz::store(data);
+    assert_eq!(stored_xz::is_stored(&frame), !data.is_empty());
+    let back = lzma::decompress(&frame, data.len(), Path::new("stored")).expect("decodes");
+    assert_eq!(back, data);
 }
 
 /// `gulp_meta`: `.gmeta` parsing never panics or over-allocates, and what it accepts

@@ -2,7 +2,7 @@
 //! exit codes.
 //!
 //! Exit codes (dataset subcommands: info, validate, recover, cat, list, extract, checksum,
-//! convert, import):
+//! convert, compact, import):
 //! - 0: success (for `validate`: everything checked is sound);
 //! - 1: `validate` found problems or channels it could not check, `recover` left something
 //!   for a person, `checksum --compare` found a mismatch or a missing file (each printed);
@@ -19,6 +19,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 pub mod cat;
 mod checksum;
+mod compact;
 mod convert;
 mod ctl;
 mod daemon;
@@ -74,6 +75,9 @@ enum Command {
     Checksum(checksum::ChecksumArgs),
     /// Copy a trace with some channels in another format (mjpg <-> jpg, raw <-> lzmaf, ...).
     Convert(convert::ConvertArgs),
+    /// Recompress in place the `lzmaf` frames the daemon stored uncompressed when compression
+    /// fell behind (each sensor swapped in atomically; the trace reads the same).
+    Compact(compact::CompactArgs),
     /// Write a trace as an MCAP file for Foxglove (images as CompressedImage/RawImage).
     Export(export::ExportArgs),
     /// Draw a trace's timeline: per sensor rate, gaps, drops, alarms, marks (PNG or SVG).
@@ -112,6 +116,7 @@ pub fn main() -> ExitCode {
             | Command::Extract(_)
             | Command::Checksum(_)
             | Command::Convert(_)
+            | Command::Compact(_)
             | Command::Export(_)
             | Command::Plot(_)
     ) {
@@ -134,6 +139,7 @@ pub fn main() -> ExitCode {
         Command::Extract(a) => extract::extract(a),
         Command::Checksum(a) => checksum::checksum(a),
         Command::Convert(a) => convert::convert(a),
+        Command::Compact(a) => compact::compact(a),
         Command::Export(a) => export::export(a),
         Command::Plot(a) => plot::plot(a),
     };

@@ -591,6 +591,7 @@ fn the_status_reply_keeps_its_keys_and_their_order() {
             "last_fsync_age_ms",
             "clock_offset_s",
             "clock_jitter_s",
+            "lzmaf_stored",
             "alarms"
         ],
         "{st}"

@@ -25,6 +25,7 @@ mod foxglove_log;
 mod health;
 mod http;
 mod ingest;
+mod lzmaf_fallback;
 mod malformed;
 mod notify;
 mod open_files;

@@ -45,6 +45,11 @@ fn lzmaf_index_seeds() {
 }
 
 #[test]
+fn stored_xz_seeds() {
+    run_seeds("stored_xz", checks::stored_xz);
+}
+
+#[test]
 fn gulp_meta_seeds() {
     run_seeds("gulp_meta", checks::gulp_meta);
 }

@@ -3,7 +3,8 @@
 //! status command / stats log line, which read them.
 //!
 //! Counters of the current trace (`samples`, `bytes`, `durable`) are set by the writer when it
-//! opens a trace; `drops`, `gaps`, `clock_steps`, `discarded` count since the daemon started.
+//! opens a trace; `drops`, `gaps`, `clock_steps`, `discarded`, `lzmaf_stored` count since the
+//! daemon started.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -39,6 +40,9 @@ pub struct SensorStats {
     pub discarded: AtomicU64,
     /// Frames that fell out of the snapshot ring and never reached a trace (see `snapshot`).
     pub snapshot_dropped: AtomicU64,
+    /// Samples whose `lzmaf` channels were stored uncompressed because compression fell
+    /// behind (config `lzmaf_store_above`).
+    pub lzmaf_stored: AtomicU64,
     /// Highest queue fill seen, bytes.
     pub queue_high_water: AtomicU64,
     pub connected: AtomicBool,
@@ -77,6 +81,7 @@ impl SensorStats {
             clock_steps: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
             snapshot_dropped: AtomicU64::new(0),
+            lzmaf_stored: AtomicU64::new(0),
             queue_high_water: AtomicU64::new(0),
             connected: AtomicBool::new(false),
             failed: Mutex::new(None),
@@ -186,6 +191,7 @@ impl SensorStats {
             last_fsync_age_ms: (last != u64::MAX).then(|| now_ms.saturating_sub(last)),
             clock_offset_s: clock.map(|c| c.0),
             clock_jitter_s: clock.map(|c| c.1),
+            lzmaf_stored: self.lzmaf_stored.load(Relaxed),
         }
     }
 }
@@ -210,4 +216,6 @@ pub struct SensorCounters {
     pub last_fsync_age_ms: Option<u64>,
     pub clock_offset_s: Option<f64>,
     pub clock_jitter_s: Option<f64>,
+    /// Added after the others (the key order is the protocol's).
+    pub lzmaf_stored: u64,
 }

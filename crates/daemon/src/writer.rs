@@ -8,7 +8,8 @@
 //!
 //! File I/O is blocking, so this is a plain thread, not a tokio task. `lzmaf` samples are
 //! compressed by scoped worker threads of the writer (`compress_threads` per sensor), off the
-//! ingest path, and appended pre-compressed with `SensorWriter::append_encoded`.
+//! ingest path, and appended pre-compressed with `SensorWriter::append_encoded`; when
+//! compression falls behind they are stored uncompressed instead (`fallback`).
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -20,6 +21,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 mod batch;
+mod fallback;
 
 use super::config::FsyncPolicy;
 use super::events::{Event, EventLog};
@@ -93,6 +95,11 @@ pub struct WriterSettings {
     pub debug_delay: Duration,
     /// Threads compressing one sensor's `lzmaf` samples in parallel.
     pub compress_threads: usize,
+    /// Store `lzmaf` frames uncompressed when more than this fraction of the queue waits
+    /// (config `lzmaf_store_above`, see `fallback`).
+    pub lzmaf_store_above: f64,
+    /// Test knob: each `lzmaf` frame's compression takes this much longer.
+    pub compress_delay: Duration,
     /// The daemon's start, for `last_fsync_ms` and the heartbeat.
     pub epoch: Instant,
     /// The writer beats at least this often while idle (see [`SensorStats::beat`]): well
@@ -133,6 +140,8 @@ pub struct Writer {
     recv: bool,
     /// This sensor's view of the live Foxglove feed.
     live: Option<super::foxglove_live::LiveTap>,
+    /// When compression falls behind (see `fallback`).
+    fallback: fallback::StoreFallback,
 }
 
 impl Writer {
@@ -161,6 +170,7 @@ impl Writer {
                 == Some(super::config::RECEIVE_TS_CHANNEL);
         let live = settings.live.as_ref().map(|h| h.tap(&sensor, &meta));
         Writer {
+            fallback: fallback::StoreFallback::new(settings.lzmaf_store_above),
             lzmaf,
             recv,
             live,
@@ -302,7 +312,7 @@ impl Writer {
                     }
                 }
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    self.write_batch(&data, frames, seq, &recv)
+                    self.write_batch(&data, frames, seq, &recv, cost)
                 }));
                 self.budget.add_permits(cost);
                 if let Err(p) = r {
@@ -354,7 +364,7 @@ impl Writer {
                         let held = ring.take(&self.sensor);
                         let frames: u64 = held.iter().map(|h| u64::from(h.frames)).sum();
                         for h in &held {
-                            self.write_batch(&h.data, h.frames, h.seq, &h.recv);
+                            self.write_batch(&h.data, h.frames, h.seq, &h.recv, 0);
                         }
                         if let Some(o) = self.open.as_ref().filter(|_| frames > 0) {
                             o.events.write(Event::Snapshot {
@@ -439,6 +449,7 @@ impl Writer {
         tracing::error!(sensor = %self.sensor, "{msg}");
         self.stats.set_failed(failure.clone());
         if let Some(o) = self.open.take() {
+            self.fallback.report(&o.events, &self.sensor);
             o.events.write(Event::Error {
                 sensor: self.sensor.clone(),
                 error: msg.clone(),
@@ -632,6 +643,7 @@ impl Writer {
             };
         };
         let dir = o.files.dir().to_path_buf();
+        self.fallback.report(&o.events, &self.sensor);
         match o.files.finish() {
             Ok(n) => {
                 self.stats.durable.store(n, Relaxed);

@@ -135,6 +135,10 @@ pub enum Event {
     },
     /// The snapshot ring's `frames` frames were written at a trigger.
     Snapshot { sensor: String, frames: u64 },
+    /// `frames` samples of `sensor` had their `lzmaf` channels stored uncompressed (in the
+    /// same `.xz` framing) because compression fell behind; written when such a run ends,
+    /// every 10 s during one, and when the trace closes. `roverlog compact` recompresses them.
+    LzmafStored { sensor: String, frames: u64 },
     /// A sensor's writer failed; the other sensors keep recording.
     Error { sensor: String, error: String },
     /// A sensor's files were repaired to `len` samples (after a crash, or `after` a write
@@ -179,6 +183,7 @@ impl Event {
             Event::Drop { .. } => "drop",
             Event::PartialFrame { .. } => "partial_frame",
             Event::Snapshot { .. } => "snapshot",
+            Event::LzmafStored { .. } => "lzmaf_stored",
             Event::Error { .. } => "error",
             Event::Recovered { .. } => "recovered",
             Event::Crash { .. } => "crash",

@@ -4,7 +4,8 @@
 //! - [`dtype`]: type codes and typed views of sample bytes.
 //! - one module per channel format: [`raw`], [`lzma`] (also the `.xz` codec; [`xz_index`]
 //!   reads its decoded size from the streams' indexes), [`lzmaf`],
-//!   [`blob`] (`jpg`/`npz` directories); [`append`] is the buffered append-only file under
+//!   [`blob`] (`jpg`/`npz` directories); [`stored_xz`] (`.xz` frames stored uncompressed, the
+//!   `lzmaf` fallback); [`append`] is the buffered append-only file under
 //!   the writers; [`channel`] puts the formats behind one reader and one writer type;
 //!   [`bounds`]: what a reader answers for a sample that is damaged or past the end.
 //! - [`sensor`] ([`Sensor`], [`SensorWriter`]) and [`trace`] ([`Trace`]).
@@ -30,6 +31,7 @@ pub mod meta;
 pub mod problem;
 pub mod raw;
 pub mod sensor;
+pub mod stored_xz;
 pub mod trace;
 pub mod xz_index;
 

@@ -21,6 +21,8 @@ fn a_panic_fails_the_sensor_returns_permits_and_keeps_answering() {
         fsync: FsyncPolicy::OnRequest,
         debug_delay: Duration::ZERO,
         compress_threads: 1,
+        lzmaf_store_above: 0.5,
+        compress_delay: Duration::ZERO,
         epoch: Instant::now(),
         heartbeat: Duration::from_secs(1),
         live: None,

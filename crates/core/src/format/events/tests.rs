@@ -167,6 +167,14 @@ fn typed_events_write_the_exact_lines_of_the_untyped_writer() {
             },
         ),
         (
+            "lzmaf_stored",
+            json!({"sensor": "lidar", "frames": 12}),
+            Event::LzmafStored {
+                sensor: s("lidar"),
+                frames: 12,
+            },
+        ),
+        (
             "error",
             json!({"sensor": "cam", "error": "opening x: denied"}),
             Event::Error {

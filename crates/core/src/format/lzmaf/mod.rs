@@ -6,6 +6,7 @@
 //! validation checks that too). `check` is what `validate` and `recover` do to a channel.
 
 pub(crate) mod check;
+pub mod compact;
 
 use std::path::{Path, PathBuf};
 
