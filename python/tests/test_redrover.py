@@ -210,3 +210,29 @@ def test_the_old_reader_is_unchanged(trace):
     root, truth = trace
     t = roverlog.Trace(root, sync=roverlog.Nearest("lidar", tol=0.02))
     assert len(t) == len(generic.Nearest("lidar", tol=0.02)({k: truth[k]["ts"] for k in t.sensors})["lidar"])
+
+
+def test_the_examples_in_upstreams_docs_run(rover, tmp_path):
+    """The four examples of upstream roverd's package docstring, with its import changed:
+    dataset, typed trace, untyped trace, single sensor; their reprs and sample types."""
+    from roverlog.redrover import Dataset, Trace, sensors
+
+    root, truth = rover
+    dataset = Dataset.from_config(
+        Dataset.find_traces(os.path.dirname(root)),
+        sync=generic.Nearest("lidar", tol=0.1),
+        sensors={"radar": sensors.XWRRadar, "lidar": sensors.OSLidar})
+    assert repr(dataset) == f"Dataset(1 traces, n={len(dataset)})" and len(dataset) > 42
+    assert [type(v).__name__ for v in dataset[42].values()] == ["XWRRadarIQ", "OSData"]
+    trace = Trace.from_config(root, sync=generic.Nearest("lidar"), sensors={"radar": sensors.XWRRadar, "lidar": sensors.OSLidar})
+    assert repr(trace["radar"]) == f"XWRRadar({root}/radar: [ts, iq, valid])"
+    assert [type(v).__name__ for v in trace[42].values()] == ["XWRRadarIQ", "OSData"]
+    untyped = Trace.from_config(root, sync=generic.Nearest("lidar"))
+    assert repr(untyped) == f"Trace({root}, {len(untyped)}x[{', '.join(untyped.sensors)}])"
+    assert repr(untyped["radar"]) == f"DynamicSensor({root}/radar: [ts, iq, valid])"
+    assert all(isinstance(v, dict) for v in untyped[42].values())
+    radar = sensors.XWRRadar(os.path.join(root, "radar"))
+    assert len(radar) == len(truth["radar"]["ts"])
+    s = radar[42]
+    assert (s.iq.dtype, s.iq.shape[:2], s.timestamps.shape, s.valid.shape) == (np.int16, (1, 1), (1, 1), (1, 1))
+    assert s.range_resolution.shape == s.doppler_resolution.shape == (1,)

@@ -24,8 +24,9 @@ runs after changing its import.
 
 Needs abstract-dataloader (`pip install 'roverlog[redrover]'`), as upstream roverd does.
 Not here: upstream's `transforms` (Ouster destaggering and point clouds, ROS bags), writing
-channels (the roverlog daemon and `roverlog.Driver` write traces), and upstream's runtime
-type checks (jaxtyping/beartype). Differences from upstream, all where upstream fails or
+channels (the roverlog daemon and `roverlog.Driver` write traces; `DynamicSensor(create=True)`
+and `Channel.write`/`consume` raise `NotImplementedError`), the channel helper modules
+`channels.abstract`/`channels.utils`, and upstream's runtime type checks (jaxtyping/beartype). Differences from upstream, all where upstream fails or
 disagrees with itself: errors are `roverlog.Error`s naming the file; a video read starting
 at frame `i > 0` gives frame `i` (upstream seeks OpenCV to `i - 1` and gives that frame);
 `Camera` resizes `jpg` channels too; `len(Pose)` works; the timestamp corrections raise a
