@@ -143,6 +143,10 @@ class Channel:
             a = self._raw()[start:start + samples]
             return a.copy() if self.writable else a
         data, shape = self._native().read(start, samples, decode)
+        return self._from_native(data, shape, samples, decode)
+
+    def _from_native(self, data, shape, samples, decode=True):
+        """What the native reader gave as the samples' array (or list, for blobs)."""
         if isinstance(data, list):
             if self.format == "npz" and decode:
                 arrays = [np.load(io.BytesIO(b))["data"] for b in data]
