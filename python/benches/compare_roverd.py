@@ -12,7 +12,8 @@ sensor, sensors of different spans) into a temporary directory, adds the TRACE d
 given, and compares on each: `Trace.find_sensors`, `Trace.from_config` untyped (every
 synchronised sample, every channel) and typed (every typed sensor, corrections `None` and
 `"auto"`, past/future windows), `indices`, `len`, `filesize`, `datarate`, `split`,
-`Dataset.find_traces`/`from_config`/global indexing, the timestamp corrections, and
+`Dataset.find_traces`/`from_config`/global indexing, the timestamp corrections,
+`transforms.ouster` (`Destagger`, `PointCloud`), and
 `roverlog.Nearest` against `generic.Nearest` with margins. Prints one line per comparison
 and the differences found; exits 1 if any.
 """
@@ -206,6 +207,25 @@ def compare_rover(root, truth):
             b = getattr(up.sensors, cls)(os.path.join(root, key), correction=correction)
             same_array(f"{what}: {cls}(correction={correction}).metadata.timestamps", a.metadata.timestamps, b.metadata.timestamps)
             note(f"{what}: len({cls})", len(a) == len(b), f"{len(a)} vs {len(b)}")
+    from roverd.transforms import ouster as up_ouster
+    from roverlog.redrover.transforms import ouster as our_ouster
+
+    lo = ours.sensors.OSLidarDepth(os.path.join(root, "lidar"), past=1)
+    lu = up.sensors.OSLidarDepth(os.path.join(root, "lidar"), past=1)
+    ok = True
+    for min_range in (None, 30.0):
+        pc_o, pc_u = our_ouster.PointCloud(min_range), up_ouster.PointCloud(min_range)
+        for i in range(1, len(lu), 5):
+            a, b = lo[i], lu[i]
+            ok &= same_sample(f"{what}: Destagger(lidar[{i}])", our_ouster.Destagger()(a), up_ouster.Destagger()(b))
+            x, y = pc_o(a), pc_u(b)
+            ok &= same_array(f"{what}: PointCloud({min_range})(lidar[{i}]).length", x.length, y.length)
+            ok &= same_array(f"{what}: PointCloud({min_range})(lidar[{i}]).timestamps", x.timestamps, y.timestamps)
+            close = x.xyz.shape == y.xyz.shape and np.allclose(x.xyz, y.xyz, rtol=0, atol=2e-5)
+            if not close:
+                note(f"{what}: PointCloud({min_range})(lidar[{i}]).xyz", False, f"{x.xyz.shape} vs {y.xyz.shape}")
+            ok &= close
+    note(f"{what}: transforms.ouster Destagger equal, PointCloud lengths equal and points within 2e-5 m ({len(range(1, len(lu), 5))} frames x 2)", ok)
     cam_o, cam_u = ours.sensors.Camera(os.path.join(root, "camera")), up.sensors.Camera(os.path.join(root, "camera"))
     same_sample(f"{what}: Camera[0]", cam_o[0], cam_u[0])
     small_o = ours.sensors.Camera(os.path.join(root, "camera"), resolution=(16, 12))

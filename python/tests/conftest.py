@@ -140,6 +140,19 @@ def jittered(rng, start, rate, seconds, jitter, drop=0.0):
     return t + rng.uniform(0, jitter, len(t))
 
 
+# The parts of an Ouster `lidar.json` (the SDK's sensor metadata) that destaggering and
+# point clouds read, for a 4-beam, 16-column lidar.
+OUSTER_METADATA = {
+    "lidar_data_format": {"pixels_per_column": 4, "columns_per_frame": 16, "pixel_shift_by_row": [6, 2, 0, -2]},
+    "beam_intrinsics": {
+        "beam_altitude_angles": [15.0, 5.2, -5.1, -14.9],
+        "beam_azimuth_angles": [3.1, -1.0, 1.2, -3.0],
+        "beam_to_lidar_transform": [1, 0, 0, 15.8, 0, 1, 0, 0, 0, 0, 1, 2.0, 0, 0, 0, 1],
+    },
+    "lidar_intrinsics": {"lidar_to_sensor_transform": [-1, 0, 0, 0, 0, -1, 0, 0, 0, 0, 1, 36.18, 0, 0, 0, 1]},
+}
+
+
 def write_rover(root, seed=0, seconds=40.0):
     """A trace as red-rover records it, for the typed sensors: radar (`radar.json`), an
     Ouster lidar with dropped frames (`lidar.json`), an MJPEG camera, a `jpg` camera, camera
@@ -174,11 +187,13 @@ def write_rover(root, seed=0, seconds=40.0):
         ("valid", "raw", "u1", (rng.random(len(t)) > 0.1).astype(np.uint8)),
     ], {"radar.json": {"range_resolution": 0.044, "doppler_resolution": 0.12}})
     t = jittered(rng, T0, 10.0, seconds, 0.002, drop=0.05)
+    ranges = pattern(12, len(t), (4, 16), np.uint16)
+    ranges[:, 1, ::5] = 0  # no return
     sensor("lidar", t, [
-        ("rng", "lzmaf", "u2", pattern(12, len(t), (4, 16), np.uint16)),
+        ("rng", "lzmaf", "u2", ranges),
         ("rfl", "lzmaf", "u1", pattern(13, len(t), (4, 16), np.uint8)),
         ("nir", "lzma", "u2", pattern(14, len(t), (4, 16), np.uint16)),
-    ], {"lidar.json": {"beam_altitude_angles": [1.0, 0.5, -0.5, -1.0]}})
+    ], {"lidar.json": OUSTER_METADATA})
     t = jittered(rng, T0 + 0.05, 5.0, seconds, 0.01)
     sensor("camera", t, [("video.avi", "mjpg", "u1", images(len(t), 24, 32))])
     t = jittered(rng, T0 + 0.11, 2.0, seconds, 0.01)

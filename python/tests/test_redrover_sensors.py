@@ -285,3 +285,54 @@ def test_channels_read_like_upstreams(trace):
     cam = roverd.channels.from_config(os.path.join(root, "camera", "img"), **meta["camera"]["img"])
     with pytest.raises(roverlog.Error, match="img"):
         cam.read(0, 1)
+
+
+def test_ouster_destagger_and_point_cloud_follow_the_ouster_formulas(rover):
+    from roverlog.redrover.transforms import ouster
+
+    from conftest import OUSTER_METADATA as M
+
+    root, truth = rover
+    lidar = S.OSLidarDepth(os.path.join(root, "lidar"), past=1)
+    sample = lidar[6]
+    rng = truth["lidar"]["rng"][5:7]
+    depth = ouster.Destagger()(sample)
+    assert type(depth) is types.Depth and depth.rng.shape == (1, 2, 4, 16)
+    for h, shift in enumerate(M["lidar_data_format"]["pixel_shift_by_row"]):
+        np.testing.assert_array_equal(depth.rng[0, :, h], np.roll(rng[:, h], shift, axis=-1))
+    np.testing.assert_array_equal(depth.timestamps, sample.timestamps)
+
+    # Each point by the Ouster Software User Guide's formula, one at a time.
+    alt = np.radians(M["beam_intrinsics"]["beam_altitude_angles"])
+    az = np.radians(M["beam_intrinsics"]["beam_azimuth_angles"])
+    b2l = np.array(M["beam_intrinsics"]["beam_to_lidar_transform"], float).reshape(4, 4)
+    l2s = np.array(M["lidar_intrinsics"]["lidar_to_sensor_transform"], float).reshape(4, 4)
+    bx, bz = b2l[0, 3], b2l[2, 3]
+    W = M["lidar_data_format"]["columns_per_frame"]
+    for min_range in (None, 30.0):
+        pc = ouster.PointCloud(min_range=min_range)(sample)
+        assert type(pc) is types.PointCloud and pc.xyz.dtype == np.float32 and pc.length.shape == (1, 2)
+        for f in range(2):
+            want = []
+            for h in range(4):
+                for w in range(W):
+                    r = float(rng[f, h, w])
+                    if r == 0:
+                        continue
+                    enc = 2 * np.pi * (1 - w / W)
+                    rr = r - np.hypot(bx, bz)
+                    p = np.array([
+                        rr * np.cos(alt[h]) * np.cos(enc - az[h]) + bx * np.cos(enc),
+                        rr * np.cos(alt[h]) * np.sin(enc - az[h]) + bx * np.sin(enc),
+                        rr * np.sin(alt[h]) + bz,
+                    ]) / 1000.0
+                    p = l2s[:3, :3] @ p + l2s[:3, 3] / 1000.0
+                    if min_range is None or np.linalg.norm(p.astype(np.float32)) >= min_range:
+                        want.append(p)
+            want = np.array(want, np.float32)
+            n = pc.length[0, f]
+            assert n == len(want) > 0
+            np.testing.assert_allclose(pc.xyz[0, f, :n], want, rtol=0, atol=2e-5)
+            assert not pc.xyz[0, f, n:].any()
+    with pytest.raises(ValueError, match="does not exist"):
+        ouster.Destagger()(types.OSDepth(rng=sample.rng, timestamps=sample.timestamps, intrinsics=os.path.join(root, "nope.json")))

@@ -23,7 +23,9 @@ runs after changing its import.
 - `channels`: upstream's channel classes and `from_config`, reading only.
 
 Needs abstract-dataloader (`pip install 'roverlog[redrover]'`), as upstream roverd does.
-Not here: upstream's `transforms` (Ouster destaggering and point clouds, ROS bags), writing
+- `transforms.ouster` (import it explicitly): `Destagger` and `PointCloud` from `lidar.json`.
+
+Not here: upstream's `transforms.ros` (ROS bag export), writing
 channels (the roverlog daemon and `roverlog.Driver` write traces; `DynamicSensor(create=True)`
 and `Channel.write`/`consume` raise `NotImplementedError`), the channel helper modules
 `channels.abstract`/`channels.utils`, and upstream's runtime type checks (jaxtyping/beartype). Differences from upstream, all where upstream fails or
