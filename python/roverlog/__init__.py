@@ -2,6 +2,9 @@
 driver for the roverlog daemon, over the roverlog Rust library.
 
 - `roverlog.Trace`, `Sensor`, `Channel`, `Nearest`: roverd traces (upstream `roverd`'s names).
+- `roverlog.redrover`: upstream red-rover `roverd`'s reading API (`Dataset`, `Trace.from_config`,
+  typed sensors, timestamp corrections): `from roverlog import redrover as roverd`. Needs
+  abstract-dataloader (`pip install 'roverlog[redrover]'`); imported only when asked for.
 - `roverlog.gulp.GulpDirectory`, `GulpChunk`: gulpio2's reading API (change the import).
 - `roverlog.zarr.open`, `roverlog.l5kit.ChunkedDataset`: zarr-python 2's reading (its selections
   too) and l5kit's datasets.

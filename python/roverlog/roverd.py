@@ -19,6 +19,7 @@ import io
 import json
 import mmap
 import os
+from collections.abc import Mapping
 from functools import cached_property
 
 import numpy as np
@@ -168,6 +169,10 @@ class Channel:
             a = self._raw()[start:start + samples]
             return a.copy() if self.writable else a
         data, shape = self._native().read(start, samples, decode)
+        return self._from_native(data, shape, samples, decode)
+
+    def _from_native(self, data, shape, samples, decode=True):
+        """What the native reader gave as the samples' array (or list, for blobs)."""
         if isinstance(data, list):
             if self.format == "npz" and decode:
                 arrays = [np.load(io.BytesIO(b))["data"] for b in data]
@@ -294,32 +299,71 @@ class Sensor:
 
 
 class Nearest:
-    """Nearest-neighbour synchronisation, as abstract-dataloader's `generic.Nearest` (which
-    upstream roverd users use): for each sample of the `reference` sensor, the index of the
-    nearest sample of every sensor (ties go to the earlier one); reference samples for which
-    some sensor has none closer than `tol` seconds are left out. Indices are `uint32`."""
+    """Nearest-neighbour synchronisation, the same indices as abstract-dataloader's
+    `generic.Nearest(reference, margin, tol)` (which upstream roverd users use), without
+    depending on it.
 
-    def __init__(self, reference, tol=0.1):
+    The reference sensor's timestamps are first cut to the span that every sensor covers:
+    from the latest first timestamp to the earliest last one, after dropping each sensor's
+    `margin`. A margin is `(start, end)` for every sensor, or `{sensor: (start, end)}` (a
+    sensor not named has none); each side is a number of samples (an `int`) or seconds (a
+    `float`). For each reference timestamp left, the index of the nearest sample of every
+    sensor (ties go to the earlier one); reference samples for which some sensor has none
+    closer than `tol` seconds are left out. Indices are `uint32`."""
+
+    def __init__(self, reference, margin={}, tol=0.1):
+        if isinstance(margin, (int, float)) and not isinstance(margin, bool):
+            raise TypeError(
+                f"margin must be (start, end) or {{sensor: (start, end)}}, not {margin!r} "
+                "(the tolerance is the third argument: Nearest(reference, tol=...))"
+            )
         if tol < 0:
             raise ValueError(f"synchronisation tolerance must not be negative: {tol}")
+        if isinstance(margin, Mapping):
+            for k, v in margin.items():
+                if len(v) != 2:
+                    raise TypeError(f"margin for sensor {k!r} must be (start, end), not {v!r}")
+            self._default, self._margin = (0, 0), dict(margin)
+        else:
+            if len(margin) != 2:
+                raise TypeError(f"margin must be (start, end), not {margin!r}")
+            self._default, self._margin = tuple(margin), {}
         self.reference = reference
         self.tol = tol
 
-    def __call__(self, timestamps):
+    def __reduce__(self):
+        margin = self._margin if self._margin else self._default
+        return (Nearest, (self.reference, margin, self.tol))
+
+    def _bounds(self, name, ts):
+        """First and last index of `ts` left after the margin (abstract-dataloader's rule:
+        an `int` side counts samples, anything else seconds)."""
+        left, right = self._margin.get(name, self._default)
+        start = left if isinstance(left, int) else int(np.searchsorted(ts, ts[0] + left, side="left"))
+        end = len(ts) - 1 - right if isinstance(right, int) else int(np.searchsorted(ts, ts[-1] - right, side="right")) - 1
+        return start, end
+
+    def reference_timestamps(self, timestamps):
+        """The reference sensor's timestamps inside the span every sensor covers."""
         if self.reference not in timestamps:
             raise KeyError(f"no reference sensor {self.reference!r} among {list(timestamps)}")
-        ref = np.asarray(timestamps[self.reference], dtype=np.float64)
-        out = {}
+        first, last = [], []
         for name, ts in timestamps.items():
-            ts = np.asarray(ts, dtype=np.float64)
             if len(ts) == 0:
                 raise ValueError(f"sensor {name!r} has no sample to synchronise to")
-            out[name] = np.searchsorted((ts[:-1] + ts[1:]) / 2, ref).astype(np.uint32)
-        valid = np.all(
-            np.array([np.abs(np.asarray(timestamps[n], dtype=np.float64)[i] - ref) < self.tol
-                      for n, i in out.items()]),
-            axis=0,
-        )
+            start, end = self._bounds(name, ts)
+            first.append(ts[start])
+            last.append(ts[end])
+        ref = timestamps[self.reference]
+        a = np.searchsorted(ref, max(first), side="left")
+        b = np.searchsorted(ref, min(last), side="right")
+        return ref[a:b]
+
+    def __call__(self, timestamps):
+        timestamps = {n: np.asarray(ts, dtype=np.float64) for n, ts in timestamps.items()}
+        ref = self.reference_timestamps(timestamps)
+        out = {n: np.searchsorted((ts[:-1] + ts[1:]) / 2, ref).astype(np.uint32) for n, ts in timestamps.items()}
+        valid = np.all(np.array([np.abs(timestamps[n][i] - ref) < self.tol for n, i in out.items()]), axis=0)
         return {n: i[valid] for n, i in out.items()}
 
 
