@@ -8,10 +8,12 @@ use std::path::PathBuf;
 
 mod avi;
 mod jpeg;
+mod lidar;
 mod zarr;
 
 pub use avi::AviProblem;
 pub use jpeg::JpegProblem;
+pub use lidar::LidarProblem;
 pub use zarr::{ChunkProblem, DTypeProblem, FillProblem, SettingProblem};
 
 /// Result alias used throughout the library.
@@ -169,6 +171,14 @@ pub enum Error {
     /// A JPEG frame that did not decode.
     #[error("jpeg: {0}")]
     Jpeg(JpegProblem),
+
+    /// An Ouster `lidar.json` we refuse, or a depth frame that does not fit it; `path` is the
+    /// `lidar.json`.
+    #[error("{}: {problem}", path.display())]
+    Lidar {
+        path: PathBuf,
+        problem: LidarProblem,
+    },
 
     /// Something a codec outside this crate could not encode or decode (the binary's plot
     /// renderer, the Python binding's frame arrays): `codec` names it, `msg` is its words.
