@@ -18,6 +18,7 @@ mod export_mcap;
 mod gulp;
 mod plot;
 mod replay;
+mod rosbag;
 mod trace;
 mod verbs;
 mod zarr;

@@ -15,6 +15,9 @@
 //! has a `ts_recv` channel, else `ts`. The trace's events (`_roverlog/events.jsonl`) become
 //! `foxglove.Log` messages on `/roverlog/events`. Channels carry their roverd description as
 //! MCAP channel metadata (`format`, `type`, `shape`, `desc`).
+//!
+//! [`ros`] writes a trace's lidar and IMU as a ROS 1 bag or a ROS 2 (MCAP) bag instead
+//! (`roverlog rosbag`, upstream's `roverd rosbag`).
 
 use std::collections::BTreeMap;
 use std::io::BufWriter;
@@ -28,6 +31,7 @@ use roverlog_core::format::events::{read_events, Event};
 use roverlog_core::format::{DType, Trace};
 
 pub mod message;
+pub mod ros;
 
 use message::{channel_metadata, encode, nanos, stamp, topic, MessageKind};
 
