@@ -36,6 +36,9 @@ pub const MAX_LIDAR_JSON_BYTES: u64 = 16 << 20;
 pub const MAX_BEAMS: usize = 1024;
 /// The most columns we accept (Ouster modes go up to 4096).
 pub const MAX_COLUMNS: usize = 16384;
+/// The most pixels per frame (beams x columns) we accept: the table takes 48 bytes a pixel.
+/// Ouster's largest frame is 128 x 4096 = 524288.
+pub const MAX_PIXELS: usize = 1 << 21;
 
 /// The parts of an Ouster `lidar.json` the projection needs.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,7 +111,12 @@ impl LidarIntrinsics {
 
 fn from_value(source: &Path, doc: &Value) -> std::result::Result<LidarIntrinsics, LidarProblem> {
     let beams = uint(doc, "lidar_data_format", "pixels_per_column", MAX_BEAMS)?;
-    let columns = uint(doc, "lidar_data_format", "columns_per_frame", MAX_COLUMNS)?;
+    let columns = uint(
+        doc,
+        "lidar_data_format",
+        "columns_per_frame",
+        MAX_COLUMNS.min(MAX_PIXELS / beams),
+    )?;
     let shifts = array(doc, "lidar_data_format", "pixel_shift_by_row", beams)?;
     let max = columns as i64;
     let pixel_shift_by_row = shifts

@@ -106,6 +106,17 @@ fn a_bad_file_names_the_key() {
         }
     ));
 
+    let mut v = doc(1024, 16);
+    v["lidar_data_format"]["columns_per_frame"] = json!(4096);
+    assert!(matches!(
+        problem(&v),
+        LidarProblem::OutOfRange {
+            value: 4096,
+            max: 2048,
+            ..
+        }
+    ));
+
     let mut v = doc(4, 16);
     v["lidar_data_format"]["pixel_shift_by_row"] = json!([0, 1, 2, 99]);
     assert!(matches!(

@@ -13,8 +13,10 @@
 //!
 //! What differs: messages are written in time order across the two topics (upstream writes
 //! every IMU message, then every point cloud; readers order by time either way), a point
-//! cloud's `row_step` is its whole row (see [`msg::PointCloud::ros1`]), and the output is
-//! written under a temporary name and renamed when complete. Frames are decoded and projected
+//! cloud's `width` is its number of points and `row_step` its whole row (upstream writes
+//! `width` 1 and `row_step` 12: its points array is `(1, 1, N, 3)`, so `shape[0]` is 1; the
+//! data is the same), and the output is written under a temporary name and renamed when
+//! complete. Frames are decoded and projected
 //! on a second thread while the first writes; memory holds two frames and one chunk.
 
 pub mod bag1;
@@ -177,7 +179,7 @@ enum Sink {
         points: u32,
     },
     Ros2 {
-        w: Bag2Writer,
+        w: Box<Bag2Writer>,
         imu: u16,
         points: u16,
     },
@@ -197,7 +199,7 @@ impl Sink {
                 Sink::Ros1 { w, imu, points }
             }
             BagFormat::Ros2Mcap => {
-                let mut w = Bag2Writer::create(tmp, out).at(tmp)?;
+                let mut w = Box::new(Bag2Writer::create(tmp, out).at(tmp)?);
                 let imu = w.add_topic(IMU_TOPIC, &imu_t).at(tmp)?;
                 let points = w.add_topic(POINTS_TOPIC, &cloud_t).at(tmp)?;
                 Sink::Ros2 { w, imu, points }

@@ -220,8 +220,8 @@ impl PointCloud<'_> {
         self.points.len() as u32
     }
 
-    /// Appends the ROS 1 serialisation. `row_step` is the whole row (`width * 12`), as the
-    /// message definition says (upstream writes 12 there; with `height` 1 readers agree).
+    /// Appends the ROS 1 serialisation. `width` is the number of points and `row_step` the
+    /// whole row (`width * 12`), as the message definition says (upstream writes 1 and 12).
     pub fn ros1(&self, out: &mut Vec<u8>) -> Result<(), StampRange> {
         ros1_header(out, self.stamp, POINTS_FRAME)?;
         out.extend_from_slice(&1u32.to_le_bytes()); // height
