@@ -16,8 +16,9 @@
 //! cloud's `width` is its number of points and `row_step` its whole row (upstream writes
 //! `width` 1 and `row_step` 12: its points array is `(1, 1, N, 3)`, so `shape[0]` is 1; the
 //! data is the same), and the output is written under a temporary name and renamed when
-//! complete. Frames are decoded and projected
-//! on a second thread while the first writes; memory holds two frames and one chunk.
+//! complete. Frames are decoded (the bulk of the work: `lzma`) and projected by one thread
+//! per core (up to 4) while the calling thread serialises and writes in order; memory holds
+//! up to two frames per worker and one chunk, whatever the trace's length.
 
 pub mod bag1;
 pub mod bag2;
@@ -77,6 +78,9 @@ pub struct RosbagReport {
     pub cloud_messages: u64,
     pub points: u64,
 }
+
+/// The most threads that decode and project lidar frames (one per core up to this).
+const MAX_WORKERS: usize = 4;
 
 /// The IMU topic and the point cloud topic.
 pub const IMU_TOPIC: &str = "/imu";
@@ -335,32 +339,43 @@ pub fn export_rosbag(
     let lidar_dir = lidar.dir().to_path_buf();
 
     let result = std::thread::scope(|scope| -> Result<RosbagReport> {
-        // Frames decoded and projected here, two ahead; their buffers come back for reuse.
-        let (frames_tx, frames) = mpsc::sync_channel::<Frame>(2);
-        let (spare_tx, spare) = mpsc::channel::<Vec<[f32; 3]>>();
-        let lidar = &lidar;
-        let lut = &lut;
-        scope.spawn(move || {
-            let mut rng = match lidar.channel("rng") {
-                Ok(r) => r,
-                Err(e) => {
-                    let _ = frames_tx.send(Err(e));
-                    return;
+        // Frames are decoded and projected by `workers` threads, worker `k` taking frames
+        // `k, k + workers, ...`, each up to two ahead; the buffers come back for reuse.
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, MAX_WORKERS)
+            .min(n_lidar.max(1));
+        let mut frames = Vec::with_capacity(workers);
+        let mut spares = Vec::with_capacity(workers);
+        for k in 0..workers {
+            let (frames_tx, frames_rx) = mpsc::sync_channel::<Frame>(2);
+            let (spare_tx, spare) = mpsc::channel::<Vec<[f32; 3]>>();
+            frames.push(frames_rx);
+            spares.push(spare_tx);
+            let lidar = &lidar;
+            let lut = &lut;
+            scope.spawn(move || {
+                let mut rng = match lidar.channel("rng") {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let _ = frames_tx.send(Err(e));
+                        return;
+                    }
+                };
+                for j in (k..n_lidar).step_by(workers) {
+                    let mut pts = spare.try_recv().unwrap_or_default();
+                    pts.clear();
+                    let r = rng.get(j as u64).and_then(|bytes| match rng_type {
+                        DType::U2 => project_frame::<u16>(lut, &bytes, min_range, &mut pts),
+                        _ => project_frame::<u32>(lut, &bytes, min_range, &mut pts),
+                    });
+                    let stop = r.is_err();
+                    if frames_tx.send(r.map(|_| pts)).is_err() || stop {
+                        return;
+                    }
                 }
-            };
-            for j in 0..n_lidar as u64 {
-                let mut pts = spare.try_recv().unwrap_or_default();
-                pts.clear();
-                let r = rng.get(j).and_then(|bytes| match rng_type {
-                    DType::U2 => project_frame::<u16>(lut, &bytes, min_range, &mut pts),
-                    _ => project_frame::<u32>(lut, &bytes, min_range, &mut pts),
-                });
-                let stop = r.is_err();
-                if frames_tx.send(r.map(|_| pts)).is_err() || stop {
-                    return;
-                }
-            }
-        });
+            });
+        }
 
         let mut sink = Sink::create(&tmp, out, opts.format)?;
         let mut report = RosbagReport::default();
@@ -383,7 +398,7 @@ pub fn export_rosbag(
                 report.imu_messages += 1;
                 i += 1;
             } else {
-                let points = frames.recv().map_err(|_| {
+                let points = frames[j % workers].recv().map_err(|_| {
                     unexportable(&lidar_dir, format!("frame {j}: the reader thread stopped"))
                 })??;
                 let stamp = Stamp::from_secs(lidar_ts[j]);
@@ -394,7 +409,7 @@ pub fn export_rosbag(
                 sink.write(&tmp, bag_time(&lidar_dir, j, stamp)?, &m, &mut buf)?;
                 report.cloud_messages += 1;
                 report.points += points.len() as u64;
-                let _ = spare_tx.send(points);
+                let _ = spares[j % workers].send(points);
                 j += 1;
             }
             progress((i + j) as u64, total);
