@@ -10,6 +10,7 @@ use std::path::Path;
 use roverlog_core::format::lzmaf::{intact_frames, parse_index, scan_frames, trusted_prefix};
 use roverlog_core::format::{lzma, stored_xz, SensorMeta};
 use roverlog_core::gulp::parse_gmeta;
+use roverlog_core::ouster::{LidarIntrinsics, XyzLut, MAX_PIXELS};
 use roverlog_core::zarr::{blosc, ArrayMeta, Compressor};
 use roverlog_daemon::protocol::{accept_hello, Check, FrameLayout};
 
@@ -130,6 +131,39 @@ pub fn meta_json(data: &[u8]) {
     let again = SensorMeta::parse(&meta.to_json_bytes(), Path::new("meta.json"))
         .expect("a parsed meta re-parses");
     assert_eq!(again, meta);
+}
+
+/// `lidar_json`: whatever [`LidarIntrinsics::parse`] accepts has one shift, altitude and
+/// azimuth per beam, finite angles and transforms, shifts within a frame, at most
+/// [`MAX_PIXELS`]; for small frames the table projects a frame of every range to that many
+/// points or fewer, all finite.
+pub fn lidar_json(data: &[u8]) {
+    let Ok(i) = LidarIntrinsics::parse(Path::new("lidar.json"), data) else {
+        return;
+    };
+    let beams = i.pixels_per_column;
+    assert!(beams >= 1 && i.columns_per_frame >= 1 && i.pixels() <= MAX_PIXELS);
+    assert_eq!(i.pixel_shift_by_row.len(), beams);
+    assert_eq!(i.beam_altitude_angles.len(), beams);
+    assert_eq!(i.beam_azimuth_angles.len(), beams);
+    let w = i.columns_per_frame as i64;
+    assert!(i.pixel_shift_by_row.iter().all(|s| (-w..=w).contains(s)));
+    assert!(i
+        .beam_altitude_angles
+        .iter()
+        .chain(&i.beam_azimuth_angles)
+        .chain(&i.beam_to_lidar_transform)
+        .chain(&i.lidar_to_sensor_transform)
+        .all(|v| v.is_finite()));
+    if i.pixels() <= 4096 {
+        let lut = XyzLut::new(&i);
+        let rng: Vec<u16> = (0..i.pixels()).map(|p| (p * 7919) as u16).collect();
+        let mut out = Vec::new();
+        lut.project(&rng, None, &mut out).unwrap();
+        assert!(out.len() <= rng.len());
+        let destaggered = roverlog_core::ouster::destagger(&i, &rng).unwrap();
+        assert_eq!(destaggered.len(), rng.len());
+    }
 }
 
 /// `lzmaf_index`: `u16` index length, a sample-size byte, the index bytes, the data bytes.

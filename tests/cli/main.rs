@@ -22,6 +22,7 @@ mod gulp;
 mod hour_trace;
 mod plot;
 mod replay;
+mod rosbag;
 mod trace;
 mod verbs;
 mod zarr;

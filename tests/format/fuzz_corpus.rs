@@ -35,6 +35,11 @@ fn frame_seeds() {
 }
 
 #[test]
+fn lidar_json_seeds() {
+    run_seeds("lidar_json", checks::lidar_json);
+}
+
+#[test]
 fn meta_json_seeds() {
     run_seeds("meta_json", checks::meta_json);
 }

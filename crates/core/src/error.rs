@@ -9,11 +9,13 @@ use std::path::PathBuf;
 mod avi;
 mod damage;
 mod jpeg;
+mod lidar;
 mod zarr;
 
 pub use avi::AviProblem;
 pub use damage::Damage;
 pub use jpeg::JpegProblem;
+pub use lidar::LidarProblem;
 pub use zarr::{ChunkProblem, DTypeProblem, FillProblem, SettingProblem};
 
 /// Result alias used throughout the library.
@@ -181,6 +183,19 @@ pub enum Error {
     /// A JPEG frame that did not decode.
     #[error("jpeg: {0}")]
     Jpeg(JpegProblem),
+
+    /// A sensor or channel that cannot become the message asked for (absent, of another type
+    /// or shape, a time a message cannot hold): `path` is the sensor or channel.
+    #[error("{}: {msg}", path.display())]
+    Unexportable { path: PathBuf, msg: String },
+
+    /// An Ouster `lidar.json` we refuse, or a depth frame that does not fit it; `path` is the
+    /// `lidar.json`.
+    #[error("{}: {problem}", path.display())]
+    Lidar {
+        path: PathBuf,
+        problem: LidarProblem,
+    },
 
     /// Something a codec outside this crate could not encode or decode (the binary's plot
     /// renderer, the Python binding's frame arrays): `codec` names it, `msg` is its words.
