@@ -310,6 +310,16 @@ pub enum Error {
         retained_from: u64,
     },
 
+    /// No daemon answered at `socket` within the driver's connect timeout; `reason` is the
+    /// last attempt's error, `missing` whether the socket did not exist at all.
+    #[error("no roverlog daemon at {}: {reason} (waited {:.1} s; is the daemon running, and is this its ingest_socket?)", socket.display(), waited.as_secs_f64())]
+    NoDaemon {
+        socket: PathBuf,
+        waited: std::time::Duration,
+        reason: String,
+        missing: bool,
+    },
+
     /// A write made in the background failed; every later sample is refused with it.
     #[error("protocol error: an earlier write failed: {0}")]
     EarlierWriteFailed(std::sync::Arc<Error>),
