@@ -208,6 +208,38 @@ fn a_sigterm_while_the_driver_sends_leaves_every_sample_in_exactly_one_trace() {
 }
 
 #[test]
+fn across_a_rotation_then_a_kill_9_every_sample_is_in_exactly_one_trace() {
+    let mut d = TestDaemon::start(json!({"receive_timestamps": false}));
+    let n = 3000u64;
+    let mut drv = ResilientDriver::connect(&d.ingest_path(), "gps", gps(), false, &opts()).unwrap();
+    for i in 0..n {
+        if i == 1000 {
+            assert_eq!(d.ctl(json!({"cmd": "rotate"}))["ok"], true);
+        }
+        if i == 1500 {
+            // The reply names the trace the count is in: the driver learns of the rotation.
+            let r = drv.sync_reply().unwrap();
+            assert_eq!(r.trace.as_deref(), Some(drv.trace()));
+            assert_eq!(drv.retained_bytes(), 0, "everything sent is settled");
+            assert_eq!(drv.expected_durable(), r.durable);
+        }
+        if i == 2000 {
+            d.kill9();
+            d.spawn();
+        }
+        drv.send(1.7e9 + i as f64, None, &[&i.to_le_bytes()])
+            .unwrap();
+    }
+    let durable = drv.sync().unwrap();
+    assert_eq!(durable, drv.expected_durable(), "{}", d.log());
+    drop(drv);
+    assert!(d.stop().success(), "{}", d.log());
+    let (all, got) = gps_counts(&d);
+    assert_eq!(all.len(), 2, "the rotation's two parts: {all:?}");
+    assert_exactly_once(&got, n);
+}
+
+#[test]
 fn while_nothing_records_the_driver_says_its_samples_are_discarded() {
     let d = TestDaemon::start(json!({"receive_timestamps": false}));
     assert_eq!(d.ctl(json!({"cmd": "stop"}))["ok"], true);
@@ -241,6 +273,12 @@ fn while_nothing_records_the_driver_says_its_samples_are_discarded() {
         "the new trace holds the one sample sent while recording"
     );
     assert_eq!(drv.not_recording(), None);
+    assert_eq!(drv.trace(), r.trace.unwrap());
+    assert_eq!(
+        (drv.expected_durable(), drv.retained_bytes()),
+        (1, 0),
+        "the discarded samples are not kept for a resend into the new trace"
+    );
 }
 
 #[test]

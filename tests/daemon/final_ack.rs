@@ -77,7 +77,10 @@ fn at_a_clean_shutdown_an_opted_in_connection_gets_its_final_count_and_an_old_on
         .collect();
     assert_eq!(
         lines,
-        [json!({"ok": true, "durable": 2 * n, "recording": true, "final": true})],
+        [
+            json!({"ok": true, "durable": 2 * n, "recording": true, "final": true,
+                "trace": trace.file_name().unwrap().to_str().unwrap()})
+        ],
         "one final line, then EOF: {rest:?}"
     );
     assert_eq!(

@@ -85,6 +85,8 @@ pub struct Durable {
     pub recording: bool,
     /// Why nothing is recorded, when the daemon says.
     pub stopped_reason: Option<String>,
+    /// The trace `durable` counts in (`None`: none open, or a daemon that does not say).
+    pub trace: Option<String>,
     /// The daemon's last line on this connection, at its shutdown (protocol.md 6.1).
     pub last: bool,
 }
@@ -96,6 +98,7 @@ impl Durable {
             // Daemons before `recording` was added always recorded when they answered.
             recording: reply["recording"].as_bool().unwrap_or(true),
             stopped_reason: reply["stopped_reason"].as_str().map(str::to_string),
+            trace: reply["trace"].as_str().map(str::to_string),
             last: reply["final"] == true,
         })
     }

@@ -15,7 +15,10 @@
 //!
 //! **When it is released.** On a durable acknowledgement: [`ResilientDriver::sync`] asks the
 //! daemon, and the frames its `durable` count covers are dropped. A reply with `recording:
-//! false` counts 0 durable samples and so releases nothing.
+//! false` counts 0 durable samples and so releases nothing. A reply naming another trace than
+//! the driver knew (a rotation, or a `start` after nothing recorded, moved the live
+//! connection: protocol.md 5) settles every frame sent before it: the last `durable` are in
+//! the new trace, the others in the finished one (or were discarded while nothing recorded).
 //!
 //! **The final count at a clean shutdown.** The hello opts in to `final_ack` (protocol.md
 //! 6.1; an older daemon that refuses it gets the hello without it): when the daemon stops
@@ -379,6 +382,21 @@ impl ResilientDriver {
         self.stopped_reason = d.stopped_reason.clone();
         if !d.recording {
             return;
+        }
+        match &d.trace {
+            // The connection moved to another trace (a rotation, or a start after nothing
+            // recorded) since the driver last heard. A durability reply answers after every
+            // frame sent before it was written: the last `durable` of them are the new trace's
+            // and the earlier ones are in the finished trace (or were discarded while nothing
+            // recorded). All are settled.
+            Some(t) if *t != self.trace && !d.last => {
+                self.trace = t.clone();
+                self.base = d.durable as i64 - self.sent as i64;
+            }
+            // A final count in a trace the driver did not know of: which of its frames went
+            // where is unknown, so nothing is released (they are resent: twice, not lost).
+            Some(t) if *t != self.trace => return,
+            _ => {}
         }
         self.durable = d.durable;
         self.retained

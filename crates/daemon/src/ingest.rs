@@ -95,12 +95,13 @@ pub async fn accept_loop(
     }
 }
 
-/// A durability reply: `{"ok": true, "durable": n, "recording": ...}`. `recording: false`: no
-/// trace is open (stopped, or the disk guard stopped it) and frames are being discarded; then
+/// A durability reply: `{"ok": true, "durable": n, "recording": ..., "trace": ...}`, `n`
+/// counting in `trace` as the sensor's writer reports it. `recording: false`: no trace is
+/// open (stopped, or the disk guard stopped it) and frames are being discarded; then
 /// `stopped_reason` says why, when the daemon knows (docs/protocol.md 5.1).
-fn durable_reply(rec: &Recorder, n: u64) -> Value {
-    let recording = rec.current().is_some();
-    let mut reply = json!({"ok": true, "durable": n, "recording": recording});
+fn durable_reply(rec: &Recorder, (n, trace): (u64, Option<String>)) -> Value {
+    let recording = trace.is_some();
+    let mut reply = json!({"ok": true, "durable": n, "recording": recording, "trace": trace});
     if !recording {
         if let Some(why) = rec.stopped_reason() {
             reply["stopped_reason"] = json!(why);

@@ -17,19 +17,19 @@ impl Connection {
         hello.final_ack && self.drain_left.is_some()
     }
 
-    /// Syncs the sensor and sends `{"ok": true, "durable": N, "recording": ..., "final":
-    /// true}`. A driver that already went away does not get it, which is no error.
+    /// Syncs the sensor and sends `{"ok": true, "durable": N, "recording": ..., "trace":
+    /// ..., "final": true}`. A driver that already went away does not get it, which is no error.
     pub(super) async fn final_ack(&mut self, hello: &Hello, slot: &Slot) -> Result<(), ConnError> {
-        let n = slot
+        let synced = slot
             .ask(WriterMsg::Sync)
             .await
             .map_err(|error| ConnError::SensorFailed {
                 sensor: hello.sensor.clone(),
                 error,
             })?;
-        let mut reply = durable_reply(&self.rec, n);
+        let mut reply = durable_reply(&self.rec, synced);
         reply["final"] = json!(true);
-        tracing::debug!(sensor = %hello.sensor, durable = n, "final durability reply");
+        tracing::debug!(sensor = %hello.sensor, %reply, "final durability reply");
         let _ = self.write(reply).await;
         Ok(())
     }
