@@ -107,15 +107,12 @@ impl Durable {
 /// What a driver says about samples it sends while the daemon records nothing: they are
 /// discarded (protocol.md 5.1), and this says so with the daemon's reason when it gives one.
 pub fn not_recording_message(socket: &Path, sensor: &str, why: Option<&str>) -> String {
-    let why = match why {
-        Some(w) => format!("recording stopped: {w}"),
-        None => "no trace is open: stopped by a command, or autostart is off".to_string(),
-    };
-    format!(
-        "the roverlog daemon at {} is not recording ({why}): samples of sensor {sensor:?} \
-         are discarded until a trace starts (`roverlog ctl start`)",
-        socket.display()
-    )
+    Error::NotRecording {
+        socket: socket.to_path_buf(),
+        sensor: sensor.to_string(),
+        reason: why.map(str::to_string),
+    }
+    .to_string()
 }
 
 /// One sensor's connection to the daemon.

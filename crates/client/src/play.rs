@@ -269,6 +269,13 @@ pub fn play(
     for (i, d) in drivers.iter_mut().enumerate() {
         let durable = d.sync()?;
         let want = d.expected_durable();
+        if !d.recording() {
+            return Err(Error::NotRecording {
+                socket: socket.to_path_buf(),
+                sensor: names[i].clone(),
+                reason: d.not_recording_reason(),
+            });
+        }
         if durable < want {
             return Err(Error::NotDurable {
                 sensor: names[i].clone(),

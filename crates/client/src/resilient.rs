@@ -256,6 +256,11 @@ impl ResilientDriver {
         })
     }
 
+    /// While the daemon does not record: why, when it said.
+    pub fn not_recording_reason(&self) -> Option<String> {
+        self.stopped_reason.clone()
+    }
+
     /// The hello fields this driver sends (as the daemon took them on the last connection).
     pub fn flags(&self) -> HelloFlags {
         self.flags

@@ -324,6 +324,18 @@ pub enum Error {
     #[error("protocol error: an earlier write failed: {0}")]
     EarlierWriteFailed(std::sync::Arc<Error>),
 
+    /// The daemon records nothing (protocol.md 5.1): the samples sent meanwhile were
+    /// discarded. `reason`: the daemon's, when it gives one.
+    #[error("the roverlog daemon at {} is not recording ({}): samples of sensor {sensor:?} are discarded until a trace starts (`roverlog ctl start`)",
+            socket.display(),
+            reason.as_ref().map(|r| format!("recording stopped: {r}"))
+                .unwrap_or_else(|| "no trace is open: stopped by a command, or autostart is off".into()))]
+    NotRecording {
+        socket: PathBuf,
+        sensor: String,
+        reason: Option<String>,
+    },
+
     /// At the end of a replay, the daemon confirms fewer durable samples than were sent.
     #[error("protocol error: sensor {sensor:?}: daemon confirms {durable} durable samples, expected {expected}")]
     NotDurable {
