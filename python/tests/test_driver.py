@@ -189,6 +189,30 @@ def test_a_sigterm_while_sending_leaves_every_sample_exactly_once(daemon):
     assert durable == len(new)
 
 
+def test_with_seq_a_restarted_driver_resending_its_own_log_writes_nothing_twice(daemon):
+    # A driver process that keeps its own log of samples and, restarted, resends the ones it
+    # never saw acknowledged: those the daemon already wrote are dropped as repeats (dedup).
+    with roverlog.Driver(daemon.socket, "imu", IMU, seq=True) as d:
+        for i in range(100):
+            acc, k = imu_sample(i)
+            d.send(1.7e9 + i * 0.01, acc, k, seq=i)
+    with roverlog.Driver(daemon.socket, "imu", IMU, seq=True) as d:
+        for i in range(50, 150):
+            acc, k = imu_sample(i)
+            d.send(1.7e9 + i * 0.01, acc, k, seq=i)
+        assert d.sync() == 150
+    assert daemon.status()["sensors"]["imu"]["repeats"] == 50
+    # Without dedup the daemon writes what it is sent, as before the opt-in existed.
+    with roverlog.Driver(daemon.socket, "imu", IMU, seq=True, dedup=False) as d:
+        acc, k = imu_sample(149)
+        d.send(1.7e9 + 149 * 0.01, acc, k, seq=149)
+        assert d.sync() == 151
+    daemon.stop()
+    (trace,) = daemon.traces()
+    n = roverlog.Trace(trace)["imu"].channels["n"].read().tolist()
+    assert n == list(range(150)) + [149]
+
+
 def test_sending_while_nothing_records_warns_once_and_sync_says_why(daemon):
     assert daemon.ctl({"cmd": "stop"})["ok"]
     with roverlog.Driver(daemon.socket, "gps", [("i", "raw", "u8", [])]) as d:
