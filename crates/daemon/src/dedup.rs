@@ -11,7 +11,9 @@
 //!
 //! The memory is the daemon process's: it starts empty when the trace is opened (or resumed
 //! after a crash) and with each new trace. What a driver must not resend after a crash, the
-//! hello reply's `samples` tells it (docs/protocol.md 7).
+//! hello reply's `samples` tells it (docs/protocol.md 7). A connection keys its frames by the
+//! recorder's open trace, which a rotation switches a moment before each writer does: the
+//! few frames in flight then count for the new part though written at the end of the old.
 
 use std::collections::VecDeque;
 use std::time::Instant;
