@@ -34,21 +34,24 @@ from .errors import DamagedSampleError, Error, FileError, FormatError, MissingKe
 from . import parallel
 from .parallel import set_threads, threads
 from . import gulp, l5kit, zarr
-from .driver import Driver
+from .driver import DaemonWaitWarning, Driver, Durable, NotRecordingWarning
 from .roverd import Channel, Metadata, Nearest, Sensor, Trace
 
 parallel.configure_at_import()
 
 __all__ = [
     "Channel",
+    "DaemonWaitWarning",
     "DamagedSampleError",
     "Driver",
+    "Durable",
     "Error",
     "FileError",
     "FormatError",
     "Metadata",
     "MissingKeyError",
     "Nearest",
+    "NotRecordingWarning",
     "ReadError",
     "SampleIndexError",
     "Sensor",

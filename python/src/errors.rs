@@ -47,6 +47,8 @@ impl Kind {
                 Io::NotFound | Io::NotADirectory | Io::IsADirectory => Kind::File,
                 _ => Kind::Read,
             },
+            roverlog_core::Error::NoDaemon { missing: true, .. } => Kind::File,
+            roverlog_core::Error::NoDaemon { .. } => Kind::Read,
             roverlog_core::Error::OutOfRange { .. } => Kind::SampleIndex,
             roverlog_core::Error::DamagedSample { .. } => Kind::Damaged,
             _ => Kind::Format,

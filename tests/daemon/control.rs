@@ -584,6 +584,7 @@ fn the_status_reply_keeps_its_keys_and_their_order() {
             "queue_limit",
             "drops",
             "gaps",
+            "repeats",
             "clock_steps",
             "discarded",
             "snapshot_dropped",

@@ -20,6 +20,7 @@ mod control_roles;
 mod crash;
 mod disk;
 mod example_driver;
+mod final_ack;
 mod foxglove;
 mod foxglove_log;
 mod health;

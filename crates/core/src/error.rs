@@ -347,9 +347,31 @@ pub enum Error {
         retained_from: u64,
     },
 
+    /// No daemon answered at `socket` within the driver's connect timeout; `reason` is the
+    /// last attempt's error, `missing` whether the socket did not exist at all.
+    #[error("no roverlog daemon at {}: {reason} (waited {:.1} s; is the daemon running, and is this its ingest_socket?)", socket.display(), waited.as_secs_f64())]
+    NoDaemon {
+        socket: PathBuf,
+        waited: std::time::Duration,
+        reason: String,
+        missing: bool,
+    },
+
     /// A write made in the background failed; every later sample is refused with it.
     #[error("protocol error: an earlier write failed: {0}")]
     EarlierWriteFailed(std::sync::Arc<Error>),
+
+    /// The daemon records nothing (protocol.md 5.1): the samples sent meanwhile were
+    /// discarded. `reason`: the daemon's, when it gives one.
+    #[error("the roverlog daemon at {} is not recording ({}): samples of sensor {sensor:?} are discarded until a trace starts (`roverlog ctl start`)",
+            socket.display(),
+            reason.as_ref().map(|r| format!("recording stopped: {r}"))
+                .unwrap_or_else(|| "no trace is open: stopped by a command, or autostart is off".into()))]
+    NotRecording {
+        socket: PathBuf,
+        sensor: String,
+        reason: Option<String>,
+    },
 
     /// At the end of a replay, the daemon confirms fewer durable samples than were sent.
     #[error("protocol error: sensor {sensor:?}: daemon confirms {durable} durable samples, expected {expected}")]

@@ -53,8 +53,9 @@ pub enum WriterMsg {
         /// The daemon's receive time of each frame (epoch seconds).
         recv: Vec<f64>,
     },
-    /// fsync now; reply with the durable count.
-    Sync(CountReply),
+    /// fsync now; reply with the durable count and the trace it counts in (`None`: no
+    /// trace open).
+    Sync(BarrierReply),
     /// Reply with the sample count, and the trace it counts in, once everything queued
     /// before is written.
     Barrier(BarrierReply),
@@ -329,20 +330,16 @@ impl Writer {
                 }
             }
             WriterMsg::Sync(reply) => {
-                let _ = reply.send(self.sync());
+                let r = self.sync().map(|n| (n, self.trace_name()));
+                let _ = reply.send(r);
             }
             WriterMsg::Barrier(reply) => {
                 let r = match self.stats.failure() {
                     Some(f) => Err(WriterError::Failed(f)),
-                    // The recorder makes a new trace current before each writer switches to
-                    // it, so the writer names the trace its count belongs to.
-                    None => Ok(self.open.as_ref().map_or((0, None), |o| {
-                        let trace = o.files.dir().parent().and_then(|t| t.file_name());
-                        (
-                            o.files.len(),
-                            trace.map(|t| t.to_string_lossy().into_owned()),
-                        )
-                    })),
+                    None => Ok((
+                        self.open.as_ref().map_or(0, |o| o.files.len()),
+                        self.trace_name(),
+                    )),
                 };
                 let _ = reply.send(r);
             }
@@ -401,6 +398,14 @@ impl Writer {
                 self.fail("flush", e);
             }
         }
+    }
+
+    /// The trace this writer's count belongs to (the recorder makes a new trace current
+    /// before each writer switches to it, so the writer names it).
+    fn trace_name(&self) -> Option<String> {
+        let o = self.open.as_ref()?;
+        let trace = o.files.dir().parent()?.file_name()?;
+        Some(trace.to_string_lossy().into_owned())
     }
 
     fn sync(&mut self) -> Result<u64, WriterError> {

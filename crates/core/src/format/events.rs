@@ -118,6 +118,16 @@ pub enum Event {
         after_seq: u64,
         seq: u64,
     },
+    /// `count` frames repeating sequence numbers `first_seq ..= last_seq` this sensor had
+    /// already written in this trace, from frame `first_frame` on: dropped, not written
+    /// twice (a driver resending after a reconnect; the hello opted in with `dedup`).
+    Repeat {
+        sensor: String,
+        count: u64,
+        first_frame: u64,
+        first_seq: u64,
+        last_seq: u64,
+    },
     /// `count` frames dropped (queue full), from frame `first_frame`, sample times
     /// `from_ts` to `to_ts`.
     Drop {
@@ -180,6 +190,7 @@ impl Event {
             Event::ClockStep { .. } => "clock_step",
             Event::Gap { .. } => "gap",
             Event::SeqReset { .. } => "seq_reset",
+            Event::Repeat { .. } => "repeat",
             Event::Drop { .. } => "drop",
             Event::PartialFrame { .. } => "partial_frame",
             Event::Snapshot { .. } => "snapshot",
