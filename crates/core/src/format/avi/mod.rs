@@ -44,10 +44,10 @@ pub struct MjpgReader {
     path: PathBuf,
     map: Option<Mmap>,
     /// The header and segments; the frame list too when `lazy` is `None`.
-    outline: Layout,
+    outline: Box<Layout>,
     lazy: Option<lazy::Idx1View>,
     /// The whole parse, when made (at open, or on the first mismatch or `layout()`).
-    full: OnceLock<Layout>,
+    full: OnceLock<Box<Layout>>,
     expected: Expected,
     /// Pages behind a read in order are released (see [`crate::mem::ReleaseBehind`]).
     behind: crate::mem::ReleaseBehind,
@@ -65,12 +65,12 @@ impl MjpgReader {
         let lazy = lazy::Idx1View::new(b, &outline);
         let full = OnceLock::new();
         if lazy.is_none() {
-            let _ = full.set(parse::complete(b, outline.clone()));
+            let _ = full.set(Box::new(parse::complete(b, outline.clone())));
         }
         Ok(MjpgReader {
             path: path.to_path_buf(),
             map,
-            outline,
+            outline: Box::new(outline),
             lazy,
             full,
             expected: None,
@@ -97,7 +97,7 @@ impl MjpgReader {
     /// opened lazily.
     pub fn layout(&self) -> &Layout {
         self.full
-            .get_or_init(|| parse::complete(self.bytes(), self.outline.clone()))
+            .get_or_init(|| Box::new(parse::complete(self.bytes(), (*self.outline).clone())))
     }
 
     /// Whether the frame list is read from the index as frames are asked for (the file
