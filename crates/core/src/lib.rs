@@ -31,6 +31,7 @@ pub mod io;
 pub mod jpeg;
 pub mod mem;
 pub mod replay;
+pub mod ros;
 pub mod timestamps;
 pub mod zarr;
 
