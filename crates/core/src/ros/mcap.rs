@@ -85,6 +85,20 @@ pub fn scan(file: &mut BagFile, file_no: u16, sink: &mut dyn Sink) -> Result<()>
             }
         }
     };
+    // The summary after the data is not needed, but a file that does not end with the
+    // magic was cut short (or is still being written): refuse it rather than guess.
+    let outcome = outcome.and_then(|()| {
+        if data.len() < 2 * MAGIC.len() || !data.ends_with(MAGIC) {
+            return Err(RosProblem::Truncated {
+                what:
+                    "the file (it does not end with the MCAP magic; `mcap recover` can rewrite it)",
+                at: data.len() as u64,
+                need: MAGIC.len() as u64,
+                left: 0,
+            });
+        }
+        Ok(())
+    });
     file.chunks = chunks;
     outcome.map_err(|p| file.err(p))
 }
