@@ -194,6 +194,12 @@ fn imports_ros1_bag_written_by_rosbags() {
 }
 
 #[test]
+fn imports_ros1_noetic_bag_with_header_seq_and_lz4() {
+    let bags = write_bags();
+    check_import(&bags, "ros1_noetic.bag", false);
+}
+
+#[test]
 fn jpeg_images_as_mjpg_video() {
     let bags = write_bags();
     let out = bags.dir.join("out-mjpg");

@@ -5,7 +5,9 @@ usage: ros_bags_write.py OUTDIR
 - OUTDIR/ros2.mcap: mcap-ros2-support's writer (zstd chunks, ros2msg schemas, CDR);
 - OUTDIR/rosbag2/: a rosbag2 directory (MCAP storage) written by rosbags, messages serialized
   by rosbags' own CDR serializer;
-- OUTDIR/ros1.bag: a ROS 1 bag written by rosbags (bz2 chunks, ROS 1 serialization);
+- OUTDIR/ros1.bag: a ROS 1 bag written by rosbags (bz2 chunks, ROS 1 serialization of the
+  ROS 2 types, as upstream's `rosbag` verb writes);
+- OUTDIR/ros1_noetic.bag: the same with ROS 1 noetic's definitions (Header with `seq`), lz4;
 - OUTDIR/expected.json: per topic the sensor name, header stamps, log times, and per channel
   the values every message must give (Euler angles from scipy, independently of our code),
   plus the topics that must be skipped with a word of the reason.
@@ -250,6 +252,22 @@ def main(out: Path):
         for i, name in order:
             t = topics[name][0]
             w.write(conns[name], log_ns(i), store.serialize_ros1(objs[(name, i)], t))
+
+    # A bag as ROS 1 itself writes it: noetic definitions (Header with `uint32 seq`, which
+    # ROS 1 serializes first), LZ4 chunks.
+    noetic = get_typestore(Stores.ROS1_NOETIC)
+    w = Ros1Writer(out / "ros1_noetic.bag")
+    w.set_compression(Ros1Writer.CompressionFormat.LZ4)
+    with w:
+        conns = {name: w.add_connection(name, t, typestore=noetic)
+                 for name, (t, _, _, _) in topics.items()}
+        for i, name in order:
+            t = topics[name][0]
+            data = bytes(store.serialize_ros1(objs[(name, i)], t))
+            if "header" in topics[name][1][i]:
+                data = (1000 + i).to_bytes(4, "little") + data
+            assert noetic.deserialize_ros1(data, t) is not None
+            w.write(conns[name], log_ns(i), data)
 
     expected = {"topics": {}, "skipped": {}}
     for name, (_, _, exp, skip) in topics.items():
