@@ -475,9 +475,7 @@ pub fn ros_cdr_channels(data: &[u8]) -> Option<usize> {
     };
     let (name, text, msg) = match usize::from(sel >> 1) % 8 {
         0 => {
-            let Some(nul) = rest.iter().position(|&b| b == 0) else {
-                return None;
-            };
+            let nul = rest.iter().position(|&b| b == 0)?;
             (
                 "fuzz/msg/Msg",
                 String::from_utf8_lossy(&rest[..nul]).into_owned(),

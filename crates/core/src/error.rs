@@ -152,7 +152,8 @@ pub enum Error {
         path: PathBuf,
         topic: String,
         index: u64,
-        problem: DecodeProblem,
+        /// Boxed: the enum stays small for every other error.
+        problem: Box<DecodeProblem>,
     },
 
     // ----- gulp ------------------------------------------------------------------------

@@ -15,6 +15,8 @@
 //!   the L5Kit dataset layer on top ([`zarr::l5kit::ChunkedDataset`]).
 //! - [`replay`]: time-merged reading, nearest synchronisation, datasets as sensor sources, and
 //!   import into roverd (playback into a daemon is `roverlog-client`'s).
+//! - [`ros`]: ROS recordings (rosbag2 MCAP, `.mcap`, ROS 1 `.bag`) as a replay source, decoded
+//!   from the message definitions they store.
 //! - [`timestamps`]: upstream's timestamp models (`smooth`, `discretize`) for jittered
 //!   receive times.
 //! - [`mem`], [`noise`]: the huge-page hint for large fresh buffers; a deterministic

@@ -231,7 +231,7 @@ fn image(msg: &Value) -> Result<Mapped, String> {
 /// verb inverts: `R = Rx(a) Ry(b) Rz(c)`. At gimbal lock the third angle is 0, as scipy.
 pub fn euler_xyz(x: f64, y: f64, z: f64, w: f64) -> [f64; 3] {
     let n = (x * x + y * y + z * z + w * w).sqrt();
-    if !(n > 0.0) {
+    if !(n.is_finite() && n > 0.0) {
         return [f64::NAN; 3];
     }
     let (x, y, z, w) = (x / n, y / n, z / n, w / n);

@@ -456,7 +456,7 @@ impl Source for RosSource {
             path: path.clone(),
             topic: t.topic.clone(),
             index,
-            problem,
+            problem: Box::new(problem),
         };
         let v = decode(schema, data, t.wire, &limits).map_err(err)?;
         let m = mapping::map(&t.msgtype, &v, images).map_err(|msg| Error::Corrupt {
