@@ -303,3 +303,60 @@ fn truncated_and_corrupt_recordings_are_clear_errors() {
         r.stderr
     );
 }
+
+/// `replay` takes the same recordings: pushed into a real daemon, every sensor comes back with
+/// the timestamps and samples `import` writes.
+#[test]
+fn replay_into_a_daemon_gives_what_import_gives() {
+    use crate::support::daemon::TestDaemon;
+    let bags = write_bags();
+    let src = bags.dir.join("ros2.mcap");
+    let imported = bags.dir.join("out-for-replay");
+    let r = import(&src, &imported, &[]);
+    assert!(r.ok(), "{}", r.text());
+    let mut d = TestDaemon::start(serde_json::json!({"receive_timestamps": false}));
+    let sock = d.ingest_path();
+    let r = common::roverlog(&[
+        "replay".as_ref(),
+        src.as_os_str(),
+        "--socket".as_ref(),
+        sock.as_os_str(),
+        "--max-speed".as_ref(),
+    ]);
+    assert!(r.ok(), "{}", r.text());
+    // 11 topics of 5 messages; the 3 skipped ones are said on stderr.
+    assert!(r.out().contains("sent 55 samples"), "{}", r.text());
+    for topic in ["/changes_shape", "/chatter", "/camera/png"] {
+        assert!(
+            r.stderr.contains(&format!("skipped topic {topic} ")),
+            "{}",
+            r.stderr
+        );
+    }
+    let recorded = d.trace_dir();
+    assert!(d.stop().success(), "{}", d.log());
+    let (a, b) = (
+        Trace::open(&imported).unwrap(),
+        Trace::open(&recorded).unwrap(),
+    );
+    assert_eq!(a.sensor_names(), b.sensor_names());
+    for name in a.sensor_names() {
+        let (sa, sb) = (a.sensor(name).unwrap(), b.sensor(name).unwrap());
+        assert_eq!(
+            sa.timestamps().unwrap(),
+            sb.timestamps().unwrap(),
+            "{name}: ts"
+        );
+        let n = sa.len().unwrap();
+        for (ch, _) in sa.meta().data_channels() {
+            let (mut ra, mut rb) = (sa.channel(ch).unwrap(), sb.channel(ch).unwrap());
+            for k in 0..n {
+                assert_eq!(
+                    *ra.get(k).unwrap(),
+                    *rb.get(k).unwrap(),
+                    "{name}/{ch} sample {k}"
+                );
+            }
+        }
+    }
+}
