@@ -187,6 +187,13 @@ fn imports_rosbag2_mcap_directory_written_by_rosbags() {
 }
 
 #[test]
+fn imports_rosbag2_sqlite3_directory_written_by_rosbags() {
+    let bags = write_bags();
+    check_import(&bags, "rosbag2_sqlite", false);
+    check_import(&bags, "rosbag2_sqlite", true);
+}
+
+#[test]
 fn imports_ros1_bag_written_by_rosbags() {
     let bags = write_bags();
     check_import(&bags, "ros1.bag", false);
@@ -292,6 +299,29 @@ fn truncated_and_corrupt_recordings_are_clear_errors() {
             );
         }
     }
+    // A database cut short: SQLite says so, with the file's name.
+    let db = std::fs::read_dir(bags.dir.join("rosbag2_sqlite"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "db3"))
+        .expect("a .db3 file");
+    let whole = std::fs::read(&db).unwrap();
+    let bad_dir = bags.dir.join("bad_sqlite");
+    std::fs::create_dir_all(&bad_dir).unwrap();
+    std::fs::copy(
+        bags.dir.join("rosbag2_sqlite/metadata.yaml"),
+        bad_dir.join("metadata.yaml"),
+    )
+    .unwrap();
+    let bad_db = bad_dir.join(db.file_name().unwrap());
+    std::fs::write(&bad_db, &whole[..whole.len() / 2]).unwrap();
+    let r = import(&bad_dir, &bags.dir.join("out-bad-sqlite"), &[]);
+    assert_eq!(r.code, 2, "{}", r.text());
+    assert!(
+        r.stderr.contains(&*bad_db.to_string_lossy()) && r.stderr.contains("sqlite"),
+        "{}",
+        r.stderr
+    );
     // Not a recording at all.
     let junk = bags.dir.join("junk.mcap");
     std::fs::write(&junk, b"\x89MCAP0\r\nnot really").unwrap();

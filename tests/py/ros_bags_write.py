@@ -5,6 +5,7 @@ usage: ros_bags_write.py OUTDIR
 - OUTDIR/ros2.mcap: mcap-ros2-support's writer (zstd chunks, ros2msg schemas, CDR);
 - OUTDIR/rosbag2/: a rosbag2 directory (MCAP storage) written by rosbags, messages serialized
   by rosbags' own CDR serializer;
+- OUTDIR/rosbag2_sqlite/: the same with sqlite3 storage (`.db3`, message definitions stored);
 - OUTDIR/ros1.bag: a ROS 1 bag written by rosbags (bz2 chunks, ROS 1 serialization of the
   ROS 2 types, as upstream's `rosbag` verb writes);
 - OUTDIR/ros1_noetic.bag: the same with ROS 1 noetic's definitions (Header with `seq`), lz4;
@@ -238,6 +239,14 @@ def main(out: Path):
     objs = {k: store.deserialize_cdr(v, topics[k[0]][0]) for k, v in cdr.items()}
 
     with Ros2Writer(out / "rosbag2", version=8, storage_plugin=StoragePlugin.MCAP) as w:
+        conns = {name: w.add_connection(name, t, typestore=store)
+                 for name, (t, _, _, _) in topics.items()}
+        for i, name in order:
+            t = topics[name][0]
+            w.write(conns[name], log_ns(i), store.serialize_cdr(objs[(name, i)], t))
+
+    with Ros2Writer(out / "rosbag2_sqlite", version=8,
+                    storage_plugin=StoragePlugin.SQLITE3) as w:
         conns = {name: w.add_connection(name, t, typestore=store)
                  for name, (t, _, _, _) in topics.items()}
         for i, name in order:

@@ -45,7 +45,7 @@ pub enum RosProblem {
     #[error("metadata.yaml: {msg}")]
     Metadata { msg: String },
     /// A storage plugin of a rosbag2 directory we do not read.
-    #[error("storage {name:?} is not supported (we read mcap)")]
+    #[error("storage {name:?} is not supported (this build reads mcap{})", if cfg!(feature = "sqlite") { " and sqlite3" } else { "" })]
     Storage { name: String },
     /// A message encoding (MCAP channel `message_encoding`) we do not decode.
     #[error("topic {topic}: message encoding {encoding:?} is not ROS (cdr or ros1)")]

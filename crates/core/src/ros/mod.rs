@@ -1,4 +1,4 @@
-//! ROS recordings into roverd: rosbag2 directories (MCAP storage), single `.mcap` files with
+//! ROS recordings into roverd: rosbag2 directories (MCAP or sqlite3 storage), single `.mcap` files with
 //! ROS 2 (CDR) or ROS 1 messages, and ROS 1 `.bag` files, read as a replay
 //! [`Source`](crate::replay::Source) ([`RosSource`]), so `import` and `replay` take them.
 //!
@@ -7,7 +7,8 @@
 //!   checked against its limit and the bytes left.
 //! - [`container`]: what the containers share (mapped file, chunks, decompression with a
 //!   bound, message locations); [`mcap`] and [`ros1bag`] read the two containers;
-//!   [`rosbag2`] the directory's `metadata.yaml`.
+//!   [`rosbag2`] the directory's `metadata.yaml`; `sqlite` (feature `sqlite`) rosbag2's
+//!   sqlite3 storage.
 //! - [`mapping`]: the default mapping of standard messages to channels (docs/ros.md).
 //! - [`source`]: the recording as sensors, one per topic; topics we cannot import are listed
 //!   with the reason, never dropped without a word; [`import`] writes them as events.
@@ -22,6 +23,8 @@ pub mod ros1bag;
 pub mod rosbag2;
 pub mod schema;
 pub mod source;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 
 use std::path::Path;
 

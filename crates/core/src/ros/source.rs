@@ -67,10 +67,29 @@ struct Topic {
     frame_id: String,
 }
 
+/// One file of a recording.
+enum Storage {
+    /// An MCAP file or a ROS 1 bag, mapped.
+    Mapped(BagFile),
+    /// A rosbag2 sqlite3 database.
+    #[cfg(feature = "sqlite")]
+    Db3(super::sqlite::Db3),
+}
+
+impl Storage {
+    fn path(&self) -> &Path {
+        match self {
+            Storage::Mapped(f) => &f.path,
+            #[cfg(feature = "sqlite")]
+            Storage::Db3(d) => &d.path,
+        }
+    }
+}
+
 /// A ROS recording (MCAP file, ROS 1 bag, rosbag2 directory) as sensors.
 pub struct RosSource {
     path: PathBuf,
-    files: Vec<BagFile>,
+    files: Vec<Storage>,
     topics: Vec<Topic>,
     /// Per sensor: its topic's index.
     sensor_topics: Vec<usize>,
@@ -78,6 +97,9 @@ pub struct RosSource {
     opts: RosOptions,
     limits: Limits,
     cache: Option<(u16, u32, Vec<u8>)>,
+    /// The last message read from a database.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    row: Vec<u8>,
 }
 
 struct Collector<'o> {
@@ -279,10 +301,24 @@ impl RosSource {
                 },
             })?;
             c.file_no = no;
-            let mut bag = BagFile::open(f)?;
-            match kind_of(f)? {
-                Kind::Mcap => super::mcap::scan(&mut bag, no, &mut c)?,
-                Kind::Bag => super::ros1bag::scan(&mut bag, no, &mut c)?,
+            let storage = match kind_of(f)? {
+                Kind::Mcap => {
+                    let mut bag = BagFile::open(f)?;
+                    super::mcap::scan(&mut bag, no, &mut c)?;
+                    Storage::Mapped(bag)
+                }
+                Kind::Bag => {
+                    let mut bag = BagFile::open(f)?;
+                    super::ros1bag::scan(&mut bag, no, &mut c)?;
+                    Storage::Mapped(bag)
+                }
+                #[cfg(feature = "sqlite")]
+                Kind::Sqlite => {
+                    let db = super::sqlite::Db3::open(f)?;
+                    db.scan(no, &mut c)?;
+                    Storage::Db3(db)
+                }
+                #[cfg(not(feature = "sqlite"))]
                 Kind::Sqlite => {
                     return Err(Error::Ros {
                         path: f.clone(),
@@ -291,8 +327,8 @@ impl RosSource {
                         },
                     })
                 }
-            }
-            bags.push(bag);
+            };
+            bags.push(storage);
         }
         let mut topics = c.topics;
         let mut sensors = Vec::new();
@@ -344,6 +380,7 @@ impl RosSource {
             opts,
             limits,
             cache: None,
+            row: Vec::new(),
         })
     }
 
@@ -367,17 +404,34 @@ impl RosSource {
         &self.topics[self.sensor_topics[sensor]].topic
     }
 
-    /// Makes the chunk holding `r` the cached one (nothing for a message outside chunks).
-    fn load_chunk(&mut self, r: MsgRef) -> Result<()> {
-        if r.chunk == MsgRef::NO_CHUNK {
-            return Ok(());
+    /// Makes the bytes of `r` available to [`RosSource::bytes`]: its chunk decompressed (the
+    /// last one is kept), or its database row read.
+    fn load(&mut self, r: MsgRef) -> Result<()> {
+        match &self.files[r.file as usize] {
+            #[cfg(feature = "sqlite")]
+            Storage::Db3(db) => db.read_into(r.start as i64, &mut self.row),
+            Storage::Mapped(_) if r.chunk == MsgRef::NO_CHUNK => Ok(()),
+            Storage::Mapped(file) => {
+                let hit = matches!(&self.cache, Some((f, c, _)) if *f == r.file && *c == r.chunk);
+                if !hit {
+                    let records = file.decompress(r.chunk as usize)?;
+                    self.cache = Some((r.file, r.chunk, records));
+                }
+                Ok(())
+            }
         }
-        let hit = matches!(&self.cache, Some((f, c, _)) if *f == r.file && *c == r.chunk);
-        if !hit {
-            let records = self.files[r.file as usize].decompress(r.chunk as usize)?;
-            self.cache = Some((r.file, r.chunk, records));
+    }
+
+    /// The bytes of `r`, after [`RosSource::load`].
+    fn bytes(&self, r: MsgRef) -> &[u8] {
+        let range = r.start as usize..r.start as usize + r.len as usize;
+        match (&self.files[r.file as usize], &self.cache) {
+            #[cfg(feature = "sqlite")]
+            (Storage::Db3(_), _) => &self.row,
+            (Storage::Mapped(f), _) if r.chunk == MsgRef::NO_CHUNK => &f.map[range],
+            (Storage::Mapped(_), Some((_, _, records))) => &records[range],
+            (Storage::Mapped(_), None) => unreachable!("load fills the cache"),
         }
-        Ok(())
     }
 }
 
@@ -440,16 +494,9 @@ impl Source for RosSource {
             })?;
         let images = self.opts.images;
         let limits = self.limits;
-        let path = self.files[r.file as usize].path.clone();
-        // Decompress (or find) first; then borrow the topic and the bytes together.
-        self.load_chunk(r)?;
-        let data: &[u8] = match (&self.cache, r.chunk) {
-            (_, MsgRef::NO_CHUNK) => {
-                &self.files[r.file as usize].map[r.start as usize..][..r.len as usize]
-            }
-            (Some((_, _, rec)), _) => &rec[r.start as usize..][..r.len as usize],
-            (None, _) => unreachable!("message_bytes fills the cache"),
-        };
+        let path = self.files[r.file as usize].path().to_path_buf();
+        self.load(r)?;
+        let data = self.bytes(r);
         let t = &self.topics[ti];
         let schema = t.schema.as_ref().expect("a sensor's topic has a schema");
         let err = |problem| Error::RosMessage {
