@@ -201,6 +201,12 @@ fn imports_ros1_bag_written_by_rosbags() {
 }
 
 #[test]
+fn imports_mcap_with_ros1_messages_and_lz4_chunks() {
+    let bags = write_bags();
+    check_import(&bags, "ros1.mcap", false);
+}
+
+#[test]
 fn imports_ros1_noetic_bag_with_header_seq_and_lz4() {
     let bags = write_bags();
     check_import(&bags, "ros1_noetic.bag", false);

@@ -8,6 +8,8 @@ usage: ros_bags_write.py OUTDIR
 - OUTDIR/rosbag2_sqlite/: the same with sqlite3 storage (`.db3`, message definitions stored);
 - OUTDIR/ros1.bag: a ROS 1 bag written by rosbags (bz2 chunks, ROS 1 serialization of the
   ROS 2 types, as upstream's `rosbag` verb writes);
+- OUTDIR/ros1.mcap: ROS 1 messages in an MCAP file (`ros1`/`ros1msg`), lz4 chunks, written
+  with the `mcap` package's writer;
 - OUTDIR/ros1_noetic.bag: the same with ROS 1 noetic's definitions (Header with `seq`), lz4;
 - OUTDIR/expected.json: per topic the sensor name, header stamps, log times, and per channel
   the values every message must give (Euler angles from scipy, independently of our code),
@@ -22,6 +24,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 from mcap_ros2._dynamic import serialize_dynamic
+from mcap.writer import CompressionType
+from mcap.writer import Writer as McapWriter
 from mcap_ros2.writer import Writer as McapRos2Writer
 from rosbags.rosbag1 import Writer as Ros1Writer
 from rosbags.rosbag2 import StoragePlugin
@@ -261,6 +265,21 @@ def main(out: Path):
         for i, name in order:
             t = topics[name][0]
             w.write(conns[name], log_ns(i), store.serialize_ros1(objs[(name, i)], t))
+
+    # ROS 1 messages in an MCAP file (Foxglove's ros1 encoding), lz4 chunks.
+    with open(out / "ros1.mcap", "wb") as f:
+        w = McapWriter(f, compression=CompressionType.LZ4)
+        w.start()
+        chans = {}
+        for name, (t, _, _, _) in topics.items():
+            text, _ = store.generate_msgdef(t, ros_version=1)
+            sid = w.register_schema(t.replace("/msg/", "/"), "ros1msg", text.encode())
+            chans[name] = w.register_channel(name, "ros1", sid)
+        for i, name in order:
+            t = topics[name][0]
+            w.add_message(chans[name], log_ns(i), bytes(store.serialize_ros1(objs[(name, i)], t)),
+                          log_ns(i))
+        w.finish()
 
     # A bag as ROS 1 itself writes it: noetic definitions (Header with `uint32 seq`, which
     # ROS 1 serializes first), LZ4 chunks.

@@ -412,6 +412,28 @@ mod tests {
     }
 
     #[test]
+    fn big_endian_cdr_and_bounded_strings() {
+        let s = Schema::parse("p/M", "uint16 a\nfloat64 b\nstring<=2 s\n", Dialect::Ros2).unwrap();
+        let mut m = vec![0, 0, 0, 0];
+        m.extend(513u16.to_be_bytes());
+        m.extend([0; 6]);
+        m.extend((-0.5f64).to_be_bytes());
+        m.extend(3u32.to_be_bytes());
+        m.extend(b"ok\0");
+        let v = decode(&s, &m, Wire::Cdr, &Limits::default()).unwrap();
+        assert_eq!(v.get("a").unwrap().as_u64(), Some(513));
+        assert_eq!(v.get("b").unwrap().as_f64(), Some(-0.5));
+        let (_, _, le) = v.get("a").unwrap().le_bytes().unwrap();
+        assert_eq!(le, 513u16.to_le_bytes());
+        // Over the bound: 3 characters and the NUL.
+        let n = m.len();
+        m[n - 7..n - 3].copy_from_slice(&4u32.to_be_bytes());
+        m.push(0);
+        let e = decode(&s, &m, Wire::Cdr, &Limits::default()).unwrap_err();
+        assert!(matches!(e, DecodeProblem::TooLong { .. }), "{e}");
+    }
+
+    #[test]
     fn every_cut_is_an_error_not_a_panic() {
         let s = schema();
         let m = cdr();

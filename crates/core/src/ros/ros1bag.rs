@@ -70,12 +70,12 @@ pub fn scan(file: &mut BagFile, file_no: u16, sink: &mut dyn Sink) -> Result<()>
                     let mut p = 0;
                     while p < records.len() {
                         let rec = record(&records, p, at, "record inside a chunk")?;
-                        handle(&records, &rec, at, Some(index), p, file_no, sink)?;
+                        handle(&records, &rec, at, Some(index), file_no, sink)?;
                         p = rec.next;
                     }
                     Ok(())
                 }
-                _ => handle(data, &rec, at, None, at as usize, file_no, sink),
+                _ => handle(data, &rec, at, None, file_no, sink),
             }
         });
         if let Err(p) = r {
@@ -92,7 +92,6 @@ fn handle(
     rec: &Record,
     at: u64,
     chunk: Option<u32>,
-    _pos: usize,
     file_no: u16,
     sink: &mut dyn Sink,
 ) -> Result<(), RosProblem> {
