@@ -63,6 +63,10 @@ pub struct ReplayArgs {
     /// For ROS recordings: only these topics (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub topics: Vec<String>,
+    /// For ROS recordings: a JSON file of per-topic rules (skip a topic, name its sensor and
+    /// channels, its own --stamp and --images; docs/ros.md).
+    #[arg(long, value_name = "FILE")]
+    pub map: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -95,6 +99,10 @@ pub struct ImportArgs {
     /// For ROS recordings: only these topics (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub topics: Vec<String>,
+    /// For ROS recordings: a JSON file of per-topic rules (skip a topic, name its sensor and
+    /// channels, its own --stamp and --images; docs/ros.md).
+    #[arg(long, value_name = "FILE")]
+    pub map: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -110,8 +118,13 @@ pub enum ImagesArg {
 }
 
 /// What the ROS flags ask for.
-fn ros_options(stamp: StampArg, images: ImagesArg, topics: &[String]) -> RosOptions {
-    RosOptions {
+fn ros_options(
+    stamp: StampArg,
+    images: ImagesArg,
+    topics: &[String],
+    map: Option<&Path>,
+) -> Result<RosOptions> {
+    Ok(RosOptions {
         stamp: match stamp {
             StampArg::Header => Stamp::Header,
             StampArg::Log => Stamp::Log,
@@ -121,8 +134,9 @@ fn ros_options(stamp: StampArg, images: ImagesArg, topics: &[String]) -> RosOpti
             ImagesArg::Mjpg => ImageFormat::Mjpg,
         },
         topics: topics.to_vec(),
+        map: map.map(ros::TopicMap::read).transpose()?,
         limits: None,
-    }
+    })
 }
 
 /// Opens a ROS recording; with `warn`, prints to stderr every topic it leaves out and why.
@@ -167,22 +181,29 @@ fn open_source(
     model: Model,
     ros: RosOptions,
 ) -> Result<Box<dyn Source>> {
+    let ros_only = !ros.topics.is_empty() || ros.map.is_some();
     if roverlog_core::format::is_trace(path) {
+        if ros_only {
+            bail!("--topics and --map apply to ROS recordings only");
+        }
         return Ok(Box::new(
             TraceSource::open(path, sensors)?.with_timestamps(model),
         ));
     }
+    if ros::is_ros_recording(path) {
+        return Ok(Box::new(open_ros(path, sensors, model, ros, true)?));
+    }
     if model != Model::Raw {
         bail!("--timestamps applies to roverd traces only");
+    }
+    if ros_only {
+        bail!("--topics and --map apply to ROS recordings only");
     }
     if roverlog_core::gulp::is_gulp_dir(path) {
         if !sensors.is_empty() {
             bail!("--sensors applies to roverd traces; a gulp directory has one camera sensor");
         }
         return Ok(Box::new(GulpSource::open(path, fps, 0.0)?));
-    }
-    if ros::is_ros_recording(path) {
-        return Ok(Box::new(open_ros(path, sensors, model, ros, true)?));
     }
     if super::cat::is_zarr(path) {
         if !sensors.is_empty() {
@@ -197,7 +218,7 @@ fn open_source(
 }
 
 pub fn replay(args: ReplayArgs) -> Result<Outcome> {
-    let ros = ros_options(args.stamp, args.images, &args.topics);
+    let ros = ros_options(args.stamp, args.images, &args.topics, args.map.as_deref())?;
     let mut source = open_source(&args.source, &args.sensors, args.fps, args.timestamps, ros)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -271,7 +292,7 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
 }
 
 pub fn import(args: ImportArgs) -> Result<Outcome> {
-    let ros = ros_options(args.stamp, args.images, &args.topics);
+    let ros = ros_options(args.stamp, args.images, &args.topics, args.map.as_deref())?;
     if !roverlog_core::format::is_trace(&args.source) && ros::is_ros_recording(&args.source) {
         return import_ros(args, ros);
     }

@@ -396,3 +396,75 @@ fn replay_into_a_daemon_gives_what_import_gives() {
         }
     }
 }
+
+/// The mapping file: a topic left out (and listed as such), sensors and channels named, a
+/// topic's own --stamp and --images; a rule for a topic the recording lacks is an error.
+#[test]
+fn mapping_file_names_sensors_and_channels_and_leaves_topics_out() {
+    let bags = write_bags();
+    let map = bags.dir.join("map.json");
+    std::fs::write(
+        &map,
+        serde_json::to_vec(&serde_json::json!({
+            "/imu": {"sensor": "imu0", "stamp": "log"},
+            "/camera/compressed": {"sensor": "camera", "images": "mjpg"},
+            "/points": {"channels": {"intensity": "rfl"}},
+            "/scan": "skip",
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let out = bags.dir.join("out-map");
+    let r = import(
+        &bags.dir.join("ros2.mcap"),
+        &out,
+        &["--map", map.to_str().unwrap()],
+    );
+    assert!(r.ok(), "{}", r.text());
+    let trace = Trace::open(&out).unwrap();
+    let names = trace.sensor_names();
+    assert!(
+        names.contains(&"imu0") && names.contains(&"camera") && !names.contains(&"scan"),
+        "{names:?}"
+    );
+    let topics = &bags.expected["topics"];
+    let want_log: Vec<f64> = topics["/imu"]["log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let ts = trace.sensor("imu0").unwrap().timestamps().unwrap();
+    assert!(
+        ts.iter().zip(&want_log).all(|(a, b)| (a - b).abs() < 1e-6),
+        "{ts:?} vs {want_log:?}"
+    );
+    assert!(trace
+        .sensor("camera")
+        .unwrap()
+        .meta()
+        .get("video.avi")
+        .is_some());
+    let points = trace.sensor("points").unwrap();
+    assert!(points.meta().get("rfl").is_some() && points.meta().get("intensity").is_none());
+    assert!(
+        r.out()
+            .lines()
+            .any(|l| l.contains("/scan") && l.contains("left out by the mapping file")),
+        "{}",
+        r.out()
+    );
+    // A rule for a topic the recording does not have.
+    std::fs::write(&map, br#"{"/imu/data": {"sensor": "imu"}}"#).unwrap();
+    let r = import(
+        &bags.dir.join("ros2.mcap"),
+        &bags.dir.join("out-map2"),
+        &["--map", map.to_str().unwrap()],
+    );
+    assert_eq!(r.code, 2, "{}", r.text());
+    assert!(
+        r.stderr.contains("/imu/data") && r.stderr.contains("no such topic"),
+        "{}",
+        r.stderr
+    );
+}

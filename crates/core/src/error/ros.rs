@@ -50,6 +50,10 @@ pub enum RosProblem {
     /// A message encoding (MCAP channel `message_encoding`) we do not decode.
     #[error("topic {topic}: message encoding {encoding:?} is not ROS (cdr or ros1)")]
     Encoding { topic: String, encoding: String },
+    /// A mapping file (`--map`) rule we cannot follow: the topic it is about (empty for the
+    /// whole file) and why.
+    #[error("mapping file, topic {topic:?}: {msg}")]
+    Mapping { topic: String, msg: String },
     /// Something the SQLite storage refused (rosbag2 `.db3`).
     #[error("sqlite: {msg}")]
     Sqlite { msg: String },

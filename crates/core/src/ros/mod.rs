@@ -9,7 +9,8 @@
 //!   bound, message locations); [`mcap`] and [`ros1bag`] read the two containers;
 //!   [`rosbag2`] the directory's `metadata.yaml`; `sqlite` (feature `sqlite`) rosbag2's
 //!   sqlite3 storage.
-//! - [`mapping`]: the default mapping of standard messages to channels (docs/ros.md).
+//! - [`mapping`]: the default mapping of standard messages to channels (docs/ros.md);
+//!   [`topic_map`]: the optional mapping file (per topic: skip, names, stamp, images).
 //! - [`source`]: the recording as sensors, one per topic; topics we cannot import are listed
 //!   with the reason, never dropped without a word; [`import`] writes them as events.
 //!
@@ -25,11 +26,13 @@ pub mod schema;
 pub mod source;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod topic_map;
 
 use std::path::Path;
 
 pub use mapping::ImageFormat;
 pub use source::{is_ros_recording, RosOptions, RosSource, SkippedTopic, Stamp};
+pub use topic_map::{TopicMap, TopicRule};
 
 use crate::error::{IoContext, Result};
 use crate::format::events::{events_path, Event, EventLine, EVENTS_DIR};

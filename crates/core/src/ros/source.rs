@@ -38,6 +38,8 @@ pub struct RosOptions {
     pub images: ImageFormat,
     /// Only these topics (all when empty).
     pub topics: Vec<String>,
+    /// The mapping file's rules, if one was given.
+    pub map: Option<super::topic_map::TopicMap>,
     pub limits: Option<Limits>,
 }
 
@@ -64,6 +66,7 @@ struct Topic {
     first: Option<Mapped>,
     first_frame: Vec<u8>,
     stamp: Stamp,
+    images: ImageFormat,
     frame_id: String,
 }
 
@@ -94,7 +97,6 @@ pub struct RosSource {
     /// Per sensor: its topic's index.
     sensor_topics: Vec<usize>,
     sensors: Vec<SourceSensor>,
-    opts: RosOptions,
     limits: Limits,
     cache: Option<(u16, u32, Vec<u8>)>,
     /// The last message read from a database.
@@ -139,7 +141,13 @@ impl Sink for Collector<'_> {
             }
             return;
         }
+        let rule = self.opts.map.as_ref().and_then(|m| m.get(&c.topic));
         let (wire, schema, skip) = match &c.wire {
+            _ if rule.is_some_and(|r| r.skip) => (
+                Wire::Cdr,
+                None,
+                Some("left out by the mapping file".to_string()),
+            ),
             Err(why) => (Wire::Cdr, None, Some(why.clone())),
             Ok(w) => {
                 let dialect = if *w == Wire::Ros1 {
@@ -165,7 +173,8 @@ impl Sink for Collector<'_> {
             ts: Vec::new(),
             first: None,
             first_frame: Vec::new(),
-            stamp: self.opts.stamp,
+            stamp: rule.and_then(|r| r.stamp).unwrap_or(self.opts.stamp),
+            images: rule.and_then(|r| r.images).unwrap_or(self.opts.images),
             frame_id: String::new(),
         });
         self.by_topic.insert(c.topic, i);
@@ -192,7 +201,7 @@ impl Sink for Collector<'_> {
         let outcome = decode(schema, data, t.wire, &self.limits)
             .map_err(|e| format!("message {k} does not decode: {e}"))
             .and_then(|v| {
-                let m = mapping::map(&t.msgtype, &v, self.opts.images)
+                let m = mapping::map(&t.msgtype, &v, t.images)
                     .map_err(|e| format!("message {k}: {e}"))?;
                 Ok((m, mapping::header_stamp(&v), mapping::frame_id(&v)))
             });
@@ -331,9 +340,27 @@ impl RosSource {
             bags.push(storage);
         }
         let mut topics = c.topics;
+        let map_err = |topic: &str, msg: String| Error::Ros {
+            path: path.to_path_buf(),
+            problem: crate::error::RosProblem::Mapping {
+                topic: topic.to_string(),
+                msg,
+            },
+        };
+        let rules = opts.map.as_ref().map(|m| &m.topics);
+        for topic in rules.into_iter().flat_map(|r| r.keys()) {
+            if !c.by_topic.contains_key(topic) {
+                return Err(map_err(topic, "the recording has no such topic".into()));
+            }
+        }
+        let rule = |topic: &str| rules.and_then(|r| r.get(topic));
         let mut sensors = Vec::new();
         let mut sensor_topics = Vec::new();
-        let mut used: Vec<String> = Vec::new();
+        // Names the mapping file gives are taken first; the others go around them.
+        let mut used: Vec<String> = rules
+            .into_iter()
+            .flat_map(|r| r.values().filter_map(|r| r.sensor.clone()))
+            .collect();
         for (i, t) in topics.iter_mut().enumerate() {
             if t.skip.is_some() {
                 continue;
@@ -366,8 +393,35 @@ impl RosSource {
                 meta.channels.push((name, ch));
             }
             t.first_frame = Vec::new();
-            let name = sensor_name(&t.topic, &used);
-            used.push(name.clone());
+            if let Some(r) = rule(&t.topic) {
+                for (from, to) in &r.channels {
+                    let names: Vec<&str> = meta.channels.iter().map(|(n, _)| n.as_str()).collect();
+                    let Some(k) = names.iter().position(|n| n == from) else {
+                        return Err(map_err(
+                            &t.topic,
+                            format!(
+                                "no channel {from:?} to rename (it has {})",
+                                names.join(", ")
+                            ),
+                        ));
+                    };
+                    if names.iter().enumerate().any(|(j, n)| j != k && n == to) {
+                        return Err(map_err(
+                            &t.topic,
+                            format!("two channels would be named {to:?}"),
+                        ));
+                    }
+                    meta.channels[k].0 = to.clone();
+                }
+            }
+            let name = match rule(&t.topic).and_then(|r| r.sensor.clone()) {
+                Some(n) => n,
+                None => {
+                    let n = sensor_name(&t.topic, &used);
+                    used.push(n.clone());
+                    n
+                }
+            };
             sensors.push(SourceSensor { name, meta });
             sensor_topics.push(i);
         }
@@ -377,7 +431,6 @@ impl RosSource {
             topics,
             sensor_topics,
             sensors,
-            opts,
             limits,
             cache: None,
             row: Vec::new(),
@@ -492,7 +545,7 @@ impl Source for RosSource {
                 index,
                 len: self.topics[ti].refs.len() as u64,
             })?;
-        let images = self.opts.images;
+        let images = self.topics[ti].images;
         let limits = self.limits;
         let path = self.files[r.file as usize].path().to_path_buf();
         self.load(r)?;
