@@ -180,6 +180,33 @@ fn imports_mcap_written_by_mcap_ros2_support() {
     check_import(&bags, "ros2.mcap", true);
 }
 
+/// Many small chunks: every value as before, and each chunk decompressed about once for the
+/// whole import (samples are read in time order over all topics), not once per topic.
+#[test]
+fn small_chunks_are_decompressed_about_once() {
+    use roverlog_core::ros::{self, RosOptions, RosSource};
+    let bags = write_bags();
+    check_import(&bags, "ros2_small_chunks.mcap", false);
+    let mut src = RosSource::open(
+        &bags.dir.join("ros2_small_chunks.mcap"),
+        RosOptions::default(),
+    )
+    .unwrap();
+    ros::import(
+        &mut src,
+        &bags.dir.join("out-chunk-reads"),
+        "test",
+        |_, _| {},
+    )
+    .unwrap();
+    let (chunks, reads) = src.chunk_reads();
+    assert!(chunks >= 10, "only {chunks} chunks: the test needs many");
+    assert!(
+        reads <= chunks + chunks / 4,
+        "{reads} decompressions of {chunks} chunks"
+    );
+}
+
 #[test]
 fn imports_rosbag2_mcap_directory_written_by_rosbags() {
     let bags = write_bags();

@@ -3,6 +3,7 @@
 usage: ros_bags_write.py OUTDIR
 
 - OUTDIR/ros2.mcap: mcap-ros2-support's writer (zstd chunks, ros2msg schemas, CDR);
+- OUTDIR/ros2_small_chunks.mcap: the same in chunks of about 512 bytes;
 - OUTDIR/rosbag2/: a rosbag2 directory (MCAP storage) written by rosbags, messages serialized
   by rosbags' own CDR serializer;
 - OUTDIR/rosbag2_sqlite/: the same with sqlite3 storage (`.db3`, message definitions stored);
@@ -232,6 +233,15 @@ def main(out: Path):
 
     with open(out / "ros2.mcap", "wb") as f:
         w = McapRos2Writer(f)
+        schemas = {t: w.register_msgdef(t, d) for t, d in msgdefs.items()}
+        for i, name in order:
+            t, msgs, _, _ = topics[name]
+            w.write_message(name, schemas[t], msgs[i], log_time=log_ns(i), publish_time=log_ns(i))
+        w.finish()
+
+    # The same with small chunks (many per topic), for the reading order's test.
+    with open(out / "ros2_small_chunks.mcap", "wb") as f:
+        w = McapRos2Writer(f, chunk_size=512)
         schemas = {t: w.register_msgdef(t, d) for t, d in msgdefs.items()}
         for i, name in order:
             t, msgs, _, _ = topics[name]

@@ -36,7 +36,8 @@ pub use topic_map::{TopicMap, TopicRule};
 
 use crate::error::{IoContext, Result};
 use crate::format::events::{events_path, Event, EventLine, EVENTS_DIR};
-use crate::replay::ImportReport;
+use crate::format::WriterOptions;
+use crate::replay::{ImportReport, Source};
 
 /// What importing a recording did: the sensors written and the topics left out.
 #[derive(Debug, Clone)]
@@ -54,7 +55,25 @@ pub fn import(
     described_as: &str,
     progress: impl FnMut(u64, u64),
 ) -> Result<RosImportReport> {
-    let written = crate::replay::import(source, out, described_as, progress)?;
+    // Every topic's writer open at once, samples in time order, so a chunk is decompressed
+    // about once, not once per topic. A blob (jpg) channel keeps up to `blob_max_open` files
+    // open between syncs: shared among the image topics so descriptors stay few.
+    let blob_sensors = source
+        .sensors()
+        .iter()
+        .filter(|s| {
+            s.meta
+                .channels
+                .iter()
+                .any(|(_, c)| matches!(c.format, crate::format::ChannelFormat::Blob(_)))
+        })
+        .count();
+    let opts = WriterOptions {
+        blob_max_open: (256 / blob_sensors.max(1)).clamp(4, 64),
+        ..WriterOptions::default()
+    };
+    let written =
+        crate::replay::import::import_in_time_order(source, out, described_as, &opts, progress)?;
     let skipped = source.skipped();
     if !skipped.is_empty() {
         let dir = out.join(EVENTS_DIR);

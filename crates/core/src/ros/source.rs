@@ -21,6 +21,13 @@ use crate::error::{Error, Result};
 use crate::format::{ChannelFormat, SensorMeta};
 use crate::replay::{Source, SourceSensor};
 
+/// Most decompressed chunks kept: samples are read in time order over all topics (see
+/// [`crate::replay::import::import_in_time_order`]) and a topic's header stamps may lag the
+/// log time its chunk is ordered by, so reading moves among a few neighbouring chunks.
+pub const CACHE_CHUNKS: usize = 8;
+/// Most bytes of decompressed chunks kept (the latest one is kept whatever its size).
+pub const CACHE_BYTES: usize = 256 << 20;
+
 /// Where a sample's `ts` comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Stamp {
@@ -98,7 +105,10 @@ pub struct RosSource {
     sensor_topics: Vec<usize>,
     sensors: Vec<SourceSensor>,
     limits: Limits,
-    cache: Option<(u16, u32, Vec<u8>)>,
+    /// Decompressed chunks, most recently used first (see [`CACHE_CHUNKS`]).
+    cache: Vec<(u16, u32, Vec<u8>)>,
+    /// Chunks decompressed since opening (the scan aside).
+    decompressed: u64,
     /// The last message read from a database.
     #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     row: Vec<u8>,
@@ -432,7 +442,8 @@ impl RosSource {
             sensor_topics,
             sensors,
             limits,
-            cache: None,
+            cache: Vec::new(),
+            decompressed: 0,
             row: Vec::new(),
         })
     }
@@ -452,6 +463,21 @@ impl RosSource {
             .collect()
     }
 
+    /// (chunks in the recording, chunks decompressed to read samples so far): how well the
+    /// reading order fits the chunks.
+    pub fn chunk_reads(&self) -> (u64, u64) {
+        let chunks = self
+            .files
+            .iter()
+            .map(|f| match f {
+                Storage::Mapped(b) => b.chunks.len() as u64,
+                #[cfg(feature = "sqlite")]
+                Storage::Db3(_) => 0,
+            })
+            .sum();
+        (chunks, self.decompressed)
+    }
+
     /// The topic sensor `i` was made from.
     pub fn topic_of(&self, sensor: usize) -> &str {
         &self.topics[self.sensor_topics[sensor]].topic
@@ -465,11 +491,29 @@ impl RosSource {
             Storage::Db3(db) => db.read_into(r.start as i64, &mut self.row),
             Storage::Mapped(_) if r.chunk == MsgRef::NO_CHUNK => Ok(()),
             Storage::Mapped(file) => {
-                let hit = matches!(&self.cache, Some((f, c, _)) if *f == r.file && *c == r.chunk);
-                if !hit {
-                    let records = file.decompress(r.chunk as usize)?;
-                    self.cache = Some((r.file, r.chunk, records));
-                }
+                let at = self
+                    .cache
+                    .iter()
+                    .position(|(f, c, _)| *f == r.file && *c == r.chunk);
+                let entry = match at {
+                    Some(i) => self.cache.remove(i),
+                    None => {
+                        self.decompressed += 1;
+                        (r.file, r.chunk, file.decompress(r.chunk as usize)?)
+                    }
+                };
+                self.cache.insert(0, entry);
+                let mut bytes = 0;
+                let keep = self
+                    .cache
+                    .iter()
+                    .take_while(|(_, _, c)| {
+                        bytes += c.len();
+                        bytes <= CACHE_BYTES
+                    })
+                    .count()
+                    .clamp(1, CACHE_CHUNKS);
+                self.cache.truncate(keep);
                 Ok(())
             }
         }
@@ -478,12 +522,11 @@ impl RosSource {
     /// The bytes of `r`, after [`RosSource::load`].
     fn bytes(&self, r: MsgRef) -> &[u8] {
         let range = r.start as usize..r.start as usize + r.len as usize;
-        match (&self.files[r.file as usize], &self.cache) {
+        match &self.files[r.file as usize] {
             #[cfg(feature = "sqlite")]
-            (Storage::Db3(_), _) => &self.row,
-            (Storage::Mapped(f), _) if r.chunk == MsgRef::NO_CHUNK => &f.map[range],
-            (Storage::Mapped(_), Some((_, _, records))) => &records[range],
-            (Storage::Mapped(_), None) => unreachable!("load fills the cache"),
+            Storage::Db3(_) => &self.row,
+            Storage::Mapped(f) if r.chunk == MsgRef::NO_CHUNK => &f.map[range],
+            Storage::Mapped(_) => &self.cache.first().expect("load fills the cache").2[range],
         }
     }
 }
