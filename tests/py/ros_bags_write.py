@@ -106,6 +106,13 @@ topics["/camera/compressed"] = ("sensor_msgs/msg/CompressedImage", msgs, {
     "blob": {"channel": "img", "shape": [16, 24, 3],
              "files": [base64.b64encode(j).decode() for j in jpegs]},
 }, None)
+# The same with `format` left empty: the bytes are a JPEG.
+topics["/camera/noformat"] = ("sensor_msgs/msg/CompressedImage",
+                              [dict(m, format="") for m in msgs], {
+    "sensor": "camera_noformat",
+    "blob": {"channel": "img", "shape": [16, 24, 3],
+             "files": [base64.b64encode(j).decode() for j in jpegs]},
+}, None)
 
 
 def image_topic(name, encoding, h, w, dtype, chans, pad, big=False):
@@ -210,6 +217,17 @@ topics["/pose"] = ("geometry_msgs/msg/PoseStamped", msgs, {
     "channels": {"pose.position.x": {"dtype": "f8", "shape": [], "values": px}},
 }, None)
 
+# A publisher that never fills its header: stamps zero, so the log time is the time.
+msgs = [{"header": {"stamp": {"sec": 0, "nanosec": 0}, "frame_id": ""},
+         "angle_min": 0.0, "angle_max": 1.0, "angle_increment": 0.5, "time_increment": 0.0,
+         "scan_time": 0.0, "range_min": 0.0, "range_max": 5.0, "ranges": [float(i)] * 3,
+         "intensities": []} for i in range(N)]
+topics["/unstamped"] = ("sensor_msgs/msg/LaserScan", msgs, {
+    "sensor": "unstamped", "unstamped": True,
+    "channels": {"ranges": {"dtype": "f4", "shape": [3], "values": [[float(i)] * 3
+                                                                    for i in range(N)]}},
+}, None)
+
 # Topics that must be reported and skipped.
 msgs = []
 for i in range(N):
@@ -312,8 +330,9 @@ def main(out: Path):
         if skip:
             expected["skipped"][name] = skip
             continue
-        exp["stamps"] = [s + n * 1e-9 for s, n in (stamp(i) for i in range(N))]
         exp["log"] = [log_ns(i) * 1e-9 for i in range(N)]
+        exp["stamps"] = (exp["log"] if exp.pop("unstamped", False)
+                         else [s + n * 1e-9 for s, n in (stamp(i) for i in range(N))])
         expected["topics"][name] = exp
     (out / "expected.json").write_text(json.dumps(expected))
 

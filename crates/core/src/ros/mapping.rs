@@ -149,14 +149,18 @@ fn text(msg: &Value, path: &str) -> Result<String, String> {
 fn compressed_image(msg: &Value, images: ImageFormat) -> Result<Mapped, String> {
     let format = text(msg, "format")?;
     let f = format.to_ascii_lowercase();
-    if !(f.contains("jpeg") || f.contains("jpg")) {
-        return Err(format!(
-            "compressed image format {format:?}: only JPEG is imported"
-        ));
-    }
     let data = bytes(msg, "data")?;
     if data.is_empty() {
         return Err("an empty compressed image".into());
+    }
+    // Some drivers leave `format` empty: the bytes say what they are.
+    let jpeg = f.contains("jpeg")
+        || f.contains("jpg")
+        || (f.is_empty() && data.starts_with(&[0xff, 0xd8, 0xff]));
+    if !jpeg {
+        return Err(format!(
+            "compressed image format {format:?}: only JPEG is imported"
+        ));
     }
     let (name, fmt) = match images {
         ImageFormat::Jpg => ("img", ChannelFormat::Blob("jpg".into())),

@@ -224,7 +224,9 @@ impl Sink for Collector<'_> {
         };
         match &t.first {
             None => {
-                if stamp.is_none() {
+                // A publisher that never fills its header leaves the stamp zero: the log
+                // time is then the only time there is.
+                if stamp.is_none() || stamp == Some(0.0) {
                     t.stamp = Stamp::Log;
                 }
                 t.frame_id = frame.unwrap_or_default();
