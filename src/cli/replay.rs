@@ -153,7 +153,13 @@ fn open_ros(
     if model != Model::Raw {
         bail!("--timestamps applies to roverd traces only");
     }
-    let source = RosSource::open(path, opts)?;
+    let pb = super::progress::bar("read", "(bytes, or rows of a .db3)");
+    let source = RosSource::open_with_progress(path, opts, |file, done, total| {
+        pb.set_prefix(format!("read file {}", file + 1));
+        pb.set_length(total);
+        pb.set_position(done);
+    })?;
+    pb.finish_and_clear();
     for s in source.skipped().iter().filter(|_| warn) {
         eprintln!(
             "roverlog: skipped topic {} ({}, {} messages): {}",

@@ -35,6 +35,8 @@ pub trait Sink {
     /// One message of connection `conn`, logged at `log_time` (ns since the epoch). Returns
     /// false when no connection `conn` was given before.
     fn message(&mut self, conn: u32, log_time: u64, at: MsgRef, data: &[u8]) -> bool;
+    /// `done` of the file's `total` (bytes; rows for a database) read so far.
+    fn progress(&mut self, _done: u64, _total: u64) {}
 }
 
 #[derive(Default)]
@@ -82,6 +84,7 @@ pub fn scan(file: &mut BagFile, file_no: u16, sink: &mut dyn Sink) -> Result<()>
                 if let Err(p) = r {
                     break Err(p);
                 }
+                sink.progress(pos as u64, data.len() as u64);
             }
         }
     };

@@ -82,6 +82,7 @@ pub fn scan(file: &mut BagFile, file_no: u16, sink: &mut dyn Sink) -> Result<()>
             outcome = Err(p);
             break;
         }
+        sink.progress(pos as u64, data.len() as u64);
     }
     file.chunks = chunks;
     outcome.map_err(|p| file.err(p))

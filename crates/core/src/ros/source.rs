@@ -116,6 +116,8 @@ pub struct RosSource {
 
 struct Collector<'o> {
     opts: &'o RosOptions,
+    /// (file number, done, total) of the scan.
+    progress: &'o mut dyn FnMut(usize, u64, u64),
     limits: Limits,
     file_no: u16,
     by_conn: HashMap<(u16, u32), usize>,
@@ -189,6 +191,10 @@ impl Sink for Collector<'_> {
         });
         self.by_topic.insert(c.topic, i);
         self.by_conn.insert((self.file_no, c.id), i);
+    }
+
+    fn progress(&mut self, done: u64, total: u64) {
+        (self.progress)(self.file_no as usize, done, total);
     }
 
     fn message(&mut self, conn: u32, log_time: u64, at: MsgRef, data: &[u8]) -> bool {
@@ -299,6 +305,17 @@ pub fn is_ros_recording(path: &Path) -> bool {
 impl RosSource {
     /// Opens and reads `path`: a rosbag2 directory, an `.mcap` file or a ROS 1 `.bag`.
     pub fn open(path: &Path, opts: RosOptions) -> Result<RosSource> {
+        Self::open_with_progress(path, opts, |_, _, _| {})
+    }
+
+    /// [`RosSource::open`], calling `progress(file number, done, total)` while each file is
+    /// read (bytes of an MCAP file or bag, rows of a database; a rosbag2 directory's files in
+    /// turn).
+    pub fn open_with_progress(
+        path: &Path,
+        opts: RosOptions,
+        mut progress: impl FnMut(usize, u64, u64),
+    ) -> Result<RosSource> {
         let files: Vec<PathBuf> = if path.is_dir() {
             super::rosbag2::files(path)?
         } else {
@@ -307,6 +324,7 @@ impl RosSource {
         let limits = opts.limits.unwrap_or_default();
         let mut c = Collector {
             opts: &opts,
+            progress: &mut progress,
             limits,
             file_no: 0,
             by_conn: HashMap::new(),

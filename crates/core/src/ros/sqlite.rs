@@ -107,6 +107,11 @@ impl Db3 {
                 wire,
             });
         }
+        let total: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+            .map_err(err)?;
+        let mut done = 0;
         let mut q = self
             .conn
             .prepare("SELECT id, topic_id, timestamp, data FROM messages ORDER BY id")
@@ -138,6 +143,10 @@ impl Db3 {
                     at: id as u64,
                     id: topic as u32,
                 }));
+            }
+            done += 1;
+            if done % 1024 == 0 {
+                sink.progress(done, total as u64);
             }
         }
         Ok(())
