@@ -1,6 +1,6 @@
 //! ROS recordings into roverd: rosbag2 directories (MCAP or sqlite3 storage), single `.mcap` files with
 //! ROS 2 (CDR) or ROS 1 messages, and ROS 1 `.bag` files, read as a replay
-//! [`Source`](crate::replay::Source) ([`RosSource`]), so `import` and `replay` take them.
+//! [`Source`] ([`RosSource`]), so `import` and `replay` take them.
 //!
 //! - [`schema`]: `.msg` definition text (stored with every topic) as types.
 //! - [`decode`]: one message against its schema, CDR or ROS 1 serialization, every length
@@ -46,7 +46,7 @@ pub struct RosImportReport {
     pub skipped: Vec<SkippedTopic>,
 }
 
-/// Writes `source` into a new trace at `out` (see [`crate::replay::import`]), then one
+/// Writes `source` into a new trace at `out` (see [`crate::replay::import::import_in_time_order`]), then one
 /// `import_skipped` event per topic left out (`_roverlog/events.jsonl`: topic, type,
 /// messages, reason), so the trace itself says what it lacks.
 pub fn import(
