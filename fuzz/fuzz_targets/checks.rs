@@ -7,9 +7,10 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use roverlog_core::format::lzmaf::{parse_index, scan_frames, trusted_prefix};
-use roverlog_core::format::{lzma, SensorMeta};
+use roverlog_core::format::lzmaf::{intact_frames, parse_index, scan_frames, trusted_prefix};
+use roverlog_core::format::{lzma, stored_xz, SensorMeta};
 use roverlog_core::gulp::parse_gmeta;
+use roverlog_core::ouster::{LidarIntrinsics, XyzLut, MAX_PIXELS};
 use roverlog_core::zarr::{blosc, ArrayMeta, Compressor};
 use roverlog_daemon::protocol::{accept_hello, Check, FrameLayout};
 
@@ -132,10 +133,44 @@ pub fn meta_json(data: &[u8]) {
     assert_eq!(again, meta);
 }
 
+/// `lidar_json`: whatever [`LidarIntrinsics::parse`] accepts has one shift, altitude and
+/// azimuth per beam, finite angles and transforms, shifts within a frame, at most
+/// [`MAX_PIXELS`]; for small frames the table projects a frame of every range to that many
+/// points or fewer, all finite.
+pub fn lidar_json(data: &[u8]) {
+    let Ok(i) = LidarIntrinsics::parse(Path::new("lidar.json"), data) else {
+        return;
+    };
+    let beams = i.pixels_per_column;
+    assert!(beams >= 1 && i.columns_per_frame >= 1 && i.pixels() <= MAX_PIXELS);
+    assert_eq!(i.pixel_shift_by_row.len(), beams);
+    assert_eq!(i.beam_altitude_angles.len(), beams);
+    assert_eq!(i.beam_azimuth_angles.len(), beams);
+    let w = i.columns_per_frame as i64;
+    assert!(i.pixel_shift_by_row.iter().all(|s| (-w..=w).contains(s)));
+    assert!(i
+        .beam_altitude_angles
+        .iter()
+        .chain(&i.beam_azimuth_angles)
+        .chain(&i.beam_to_lidar_transform)
+        .chain(&i.lidar_to_sensor_transform)
+        .all(|v| v.is_finite()));
+    if i.pixels() <= 4096 {
+        let lut = XyzLut::new(&i);
+        let rng: Vec<u16> = (0..i.pixels()).map(|p| (p * 7919) as u16).collect();
+        let mut out = Vec::new();
+        lut.project(&rng, None, &mut out).unwrap();
+        assert!(out.len() <= rng.len());
+        let destaggered = roverlog_core::ouster::destagger(&i, &rng).unwrap();
+        assert_eq!(destaggered.len(), rng.len());
+    }
+}
+
 /// `lzmaf_index`: `u16` index length, a sample-size byte, the index bytes, the data bytes.
 /// The trusted prefix recovery keeps must start at 0, ascend, stay within the data and never
-/// list more frames than the index; frames re-found past it must be whole and decompress to
-/// exactly one sample.
+/// list more frames than the index; the frames a reader takes as intact (`intact_frames`) must
+/// be exactly those; frames re-found past it must be whole and decompress to exactly one
+/// sample.
 pub fn lzmaf_index(data: &[u8]) {
     if data.len() < 3 {
         return;
@@ -154,6 +189,16 @@ pub fn lzmaf_index(data: &[u8]) {
         if problems.is_empty() && !index.is_empty() {
             assert_eq!(good, parse_index(index), "a clean index is trusted whole");
         }
+        if !index.is_empty() {
+            // A reader reads exactly the frames recovery keeps of the index.
+            let (intact, ordered) = intact_frames(&parse_index(index), bytes.len() as u64);
+            assert_eq!(
+                intact,
+                good.len() as u64 - 1,
+                "reader and recovery disagree"
+            );
+            assert!(intact <= ordered);
+        }
         if !exists {
             continue;
         }
@@ -167,6 +212,23 @@ pub fn lzmaf_index(data: &[u8]) {
             prev = e;
         }
     }
+}
+
+/// `stored_xz`: any bytes as a frame: [`stored_xz::is_stored`] never panics or reads past
+/// them, and a frame it calls stored is at least a whole `.xz` header and chunk. The bytes as
+/// data: [`stored_xz::store`] gives a frame that is stored (unless empty) and decodes back.
+pub fn stored_xz(data: &[u8]) {
+    if stored_xz::is_stored(data) {
+        assert!(
+            data.len() >= 12 + 8 + 3,
+            "{} bytes called stored",
+            data.len()
+        );
+    }
+    let frame = stored_xz::store(data);
+    assert_eq!(stored_xz::is_stored(&frame), !data.is_empty());
+    let back = lzma::decompress(&frame, data.len(), Path::new("stored")).expect("decodes");
+    assert_eq!(back, data);
 }
 
 /// `gulp_meta`: `.gmeta` parsing never panics or over-allocates, and what it accepts
@@ -409,6 +471,32 @@ pub fn zarr_order(data: &[u8]) {
         got == want,
         "f_to_c of {shape:?} x {item} bytes differs from the model"
     );
+}
+
+/// `http_host`: the input, as text, is both a `Host` header and an `http_allowed_hosts`
+/// entry. Splitting never panics and gives a name inside the input and a port of digits; an
+/// entry the config accepts matches its own text and no longer name ending in it (a Host
+/// `rover.local.evil.example` is not `rover.local`).
+pub fn http_host(data: &[u8]) {
+    use roverlog_daemon::config::{split_host, AllowedHost};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Some((name, port)) = split_host(text) {
+        assert!(text.contains(name), "{text:?}: name {name:?} is not in it");
+        if let Some(p) = port {
+            assert!(
+                !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()),
+                "{text:?}: port {p:?}"
+            );
+        }
+    }
+    if let Some(entry) = AllowedHost::parse(text) {
+        assert!(entry.matches(text), "{text:?} does not match itself");
+        assert_eq!(entry.name, entry.name.to_ascii_lowercase(), "{text:?}");
+        let longer = format!("{}.evil.example", entry.name);
+        assert!(!entry.matches(&longer), "{text:?} matches {longer:?}");
+    }
 }
 
 /// The ROS 2 (`.msg`) and ROS 1 (`.ros1.msg`) definitions `ros_cdr` decodes against, by

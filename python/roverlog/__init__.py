@@ -2,6 +2,9 @@
 driver for the roverlog daemon, over the roverlog Rust library.
 
 - `roverlog.Trace`, `Sensor`, `Channel`, `Nearest`: roverd traces (upstream `roverd`'s names).
+- `roverlog.redrover`: upstream red-rover `roverd`'s reading API (`Dataset`, `Trace.from_config`,
+  typed sensors, timestamp corrections): `from roverlog import redrover as roverd`. Needs
+  abstract-dataloader (`pip install 'roverlog[redrover]'`); imported only when asked for.
 - `roverlog.gulp.GulpDirectory`, `GulpChunk`: gulpio2's reading API (change the import).
 - `roverlog.zarr.open`, `roverlog.l5kit.ChunkedDataset`: zarr-python 2's reading (its selections
   too) and l5kit's datasets.
@@ -16,7 +19,10 @@ the builtin a caller would catch:
 - `roverlog.MissingKeyError`: a `KeyError` (no channel, sensor or id of that name);
 - `roverlog.SampleIndexError`: an `IndexError` (a sample, frame or row past the end);
 - `roverlog.FormatError`: a `ValueError` (corrupt, inconsistent or unsupported data: invalid
-  JSON, an unknown type code, a truncated JPEG).
+  JSON, an unknown type code, a truncated JPEG);
+- `roverlog.DamagedSampleError`: a `FormatError` for a sample the sensor counts whose bytes
+  are missing, cut short or do not decode (its `path` and `index`; `roverlog recover` cuts
+  the sensor back to the samples before it). The channel's intact samples still read.
 
 Threads (`roverlog.parallel`): a bulk read (a range of frames, a gulp read, zarr rows) decodes
 on one thread per core, or on one thread in a worker process (a `DataLoader` worker, any
@@ -24,24 +30,28 @@ on one thread per core, or on one thread in a worker process (a `DataLoader` wor
 the environment variable `ROVERLOG_THREADS=n` (read at import) choose `n` instead;
 `roverlog.threads()` says how many the next read uses.
 """
-from .errors import Error, FileError, FormatError, MissingKeyError, ReadError, SampleIndexError
+from .errors import DamagedSampleError, Error, FileError, FormatError, MissingKeyError, ReadError, SampleIndexError
 from . import parallel
 from .parallel import set_threads, threads
 from . import gulp, l5kit, zarr
-from .driver import Driver
+from .driver import DaemonWaitWarning, Driver, Durable, NotRecordingWarning
 from .roverd import Channel, Metadata, Nearest, Sensor, Trace
 
 parallel.configure_at_import()
 
 __all__ = [
     "Channel",
+    "DaemonWaitWarning",
+    "DamagedSampleError",
     "Driver",
+    "Durable",
     "Error",
     "FileError",
     "FormatError",
     "Metadata",
     "MissingKeyError",
     "Nearest",
+    "NotRecordingWarning",
     "ReadError",
     "SampleIndexError",
     "Sensor",

@@ -10,17 +10,60 @@ with the buffer protocol; C-contiguous, in the declared type: no per-element Pyt
 Samples are coalesced into large writes: a batch goes out when it reaches `max_bytes` or when
 its oldest sample waited `max_delay` seconds. When the daemon stops or restarts, the driver
 reconnects with back-off (for up to `reconnect_timeout` seconds) and resends every sample the
-daemon did not receive; samples stay in memory until a `sync()` reports them durable (up to
-`max_retained` bytes: sync from time to time). The protocol is unchanged: any daemon that
-speaks it works.
+daemon does not hold; samples stay in memory until a `sync()` reports them durable (up to
+`max_retained` bytes: sync from time to time).
+
+Exactly once. After a clean daemon stop (SIGTERM, `systemctl stop`) the daemon tells the
+driver its final durable count before it closes (docs/protocol.md 6.1, `final_ack`): those
+samples are in the stopped trace, and only the others are resent into the next one. After
+a crash (kill -9) the daemon resumes the same trace and says how many samples it holds: only
+the ones after those are resent. With `seq=True` the daemon also drops any sample that
+repeats a sequence number (and time) already written in the trace (`dedup`, docs/protocol.md
+4.2; `dedup=False` turns that off). A daemon older than these opt-ins is still spoken to,
+without them.
+
+Not recording. While the daemon records nothing (`roverlog ctl stop`, autostart off, the disk
+guard), it discards what it is sent. The driver learns it from the daemon's replies (the
+hello, and every `sync()`), warns once with `NotRecordingWarning` when a sample is sent or
+synced meanwhile, and `sync()` returns a `Durable`: an `int` (the durable count, as before)
+whose `.recording` is False and `.reason` says why nothing was kept.
+
+No daemon. The first connection waits up to `connect_timeout` seconds (default
+`reconnect_timeout`) for the daemon to appear, warns once with `DaemonWaitWarning` after a
+second of waiting, then raises `roverlog.FileError` (a `FileNotFoundError`) naming the
+socket when it does not exist (`roverlog.ReadError`, an `OSError`, when it refuses).
 """
 import json
 import os
+import warnings
 
 from . import _roverlog
 
 FIXED = ("raw", "lzmaf")
 VARIABLE = ("jpg", "npz", "mjpg")
+
+
+class NotRecordingWarning(UserWarning):
+    """Samples were sent while the daemon records nothing: they are discarded."""
+
+
+class DaemonWaitWarning(UserWarning):
+    """The driver is waiting for a daemon that is not (yet) there."""
+
+
+class Durable(int):
+    """What `Driver.sync()` returns: the sensor's durable count (an `int`), with
+    `.recording` (whether the daemon records) and `.reason` (why nothing was kept, else
+    None)."""
+
+    def __new__(cls, durable, reason=None):
+        d = super().__new__(cls, durable)
+        d.reason = reason
+        d.recording = reason is None
+        return d
+
+    def __repr__(self):
+        return f"Durable({int(self)}, recording={self.recording})"
 
 
 def _channel(c):
@@ -39,7 +82,7 @@ def _channel(c):
 
 class Driver:
     def __init__(self, socket, sensor, channels, seq=False, max_delay=0.005, max_bytes=1 << 20,
-                 max_retained=256 << 20, reconnect_timeout=30.0):
+                 max_retained=256 << 20, reconnect_timeout=30.0, connect_timeout=None, dedup=True):
         chans = [_channel(c) for c in channels]
         meta = {"ts": {"format": "raw", "type": "f8", "shape": [], "desc": "epoch time in seconds"}}
         for c in chans:
@@ -47,20 +90,46 @@ class Driver:
                                "desc": c.get("desc", "")}
         self.sensor = sensor
         self.channels = chans
-        self._native = _roverlog.NativeDriver(os.fspath(socket), sensor, json.dumps(meta), bool(seq),
-                                              float(max_delay), int(max_bytes), int(max_retained),
-                                              float(reconnect_timeout))
+        self._warned = False
+
+        def waiting(message):
+            # user code -> __init__ -> (native) -> here
+            warnings.warn(message, DaemonWaitWarning, stacklevel=3)
+
+        self._native = _roverlog.NativeDriver(
+            os.fspath(socket), sensor, json.dumps(meta), bool(seq), float(max_delay), int(max_bytes),
+            int(max_retained), float(reconnect_timeout),
+            None if connect_timeout is None else float(connect_timeout), bool(dedup), waiting)
+
+    def _not_recording(self, recording, stacklevel):
+        if recording:
+            self._warned = False
+        elif not self._warned:
+            self._warned = True
+            warnings.warn(self._native.not_recording or "the daemon is not recording",
+                          NotRecordingWarning, stacklevel=stacklevel + 1)
 
     def send(self, ts, *samples, seq=None):
-        """One sample: its time (epoch seconds) and one buffer per declared channel."""
-        self._native.send(float(ts), list(samples), seq)
+        """One sample: its time (epoch seconds) and one buffer per declared channel. Warns
+        once (`NotRecordingWarning`) while the daemon records nothing."""
+        if not self._native.send(float(ts), list(samples), seq):
+            self._not_recording(False, 2)
 
     def flush(self):
         self._native.flush()
 
     def sync(self):
-        """Flushes, then asks the daemon for durability; returns the sensor's durable count."""
-        return self._native.sync()
+        """Flushes, then asks the daemon for durability; returns the sensor's durable count as
+        a `Durable` (an `int`; `.recording` False and `.reason` set when the daemon records
+        nothing and discarded the samples, which also warns once)."""
+        durable, reason = self._native.sync()
+        self._not_recording(reason is None, 2)
+        return Durable(durable, reason)
+
+    @property
+    def recording(self):
+        """Whether the daemon recorded at its last reply (hello or sync)."""
+        return self._native.recording
 
     @property
     def sent(self):

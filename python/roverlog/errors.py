@@ -10,7 +10,14 @@ caller would catch without knowing roverlog:
 - `MissingKeyError` (`KeyError`): no channel, sensor, gulp id or zarr member of that name;
 - `SampleIndexError` (`IndexError`): a sample, frame or row past the end;
 - `FormatError` (`ValueError`): bytes or metadata that are corrupt, inconsistent or
-  unsupported (bad JSON, an unknown type code, a truncated JPEG, a failed chunk).
+  unsupported (bad JSON, an unknown type code, a truncated JPEG, a failed chunk);
+- `DamagedSampleError` (a `FormatError`, so a `ValueError`): a sample the sensor's `ts` (or
+  the channel's own index or listing) counts but whose bytes are missing, cut short or do not
+  decode: an `lzmaf` frame past its cut data file, a `raw` record past a truncated file, a
+  missing or empty `jpg`/`npz` file, a frame past a cut video. It names the channel (`path`)
+  and the sample (`index`) and points to `roverlog recover`; the channel's intact samples
+  still read. It is not an `IndexError`: a loop that stops at `IndexError` must not take a
+  hole in the middle of a channel for its end.
 
 `roverlog.Error` itself is an `Exception`: one class cannot be both a `ValueError` and an
 `OSError`, so each kind carries its builtin and the base carries none. Argument errors of the
@@ -47,6 +54,19 @@ class SampleIndexError(Error, IndexError):
 
 class FormatError(Error, ValueError):
     """Data or metadata that is corrupt, inconsistent or unsupported."""
+
+
+class DamagedSampleError(FormatError):
+    """A sample the sensor counts that its channel cannot give (missing, cut short, not
+    decoding). `path` is the channel's file or directory, `index` the sample."""
+
+    def __init__(self, msg, path=None, index=None):
+        super().__init__(msg, path, index)
+        self.path = path
+        self.index = index
+
+    def __str__(self):
+        return str(self.args[0])
 
 
 def from_os_error(e, path):

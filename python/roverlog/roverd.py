@@ -19,6 +19,7 @@ import io
 import json
 import mmap
 import os
+from collections.abc import Mapping
 from functools import cached_property
 
 import numpy as np
@@ -101,9 +102,18 @@ class Channel:
         except OSError as e:
             raise from_os_error(e, self.path) from None
 
+    def _ts_count(self):
+        """Samples the sensor's `ts` counts (`None` for `ts` itself, or without a `ts` file)."""
+        if self.name == TS:
+            return None
+        try:
+            return os.path.getsize(os.path.join(self.sensor_dir, TS)) // 8
+        except OSError:
+            return None
+
     def _raw(self):
-        """The whole `raw` channel as a read-only array over the mapped file."""
-        n = self._raw_len()
+        """The `raw` channel's samples as a read-only array over the mapped file."""
+        n = len(self)
         if n == 0:
             return np.empty((0, *self.shape), self.dtype)
         try:
@@ -116,9 +126,21 @@ class Channel:
         )
 
     def __len__(self):
+        """Samples the channel holds: what the sensor's `ts` and the channel's intact data
+        agree on (docs/format.md "Damaged channels"). A sample `ts` counts past it, or a hole
+        before it in a `jpg`/`npz` channel, raises `DamagedSampleError`."""
         if self.format == "raw":
-            return self._raw_len()
+            # `ts` first: it trails the data while a trace is being recorded.
+            ts = self._ts_count()
+            whole = self._raw_len()
+            return whole if ts is None else min(ts, whole)
         return self._native().len()
+
+    def _past_end(self, first, n):
+        """Raises `DamagedSampleError` when the sensor counts sample `first`, at or past the
+        channel's `n` samples (the native reader finds why); `SampleIndexError` otherwise."""
+        self._native().read(first, 1, False)
+        raise SampleIndexError(f"{self.path}: sample {first} out of range (channel holds {n})")
 
     def _bounds(self, start, samples):
         n = len(self)
@@ -128,6 +150,11 @@ class Channel:
             raise TypeError(f"samples must be an int, not {type(samples).__name__}")
         if samples == -1:
             samples = n - start
+        if start >= 0 and samples > 0 and start + samples > n:
+            try:
+                self._past_end(max(start, n), n)
+            except SampleIndexError:
+                pass
         if start < 0 or samples < 0 or start + samples > n:
             raise SampleIndexError(f"{self.path}: samples {start}..{start + samples} out of range (channel holds {n})")
         return int(start), int(samples)
@@ -142,6 +169,10 @@ class Channel:
             a = self._raw()[start:start + samples]
             return a.copy() if self.writable else a
         data, shape = self._native().read(start, samples, decode)
+        return self._from_native(data, shape, samples, decode)
+
+    def _from_native(self, data, shape, samples, decode=True):
+        """What the native reader gave as the samples' array (or list, for blobs)."""
         if isinstance(data, list):
             if self.format == "npz" and decode:
                 arrays = [np.load(io.BytesIO(b))["data"] for b in data]
@@ -149,6 +180,9 @@ class Channel:
                 return np.stack(arrays) if len(shapes) == 1 and arrays else arrays
             return data
         if shape is not None:
+            if samples == 0:
+                # No frame to take the size from: the declared one (upstream's `[H, W, 3]`).
+                return np.empty((0, *self.shape), np.uint8)
             return data.reshape(samples, *shape)
         return data.view(self.dtype).reshape(samples, *self.shape)
 
@@ -162,6 +196,11 @@ class Channel:
         if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
             n = len(self)
             i = index + n if index < 0 else index
+            if i >= n:
+                try:
+                    self._past_end(i, n)
+                except SampleIndexError:
+                    pass
             if not 0 <= i < n:
                 raise SampleIndexError(f"{self.path}: sample {index} out of range (channel holds {n})")
             return self.read(int(i), 1)[0]
@@ -238,10 +277,17 @@ class Sensor:
         return {n: c[index] for n, c in self.channels.items() if n != TS}
 
     def stream(self, batch=None):
-        """Samples in order: dicts of every channel, one sample or `batch` samples each."""
-        streams = {n: c.stream(batch) for n, c in self.channels.items() if n != TS}
-        for values in zip(*streams.values()):
-            yield dict(zip(streams.keys(), values))
+        """Samples in order: dicts of every channel, one sample or `batch` samples each, for
+        every sample `ts` counts (a damaged one raises `DamagedSampleError`: the stream does
+        not end early without a word)."""
+        n = len(self)
+        step = 1 if batch is None else int(batch)
+        if step < 1:
+            raise ValueError(f"batch must be at least 1, not {batch}")
+        channels = {name: c for name, c in self.channels.items() if name != TS}
+        for i in range(0, n, step):
+            block = {name: c.read(i, min(step, n - i)) for name, c in channels.items()}
+            yield {name: b[0] for name, b in block.items()} if batch is None else block
 
     def index_at(self, t):
         """The first sample at or after `t` (epoch seconds; an array gives an array)."""
@@ -253,32 +299,71 @@ class Sensor:
 
 
 class Nearest:
-    """Nearest-neighbour synchronisation, as abstract-dataloader's `generic.Nearest` (which
-    upstream roverd users use): for each sample of the `reference` sensor, the index of the
-    nearest sample of every sensor (ties go to the earlier one); reference samples for which
-    some sensor has none closer than `tol` seconds are left out. Indices are `uint32`."""
+    """Nearest-neighbour synchronisation, the same indices as abstract-dataloader's
+    `generic.Nearest(reference, margin, tol)` (which upstream roverd users use), without
+    depending on it.
 
-    def __init__(self, reference, tol=0.1):
+    The reference sensor's timestamps are first cut to the span that every sensor covers:
+    from the latest first timestamp to the earliest last one, after dropping each sensor's
+    `margin`. A margin is `(start, end)` for every sensor, or `{sensor: (start, end)}` (a
+    sensor not named has none); each side is a number of samples (an `int`) or seconds (a
+    `float`). For each reference timestamp left, the index of the nearest sample of every
+    sensor (ties go to the earlier one); reference samples for which some sensor has none
+    closer than `tol` seconds are left out. Indices are `uint32`."""
+
+    def __init__(self, reference, margin={}, tol=0.1):
+        if isinstance(margin, (int, float)) and not isinstance(margin, bool):
+            raise TypeError(
+                f"margin must be (start, end) or {{sensor: (start, end)}}, not {margin!r} "
+                "(the tolerance is the third argument: Nearest(reference, tol=...))"
+            )
         if tol < 0:
             raise ValueError(f"synchronisation tolerance must not be negative: {tol}")
+        if isinstance(margin, Mapping):
+            for k, v in margin.items():
+                if len(v) != 2:
+                    raise TypeError(f"margin for sensor {k!r} must be (start, end), not {v!r}")
+            self._default, self._margin = (0, 0), dict(margin)
+        else:
+            if len(margin) != 2:
+                raise TypeError(f"margin must be (start, end), not {margin!r}")
+            self._default, self._margin = tuple(margin), {}
         self.reference = reference
         self.tol = tol
 
-    def __call__(self, timestamps):
+    def __reduce__(self):
+        margin = self._margin if self._margin else self._default
+        return (Nearest, (self.reference, margin, self.tol))
+
+    def _bounds(self, name, ts):
+        """First and last index of `ts` left after the margin (abstract-dataloader's rule:
+        an `int` side counts samples, anything else seconds)."""
+        left, right = self._margin.get(name, self._default)
+        start = left if isinstance(left, int) else int(np.searchsorted(ts, ts[0] + left, side="left"))
+        end = len(ts) - 1 - right if isinstance(right, int) else int(np.searchsorted(ts, ts[-1] - right, side="right")) - 1
+        return start, end
+
+    def reference_timestamps(self, timestamps):
+        """The reference sensor's timestamps inside the span every sensor covers."""
         if self.reference not in timestamps:
             raise KeyError(f"no reference sensor {self.reference!r} among {list(timestamps)}")
-        ref = np.asarray(timestamps[self.reference], dtype=np.float64)
-        out = {}
+        first, last = [], []
         for name, ts in timestamps.items():
-            ts = np.asarray(ts, dtype=np.float64)
             if len(ts) == 0:
                 raise ValueError(f"sensor {name!r} has no sample to synchronise to")
-            out[name] = np.searchsorted((ts[:-1] + ts[1:]) / 2, ref).astype(np.uint32)
-        valid = np.all(
-            np.array([np.abs(np.asarray(timestamps[n], dtype=np.float64)[i] - ref) < self.tol
-                      for n, i in out.items()]),
-            axis=0,
-        )
+            start, end = self._bounds(name, ts)
+            first.append(ts[start])
+            last.append(ts[end])
+        ref = timestamps[self.reference]
+        a = np.searchsorted(ref, max(first), side="left")
+        b = np.searchsorted(ref, min(last), side="right")
+        return ref[a:b]
+
+    def __call__(self, timestamps):
+        timestamps = {n: np.asarray(ts, dtype=np.float64) for n, ts in timestamps.items()}
+        ref = self.reference_timestamps(timestamps)
+        out = {n: np.searchsorted((ts[:-1] + ts[1:]) / 2, ref).astype(np.uint32) for n, ts in timestamps.items()}
+        valid = np.all(np.array([np.abs(timestamps[n][i] - ref) < self.tol for n, i in out.items()]), axis=0)
         return {n: i[valid] for n, i in out.items()}
 
 

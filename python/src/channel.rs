@@ -121,7 +121,12 @@ impl NativeChannel {
         let got = py.allow_threads(|| {
             self.with_open(|o| {
                 if start.checked_add(count).is_none_or(|end| end > o.len) {
-                    return Ok(Err(o.len));
+                    // The first sample past the channel's length: damaged when `ts`
+                    // counts it (the reader's error names it), else out of range.
+                    return match o.reader.get(start.max(o.len)) {
+                        Err(e @ roverlog_core::Error::DamagedSample { .. }) => Err(e),
+                        _ => Ok(Err(o.len)),
+                    };
                 }
                 let r = &mut o.reader;
                 Ok(Ok(match what {

@@ -4,7 +4,8 @@
 //! with back-off and resends what the daemon did not receive (docs/protocol.md 6 and 7; its
 //! module doc says what is retained, released and resent). What is Python's here: buffer
 //! views, the GIL released around I/O, and a flusher thread that writes a batch that waited
-//! `max_delay`.
+//! `max_delay`. The Python half (`roverlog/driver.py`) turns what this reports into warnings:
+//! a callback while the first connection waits, and the `recording` flag `send` returns.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,9 +72,13 @@ pub struct NativeDriver {
 #[pymethods]
 impl NativeDriver {
     /// `NativeDriver(socket, sensor, meta_json, seq, max_delay, max_bytes, max_retained,
-    /// reconnect_timeout)`: `meta_json` is a `meta.json`-style object of the data channels.
+    /// reconnect_timeout, connect_timeout, dedup, waiting)`: `meta_json` is a
+    /// `meta.json`-style object of the data channels; `waiting(message)` is called once when
+    /// the first connection has waited a second for the daemon (its exception ends the wait).
     #[new]
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (socket, sensor, meta_json, seq, max_delay, max_bytes, max_retained,
+                        reconnect_timeout, connect_timeout=None, dedup=true, waiting=None))]
     fn new(
         py: Python<'_>,
         socket: PathBuf,
@@ -84,22 +89,62 @@ impl NativeDriver {
         max_bytes: usize,
         max_retained: usize,
         reconnect_timeout: f64,
+        connect_timeout: Option<f64>,
+        dedup: bool,
+        waiting: Option<PyObject>,
     ) -> PyResult<NativeDriver> {
         let meta = SensorMeta::parse(meta_json.as_bytes(), std::path::Path::new("<channels>"))
             .map_err(to_py)?;
-        if !(max_delay.is_finite() && max_delay > 0.0 && reconnect_timeout >= 0.0) {
+        let timeout_ok = |t: f64| t.is_finite() && t >= 0.0;
+        if !(max_delay.is_finite()
+            && max_delay > 0.0
+            && timeout_ok(reconnect_timeout)
+            && connect_timeout.is_none_or(timeout_ok))
+        {
             return Err(Kind::Format.err(format!(
-                "max_delay must be positive and reconnect_timeout not negative (got {max_delay}, {reconnect_timeout})"
+                "max_delay must be positive, reconnect_timeout and connect_timeout finite and not negative (got {max_delay}, {reconnect_timeout}, {connect_timeout:?})"
             )));
         }
         let opts = ResilientOptions {
             max_bytes,
             max_retained,
             reconnect_timeout: Duration::from_secs_f64(reconnect_timeout),
+            connect_timeout: connect_timeout.map(Duration::from_secs_f64),
+            dedup,
+            ..ResilientOptions::default()
         };
-        let driver = py
-            .allow_threads(|| ResilientDriver::connect(&socket, &sensor, meta, seq, &opts))
-            .map_err(to_py)?;
+        // The callback's own exception (a warning turned into an error) ends the wait.
+        let mut raised: Option<PyErr> = None;
+        let driver = py.allow_threads(|| {
+            let mut notice = |e: &roverlog_core::Error| {
+                let Some(cb) = &waiting else { return Ok(()) };
+                let why = match e {
+                    roverlog_core::Error::Io { source, .. } => source.to_string(),
+                    e => e.to_string(),
+                };
+                let msg = format!(
+                    "waiting for the roverlog daemon at {} ({why}); giving up after {:.1} s",
+                    socket.display(),
+                    opts.connect_timeout
+                        .unwrap_or(opts.reconnect_timeout)
+                        .as_secs_f64()
+                );
+                Python::with_gil(|py| match cb.call1(py, (msg,)) {
+                    Ok(_) => Ok(()),
+                    Err(err) => {
+                        let text = err.to_string();
+                        raised = Some(err);
+                        Err(roverlog_core::Error::Config(text))
+                    }
+                })
+            };
+            ResilientDriver::connect_notify(&socket, &sensor, meta, seq, &opts, &mut notice)
+        });
+        let driver = match (driver, raised) {
+            (Ok(d), _) => d,
+            (Err(_), Some(err)) => return Err(err),
+            (Err(e), None) => return Err(to_py(e)),
+        };
         let inner = Arc::new(Mutex::new(Inner {
             driver,
             failed: None,
@@ -133,7 +178,8 @@ impl NativeDriver {
         })
     }
 
-    /// `send(ts, samples, seq=None)`: one sample, one buffer per data channel.
+    /// `send(ts, samples, seq=None)`: one sample, one buffer per data channel. Returns
+    /// whether the daemon recorded at its last reply (false: the sample is discarded).
     #[pyo3(signature = (ts, samples, seq=None))]
     fn send(
         &self,
@@ -141,7 +187,7 @@ impl NativeDriver {
         ts: f64,
         samples: Vec<Bound<'_, PyAny>>,
         seq: Option<u64>,
-    ) -> PyResult<()> {
+    ) -> PyResult<bool> {
         let views = samples
             .iter()
             .map(View::new)
@@ -159,10 +205,14 @@ impl NativeDriver {
         drop(views);
         if g.driver.batch_full() {
             drop(g);
-            py.allow_threads(|| lock(&self.inner).driver.flush())
-                .map_err(to_py)?;
+            return py
+                .allow_threads(|| {
+                    let mut g = lock(&self.inner);
+                    g.driver.flush().map(|()| g.driver.recording())
+                })
+                .map_err(to_py);
         }
-        Ok(())
+        Ok(g.driver.recording())
     }
 
     /// Writes what is buffered.
@@ -171,10 +221,28 @@ impl NativeDriver {
             .map_err(to_py)
     }
 
-    /// Flushes and asks for durability: the sensor's samples the daemon has on disk.
-    fn sync(&self, py: Python<'_>) -> PyResult<u64> {
-        py.allow_threads(|| lock(&self.inner).driver.sync())
-            .map_err(to_py)
+    /// Flushes and asks for durability: `(durable, reason)`, the sensor's samples the
+    /// daemon has on disk and, when it records nothing, why the samples were discarded.
+    fn sync(&self, py: Python<'_>) -> PyResult<(u64, Option<String>)> {
+        py.allow_threads(|| {
+            let mut g = lock(&self.inner);
+            g.driver
+                .sync_reply()
+                .map(|d| (d.durable, g.driver.not_recording()))
+        })
+        .map_err(to_py)
+    }
+
+    /// Whether the daemon recorded at its last reply.
+    #[getter]
+    fn recording(&self) -> bool {
+        lock(&self.inner).driver.recording()
+    }
+
+    /// While the daemon records nothing: why, and what happens to the samples.
+    #[getter]
+    fn not_recording(&self) -> Option<String> {
+        lock(&self.inner).driver.not_recording()
     }
 
     /// Frames sent (handed to `send`) on this driver.

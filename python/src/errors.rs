@@ -22,6 +22,9 @@ pub(crate) enum Kind {
     SampleIndex,
     /// `FormatError` (`ValueError`): corrupt, inconsistent or unsupported data.
     Format,
+    /// `DamagedSampleError` (a `FormatError`): a sample the sensor counts whose bytes are
+    /// missing, cut or do not decode.
+    Damaged,
 }
 
 impl Kind {
@@ -32,6 +35,7 @@ impl Kind {
             Kind::MissingKey => "MissingKeyError",
             Kind::SampleIndex => "SampleIndexError",
             Kind::Format => "FormatError",
+            Kind::Damaged => "DamagedSampleError",
         }
     }
 
@@ -43,20 +47,32 @@ impl Kind {
                 Io::NotFound | Io::NotADirectory | Io::IsADirectory => Kind::File,
                 _ => Kind::Read,
             },
+            roverlog_core::Error::NoDaemon { missing: true, .. } => Kind::File,
+            roverlog_core::Error::NoDaemon { .. } => Kind::Read,
             roverlog_core::Error::OutOfRange { .. } => Kind::SampleIndex,
+            roverlog_core::Error::DamagedSample { .. } => Kind::Damaged,
             _ => Kind::Format,
         }
     }
 
     /// The Python exception of this kind with message `msg`.
     pub(crate) fn err(self, msg: String) -> PyErr {
+        self.err_with(msg, None)
+    }
+
+    /// The Python exception of this kind: `(msg,)`, or `(msg, path, index)` for a damaged
+    /// sample (its `path` and `index` attributes).
+    fn err_with(self, msg: String, sample: Option<(String, u64)>) -> PyErr {
         Python::with_gil(|py| {
             let class = py
                 .import_bound("roverlog.errors")
                 .and_then(|m| m.getattr(self.class_name()))
                 .and_then(|c| Ok(c.downcast_into::<PyType>()?));
             match class {
-                Ok(class) => PyErr::from_type_bound(class, (msg,)),
+                Ok(class) => match sample {
+                    Some((path, index)) => PyErr::from_type_bound(class, (msg, path, index)),
+                    None => PyErr::from_type_bound(class, (msg,)),
+                },
                 // Only when the package's Python half is missing or broken: say so.
                 Err(e) => e,
             }
@@ -66,5 +82,11 @@ impl Kind {
 
 /// A library error as the `roverlog.errors` class of its kind, with the library's message.
 pub(crate) fn to_py(e: roverlog_core::Error) -> PyErr {
-    Kind::of(&e).err(e.to_string())
+    let sample = match &e {
+        roverlog_core::Error::DamagedSample { path, index, .. } => {
+            Some((path.to_string_lossy().into_owned(), *index))
+        }
+        _ => None,
+    };
+    Kind::of(&e).err_with(e.to_string(), sample)
 }

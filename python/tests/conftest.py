@@ -45,6 +45,46 @@ def images(n, h=48, w=64):
     return out
 
 
+def write_channel(path, fmt, typ, data, rate=10.0):
+    """One channel written the way upstream writes `fmt`; a `jpg` channel's JPEG bytes back."""
+    if fmt == "raw":
+        data.astype("<" + typ).tofile(path)
+    elif fmt == "lzmaf":
+        offsets = [0]
+        with open(path, "wb") as f:
+            for s in data:
+                b = lzma.compress(s.astype("<" + typ).tobytes(), preset=0)
+                f.write(b)
+                offsets.append(offsets[-1] + len(b))
+        np.array(offsets, dtype="<u8").tofile(path + "_i")
+    elif fmt == "lzma":
+        with lzma.open(path, "wb") as f:
+            f.write(data.astype("<" + typ).tobytes())
+    elif fmt == "jpg":
+        os.makedirs(path)
+        enc = []
+        for i, img in enumerate(data):
+            ok, b = cv2.imencode(".jpg", img[..., ::-1])
+            assert ok
+            with open(os.path.join(path, "%06d.jpg" % i), "wb") as f:
+                f.write(b.tobytes())
+            enc.append(b.tobytes())
+        return enc
+    elif fmt == "npz":
+        os.makedirs(path)
+        for i, a in enumerate(data):
+            np.savez(os.path.join(path, "%06d.npz" % i), data=a)
+    elif fmt == "mjpg":
+        h, w = data.shape[1:3]
+        vw = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*"MJPG"), rate, (w, h))
+        for img in data:
+            vw.write(img[..., ::-1])
+        vw.release()
+    else:
+        raise ValueError(fmt)
+    return None
+
+
 def write_trace(root, n=N):
     """A trace with every channel format; returns what was written, per sensor and channel."""
     os.makedirs(root)
@@ -61,40 +101,9 @@ def write_trace(root, n=N):
         truth[name] = {"ts": ts}
         for cname, fmt, typ, shape, data in chans:
             meta[cname] = {"format": fmt, "type": typ, "shape": list(shape), "desc": ""}
-            path = os.path.join(d, cname)
-            if fmt == "raw":
-                data.astype("<" + typ).tofile(path)
-            elif fmt == "lzmaf":
-                offsets = [0]
-                with open(path, "wb") as f:
-                    for s in data:
-                        b = lzma.compress(s.astype("<" + typ).tobytes(), preset=0)
-                        f.write(b)
-                        offsets.append(offsets[-1] + len(b))
-                np.array(offsets, dtype="<u8").tofile(path + "_i")
-            elif fmt == "lzma":
-                with lzma.open(path, "wb") as f:
-                    f.write(data.astype("<" + typ).tobytes())
-            elif fmt == "jpg":
-                os.makedirs(path)
-                enc = []
-                for i, img in enumerate(data):
-                    ok, b = cv2.imencode(".jpg", img[..., ::-1])
-                    assert ok
-                    with open(os.path.join(path, "%06d.jpg" % i), "wb") as f:
-                        f.write(b.tobytes())
-                    enc.append(b.tobytes())
+            enc = write_channel(os.path.join(d, cname), fmt, typ, data, rate)
+            if enc is not None:
                 truth[name][cname + ".jpeg"] = enc
-            elif fmt == "npz":
-                os.makedirs(path)
-                for i, a in enumerate(data):
-                    np.savez(os.path.join(path, "%06d.npz" % i), data=a)
-            elif fmt == "mjpg":
-                h, w = data.shape[1:3]
-                vw = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*"MJPG"), rate, (w, h))
-                for img in data:
-                    vw.write(img[..., ::-1])
-                vw.release()
             truth[name][cname] = data
         with open(os.path.join(d, "meta.json"), "w") as f:
             json.dump(meta, f)
@@ -119,3 +128,117 @@ def write_trace(root, n=N):
 def trace(tmp_path):
     root = str(tmp_path / "trace")
     return root, write_trace(root)
+
+
+def jittered(rng, start, rate, seconds, jitter, drop=0.0):
+    """Receive times of a sensor at `rate`: independent jitter, and a share `drop` of frames
+    lost (so gaps of whole periods, as a lidar's)."""
+    n = int(seconds * rate)
+    t = start + np.arange(n) / rate
+    if drop:
+        t = t[rng.random(n) >= drop]
+    return t + rng.uniform(0, jitter, len(t))
+
+
+# The parts of an Ouster `lidar.json` (the SDK's sensor metadata) that destaggering and
+# point clouds read, for a 4-beam, 16-column lidar.
+OUSTER_METADATA = {
+    "lidar_data_format": {"pixels_per_column": 4, "columns_per_frame": 16, "pixel_shift_by_row": [6, 2, 0, -2]},
+    "beam_intrinsics": {
+        "beam_altitude_angles": [15.0, 5.2, -5.1, -14.9],
+        "beam_azimuth_angles": [3.1, -1.0, 1.2, -3.0],
+        "beam_to_lidar_transform": [1, 0, 0, 15.8, 0, 1, 0, 0, 0, 0, 1, 2.0, 0, 0, 0, 1],
+    },
+    "lidar_intrinsics": {"lidar_to_sensor_transform": [-1, 0, 0, 0, 0, -1, 0, 0, 0, 0, 1, 36.18, 0, 0, 0, 1]},
+}
+
+
+def write_rover(root, seed=0, seconds=40.0):
+    """A trace as red-rover records it, for the typed sensors: radar (`radar.json`), an
+    Ouster lidar with dropped frames (`lidar.json`), an MJPEG camera, a `jpg` camera, camera
+    semantic segmentation (`_camera`), an IMU whose `avel` lost its last sample in a power
+    cut, and poses (`_radar/pose.npz`). Sensors start and stop at different times. Returns
+    what was written, per sensor and channel."""
+    rng = np.random.default_rng(seed)
+    os.makedirs(root)
+    with open(os.path.join(root, "config.yaml"), "w") as f:
+        f.write("radar: {}\nlidar: {}\n")
+    truth = {}
+
+    def sensor(name, ts, chans, extra=None):
+        d = os.path.join(root, name)
+        os.makedirs(d)
+        ts.astype("<f8").tofile(os.path.join(d, "ts"))
+        meta = {"ts": {"format": "raw", "type": "f8", "shape": [], "desc": "t"}}
+        truth[name] = {"ts": ts}
+        for cname, fmt, typ, data in chans:
+            meta[cname] = {"format": fmt, "type": typ, "shape": list(data.shape[1:]), "desc": cname}
+            write_channel(os.path.join(d, cname), fmt, typ, data, 10.0)
+            truth[name][cname] = data
+        with open(os.path.join(d, "meta.json"), "w") as f:
+            json.dump(meta, f)
+        for fname, content in (extra or {}).items():
+            with open(os.path.join(d, fname), "w") as f:
+                json.dump(content, f)
+
+    t = jittered(rng, T0 + 0.37, 20.0, seconds - 1.0, 0.004)
+    sensor("radar", t, [
+        ("iq", "raw", "i2", pattern(11, len(t), (4, 2, 3, 8), np.int16)),
+        ("valid", "raw", "u1", (rng.random(len(t)) > 0.1).astype(np.uint8)),
+    ], {"radar.json": {"range_resolution": 0.044, "doppler_resolution": 0.12}})
+    t = jittered(rng, T0, 10.0, seconds, 0.002, drop=0.05)
+    ranges = pattern(12, len(t), (4, 16), np.uint16)
+    ranges[:, 1, ::5] = 0  # no return
+    sensor("lidar", t, [
+        ("rng", "lzmaf", "u2", ranges),
+        ("rfl", "lzmaf", "u1", pattern(13, len(t), (4, 16), np.uint8)),
+        ("nir", "lzma", "u2", pattern(14, len(t), (4, 16), np.uint16)),
+    ], {"lidar.json": OUSTER_METADATA})
+    t = jittered(rng, T0 + 0.05, 5.0, seconds, 0.01)
+    sensor("camera", t, [("video.avi", "mjpg", "u1", images(len(t), 24, 32))])
+    t = jittered(rng, T0 + 0.11, 2.0, seconds, 0.01)
+    sensor("jpgcam", t, [("image", "jpg", "u1", images(len(t), 24, 32))])
+    t = jittered(rng, T0 + 0.2, 2.0, seconds - 2.0, 0.01)
+    sensor("_camera", t, [("segment", "npz", "u1", pattern(15, len(t), (24, 32), np.uint8) % 8)])
+    t = jittered(rng, T0 + 0.01, 100.0, seconds, 0.001)
+    sensor("imu", t, [
+        ("acc", "raw", "f4", pattern(16, len(t), (3,), np.float32)),
+        ("rot", "raw", "f4", pattern(17, len(t), (3,), np.float32)),
+        ("avel", "raw", "f4", pattern(18, len(t) - 1, (3,), np.float32)),
+    ])
+    pose_t = truth["radar"]["ts"][5:-5]
+    os.makedirs(os.path.join(root, "_radar"))
+    pose = {
+        "pos": pattern(21, len(pose_t), (3,), np.float64),
+        "vel": pattern(22, len(pose_t), (3,), np.float64),
+        "acc": pattern(23, len(pose_t), (3,), np.float64),
+        "rot": pattern(24, len(pose_t), (3, 3), np.float64),
+        "t": pose_t,
+    }
+    np.savez(os.path.join(root, "_radar", "pose.npz"), **pose)
+    truth["pose"] = pose
+    return truth
+
+
+@pytest.fixture
+def rover(tmp_path):
+    root = str(tmp_path / "rover")
+    return root, write_rover(root)
+
+
+def opencv_frames(path):
+    """The JPEG frames of a `jpg` directory or an MJPEG video decoded by libjpeg (OpenCV's
+    `imdecode`), RGB. The video's frames are cut out by roverlog's reader (`decode=False`; that
+    they are the AVI's frames is tested in test_roverd.py): OpenCV's `VideoCapture` converts
+    YUV to RGB its own way, a few levels from libjpeg's."""
+    if os.path.isdir(path):
+        blobs = []
+        for f in sorted(os.listdir(path)):
+            with open(os.path.join(path, f), "rb") as b:
+                blobs.append(b.read())
+    else:
+        import roverlog
+
+        d, name = os.path.split(path)
+        blobs = roverlog.Sensor(d).channels[name].read(decode=False)
+    return np.stack([cv2.imdecode(np.frombuffer(b, np.uint8), cv2.IMREAD_COLOR)[..., ::-1] for b in blobs])

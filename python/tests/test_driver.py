@@ -2,8 +2,10 @@
 import json
 import os
 import signal
+import socket as socketlib
 import subprocess
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -45,6 +47,18 @@ class Daemon:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             raise AssertionError(f"the daemon did not stop within 30 s after {sig}: {self.log()}")
+
+    def ctl(self, cmd):
+        s = socketlib.socket(socketlib.AF_UNIX)
+        s.settimeout(30)
+        s.connect(os.path.join(self.dir, "run", "control.sock"))
+        s.sendall(json.dumps(cmd).encode() + b"\n")
+        reply = s.makefile().readline()
+        s.close()
+        return json.loads(reply)
+
+    def status(self):
+        return self.ctl({"cmd": "status"})
 
     def traces(self):
         return sorted(os.path.join(self.data, t) for t in os.listdir(self.data) if not t.startswith("."))
@@ -135,7 +149,10 @@ def test_a_restart_loses_nothing_the_driver_sent(daemon):
     (trace,) = daemon.traces()
     imu = roverlog.Trace(trace)["imu"]
     np.testing.assert_array_equal(imu.channels["n"].read(), np.arange(n, dtype=np.uint64))
-    # SIGTERM: a new trace; everything not acknowledged durable goes there too.
+    # kill -9 resent nothing the daemon already had (with seq, a repeat would be counted).
+    assert daemon.status()["sensors"]["imu"]["repeats"] == 0
+    # SIGTERM: a new trace; the daemon's final count tells the driver what the old one holds,
+    # and exactly the rest goes to the new one.
     with roverlog.Driver(daemon.socket, "gps", [("i", "raw", "u8", [])]) as d:
         for i in range(n):
             if i == 1000:
@@ -145,8 +162,102 @@ def test_a_restart_loses_nothing_the_driver_sent(daemon):
                 daemon.start()
             d.send(1.7e9 + i, np.uint64(i))
         d.sync()
-    got = set()
+    got = []
     for t in daemon.traces():
         if os.path.isdir(os.path.join(t, "gps")):
-            got |= set(roverlog.Trace(t)["gps"].channels["i"].read().tolist())
-    assert got == set(range(n))
+            got += roverlog.Trace(t)["gps"].channels["i"].read().tolist()
+    assert len(daemon.traces()) == 2
+    assert sorted(got) == list(range(n)), "every sample in exactly one trace"
+
+
+def test_a_sigterm_while_sending_leaves_every_sample_exactly_once(daemon):
+    n = 20000
+    with roverlog.Driver(daemon.socket, "gps", [("i", "raw", "u8", [])], seq=True, max_bytes=4096) as d:
+        for i in range(n):
+            if i == n // 4:
+                # Mid-stream: frames written, in the socket and in the driver's batch.
+                daemon.stop()
+                daemon.start()
+            if i % 2000 == 1999:
+                d.sync()
+            d.send(1.7e9 + i, np.uint64(i), seq=i)
+        durable = d.sync()
+    old, new = (roverlog.Trace(t)["gps"].channels["i"].read().tolist() for t in daemon.traces())
+    assert n // 8 <= len(old) <= n // 4, len(old)
+    # The new trace starts where the old one ends: nothing in both, nothing in neither.
+    assert old == list(range(len(old))) and new == list(range(len(old), n)), (len(old), new[:3])
+    assert durable == len(new)
+
+
+def test_with_seq_a_restarted_driver_resending_its_own_log_writes_nothing_twice(daemon):
+    # A driver process that keeps its own log of samples and, restarted, resends the ones it
+    # never saw acknowledged: those the daemon already wrote are dropped as repeats (dedup).
+    with roverlog.Driver(daemon.socket, "imu", IMU, seq=True) as d:
+        for i in range(100):
+            acc, k = imu_sample(i)
+            d.send(1.7e9 + i * 0.01, acc, k, seq=i)
+    with roverlog.Driver(daemon.socket, "imu", IMU, seq=True) as d:
+        for i in range(50, 150):
+            acc, k = imu_sample(i)
+            d.send(1.7e9 + i * 0.01, acc, k, seq=i)
+        assert d.sync() == 150
+    assert daemon.status()["sensors"]["imu"]["repeats"] == 50
+    # Without dedup the daemon writes what it is sent, as before the opt-in existed.
+    with roverlog.Driver(daemon.socket, "imu", IMU, seq=True, dedup=False) as d:
+        acc, k = imu_sample(149)
+        d.send(1.7e9 + 149 * 0.01, acc, k, seq=149)
+        assert d.sync() == 151
+    daemon.stop()
+    (trace,) = daemon.traces()
+    n = roverlog.Trace(trace)["imu"].channels["n"].read().tolist()
+    assert n == list(range(150)) + [149]
+
+
+def test_sending_while_nothing_records_warns_once_and_sync_says_why(daemon):
+    assert daemon.ctl({"cmd": "stop"})["ok"]
+    with roverlog.Driver(daemon.socket, "gps", [("i", "raw", "u8", [])]) as d:
+        assert not d.recording
+        with pytest.warns(roverlog.NotRecordingWarning, match="not recording.*discarded") as w:
+            for i in range(10):
+                d.send(1.7e9 + i, np.uint64(i))
+            r = d.sync()
+        mine = [x for x in w if issubclass(x.category, roverlog.NotRecordingWarning)]
+        assert len(mine) == 1, "warned once"
+        assert mine[0].filename == __file__, "the warning points at the caller's line"
+        assert r == 0 and isinstance(r, int) and not r.recording
+        assert "not recording" in r.reason and daemon.socket in r.reason and '"gps"' in r.reason
+        assert daemon.ctl({"cmd": "start"})["ok"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", roverlog.NotRecordingWarning)
+            d.send(1.7e9 + 10, np.uint64(10))
+            r = d.sync()
+        assert r == 1 and r.recording and r.reason is None
+        assert d.recording
+    deadline = time.monotonic() + 10
+    while daemon.status()["sensors"].get("gps", {}).get("discarded") != 10:
+        assert time.monotonic() < deadline, f"discarded never reached 10: {daemon.status()}"
+        time.sleep(0.02)
+
+
+def test_a_missing_socket_warns_while_waiting_then_names_the_socket(tmp_path):
+    missing = str(tmp_path / "run" / "ingest.sock")
+    t0 = time.monotonic()
+    with pytest.warns(roverlog.DaemonWaitWarning, match="waiting for the roverlog daemon at .*ingest.sock") as w:
+        with pytest.raises(roverlog.FileError, match=f"no roverlog daemon at {missing}") as e:
+            roverlog.Driver(missing, "gps", [("i", "raw", "u8", [])], connect_timeout=1.5)
+    assert len(w) == 1 and w[0].filename == __file__, [(x.filename, str(x.message)) for x in w]
+    took = time.monotonic() - t0
+    assert 1.5 <= took < 5, took
+    assert isinstance(e.value, FileNotFoundError)
+    # Shorter than the notice: an error, and no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(FileNotFoundError):
+            roverlog.Driver(missing, "gps", [("i", "raw", "u8", [])], connect_timeout=0.3)
+    # A warning turned into an error ends the wait at once.
+    t0 = time.monotonic()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", roverlog.DaemonWaitWarning)
+        with pytest.raises(roverlog.DaemonWaitWarning):
+            roverlog.Driver(missing, "gps", [("i", "raw", "u8", [])], connect_timeout=30)
+    assert time.monotonic() - t0 < 10

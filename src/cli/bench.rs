@@ -24,7 +24,9 @@ use roverlog_daemon::Config;
 
 mod child;
 mod dashboard;
+mod disk;
 mod foxglove;
+mod full_size;
 mod report;
 mod scenario;
 
@@ -42,6 +44,8 @@ const SCENARIOS: [&str; 7] = [
     "dashboard",
     "foxglove",
 ];
+/// The one-hour rig trace read at full size ([`full_size`]): run only when named.
+const FULL_SIZE: &str = "full-size";
 /// Bytes of one frame in the large-frame scenario.
 const LARGE_FRAME: usize = 4 << 20;
 /// Largest `--frame-bytes` (the daemon's default `max_frame_bytes` less the frame header).
@@ -63,12 +67,16 @@ const PER_WRITE: usize = 256;
 /// write()), lzmaf (256 KiB frames compressed, vs a 20 Hz lidar), dashboard (the imu load
 /// with a client polling the daemon's dashboard at 10 Hz vs none, alternating rounds),
 /// foxglove (the imu load with a client subscribed to the whole live Foxglove feed vs none).
+/// full-size (only when named, alone: no daemon): the red-rover rig's one-hour trace
+/// generated, single-sample reads per format against a 100-sample trace (ratio), and the
+/// verbs' peak RSS and seconds on it against cat of its files.
 /// The daemon's resident memory is sampled throughout and compared with its configured
 /// budgets.
 ///
 /// Exit codes: 0 every scenario ran and the data checks passed (targets may be missed: that
 /// is reported, not an error); 1 a scenario failed, data was lost, or the daemon did not exit
-/// 0 (with --disk: no fsync interval holds --load-mbps); 2 bad arguments or the daemon could
+/// 0 (with --disk: the disk is slower than --load-mbps, or no fsync interval holds it); 2 bad
+/// arguments or the daemon could
 /// not be started.
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -79,12 +87,19 @@ pub struct Args {
     dir: Option<PathBuf>,
     /// Measure this directory's disk instead (write and fsync latency per block size,
     /// throughput) and, per candidate fsync interval, whether writing and syncing one
-    /// interval of `--load-mbps` fits in it and the queue budget it needs.
+    /// interval of `--load-mbps` fits in it; then advice, each setting with its reason:
+    /// `fsync_interval_ms`, the per-sensor `queue_bytes`, or a warning when the disk is
+    /// slower than the load.
     #[arg(long, value_name = "DIR")]
     disk: Option<PathBuf>,
-    /// The sensor load for `--disk`'s advice, MB/s.
+    /// The sensor load for `--disk`'s advice, all sensors together, MB/s (10^6 bytes/s; the
+    /// advice prints MiB/s).
     #[arg(long, default_value_t = 50.0)]
     load_mbps: f64,
+    /// The busiest sensor's share of `--load-mbps`, MB/s, for `--disk`'s per-sensor
+    /// `queue_bytes`. Default: all of it (one sensor).
+    #[arg(long)]
+    sensor_mbps: Option<f64>,
     /// Bytes written per block size by `--disk`, MiB.
     #[arg(long, default_value_t = 256)]
     disk_mib: u64,
@@ -97,7 +112,8 @@ pub struct Args {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
-    /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf.
+    /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf,
+    /// dashboard, foxglove; or full-size alone.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Python with numpy for the upstream-style baseline. Default: scripts/py-env.sh's venv.
@@ -320,7 +336,13 @@ impl Memory {
 
 pub fn main(args: Args) -> ExitCode {
     if let Some(dir) = args.disk.clone() {
-        return disk(&dir, &args);
+        return disk::run(
+            &dir,
+            args.disk_mib,
+            args.load_mbps,
+            args.sensor_mbps,
+            args.json,
+        );
     }
     match run(args) {
         Ok(true) => ExitCode::SUCCESS,
@@ -333,6 +355,22 @@ pub fn main(args: Args) -> ExitCode {
 }
 
 fn run(args: Args) -> Result<bool> {
+    // The hour-long trace is a bench of the readers and verbs, not of the daemon: it runs
+    // only when named, on its own.
+    if args.only.iter().any(|s| s == FULL_SIZE) {
+        if args.only.len() > 1 {
+            bail!("--only {FULL_SIZE} runs alone (it drives no daemon)");
+        }
+        let work = make_work_dir(args.dir.as_deref())?;
+        progress(&format!("working in {}", work.display()));
+        let ok = full_size::run(&work, args.quick, args.json)?;
+        if args.keep || !ok {
+            progress(&format!("kept {}", work.display()));
+        } else {
+            let _ = std::fs::remove_dir_all(&work);
+        }
+        return Ok(ok);
+    }
     let selected: Vec<&'static str> = if args.only.is_empty() {
         SCENARIOS.to_vec()
     } else {
@@ -482,95 +520,4 @@ fn progress(msg: &str) {
 
 fn mib(b: u64) -> String {
     format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
-}
-
-/// `bench --disk DIR`: see [`roverlog_bench::disk`].
-fn disk(dir: &Path, args: &Args) -> ExitCode {
-    if !dir.is_dir() {
-        eprintln!("roverlog bench: error: {}: not a directory", dir.display());
-        return ExitCode::from(2);
-    }
-    if !(args.load_mbps.is_finite() && args.load_mbps > 0.0) || args.disk_mib == 0 {
-        eprintln!("roverlog bench: error: --load-mbps and --disk-mib must be positive");
-        return ExitCode::from(2);
-    }
-    let load = args.load_mbps * 1e6;
-    let r = match roverlog_bench::disk::measure(dir, args.disk_mib << 20, 4 << 20, load) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("roverlog bench: error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    if args.json {
-        println!("{r:#}");
-        return if r["holds"] == true {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        };
-    }
-    println!(
-        "disk of {} ({} MiB per block size, fdatasync every 4 MiB)",
-        dir.display(),
-        args.disk_mib
-    );
-    println!(
-        "{:>10} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>9}",
-        "block",
-        "write p50",
-        "write p99",
-        "write p99.9",
-        "fsync p50",
-        "fsync p99",
-        "fsync p99.9",
-        "MB/s"
-    );
-    let ms = |v: &Value| {
-        v.as_f64()
-            .map_or("-".into(), |s| format!("{:.3} ms", s * 1e3))
-    };
-    for s in r["sizes"].as_array().into_iter().flatten() {
-        println!(
-            "{:>10} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>9.1}",
-            s["block_bytes"].as_u64().unwrap_or(0),
-            ms(&s["write_s"]["p50"]),
-            ms(&s["write_s"]["p99"]),
-            ms(&s["write_s"]["p999"]),
-            ms(&s["fsync_s"]["p50"]),
-            ms(&s["fsync_s"]["p99"]),
-            ms(&s["fsync_s"]["p999"]),
-            s["mb_per_s"].as_f64().unwrap_or(0.0)
-        );
-    }
-    println!(
-        "\nfor {:.0} MB/s (all sensors; fsync \"periodic\"), one interval's bytes written and synced, worst of {} rounds:",
-        args.load_mbps,
-        roverlog_bench::disk::PLAN_ROUNDS
-    );
-    for p in r["plan"].as_array().into_iter().flatten() {
-        let ms = p["fsync_interval_ms"].as_u64().unwrap_or(0);
-        match (p["holds"] == true, p["why"].as_str()) {
-            (_, Some(why)) => println!("  fsync_interval_ms {ms:>5}: does NOT hold ({why})"),
-            (true, None) => println!(
-                "  fsync_interval_ms {ms:>5}: holds (worst round {:.0} ms); queue_bytes >= {:.0} MiB over all sensors",
-                p["worst_round_s"].as_f64().unwrap_or(0.0) * 1e3,
-                p["queue_bytes"].as_u64().unwrap_or(0) as f64 / (1u64 << 20) as f64
-            ),
-            (false, None) => println!(
-                "  fsync_interval_ms {ms:>5}: does NOT hold (one interval's data took {:.0} ms to write and sync)",
-                p["worst_round_s"].as_f64().unwrap_or(0.0) * 1e3
-            ),
-        }
-    }
-    if r["holds"] != true {
-        println!("no fsync interval holds this load: the disk is too slow for it (exit 1)");
-        return ExitCode::from(1);
-    }
-    let rec = &r["recommended"];
-    println!(
-        "recommended: fsync_interval_ms {} (the shortest that holds), queue_bytes >= {} over all sensors (twice the load over its worst round)",
-        rec["fsync_interval_ms"], rec["queue_bytes"]
-    );
-    ExitCode::SUCCESS
 }

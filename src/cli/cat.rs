@@ -18,7 +18,9 @@ pub struct CatArgs {
     /// array path for a zarr group.
     pub item: String,
     /// Which rows (samples, frames): `A:B`, `A:`, `:B`, `A:B:STEP` or a single index `A`
-    /// (Python slice rules without negative numbers); all when absent.
+    /// (Python slice rules without negative numbers), among the samples `ts` counts: one
+    /// that is damaged (cut, missing) fails, naming it. When absent: every intact sample (a
+    /// damaged channel's count is what `ts` and its intact data agree on; a warning says so).
     #[arg(long)]
     pub rows: Option<String>,
     /// For zarr structured arrays: write only this field's values.
@@ -206,7 +208,22 @@ fn cat_roverd(args: &CatArgs, out: &mut impl Write) -> Result<()> {
         return Ok(());
     }
     let mut r = s.channel(channel)?;
-    let rows = Rows::parse(args.rows.as_deref(), r.len()?)?;
+    let len = r.len()?;
+    // Rows are chosen among the samples `ts` counts, so that asking for a damaged one says
+    // what is wrong with it; all rows are the samples the channel holds intact.
+    let counted = match channel {
+        format::TS_CHANNEL => len,
+        _ => s.len()?.max(len),
+    };
+    let rows = match &args.rows {
+        Some(_) => Rows::parse(args.rows.as_deref(), counted)?,
+        None => {
+            if len < counted {
+                warn_damaged(&mut r, len, counted);
+            }
+            Rows::parse(None, len)?
+        }
+    };
     if let format::ChannelReader::Mjpg(video) = &r {
         if !args.jpeg {
             for i in rows.iter() {
@@ -225,6 +242,16 @@ fn cat_roverd(args: &CatArgs, out: &mut impl Write) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Says on stderr that the channel holds `len` of the `counted` samples, and why the first
+/// one past them cannot be read (`roverlog cat` still writes the intact ones).
+fn warn_damaged(r: &mut format::ChannelReader, len: u64, counted: u64) {
+    let why = match r.get(len) {
+        Err(e) => e.to_string(),
+        Ok(_) => format!("sample {len} reads, but past the channel's count"),
+    };
+    eprintln!("warning: writing the {len} intact of the {counted} samples `ts` counts: {why}");
 }
 
 /// Writes to stdout. (A closed pipe ends the process through SIGPIPE, see `cli::main`.)

@@ -253,5 +253,11 @@ fn print_status(r: &Value) {
         if let Some(f) = s["failed"].as_str() {
             println!("  FAILED: {f}");
         }
+        if let Some(n) = s["lzmaf_stored"].as_u64().filter(|&n| n > 0) {
+            println!(
+                "  {n} samples' lzmaf frames stored uncompressed (compression fell behind; \
+                 `roverlog compact TRACE` recompresses them)"
+            );
+        }
     }
 }

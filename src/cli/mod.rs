@@ -2,7 +2,7 @@
 //! exit codes.
 //!
 //! Exit codes (dataset subcommands: info, validate, recover, cat, list, extract, checksum,
-//! convert, import):
+//! convert, compact, import, export, rosbag):
 //! - 0: success (for `validate`: everything checked is sound);
 //! - 1: `validate` found problems or channels it could not check, `recover` left something
 //!   for a person, `checksum --compare` found a mismatch or a missing file (each printed);
@@ -19,6 +19,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 pub mod cat;
 mod checksum;
+mod compact;
 mod convert;
 mod ctl;
 mod daemon;
@@ -28,6 +29,7 @@ mod list;
 mod plot;
 mod progress;
 mod replay;
+mod rosbag;
 mod trace_cmds;
 
 /// roverlog: a sensor-data logger writing roverd traces, and a reader for roverd, GulpIO2 and
@@ -75,8 +77,14 @@ enum Command {
     Checksum(checksum::ChecksumArgs),
     /// Copy a trace with some channels in another format (mjpg <-> jpg, raw <-> lzmaf, ...).
     Convert(convert::ConvertArgs),
+    /// Recompress in place the `lzmaf` frames the daemon stored uncompressed when compression
+    /// fell behind (each sensor swapped in atomically; the trace reads the same).
+    Compact(compact::CompactArgs),
     /// Write a trace as an MCAP file for Foxglove (images as CompressedImage/RawImage).
     Export(export::ExportArgs),
+    /// Write a trace's lidar (point clouds) and IMU to a ROS 1 bag, or a ROS 2 (MCAP) bag,
+    /// for SLAM tools (upstream's `roverd rosbag`).
+    Rosbag(rosbag::RosbagArgs),
     /// Draw a trace's timeline: per sensor rate, gaps, drops, alarms, marks (PNG or SVG).
     Plot(plot::PlotArgs),
     /// Benchmark the daemon's ingest path against same-run baselines (dd, a socket sink, the
@@ -113,7 +121,9 @@ pub fn main() -> ExitCode {
             | Command::Extract(_)
             | Command::Checksum(_)
             | Command::Convert(_)
+            | Command::Compact(_)
             | Command::Export(_)
+            | Command::Rosbag(_)
             | Command::Plot(_)
     ) {
         // These only print: see `quiet_on_closed_stdout`. (Commands that talk to sockets keep
@@ -135,7 +145,9 @@ pub fn main() -> ExitCode {
         Command::Extract(a) => extract::extract(a),
         Command::Checksum(a) => checksum::checksum(a),
         Command::Convert(a) => convert::convert(a),
+        Command::Compact(a) => compact::compact(a),
         Command::Export(a) => export::export(a),
+        Command::Rosbag(a) => rosbag::rosbag(a),
         Command::Plot(a) => plot::plot(a),
     };
     match result {

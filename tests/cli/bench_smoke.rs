@@ -220,7 +220,17 @@ fn disk_bench_reports_percentiles_and_advice() {
         v["recommended"]["fsync_interval_ms"],
         first["fsync_interval_ms"]
     );
-    assert!(v["recommended"]["queue_bytes"].as_u64().unwrap() >= 4 << 20);
+    // Per sensor, whole MiB, for the busiest sensor (all of the load by default).
+    let queue = v["recommended"]["queue_bytes_per_sensor"].as_u64().unwrap();
+    assert!(queue >= 1 << 20 && queue.is_multiple_of(1 << 20), "{v:#}");
+    let advice = v["advice"].as_array().unwrap();
+    assert!(
+        advice.iter().any(|l| l
+            .as_str()
+            .unwrap()
+            .contains("per sensor (the setting is per sensor)")),
+        "{v:#}"
+    );
     // A load no disk here writes: nothing holds, exit 1, said in words.
     let r = common::roverlog(&[
         "bench".as_ref(),
@@ -232,12 +242,30 @@ fn disk_bench_reports_percentiles_and_advice() {
         "1000000".as_ref(),
     ]);
     assert_eq!(r.code, 1, "{}", r.text());
+    assert!(
+        r.out()
+            .contains("WARNING: this disk is slower than the load"),
+        "{}",
+        r.text()
+    );
     assert!(r.out().contains("no fsync interval holds"), "{}", r.text());
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         0,
         "its files are removed"
     );
+    // A busiest sensor over the whole load is a usage error.
+    let r = common::roverlog(&[
+        "bench".as_ref(),
+        "--disk".as_ref(),
+        dir.path().as_os_str(),
+        "--load-mbps".as_ref(),
+        "10".as_ref(),
+        "--sensor-mbps".as_ref(),
+        "20".as_ref(),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.text());
+    assert!(r.stderr.contains("--sensor-mbps"), "{}", r.stderr);
     let r = common::roverlog(&["bench", "--disk", "/nonexistent"]);
     assert_eq!(r.code, 2, "{}", r.text());
     assert!(r.stderr.contains("not a directory"), "{}", r.stderr);

@@ -1,7 +1,7 @@
 //! The `roverlog` verbs end to end on real files: `info`, `cat`, `validate` on traces, gulp
-//! and zarr; upstream's verbs (`list`, `extract`, `checksum`, `convert`); `plot`, `export`,
-//! `replay`/`import` and `bench --quick`. Some check their output with the Python peers
-//! (`.venv`) and ffmpeg.
+//! and zarr; upstream's verbs (`list`, `extract`, `checksum`, `convert`); `compact` killed
+//! mid-way; `plot`, `export`, `replay`/`import` and `bench --quick`; damaged traces read up
+//! to the damage. Some check their output with the Python peers (`.venv`) and ffmpeg.
 
 // The helpers of tests/support/ this binary uses, compiled once for all its modules.
 // `common` and `daemon`: shared by several test binaries, each using its own part (the rest is not dead).
@@ -14,11 +14,15 @@ mod support {
 }
 
 mod bench_smoke;
+mod compact;
+mod damaged;
 mod export_location;
 mod export_mcap;
 mod gulp;
+mod hour_trace;
 mod plot;
 mod replay;
+mod rosbag;
 mod trace;
 mod verbs;
 mod zarr;

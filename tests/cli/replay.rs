@@ -269,6 +269,25 @@ fn replay_refuses_a_trace_with_a_non_finite_timestamp() {
 }
 
 #[test]
+fn replay_into_a_daemon_that_records_nothing_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("recorded");
+    write_trace(&src);
+    let mut d = TestDaemon::start(json!({"receive_timestamps": false}));
+    assert_eq!(d.ctl(json!({"cmd": "stop"}))["ok"], true);
+    let r = replay_into(&src, &d, &["--max-speed"]);
+    assert!(!r.ok(), "the samples were discarded: {}", r.text());
+    let sock = d.ingest_path().display().to_string();
+    assert!(
+        r.text()
+            .contains(&format!("the roverlog daemon at {sock} is not recording")),
+        "{}",
+        r.text()
+    );
+    assert!(d.stop().success(), "{}", d.log());
+}
+
+#[test]
 fn merge_over_a_real_trace_orders_by_time_and_keeps_each_sensors_order() {
     let tmp = tempfile::tempdir().unwrap();
     write_trace(tmp.path());

@@ -182,3 +182,72 @@ fn a_200_hz_sensor_s_scheduling_jitter_is_not_silence() {
     );
     finish(&d, &stop, threads);
 }
+
+#[test]
+fn stop_start_trigger_and_snapshot_toggles_raise_no_alarm() {
+    let d = TestDaemon::start(health_config(json!({"pre_trigger_seconds": 2.0})));
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = SENSORS
+        .iter()
+        .map(|(n, hz)| steady(&d, n, *hz, None, &stop))
+        .collect();
+    wait_for_rates(&d);
+    // Each step, then long enough for a rate window and the hold to pass.
+    for cmd in [
+        json!({"cmd": "stop"}),
+        json!({"cmd": "start"}),
+        json!({"cmd": "stop"}),
+        json!({"cmd": "snapshot", "on": true}),
+        json!({"cmd": "trigger", "after": 2.0}),
+        json!({"cmd": "snapshot", "on": false}),
+        json!({"cmd": "start"}),
+    ] {
+        let r = d.ctl(cmd.clone());
+        assert_eq!(r["ok"], true, "{cmd}: {r}");
+        std::thread::sleep(Duration::from_millis(2500));
+        let st = d.status();
+        assert_eq!(st["alarms"], json!([]), "after {cmd}: {st:#}");
+    }
+    finish(&d, &stop, threads);
+}
+
+#[test]
+fn a_sensor_back_from_silence_is_not_also_rate_low() {
+    let d = TestDaemon::start(health_config(json!({"rate_window_ms": 2000})));
+    let (mut c, r) = d.connect(&raw_hello("gps", 8));
+    assert_eq!(r["ok"], true, "{r}");
+    // 10 Hz for 3 s, nothing for 1.5 s (silent: a real alarm), then 10 Hz again without
+    // catching up. The rate window then still held the quiet time: rate_low for up to a
+    // window after the silence cleared, a second page for the same pause.
+    let t0 = Instant::now();
+    let mut i = 0u64;
+    let mut send_until = |c: &mut Driver, until: f64, skip_to: Option<f64>| {
+        if let Some(s) = skip_to {
+            i = (s * 10.0) as u64;
+        }
+        while t0.elapsed().as_secs_f64() < until {
+            let due = Duration::from_secs_f64(i as f64 / 10.0);
+            if let Some(wait) = due.checked_sub(t0.elapsed()) {
+                std::thread::sleep(wait);
+            }
+            c.send(&frame(
+                1.7e9 + i as f64 / 10.0,
+                None,
+                &[(&sample(2, i, 8), false)],
+            ));
+            i += 1;
+        }
+    };
+    send_until(&mut c, 3.0, None);
+    std::thread::sleep(Duration::from_millis(1500));
+    send_until(&mut c, 9.5, Some(4.5));
+    c.sync();
+    let kinds: Vec<String> = alarm_events(&d)
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::Alarm { alarm, .. } => Some(alarm),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds, ["silent"], "{}", d.log());
+}

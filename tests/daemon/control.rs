@@ -584,6 +584,7 @@ fn the_status_reply_keeps_its_keys_and_their_order() {
             "queue_limit",
             "drops",
             "gaps",
+            "repeats",
             "clock_steps",
             "discarded",
             "snapshot_dropped",
@@ -591,6 +592,7 @@ fn the_status_reply_keeps_its_keys_and_their_order() {
             "last_fsync_age_ms",
             "clock_offset_s",
             "clock_jitter_s",
+            "lzmaf_stored",
             "alarms"
         ],
         "{st}"

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use daemon::http::*;
 use daemon::*;
+use roverlog_daemon::http::{BODY_TIMEOUT, MAX_CONNECTIONS};
 use serde_json::{json, Value};
 
 /// A raw HTTP/1.1 exchange (for what a client library would not send): the whole answer.
@@ -215,45 +216,189 @@ fn reads_mirror_the_control_socket_and_commands_need_the_token() {
     assert!(recording(&d));
 }
 
+/// Reads from `s` until a whole response head (and, for a final answer, what follows until
+/// the server closes or `wait` passes): the text read.
+fn read_until_head(s: &mut TcpStream, wait: Duration) -> String {
+    s.set_read_timeout(Some(wait)).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !out.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The head of an authenticated command whose body has not been sent: `len` bytes announced.
+fn command_head(base: &str, len: u64, extra: &str) -> String {
+    format!(
+        "POST /api/command HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\n{extra}\r\n",
+        &base[7..]
+    )
+}
+
+/// Issue 26: a `Content-Length` over the limit is refused before the body is read, and a
+/// body that does not arrive is cut off after `BODY_TIMEOUT` (it was held for the
+/// connection's whole life, 65 s). Neither runs the command.
+#[test]
+fn a_slow_or_oversized_body_is_refused_without_holding_the_connection() {
+    let (d, base) = start_with_dashboard(json!({}));
+    let addr = base.trim_start_matches("http://").to_owned();
+
+    // 10 GB announced, nothing sent: 413 at once (a 408 would mean it waited for the body).
+    let mut s = TcpStream::connect(&addr).unwrap();
+    let t0 = Instant::now();
+    s.write_all(command_head(&base, 10_000_000_000, "").as_bytes())
+        .unwrap();
+    let r = read_until_head(&mut s, Duration::from_secs(20));
+    println!("413 after {:?}", t0.elapsed());
+    assert!(r.starts_with("HTTP/1.1 413"), "{r:?}");
+    assert!(r.contains("connection: close"), "{r:?}");
+    let mut rest = String::new();
+    let _ = s.read_to_string(&mut rest);
+    let whole = r.clone() + &rest;
+    assert!(
+        whole.contains("command body of 10000000000 bytes is over the limit of 16384"),
+        "{whole}"
+    );
+
+    // A stop whose body stops half-way: 408 after the deadline, the connection closed, and
+    // the trace still recording.
+    let body = br#"{"cmd": "stop"}"#;
+    let mut s = TcpStream::connect(&addr).unwrap();
+    let t0 = Instant::now();
+    s.write_all(command_head(&base, body.len() as u64, "").as_bytes())
+        .unwrap();
+    s.write_all(&body[..6]).unwrap();
+    let r = read_until_head(&mut s, Duration::from_secs(30));
+    let took = t0.elapsed();
+    println!("408 after {took:?} (deadline {BODY_TIMEOUT:?})");
+    assert!(r.starts_with("HTTP/1.1 408"), "{r:?} after {took:?}");
+    assert!(
+        took >= BODY_TIMEOUT - Duration::from_millis(500),
+        "cut off after {took:?}, before the deadline"
+    );
+    assert!(
+        took < BODY_TIMEOUT + Duration::from_secs(10),
+        "held {took:?}: the deadline is {BODY_TIMEOUT:?}"
+    );
+    let mut rest = String::new();
+    let _ = s.read_to_string(&mut rest);
+    let whole = r.clone() + &rest;
+    assert!(
+        whole.contains("command body not received within 5 s"),
+        "{whole}"
+    );
+    assert!(
+        recording(&d),
+        "a stop whose body never arrived stopped the trace"
+    );
+}
+
+/// Issue 26: 80 idle connections locked the dashboard out for 10 s (every slot waited out
+/// its head timeout). Now a new connection takes the slot of the one idle longest: the
+/// dashboard answers at once and the idle connections are closed.
+#[test]
+fn idle_connections_cannot_lock_the_dashboard_out() {
+    let (d, base) = start_with_dashboard(json!({}));
+    let addr = base.trim_start_matches("http://").to_owned();
+    let idle: Vec<TcpStream> = (0..80)
+        .map(|_| TcpStream::connect(&addr).unwrap())
+        .collect();
+    // The listener accepts in order: this request comes after all 80.
+    let t0 = Instant::now();
+    let (code, st) = get_json(&format!("{base}/api/status"), None);
+    let took = t0.elapsed();
+    println!("GET /api/status behind 80 idle connections: {code} after {took:?}");
+    assert_eq!(code, 200, "{st}");
+    assert_eq!(st["recording"], true, "{st}");
+    // Functional bound (the machine may be loaded); the old code took 10 s.
+    assert!(took < Duration::from_secs(5), "answered after {took:?}");
+    // The page too, on a fresh connection (the client above may still hold its own).
+    let page = raw(
+        &base,
+        format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    );
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    // The idle ones were shed: each past the slots' worth took the slot of the one idle
+    // longest, and the status request took one more.
+    let shed_at_least = 80 - MAX_CONNECTIONS + 1;
+    for s in &idle {
+        s.set_nonblocking(true).unwrap();
+    }
+    let mut closed = vec![false; idle.len()];
+    let t0 = Instant::now();
+    loop {
+        for (s, c) in idle.iter().zip(closed.iter_mut()) {
+            let mut b = [0u8; 64];
+            match (&*s).read(&mut b) {
+                Ok(0) => *c = true,
+                Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => *c = true,
+                _ => {}
+            }
+        }
+        let n = closed.iter().filter(|&&c| c).count();
+        if n >= shed_at_least {
+            println!("{n} of 80 idle connections closed by the daemon");
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "only {n} of 80 idle connections were closed, expected at least {shed_at_least}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The oldest went first: the first 48 connections are among the closed ones.
+    assert!(
+        closed[..80 - MAX_CONNECTIONS].iter().all(|&c| c),
+        "a newer idle connection was closed before an older one: {closed:?}"
+    );
+    assert!(recording(&d));
+}
+
+/// When every slot is in the middle of a request (here 32 commands whose bodies have not
+/// arrived), a new connection is answered 503 at once; the slots come back when those
+/// requests end (their body deadline).
 #[test]
 fn connections_over_the_limit_are_answered_busy_and_slots_come_back() {
     let (d, base) = start_with_dashboard(json!({}));
     let addr = base.trim_start_matches("http://").to_owned();
-    // 32 idle connections take every slot.
-    let held: Vec<TcpStream> = (0..32)
-        .map(|_| TcpStream::connect(&addr).unwrap())
-        .collect();
-    // Each accept is handled in order, so once an extra connection is turned away the held
-    // ones all have their slots.
-    let t0 = Instant::now();
-    loop {
-        let r = raw(&base, b"GET /api/status HTTP/1.1\r\nHost: x\r\n\r\n");
-        if r.starts_with("HTTP/1.1 503") {
-            // A whole reply: the body is as long as its content-length says, and JSON.
-            let (head, body) = r.split_once("\r\n\r\n").expect("a head and a body");
-            let length = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length: "))
-                .unwrap_or_else(|| panic!("no content-length: {r}"));
-            assert_eq!(length.parse::<usize>().unwrap(), body.len(), "{r}");
-            let v: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {r}"));
-            assert_eq!(v["ok"], false, "{r}");
-            assert!(
-                v["error"]
-                    .as_str()
-                    .unwrap()
-                    .contains("too many dashboard connections"),
-                "{r}"
-            );
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "no connection was turned away: {r}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
+    // `Expect: 100-continue`: the daemon says "100 Continue" when the command's handler
+    // starts reading the body, so each of these is known to be mid-request.
+    let mut held: Vec<TcpStream> = Vec::new();
+    for i in 0..MAX_CONNECTIONS {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.write_all(command_head(&base, 20, "Expect: 100-continue\r\n").as_bytes())
+            .unwrap();
+        let r = read_until_head(&mut s, Duration::from_secs(10));
+        assert!(r.starts_with("HTTP/1.1 100"), "connection {i}: {r:?}");
+        held.push(s);
     }
-    drop(held);
+    let r = raw(&base, b"GET /api/status HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(r.starts_with("HTTP/1.1 503"), "{r}");
+    // A whole reply: the body is as long as its content-length says, and JSON.
+    let (head, body) = r.split_once("\r\n\r\n").expect("a head and a body");
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .unwrap_or_else(|| panic!("no content-length: {r}"));
+    assert_eq!(length.parse::<usize>().unwrap(), body.len(), "{r}");
+    let v: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {r}"));
+    assert_eq!(v["ok"], false, "{r}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("too many dashboard connections"),
+        "{r}"
+    );
+    // Each held request ends with its deadline, and its slot comes back.
+    for s in &mut held {
+        let r = read_until_head(s, BODY_TIMEOUT + Duration::from_secs(15));
+        assert!(r.starts_with("HTTP/1.1 408"), "{r:?}");
+    }
     let t0 = Instant::now();
     loop {
         let (code, st) = get_json(&format!("{base}/api/status"), None);
@@ -268,6 +413,38 @@ fn connections_over_the_limit_are_answered_busy_and_slots_come_back() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(recording(&d));
+}
+
+/// `http_allowed_hosts`: a port-forwarded or VPN name reaches a loopback dashboard; any
+/// other name still gets 421.
+#[test]
+fn allowed_hosts_reach_a_loopback_dashboard() {
+    let (_d, base) = start_with_dashboard(json!({
+        "http_allowed_hosts": ["rover.local:9000", "rover-vpn"]
+    }));
+    let get = |host: &str| {
+        raw(
+            &base,
+            format!("GET /api/status HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+    };
+    for ok in [
+        "rover.local:9000",
+        "ROVER.LOCAL:9000",
+        "rover-vpn",
+        "rover-vpn:8443",
+    ] {
+        let r = get(ok);
+        assert!(r.starts_with("HTTP/1.1 200"), "{ok}: {r}");
+    }
+    for bad in ["rover.local:9001", "rover.local", "evil.example:9000"] {
+        let r = get(bad);
+        assert!(
+            r.starts_with("HTTP/1.1 421") && r.contains("http_allowed_hosts"),
+            "{bad}: {r}"
+        );
+    }
 }
 
 #[test]
@@ -324,6 +501,10 @@ fn a_bad_dashboard_config_is_refused_at_start() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     refused(json!({"http_listen": addr}), "cannot listen");
+    refused(
+        json!({"http_listen": "127.0.0.1:0", "http_allowed_hosts": ["rover.local", "http://rover.local:9000"]}),
+        "http_allowed_hosts entry \"http://rover.local:9000\" is not a host name",
+    );
 }
 
 /// The reads say what their token allows (`x-roverlog-role`), so the page shows operators'

@@ -35,6 +35,11 @@ fn frame_seeds() {
 }
 
 #[test]
+fn lidar_json_seeds() {
+    run_seeds("lidar_json", checks::lidar_json);
+}
+
+#[test]
 fn meta_json_seeds() {
     run_seeds("meta_json", checks::meta_json);
 }
@@ -42,6 +47,11 @@ fn meta_json_seeds() {
 #[test]
 fn lzmaf_index_seeds() {
     run_seeds("lzmaf_index", checks::lzmaf_index);
+}
+
+#[test]
+fn stored_xz_seeds() {
+    run_seeds("stored_xz", checks::stored_xz);
 }
 
 #[test]
@@ -72,6 +82,11 @@ fn zarr_codec_seeds() {
 #[test]
 fn zarr_order_seeds() {
     run_seeds("zarr_order", checks::zarr_order);
+}
+
+#[test]
+fn http_host_seeds() {
+    run_seeds("http_host", checks::http_host);
 }
 
 #[test]

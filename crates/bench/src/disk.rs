@@ -8,7 +8,8 @@
 //! times and the worst round is kept. The writer is busy that long while the sensors go on
 //! sending, so (the rule PX4 sizes its log buffer by, from the worst block write time) an
 //! interval *holds* when its worst round fits in the interval, and the queues must absorb
-//! the load over the worst round: twice that is the recommended budget (at least 4 MiB).
+//! the load over the worst round. What to set from these figures (and why) is the CLI's
+//! advice (`src/cli/bench/disk.rs` of the `roverlog` package).
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -40,8 +41,8 @@ const PLAN_WRITE: usize = 1 << 20;
 const PATTERN_SEED: u64 = 0x243f_6a88_85a3_08d3;
 
 /// Measures `dir`'s disk: `bytes` written per block size, an fdatasync every `sync_bytes`;
-/// then the plan for `load` bytes/s (see the module doc). `"holds": false` when no candidate
-/// interval holds the load.
+/// then the plan for `load` bytes/s (see the module doc). `"fits"`: some candidate interval
+/// holds the load; `"sustains_load"`: every block size wrote faster than it.
 pub fn measure(dir: &Path, bytes: u64, sync_bytes: u64, load: f64) -> Result<Value> {
     let mut sizes = Vec::new();
     let mut worst_stall: f64 = 0.0;
@@ -96,7 +97,6 @@ pub fn measure(dir: &Path, bytes: u64, sync_bytes: u64, load: f64) -> Result<Val
         sizes.push(json!({"block_bytes": block, "write_s": w, "fsync_s": s, "mb_per_s": mbps}));
     }
     let plan = plan(dir, load, fastest_mbps * 1e6)?;
-    let holding = plan.iter().find(|p| p["holds"] == true);
     Ok(json!({
         "dir": dir,
         "bytes_per_size": bytes,
@@ -106,15 +106,13 @@ pub fn measure(dir: &Path, bytes: u64, sync_bytes: u64, load: f64) -> Result<Val
         "sustains_load": slowest_mbps * 1e6 >= load,
         "worst_stall_s": worst_stall,
         "fsync_p999_s": fsync_p999,
+        "fits": plan.iter().any(|p| p["holds"] == true),
         "plan": plan,
-        "holds": holding.is_some(),
-        "recommended": holding.map(|p| json!({"queue_bytes": p["queue_bytes"],
-            "fsync_interval_ms": p["fsync_interval_ms"], "worst_round_s": p["worst_round_s"]})),
     }))
 }
 
 /// For each of [`INTERVALS_MS`]: the worst of [`PLAN_ROUNDS`] rounds of writing and syncing
-/// one interval's bytes at `load`, whether it fits the interval, and the queue it needs.
+/// one interval's bytes at `load`, and whether it fits the interval.
 fn plan(dir: &Path, load: f64, sustained: f64) -> Result<Vec<Value>> {
     let path = dir.join(format!(".roverlog-disk-plan-{}", std::process::id()));
     let mut f = OpenOptions::new()
@@ -151,10 +149,9 @@ fn plan(dir: &Path, load: f64, sustained: f64) -> Result<Vec<Value>> {
                 worst = worst.max(t.elapsed());
             }
             let busy = worst.as_secs_f64();
-            let queue = ((2.0 * load * busy).ceil() as u64).max(4 << 20);
             out.push(json!({"fsync_interval_ms": ms, "bytes_per_interval": bytes,
                 "worst_round_s": busy, "worst_fsync_s": worst_sync.as_secs_f64(),
-                "holds": busy < ms as f64 / 1e3, "queue_bytes": queue}));
+                "holds": busy < ms as f64 / 1e3}));
         }
         Ok(out)
     })();

@@ -6,6 +6,8 @@
 //!   disk's own limit), a plain length-prefixed Unix-socket sink (the cost of the socket plus
 //!   one `write()` per message, with no format, no checks), and, in `scripts/bench/`, the
 //!   upstream-style Python writer we replace.
+//! - [`lidar`]: realistic lidar frames (a ray-cast street: smooth surfaces, edges, noise) for
+//!   the `.xz` encoder bench and the `lzmaf` tests.
 //! - [`procfs`]: the daemon's resident memory and the target directory's filesystem, read
 //!   from `/proc`.
 //!
@@ -14,6 +16,8 @@
 
 pub mod baselines;
 pub mod disk;
+pub mod hour;
+pub mod lidar;
 pub mod load;
 pub mod procfs;
 

@@ -40,10 +40,79 @@ pub fn is_daemon_gone(e: &Error) -> bool {
 /// What the daemon answered to the hello.
 #[derive(Debug, Clone)]
 pub struct HelloReply {
-    /// The trace being recorded.
+    /// The trace being recorded ("" when none is: `recording` is false).
     pub trace: String,
     /// Samples this sensor already has in that trace.
     pub samples: u64,
+    /// Whether a trace is open: frames sent while none is are discarded (protocol.md 5.1).
+    pub recording: bool,
+    /// Why nothing is recorded, when the daemon says (the disk guard's reason).
+    pub stopped_reason: Option<String>,
+}
+
+/// The opt-in hello fields (docs/protocol.md 2.1): what the hello asks of the daemon beyond
+/// the channels. [`HelloFlags::default`] is the hello of protocol version 1 as first
+/// released (no sequence numbers, no opt-ins).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HelloFlags {
+    /// Frames carry a sequence number (`"seq": true`).
+    pub seq: bool,
+    /// At a clean shutdown the daemon sends the final durable count before it closes
+    /// (`"final_ack": true`, protocol.md 6.1).
+    pub final_ack: bool,
+    /// The daemon drops frames repeating a sequence number already written in the trace
+    /// (`"dedup": true`, needs `seq`, protocol.md 4.2).
+    pub dedup: bool,
+}
+
+impl HelloFlags {
+    /// Only `seq`: the hello of a driver that knows no opt-in.
+    pub fn seq(seq: bool) -> HelloFlags {
+        HelloFlags {
+            seq,
+            ..HelloFlags::default()
+        }
+    }
+}
+
+/// A durability reply (protocol.md 5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Durable {
+    /// The sensor's durable count in the daemon's trace.
+    pub durable: u64,
+    /// Whether a trace was open: `false` means the samples sent meanwhile were discarded
+    /// and `durable` says nothing about them.
+    pub recording: bool,
+    /// Why nothing is recorded, when the daemon says.
+    pub stopped_reason: Option<String>,
+    /// The trace `durable` counts in (`None`: none open, or a daemon that does not say).
+    pub trace: Option<String>,
+    /// The daemon's last line on this connection, at its shutdown (protocol.md 6.1).
+    pub last: bool,
+}
+
+impl Durable {
+    fn from_reply(reply: &Value) -> Option<Durable> {
+        Some(Durable {
+            durable: reply["durable"].as_u64()?,
+            // Daemons before `recording` was added always recorded when they answered.
+            recording: reply["recording"].as_bool().unwrap_or(true),
+            stopped_reason: reply["stopped_reason"].as_str().map(str::to_string),
+            trace: reply["trace"].as_str().map(str::to_string),
+            last: reply["final"] == true,
+        })
+    }
+}
+
+/// What a driver says about samples it sends while the daemon records nothing: they are
+/// discarded (protocol.md 5.1), and this says so with the daemon's reason when it gives one.
+pub fn not_recording_message(socket: &Path, sensor: &str, why: Option<&str>) -> String {
+    Error::NotRecording {
+        socket: socket.to_path_buf(),
+        sensor: sensor.to_string(),
+        reason: why.map(str::to_string),
+    }
+    .to_string()
 }
 
 /// One sensor's connection to the daemon.
@@ -54,13 +123,21 @@ pub struct Driver {
     replies: BufReader<UnixStream>,
     /// Per data channel: `Some(n)` fixed-size of n bytes, `None` variable-size.
     sizes: Vec<Option<usize>>,
-    seq: bool,
+    flags: HelloFlags,
     frame: Vec<u8>,
     sent: u64,
+    /// The daemon's final reply at its shutdown, once read.
+    last: Option<Durable>,
 }
 
 /// The hello line for `sensor` with `meta`'s data channels (`ts` is implicit).
 pub fn hello_line(sensor: &str, meta: &SensorMeta, seq: bool) -> Vec<u8> {
+    hello_line_with(sensor, meta, HelloFlags::seq(seq))
+}
+
+/// [`hello_line`] with the opt-in fields `flags` asks for (only those set are written, so
+/// a hello without opt-ins is exactly the first release's).
+pub fn hello_line_with(sensor: &str, meta: &SensorMeta, flags: HelloFlags) -> Vec<u8> {
     let channels: Vec<Value> = meta
         .data_channels()
         .map(|(name, c)| {
@@ -68,10 +145,15 @@ pub fn hello_line(sensor: &str, meta: &SensorMeta, seq: bool) -> Vec<u8> {
                    "shape": c.shape, "desc": c.desc})
         })
         .collect();
-    let mut line = serde_json::to_vec(
-        &json!({"roverlog": 1, "sensor": sensor, "seq": seq, "channels": channels}),
-    )
-    .expect("JSON of a value");
+    let mut hello =
+        json!({"roverlog": 1, "sensor": sensor, "seq": flags.seq, "channels": channels});
+    if flags.final_ack {
+        hello["final_ack"] = json!(true);
+    }
+    if flags.dedup {
+        hello["dedup"] = json!(true);
+    }
+    let mut line = serde_json::to_vec(&hello).expect("JSON of a value");
     line.push(b'\n');
     line
 }
@@ -139,6 +221,34 @@ impl Driver {
         meta: &SensorMeta,
         seq: bool,
     ) -> Result<(Driver, HelloReply)> {
+        Driver::connect_with(socket, sensor, meta, HelloFlags::seq(seq))
+    }
+
+    /// [`Driver::connect`] with opt-in hello fields. A daemon older than an opt-in refuses it
+    /// as an unknown key; the hello is then sent again without the opt-ins (see
+    /// [`Driver::flags`] for what the daemon took).
+    pub fn connect_with(
+        socket: &Path,
+        sensor: &str,
+        meta: &SensorMeta,
+        flags: HelloFlags,
+    ) -> Result<(Driver, HelloReply)> {
+        match Driver::connect_once(socket, sensor, meta, flags) {
+            Err(Error::Refused { msg, .. })
+                if (flags.final_ack || flags.dedup) && refuses_opt_in(&msg) =>
+            {
+                Driver::connect_once(socket, sensor, meta, HelloFlags::seq(flags.seq))
+            }
+            r => r,
+        }
+    }
+
+    fn connect_once(
+        socket: &Path,
+        sensor: &str,
+        meta: &SensorMeta,
+        flags: HelloFlags,
+    ) -> Result<(Driver, HelloReply)> {
         if meta.data_channels().next().is_none() {
             return Err(Error::NoDataChannel {
                 sensor: sensor.to_string(),
@@ -157,12 +267,13 @@ impl Driver {
             stream,
             replies,
             sizes,
-            seq,
+            flags,
             frame: Vec::new(),
             sent: 0,
+            last: None,
         };
         d.stream
-            .write_all(&hello_line(sensor, meta, seq))
+            .write_all(&hello_line_with(sensor, meta, flags))
             .map_err(io)?;
         let reply = match d.read_reply() {
             // The one refusal protocol.md 7 documents word for word, and asks to retry.
@@ -181,6 +292,8 @@ impl Driver {
         };
         let hello = HelloReply {
             trace: reply["trace"].as_str().unwrap_or_default().to_string(),
+            recording: reply["trace"].is_string(),
+            stopped_reason: reply["stopped_reason"].as_str().map(str::to_string),
             samples: reply["samples"]
                 .as_u64()
                 .ok_or_else(|| d.bad_reply(format!("hello reply without \"samples\": {reply}")))?,
@@ -208,7 +321,19 @@ impl Driver {
 
     /// Whether the hello declared sequence numbers.
     pub fn seq(&self) -> bool {
-        self.seq
+        self.flags.seq
+    }
+
+    /// The hello's fields as the daemon took them (without the opt-ins an older daemon
+    /// refused).
+    pub fn flags(&self) -> HelloFlags {
+        self.flags
+    }
+
+    /// The daemon's final durability reply, if it sent one at its shutdown and this
+    /// connection read it (protocol.md 6.1); taken once.
+    pub fn take_last(&mut self) -> Option<Durable> {
+        self.last.take()
     }
 
     /// How long to wait for a reply (default 60 s; a final fsync of a large backlog can take
@@ -233,7 +358,7 @@ impl Driver {
         seq: Option<u64>,
         samples: &[&[u8]],
     ) -> Result<()> {
-        let seq = self.seq.then(|| seq.unwrap_or(self.sent));
+        let seq = self.flags.seq.then(|| seq.unwrap_or(self.sent));
         encode_frame(out, &self.sizes, ts, seq, samples).map_err(|problem| Error::BadSample {
             socket: Some(self.socket.clone()),
             sensor: self.sensor.clone(),
@@ -273,10 +398,17 @@ impl Driver {
 
     /// Asks for durability; returns how many of this sensor's samples are on disk.
     pub fn sync(&mut self) -> Result<u64> {
+        self.sync_reply().map(|d| d.durable)
+    }
+
+    /// [`Driver::sync`] with the whole reply: whether the daemon records at all, and why
+    /// not. The daemon's final line at its shutdown is no answer to the request (it may not
+    /// have read it): it is kept for [`Driver::take_last`] and this returns
+    /// [`Error::DaemonClosed`].
+    pub fn sync_reply(&mut self) -> Result<Durable> {
         self.write(&0u32.to_le_bytes())?;
         let reply = self.read_reply()?;
-        reply["durable"]
-            .as_u64()
+        Durable::from_reply(&reply)
             .ok_or_else(|| self.bad_reply(format!("durability reply without \"durable\": {reply}")))
     }
 
@@ -298,7 +430,14 @@ impl Driver {
                 String::from_utf8_lossy(&line)
             ))
         })?;
-        if reply["ok"] == true {
+        if reply["ok"] == true && reply["final"] == true {
+            // The daemon is shutting down: this is its last line (protocol.md 6.1).
+            self.last = Durable::from_reply(&reply);
+            Err(Error::DaemonClosed {
+                socket: self.socket.clone(),
+                sensor: self.sensor.clone(),
+            })
+        } else if reply["ok"] == true {
             Ok(reply)
         } else {
             let msg = reply["error"]
@@ -312,6 +451,13 @@ impl Driver {
             })
         }
     }
+}
+
+/// Whether a refusal is an older daemon's answer to an opt-in hello field it does not know
+/// (its `unknown key` error names the field; protocol.md 8).
+fn refuses_opt_in(msg: &str) -> bool {
+    msg.starts_with("hello: unknown key \"final_ack\"")
+        || msg.starts_with("hello: unknown key \"dedup\"")
 }
 
 #[cfg(test)]

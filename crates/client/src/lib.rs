@@ -17,6 +17,6 @@ pub mod play;
 pub mod resilient;
 pub mod retain;
 
-pub use driver::{is_daemon_gone, Driver};
+pub use driver::{is_daemon_gone, Driver, Durable, HelloFlags};
 pub use play::{play, PlayOptions, PlayReport};
 pub use resilient::{ResilientDriver, ResilientOptions};

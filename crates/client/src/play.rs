@@ -191,10 +191,14 @@ pub fn play(
         max_bytes: 1,
         max_retained: opts.max_retained,
         reconnect_timeout: opts.reconnect_timeout,
+        ..ResilientOptions::default()
     };
     let mut drivers = Vec::with_capacity(names.len());
     for s in source.sensors() {
-        let (d, hello) = Driver::connect(socket, &s.name, &s.meta, true)?;
+        // The first connection fails fast; reconnects ask for the final count at a clean
+        // shutdown (nothing resent twice) and for repeats to be dropped.
+        let flags = resilient.flags(true);
+        let (d, hello) = Driver::connect_with(socket, &s.name, &s.meta, flags)?;
         drivers.push(ResilientDriver::adopt(
             d,
             hello,
@@ -265,6 +269,13 @@ pub fn play(
     for (i, d) in drivers.iter_mut().enumerate() {
         let durable = d.sync()?;
         let want = d.expected_durable();
+        if !d.recording() {
+            return Err(Error::NotRecording {
+                socket: socket.to_path_buf(),
+                sensor: names[i].clone(),
+                reason: d.not_recording_reason(),
+            });
+        }
         if durable < want {
             return Err(Error::NotDurable {
                 sensor: names[i].clone(),

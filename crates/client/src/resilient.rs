@@ -15,24 +15,42 @@
 //!
 //! **When it is released.** On a durable acknowledgement: [`ResilientDriver::sync`] asks the
 //! daemon, and the frames its `durable` count covers are dropped. A reply with `recording:
-//! false` counts 0 durable samples and so releases nothing.
+//! false` counts 0 durable samples and so releases nothing. A reply naming another trace than
+//! the driver knew (a rotation, or a `start` after nothing recorded, moved the live
+//! connection: protocol.md 5) settles every frame sent before it: the last `durable` are in
+//! the new trace, the others in the finished one (or were discarded while nothing recorded).
+//!
+//! **The final count at a clean shutdown.** The hello opts in to `final_ack` (protocol.md
+//! 6.1; an older daemon that refuses it gets the hello without it): when the daemon stops
+//! cleanly, its last line on the connection is the sensor's durable count after the drain,
+//! marked `final`. The driver reads it when the connection ends (a failed write or sync)
+//! and releases the frames it covers, exactly as a durable reply does; they are in the
+//! stopped trace and are not resent.
 //!
 //! **What is resent after a reconnect.** The hello reply says how many samples the daemon
 //! holds of the sensor (`samples`). In the same trace as before, the driver's frames after
 //! those are resent (the daemon kept the others: a kill -9 loses only what it had not
 //! written). In a new trace (the daemon was stopped cleanly and started again), every frame
-//! not acknowledged durable is resent there; the old trace may hold some of them too: better
-//! twice than lost. Frames still pending are part of what is resent, so the batch restarts
-//! empty. Counts that cannot be explained (the daemon holds more of ours than we sent, fewer
+//! not acknowledged durable (by a durable reply or the final count) is resent there: after a
+//! final count, exactly the frames the stopped trace lacks. Without one (a daemon older than
+//! `final_ack`, or a final line lost) the old trace may hold some of them too: better twice
+//! than lost; with sequence numbers and `dedup` the daemon drops such repeats within one
+//! trace. Frames still pending are part of what is resent, so the batch restarts empty.
+//!
+//! **Not recording.** The hello and durability replies say whether the daemon records
+//! ([`ResilientDriver::recording`]); samples sent while it does not are discarded by the
+//! daemon (protocol.md 5.1), and [`ResilientDriver::not_recording`] says so in words. Counts that cannot be explained (the daemon holds more of ours than we sent, fewer
 //! than it had when we started, or needs frames the full buffer forgot) are errors
 //! ([`Error::ResumeAhead`], [`Error::ResumeBehind`], [`Error::RetainedLost`]).
 //!
 //! **Back-off.** A connection attempt that fails because the daemon is gone
 //! ([`is_daemon_gone`]: socket missing or refusing, connection closed without a reply, the
 //! sensor's old connection not yet noticed closed) is retried after 20 ms, then 40, 80, ...
-//! doubling up to 1 s between attempts, as long as `reconnect_timeout` has not passed since
-//! the first attempt; so giving up takes at most `reconnect_timeout` plus one second. Any
-//! other error (a refusal) is returned at once.
+//! doubling up to 1 s between attempts (the last wait cut to end at the timeout), as long
+//! as `reconnect_timeout` has not passed since the first attempt. The
+//! first connection waits `connect_timeout` instead, and after `wait_notice` of waiting tells
+//! the caller once ([`ResilientDriver::connect_notify`]). Giving up is [`Error::NoDaemon`],
+//! naming the socket. Any other error (a refusal) is returned at once.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -40,7 +58,10 @@ use std::time::{Duration, Instant};
 use roverlog_core::error::{Error, Result};
 use roverlog_core::format::SensorMeta;
 
-use crate::driver::{encode_frame, is_daemon_gone, sample_sizes, Driver, HelloReply};
+use crate::driver::{
+    encode_frame, is_daemon_gone, not_recording_message, sample_sizes, Driver, Durable, HelloFlags,
+    HelloReply,
+};
 use crate::retain::Retained;
 
 /// Bounds of a [`ResilientDriver`]; the defaults are the Python driver's.
@@ -52,6 +73,15 @@ pub struct ResilientOptions {
     pub max_retained: usize,
     /// How long to keep trying to reach a daemon that is gone.
     pub reconnect_timeout: Duration,
+    /// How long the first connection keeps trying (`None`: `reconnect_timeout`).
+    pub connect_timeout: Option<Duration>,
+    /// After this long waiting for the first connection, the caller is told once (see
+    /// [`ResilientDriver::connect_notify`]).
+    pub wait_notice: Duration,
+    /// Ask for the final durable count at a clean daemon shutdown (protocol.md 6.1).
+    pub final_ack: bool,
+    /// With sequence numbers: ask the daemon to drop repeats (protocol.md 4.2).
+    pub dedup: bool,
 }
 
 impl Default for ResilientOptions {
@@ -60,6 +90,21 @@ impl Default for ResilientOptions {
             max_bytes: 1 << 20,
             max_retained: 256 << 20,
             reconnect_timeout: Duration::from_secs(30),
+            connect_timeout: None,
+            wait_notice: Duration::from_secs(1),
+            final_ack: true,
+            dedup: true,
+        }
+    }
+}
+
+impl ResilientOptions {
+    /// The hello fields for a sensor with (or without) sequence numbers.
+    pub fn flags(&self, seq: bool) -> HelloFlags {
+        HelloFlags {
+            seq,
+            final_ack: self.final_ack,
+            dedup: seq && self.dedup,
         }
     }
 }
@@ -99,7 +144,7 @@ pub struct ResilientDriver {
     socket: PathBuf,
     sensor: String,
     meta: SensorMeta,
-    seq: bool,
+    flags: HelloFlags,
     sizes: Vec<Option<usize>>,
     conn: Option<Driver>,
     /// The trace of the last hello reply ("" before the first, or when not recording).
@@ -115,8 +160,13 @@ pub struct ResilientDriver {
     pending_since: Option<Instant>,
     retained: Retained,
     durable: u64,
+    /// Whether the daemon recorded at the last hello or durability reply, and why not.
+    recording: bool,
+    stopped_reason: Option<String>,
     max_bytes: usize,
     reconnect_timeout: Duration,
+    connect_timeout: Duration,
+    wait_notice: Duration,
 }
 
 impl ResilientDriver {
@@ -128,8 +178,23 @@ impl ResilientDriver {
         seq: bool,
         opts: &ResilientOptions,
     ) -> Result<ResilientDriver> {
-        let mut d = ResilientDriver::unconnected(socket, sensor, meta, seq, opts);
-        d.reconnect()?;
+        ResilientDriver::connect_notify(socket, sensor, meta, seq, opts, &mut |_| Ok(()))
+    }
+
+    /// [`connect`](Self::connect), calling `waiting` once with the last attempt's error when
+    /// the daemon has not answered for `wait_notice` (a missing socket, say): the caller can
+    /// warn that it is waiting. An error from `waiting` ends the wait with it.
+    pub fn connect_notify(
+        socket: &Path,
+        sensor: &str,
+        meta: SensorMeta,
+        seq: bool,
+        opts: &ResilientOptions,
+        waiting: &mut dyn FnMut(&Error) -> Result<()>,
+    ) -> Result<ResilientDriver> {
+        let flags = opts.flags(seq);
+        let mut d = ResilientDriver::unconnected(socket, sensor, meta, flags, opts);
+        d.reconnect_within(d.connect_timeout, waiting)?;
         Ok(d)
     }
 
@@ -142,7 +207,7 @@ impl ResilientDriver {
         opts: &ResilientOptions,
     ) -> Result<ResilientDriver> {
         let mut d =
-            ResilientDriver::unconnected(conn.socket(), conn.sensor(), meta, conn.seq(), opts);
+            ResilientDriver::unconnected(conn.socket(), conn.sensor(), meta, conn.flags(), opts);
         d.resume(conn, hello)?;
         Ok(d)
     }
@@ -151,7 +216,7 @@ impl ResilientDriver {
         socket: &Path,
         sensor: &str,
         meta: SensorMeta,
-        seq: bool,
+        flags: HelloFlags,
         opts: &ResilientOptions,
     ) -> ResilientDriver {
         ResilientDriver {
@@ -159,7 +224,7 @@ impl ResilientDriver {
             sensor: sensor.to_string(),
             sizes: sample_sizes(&meta),
             meta,
-            seq,
+            flags,
             conn: None,
             trace: String::new(),
             base: 0,
@@ -169,9 +234,36 @@ impl ResilientDriver {
             pending_since: None,
             retained: Retained::new(opts.max_retained),
             durable: 0,
+            recording: true,
+            stopped_reason: None,
             max_bytes: opts.max_bytes.max(1),
             reconnect_timeout: opts.reconnect_timeout,
+            connect_timeout: opts.connect_timeout.unwrap_or(opts.reconnect_timeout),
+            wait_notice: opts.wait_notice,
         }
+    }
+
+    /// Whether the daemon recorded at its last reply (hello or durability): samples sent
+    /// while it does not are discarded (protocol.md 5.1).
+    pub fn recording(&self) -> bool {
+        self.recording
+    }
+
+    /// While the daemon does not record: what happens to the samples, and why, in words.
+    pub fn not_recording(&self) -> Option<String> {
+        (!self.recording).then(|| {
+            not_recording_message(&self.socket, &self.sensor, self.stopped_reason.as_deref())
+        })
+    }
+
+    /// While the daemon does not record: why, when it said.
+    pub fn not_recording_reason(&self) -> Option<String> {
+        self.stopped_reason.clone()
+    }
+
+    /// The hello fields this driver sends (as the daemon took them on the last connection).
+    pub fn flags(&self) -> HelloFlags {
+        self.flags
     }
 
     /// Frames pushed (sent or pending) on this driver.
@@ -217,7 +309,7 @@ impl ResilientDriver {
     /// Encodes one sample into the batch and the retain buffer, without writing; `seq`
     /// defaults to the count of frames pushed.
     pub fn push(&mut self, ts: f64, seq: Option<u64>, samples: &[&[u8]]) -> Result<()> {
-        let seq = self.seq.then(|| seq.unwrap_or(self.sent));
+        let seq = self.flags.seq.then(|| seq.unwrap_or(self.sent));
         let at = self.pending.len();
         encode_frame(&mut self.pending, &self.sizes, ts, seq, samples).map_err(|problem| {
             Error::BadSample {
@@ -256,7 +348,7 @@ impl ResilientDriver {
                 Ok(())
             }
             Err(e) if is_daemon_gone(&e) => {
-                self.conn = None;
+                self.lost_connection();
                 self.reconnect()
             }
             Err(e) => Err(e),
@@ -266,28 +358,68 @@ impl ResilientDriver {
     /// Flushes and asks for durability; returns the sensor's durable count in the daemon's
     /// trace and releases the frames it covers. Reconnects (and resends) as needed.
     pub fn sync(&mut self) -> Result<u64> {
+        self.sync_reply().map(|d| d.durable)
+    }
+
+    /// [`sync`](Self::sync) with the whole reply: `recording: false` means the daemon
+    /// records nothing and discarded what was sent (see [`not_recording`](Self::not_recording)).
+    pub fn sync_reply(&mut self) -> Result<Durable> {
         loop {
             self.flush()?;
             if self.conn.is_none() {
                 self.reconnect()?;
             }
-            match self.conn.as_mut().expect("connected").sync() {
-                Ok(n) => {
-                    self.durable = n;
-                    self.retained
-                        .release_before(u64::try_from(n as i64 - self.base).unwrap_or(0));
-                    return Ok(n);
+            match self.conn.as_mut().expect("connected").sync_reply() {
+                Ok(d) => {
+                    self.acknowledged(&d);
+                    return Ok(d);
                 }
-                Err(e) if is_daemon_gone(&e) => self.conn = None,
+                Err(e) if is_daemon_gone(&e) => self.lost_connection(),
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// A durable count of the connection's trace: releases the frames it covers. A reply
+    /// while nothing records releases nothing.
+    fn acknowledged(&mut self, d: &Durable) {
+        self.recording = d.recording;
+        self.stopped_reason = d.stopped_reason.clone();
+        if !d.recording {
+            return;
+        }
+        match &d.trace {
+            // The connection moved to another trace (a rotation, or a start after nothing
+            // recorded) since the driver last heard. A durability reply answers after every
+            // frame sent before it was written: the last `durable` of them are the new trace's
+            // and the earlier ones are in the finished trace (or were discarded while nothing
+            // recorded). All are settled.
+            Some(t) if *t != self.trace && !d.last => {
+                self.trace = t.clone();
+                self.base = d.durable as i64 - self.sent as i64;
+            }
+            // A final count in a trace the driver did not know of: which of its frames went
+            // where is unknown, so nothing is released (they are resent: twice, not lost).
+            Some(t) if *t != self.trace => return,
+            _ => {}
+        }
+        self.durable = d.durable;
+        self.retained
+            .release_before(u64::try_from(d.durable as i64 - self.base).unwrap_or(0));
+    }
+
+    /// The connection ended (the daemon went away): its final durable count, if the daemon
+    /// sent one, releases what the stopped trace holds.
+    fn lost_connection(&mut self) {
+        if let Some(last) = self.conn.take().and_then(|mut c| c.take_last()) {
+            self.acknowledged(&last);
         }
     }
 
     /// Closes the connection (what is pending stays pending); a later flush or sync
     /// reconnects.
     pub fn disconnect(&mut self) {
-        self.conn = None;
+        self.lost_connection();
     }
 
     fn clear_pending(&mut self) {
@@ -298,13 +430,49 @@ impl ResilientDriver {
 
     /// Connects, with back-off while the daemon is gone, and resumes.
     fn reconnect(&mut self) -> Result<()> {
+        self.reconnect_within(self.reconnect_timeout, &mut |_| Ok(()))
+    }
+
+    /// [`reconnect`](Self::reconnect) within `timeout`, telling `waiting` once after
+    /// `wait_notice`.
+    fn reconnect_within(
+        &mut self,
+        timeout: Duration,
+        waiting: &mut dyn FnMut(&Error) -> Result<()>,
+    ) -> Result<()> {
         let t0 = Instant::now();
         let mut backoff = Backoff::new();
+        let mut told = false;
         loop {
-            match Driver::connect(&self.socket, &self.sensor, &self.meta, self.seq) {
-                Ok((d, hello)) => return self.resume(d, hello),
-                Err(e) if is_daemon_gone(&e) && t0.elapsed() < self.reconnect_timeout => {
-                    std::thread::sleep(backoff.next_wait());
+            match Driver::connect_with(&self.socket, &self.sensor, &self.meta, self.flags) {
+                Ok((d, hello)) => {
+                    // An older daemon refused the opt-ins: the next hellos go without them.
+                    self.flags = d.flags();
+                    return self.resume(d, hello);
+                }
+                Err(e) if is_daemon_gone(&e) && t0.elapsed() < timeout => {
+                    if !told && t0.elapsed() >= self.wait_notice {
+                        told = true;
+                        waiting(&e)?;
+                    }
+                    std::thread::sleep(
+                        backoff
+                            .next_wait()
+                            .min(timeout.saturating_sub(t0.elapsed())),
+                    );
+                }
+                Err(e) if is_daemon_gone(&e) => {
+                    let missing = matches!(&e, Error::Io { source, .. }
+                        if source.kind() == std::io::ErrorKind::NotFound);
+                    return Err(Error::NoDaemon {
+                        socket: self.socket.clone(),
+                        waited: t0.elapsed(),
+                        reason: match &e {
+                            Error::Io { source, .. } => source.to_string(),
+                            e => e.to_string(),
+                        },
+                        missing,
+                    });
                 }
                 Err(e) => return Err(e),
             }
@@ -323,6 +491,8 @@ impl ResilientDriver {
             self.base = samples - self.retained.first() as i64;
         }
         self.trace = hello.trace;
+        self.recording = hello.recording;
+        self.stopped_reason = hello.stopped_reason;
         let have = u64::try_from(samples - self.base).map_err(|_| Error::ResumeBehind {
             sensor: self.sensor.clone(),
             samples: hello.samples,

@@ -18,12 +18,15 @@ struct Conn {
     hello: std::result::Result<(&'static str, u64), String>,
     /// Hang up (no reply) after this many frames.
     hang_up_after: Option<usize>,
+    /// At the hang-up, first send the final durable count (protocol.md 6.1).
+    final_line: bool,
 }
 
 fn accept(trace: &'static str, samples: u64, hang_up_after: Option<usize>) -> Conn {
     Conn {
         hello: Ok((trace, samples)),
         hang_up_after,
+        final_line: false,
     }
 }
 
@@ -54,6 +57,14 @@ fn serve(listener: UnixListener, script: Vec<Conn>) -> JoinHandle<Vec<Vec<f64>>>
             let mut ts = Vec::new();
             loop {
                 if c.hang_up_after == Some(ts.len()) {
+                    if c.final_line {
+                        let durable = samples + ts.len() as u64;
+                        writeln!(
+                            s,
+                            r#"{{"ok": true, "durable": {durable}, "recording": true, "final": true}}"#
+                        )
+                        .unwrap();
+                    }
                     break;
                 }
                 let mut len = [0; 4];
@@ -94,6 +105,7 @@ fn opts(max_retained: usize) -> ResilientOptions {
         max_bytes: 1 << 20,
         max_retained,
         reconnect_timeout: Duration::from_secs(10),
+        ..Default::default()
     }
 }
 
@@ -154,6 +166,55 @@ fn after_a_hang_up_into_a_new_trace_everything_not_acknowledged_is_resent() {
 }
 
 #[test]
+fn after_a_final_count_only_what_the_stopped_trace_lacks_goes_to_the_new_one() {
+    let (_dir, socket, listener) = setup();
+    let stopping = Conn {
+        final_line: true,
+        ..accept("t1", 0, Some(8))
+    };
+    let daemon = serve(listener, vec![stopping, accept("t2", 0, None)]);
+    let mut d = ResilientDriver::connect(&socket, "s", meta(), false, &opts(1 << 20)).unwrap();
+    assert!(d.flags().final_ack, "asked for by default");
+    send_range(&mut d, 0..5);
+    assert_eq!(d.sync().unwrap(), 5);
+    send_range(&mut d, 5..8);
+    d.flush().unwrap();
+    send_range(&mut d, 8..10);
+    // The first connection ends after frame 7 with its final count 8: only 8 and 9 go on.
+    assert_eq!(d.sync().unwrap(), 2);
+    assert_eq!((d.trace(), d.expected_durable(), d.sent()), ("t2", 2, 10));
+    assert_eq!(d.retained_bytes(), 0);
+    drop(d);
+    let got = daemon.join().unwrap();
+    assert_eq!(got[0].len(), 8);
+    assert_eq!(got[1], [8.0, 9.0]);
+}
+
+#[test]
+fn a_daemon_that_does_not_know_an_opt_in_is_spoken_to_without_it() {
+    let (_dir, socket, listener) = setup();
+    let old = "hello: unknown key \"final_ack\" (expected roverlog, sensor, channels, seq)";
+    let daemon = serve(
+        listener,
+        vec![
+            Conn {
+                hello: Err(old.into()),
+                hang_up_after: None,
+                final_line: false,
+            },
+            accept("t1", 0, None),
+        ],
+    );
+    let mut d = ResilientDriver::connect(&socket, "s", meta(), true, &opts(1 << 20)).unwrap();
+    let f = d.flags();
+    assert!(f.seq && !f.final_ack && !f.dedup, "{f:?}");
+    send_range(&mut d, 0..3);
+    assert_eq!(d.sync().unwrap(), 3);
+    drop(d);
+    daemon.join().unwrap();
+}
+
+#[test]
 fn frames_forgotten_by_a_full_retain_buffer_are_reported_when_needed() {
     let (_dir, socket, listener) = setup();
     // Frames are 13 bytes (length, ts, one byte): 30 bytes keep the last two.
@@ -191,11 +252,13 @@ fn a_busy_sensor_is_retried_and_a_refusal_is_not() {
             Conn {
                 hello: Err(busy),
                 hang_up_after: None,
+                final_line: false,
             },
             accept("t1", 0, None),
             Conn {
                 hello: Err("channel \"x\": no".into()),
                 hang_up_after: None,
+                final_line: false,
             },
         ],
     );
@@ -227,9 +290,10 @@ fn a_daemon_that_stays_away_is_given_up_on_after_the_timeout() {
     let e = ResilientDriver::connect(&socket, "s", meta(), false, &o)
         .err()
         .unwrap();
-    assert!(matches!(e, Error::Io { .. }), "{e:?}");
+    assert!(matches!(e, Error::NoDaemon { missing: true, .. }), "{e:?}");
+    assert!(e.to_string().contains("none.sock"), "{e}");
     let took = t0.elapsed();
-    // 20 + 40 + 80 + 160 ms of back-off: the timeout passed during the last wait.
+    // 20 + 40 + 80 ms of back-off, the last wait cut to end at the timeout.
     assert!(
         took >= Duration::from_millis(200) && took < Duration::from_secs(5),
         "{took:?}"

@@ -7,12 +7,16 @@
 use std::path::PathBuf;
 
 mod avi;
+mod damage;
 mod jpeg;
+mod lidar;
 mod ros;
 mod zarr;
 
 pub use avi::AviProblem;
+pub use damage::Damage;
 pub use jpeg::JpegProblem;
+pub use lidar::LidarProblem;
 pub use ros::{DecodeProblem, RosProblem};
 pub use zarr::{ChunkProblem, DTypeProblem, FillProblem, SettingProblem};
 
@@ -78,6 +82,16 @@ pub enum Error {
     /// A sample index past the end of a channel.
     #[error("{}: sample {index} out of range (channel holds {len})", path.display())]
     OutOfRange { path: PathBuf, index: u64, len: u64 },
+
+    /// A sample the sensor counts (in `ts`, or in the channel's own index or listing) that
+    /// the channel cannot give: its bytes are missing, cut or do not decode. The readers
+    /// still give every intact sample around it (docs/format.md "Damaged channels").
+    #[error("{}: sample {index} is damaged: {damage} (`roverlog validate` reports it; `roverlog recover` cuts the sensor back to the samples before the damage)", path.display())]
+    DamagedSample {
+        path: PathBuf,
+        index: u64,
+        damage: Damage,
+    },
 
     /// A sample whose byte length does not match the channel's type and shape.
     #[error("channel {channel:?}: sample is {got} bytes, expected {expected}")]
@@ -188,6 +202,19 @@ pub enum Error {
     /// A JPEG frame that did not decode.
     #[error("jpeg: {0}")]
     Jpeg(JpegProblem),
+
+    /// A sensor or channel that cannot become the message asked for (absent, of another type
+    /// or shape, a time a message cannot hold): `path` is the sensor or channel.
+    #[error("{}: {msg}", path.display())]
+    Unexportable { path: PathBuf, msg: String },
+
+    /// An Ouster `lidar.json` we refuse, or a depth frame that does not fit it; `path` is the
+    /// `lidar.json`.
+    #[error("{}: {problem}", path.display())]
+    Lidar {
+        path: PathBuf,
+        problem: LidarProblem,
+    },
 
     /// Something a codec outside this crate could not encode or decode (the binary's plot
     /// renderer, the Python binding's frame arrays): `codec` names it, `msg` is its words.
@@ -339,9 +366,31 @@ pub enum Error {
         retained_from: u64,
     },
 
+    /// No daemon answered at `socket` within the driver's connect timeout; `reason` is the
+    /// last attempt's error, `missing` whether the socket did not exist at all.
+    #[error("no roverlog daemon at {}: {reason} (waited {:.1} s; is the daemon running, and is this its ingest_socket?)", socket.display(), waited.as_secs_f64())]
+    NoDaemon {
+        socket: PathBuf,
+        waited: std::time::Duration,
+        reason: String,
+        missing: bool,
+    },
+
     /// A write made in the background failed; every later sample is refused with it.
     #[error("protocol error: an earlier write failed: {0}")]
     EarlierWriteFailed(std::sync::Arc<Error>),
+
+    /// The daemon records nothing (protocol.md 5.1): the samples sent meanwhile were
+    /// discarded. `reason`: the daemon's, when it gives one.
+    #[error("the roverlog daemon at {} is not recording ({}): samples of sensor {sensor:?} are discarded until a trace starts (`roverlog ctl start`)",
+            socket.display(),
+            reason.as_ref().map(|r| format!("recording stopped: {r}"))
+                .unwrap_or_else(|| "no trace is open: stopped by a command, or autostart is off".into()))]
+    NotRecording {
+        socket: PathBuf,
+        sensor: String,
+        reason: Option<String>,
+    },
 
     /// At the end of a replay, the daemon confirms fewer durable samples than were sent.
     #[error("protocol error: sensor {sensor:?}: daemon confirms {durable} durable samples, expected {expected}")]

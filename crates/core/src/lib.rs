@@ -15,6 +15,8 @@
 //!   the L5Kit dataset layer on top ([`zarr::l5kit::ChunkedDataset`]).
 //! - [`replay`]: time-merged reading, nearest synchronisation, datasets as sensor sources, and
 //!   import into roverd (playback into a daemon is `roverlog-client`'s).
+//! - [`ouster`]: Ouster `lidar.json` intrinsics and the per-pixel table that projects a
+//!   depth frame to points (upstream's `transforms.ouster`).
 //! - [`ros`]: ROS recordings (rosbag2 MCAP, `.mcap`, ROS 1 `.bag`) as a replay source, decoded
 //!   from the message definitions they store.
 //! - [`timestamps`]: upstream's timestamp models (`smooth`, `discretize`) for jittered
@@ -32,6 +34,7 @@ pub mod io;
 #[cfg(feature = "jpeg")]
 pub mod jpeg;
 pub mod mem;
+pub mod ouster;
 pub mod replay;
 pub mod ros;
 pub mod timestamps;

@@ -12,8 +12,8 @@
 //! - `missing`: a `required` sensor is not connected `missing_after_ms` after recording
 //!   started (this daemon's start of it; a rotation does not restart the wait);
 //! - `queue_high`: its queue holds more than `queue_high_fraction` of its budget;
-//! - `disk_low` (no sensor): the free space lasts less than `disk_low_seconds` at the rate
-//!   all sensors write now.
+//! - `disk_low` (no sensor): the free space above `min_free_bytes` (where the disk guard
+//!   stops recording) lasts less than `disk_low_seconds` at the rate all sensors send now.
 //!
 //! Also a `clock_step` event (kind `offset`) when a sensor's median driver-vs-daemon clock
 //! offset (`status` `clock_offset_s`) moves by more than `clock_step_threshold_s`.
@@ -116,6 +116,10 @@ struct Health {
     learned: HashMap<String, f64>,
     /// Per sensor: the median clock offset last reported (for `clock_step`).
     offsets: HashMap<String, f64>,
+    /// Per sensor: when it was last silent or disconnected. Its rate is judged only once a
+    /// whole rate window lies after that: a window holding the pause would page `rate_low`
+    /// for the pause `silent` already reported.
+    quiet_at: HashMap<String, Instant>,
     /// Since when the current recording runs (a rotation keeps it): `missing`'s clock.
     recording_since: Option<Instant>,
     /// Rate conditions found but not yet held for [`RATE_HOLD`]: since when.
@@ -216,7 +220,14 @@ impl Health {
                         json!({"expected_hz": hz, "silent_ms": q}),
                     ));
                 }
-                if connected && full && !silent {
+                if silent || !connected {
+                    self.quiet_at.insert(s.name.clone(), now);
+                }
+                let settled = self
+                    .quiet_at
+                    .get(&s.name)
+                    .is_none_or(|&q| now.duration_since(q) >= window);
+                if connected && full && !silent && settled {
                     let detail = json!({"expected_hz": hz, "tolerance": tol, "rate_hz": (rate * 100.0).round() / 100.0});
                     if rate < hz * (1.0 - tol) {
                         found.push(("rate_low".into(), s.name.clone(), detail));
@@ -271,10 +282,12 @@ impl Health {
             }
         }
         if let (Some(free), true) = (w.free_bytes, measured_all && total_rate > 0.0) {
-            let left = free as f64 / total_rate;
+            // The disk guard stops recording at `min_free_bytes`: the time left is to there.
+            let min_free = self.cfg.recording.min_free_bytes;
+            let left = free.saturating_sub(min_free) as f64 / total_rate;
             if left < self.cfg.health.disk_low.as_secs_f64() {
                 found.push(("disk_low".into(), String::new(), json!({
-                    "free_bytes": free, "bytes_per_s": total_rate.round(), "seconds_left": left.round()})));
+                    "free_bytes": free, "min_free_bytes": min_free, "bytes_per_s": total_rate.round(), "seconds_left": left.round()})));
             }
         }
         let found = self.debounce(found, now);
@@ -451,6 +464,7 @@ pub async fn run(
         steady_since: HashMap::new(),
         learned: HashMap::new(),
         offsets: HashMap::new(),
+        quiet_at: HashMap::new(),
         recording_since: None,
         pending: HashMap::new(),
         fading: HashMap::new(),

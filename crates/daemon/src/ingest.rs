@@ -5,7 +5,9 @@
 //! `Bytes` (no copy, no per-frame allocation). Before a frame is queued it takes its size in
 //! permits from the sensor's byte budget: the `block` policy waits for them (backpressure),
 //! the `drop` policy drops the frame and counts it. Sequence gaps and clock steps are noticed
-//! here and written to the event log.
+//! here and written to the event log; so are repeats of frames already written (`repeat`, the
+//! hello's opt-in `dedup`). At a clean shutdown a connection that opted in with `final_ack`
+//! gets its final durable count before it closes (`final_ack`).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -21,12 +23,15 @@ use super::bufpool::{BufPool, PoolBuf};
 use super::config::QueuePolicy;
 use super::events::{now_epoch, Event};
 use super::failure::WriterError;
+use super::poison::LockExt;
 use super::protocol::{accept_hello, error_line, line, Check, FrameLayout, Hello};
 use super::recording::{Recorder, Slot};
 use super::shutdown::Shutdown;
 use super::writer::WriterMsg;
 
 mod error;
+mod final_ack;
+mod repeat;
 pub use error::ConnError;
 
 /// Smallest read: reading less per syscall would cost throughput for small frames.
@@ -90,6 +95,21 @@ pub async fn accept_loop(
     }
 }
 
+/// A durability reply: `{"ok": true, "durable": n, "recording": ..., "trace": ...}`, `n`
+/// counting in `trace` as the sensor's writer reports it. `recording: false`: no trace is
+/// open (stopped, or the disk guard stopped it) and frames are being discarded; then
+/// `stopped_reason` says why, when the daemon knows (docs/protocol.md 5.1).
+fn durable_reply(rec: &Recorder, (n, trace): (u64, Option<String>)) -> Value {
+    let recording = trace.is_some();
+    let mut reply = json!({"ok": true, "durable": n, "recording": recording, "trace": trace});
+    if !recording {
+        if let Some(why) = rec.stopped_reason() {
+            reply["stopped_reason"] = json!(why);
+        }
+    }
+    reply
+}
+
 /// Whether the peer may connect (`allow_uids`/`allow_gids`; both empty allows everyone).
 fn peer_allowed(stream: &UnixStream, uids: &[u32], gids: &[u32]) -> Result<(), ConnError> {
     if uids.is_empty() && gids.is_empty() {
@@ -135,6 +155,7 @@ struct Tally {
     last_seq: Option<u64>,
     last_ts: Option<f64>,
     drops: Option<DropRun>,
+    repeats: Option<repeat::RepeatRun>,
     /// Accepted frames at the front of `buf` not yet sent: bytes, frames, permits.
     pend_bytes: usize,
     pend_frames: u32,
@@ -278,8 +299,13 @@ impl Connection {
             }
         };
         tracing::info!(sensor = %hello.sensor, ?trace, samples, "driver connected");
-        self.write(json!({"ok": true, "trace": trace, "samples": samples}))
-            .await?;
+        let mut reply = json!({"ok": true, "trace": trace, "samples": samples});
+        if trace.is_none() {
+            if let Some(why) = self.rec.stopped_reason() {
+                reply["stopped_reason"] = json!(why);
+            }
+        }
+        self.write(reply).await?;
         self.frames(hello, layout, slot).await
     }
 
@@ -308,7 +334,12 @@ impl Connection {
         if let Some(d) = t.drops.take() {
             self.drop_event(&hello.sensor, &d);
         }
-        result.and(sent)
+        self.end_repeats(&mut t, &hello.sensor);
+        let result = result.and(sent);
+        if result.is_ok() && self.owes_final(hello) {
+            return self.final_ack(hello, slot).await;
+        }
+        result
     }
 
     /// The loop of [`Connection::frames`]; every way out of it, `?` included, goes back there.
@@ -338,16 +369,9 @@ impl Connection {
                         if let Some(d) = t.drops.take() {
                             self.drop_event(&hello.sensor, &d);
                         }
+                        self.end_repeats(t, &hello.sensor);
                         match slot.ask(WriterMsg::Sync).await {
-                            Ok(n) => {
-                                // `recording: false`: no trace is open (stopped, or the disk
-                                // guard stopped it), frames are being discarded.
-                                let recording = self.rec.current().is_some();
-                                self.write(
-                                    json!({"ok": true, "durable": n, "recording": recording}),
-                                )
-                                .await?
-                            }
+                            Ok(n) => self.write(durable_reply(&self.rec, n)).await?,
                             Err(error) => {
                                 return Err(ConnError::SensorFailed {
                                     sensor: hello.sensor.clone(),
@@ -442,6 +466,13 @@ impl Connection {
             .last_frame_ms
             .store(self.rec.epoch.elapsed().as_millis() as u64, Relaxed);
         slot.stats.received.fetch_add(1, Relaxed);
+        // With `dedup`, the open trace (by when it was opened) the frame would go to.
+        let dedup = hello.dedup.then(|| self.rec.trace_opened()).flatten();
+        if let Some(trace) = dedup {
+            if self.repeat(t, sensor, slot, trace, no, seq, ts) {
+                return Ok(false);
+            }
+        }
         if let Some(prev) = t.last_ts {
             if ts < prev {
                 slot.stats.clock_steps.fetch_add(1, Relaxed);
@@ -499,6 +530,9 @@ impl Connection {
             Err(_) => false,
         };
         if got {
+            if let Some(trace) = dedup {
+                slot.seen.lock_or_recover().written(trace, seq, ts);
+            }
             if let Some(d) = t.drops.take() {
                 self.drop_event(sensor, &d);
             }

@@ -5,7 +5,8 @@
 //! - [`config`]: the JSON document ([`config::RawConfig`]) and its checked, typed sections
 //!   ([`Config`]; [`config::QueuePolicy`], [`config::FsyncPolicy`]).
 //! - [`protocol`]: sans-io hello and frame parsing.
-//! - [`ingest`]: accept loop and per-connection tasks (tokio).
+//! - [`ingest`]: accept loop and per-connection tasks (tokio); [`dedup`]: the sequence
+//!   numbers a sensor wrote in the open trace, to drop a driver's resent frames.
 //! - [`writer`]: per-sensor writer threads (blocking file I/O, durability, failure);
 //!   [`failure`]: why a sensor failed, and the writers' error replies.
 //! - [`recording`]: traces and sensors: attach, start, stop, rotate, mark, status, crash
@@ -26,6 +27,7 @@ pub mod bufpool;
 pub mod command;
 pub mod config;
 pub mod control;
+pub mod dedup;
 pub mod disk;
 pub mod events;
 pub mod failure;

@@ -33,6 +33,12 @@ pub struct Hello {
     pub channels: SensorMeta,
     /// Frames carry a `u64` sequence number after the timestamp.
     pub seq: bool,
+    /// Opt-in (docs/protocol.md 6.1): at a clean shutdown the daemon syncs and sends one
+    /// last durability reply marked `"final": true` before it closes the connection.
+    pub final_ack: bool,
+    /// Opt-in, needs `seq` (docs/protocol.md 4.2): frames repeating a sequence number this
+    /// sensor already wrote in this trace are dropped and counted, not written twice.
+    pub dedup: bool,
 }
 
 /// Parses one hello line (without its newline).
@@ -42,7 +48,10 @@ pub fn parse_hello(line: &[u8], max_channels: usize) -> Result<Hello, HelloError
         return Err(HelloError::NotObject);
     };
     for k in obj.keys() {
-        if !matches!(k.as_str(), "roverlog" | "sensor" | "channels" | "seq") {
+        if !matches!(
+            k.as_str(),
+            "roverlog" | "sensor" | "channels" | "seq" | "final_ack" | "dedup"
+        ) {
             return Err(HelloError::UnknownKey(k.clone()));
         }
     }
@@ -60,6 +69,16 @@ pub fn parse_hello(line: &[u8], max_channels: usize) -> Result<Hello, HelloError
         Some(Value::Bool(true)) => true,
         Some(_) => return Err(HelloError::Seq),
     };
+    let flag = |key: &'static str| match obj.get(key) {
+        None | Some(Value::Bool(false)) => Ok(false),
+        Some(Value::Bool(true)) => Ok(true),
+        Some(_) => Err(HelloError::NotBool(key)),
+    };
+    let final_ack = flag("final_ack")?;
+    let dedup = flag("dedup")?;
+    if dedup && !seq {
+        return Err(HelloError::DedupWithoutSeq);
+    }
     let Some(Value::Array(list)) = obj.get("channels") else {
         return Err(HelloError::NoChannels);
     };
@@ -84,6 +103,8 @@ pub fn parse_hello(line: &[u8], max_channels: usize) -> Result<Hello, HelloError
         sensor,
         channels: meta,
         seq,
+        final_ack,
+        dedup,
     })
 }
 
@@ -416,7 +437,7 @@ mod tests {
             ),
             (
                 r#"{"roverlog": 1, "sensor": "a", "extra": 1, "channels": []}"#.into(),
-                "hello: unknown key \"extra\" (expected roverlog, sensor, channels, seq)",
+                "hello: unknown key \"extra\" (expected roverlog, sensor, channels, seq, final_ack, dedup)",
             ),
             (
                 r#"{"roverlog": 1, "channels": []}"#.into(),

@@ -115,6 +115,8 @@ impl Recorder {
             fsync: cfg.durability.fsync,
             debug_delay: cfg.test_knobs.write_delay,
             compress_threads: cfg.storage.compress_threads,
+            lzmaf_store_above: cfg.storage.lzmaf_store_above,
+            compress_delay: cfg.test_knobs.compress_delay,
             epoch,
             heartbeat: watchdog
                 .map(|w| w / 4)

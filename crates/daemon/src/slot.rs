@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use crossbeam_channel::Sender;
 use tokio::sync::{oneshot, Semaphore};
 
+use crate::dedup::SeqSeen;
 use crate::events::EventLog;
 use crate::failure::WriterError;
 use crate::protocol::Hello;
@@ -23,6 +24,8 @@ pub struct Slot {
     /// The queue's byte budget: a frame costs its size in permits until it is written.
     pub budget: Arc<Semaphore>,
     pub stats: Arc<SensorStats>,
+    /// Sequence numbers written in the open trace, for connections that opted in to `dedup`.
+    pub seen: Mutex<SeqSeen>,
     pub thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 

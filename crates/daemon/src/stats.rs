@@ -3,7 +3,8 @@
 //! status command / stats log line, which read them.
 //!
 //! Counters of the current trace (`samples`, `bytes`, `durable`) are set by the writer when it
-//! opens a trace; `drops`, `gaps`, `clock_steps`, `discarded` count since the daemon started.
+//! opens a trace; `drops`, `gaps`, `repeats`, `clock_steps`, `discarded`, `lzmaf_stored` count
+//! since the daemon started.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -33,12 +34,17 @@ pub struct SensorStats {
     pub drops: AtomicU64,
     /// Samples missing according to the sequence numbers.
     pub gaps: AtomicU64,
+    /// Frames dropped as repeats of sequence numbers already written in the trace (`dedup`).
+    pub repeats: AtomicU64,
     /// Times `ts` went backwards.
     pub clock_steps: AtomicU64,
     /// Frames received while no trace was recording (or after the sensor failed).
     pub discarded: AtomicU64,
     /// Frames that fell out of the snapshot ring and never reached a trace (see `snapshot`).
     pub snapshot_dropped: AtomicU64,
+    /// Samples whose `lzmaf` channels were stored uncompressed because compression fell
+    /// behind (config `lzmaf_store_above`).
+    pub lzmaf_stored: AtomicU64,
     /// Highest queue fill seen, bytes.
     pub queue_high_water: AtomicU64,
     pub connected: AtomicBool,
@@ -74,9 +80,11 @@ impl SensorStats {
             last_fsync_ms: AtomicU64::new(u64::MAX),
             drops: AtomicU64::new(0),
             gaps: AtomicU64::new(0),
+            repeats: AtomicU64::new(0),
             clock_steps: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
             snapshot_dropped: AtomicU64::new(0),
+            lzmaf_stored: AtomicU64::new(0),
             queue_high_water: AtomicU64::new(0),
             connected: AtomicBool::new(false),
             failed: Mutex::new(None),
@@ -179,6 +187,7 @@ impl SensorStats {
             queue_limit: self.queue_limit,
             drops: self.drops.load(Relaxed),
             gaps: self.gaps.load(Relaxed),
+            repeats: self.repeats.load(Relaxed),
             clock_steps: self.clock_steps.load(Relaxed),
             discarded: self.discarded.load(Relaxed),
             snapshot_dropped: self.snapshot_dropped.load(Relaxed),
@@ -186,6 +195,7 @@ impl SensorStats {
             last_fsync_age_ms: (last != u64::MAX).then(|| now_ms.saturating_sub(last)),
             clock_offset_s: clock.map(|c| c.0),
             clock_jitter_s: clock.map(|c| c.1),
+            lzmaf_stored: self.lzmaf_stored.load(Relaxed),
         }
     }
 }
@@ -203,6 +213,7 @@ pub struct SensorCounters {
     pub queue_limit: u64,
     pub drops: u64,
     pub gaps: u64,
+    pub repeats: u64,
     pub clock_steps: u64,
     pub discarded: u64,
     pub snapshot_dropped: u64,
@@ -210,4 +221,6 @@ pub struct SensorCounters {
     pub last_fsync_age_ms: Option<u64>,
     pub clock_offset_s: Option<f64>,
     pub clock_jitter_s: Option<f64>,
+    /// Added after the others (the key order is the protocol's).
+    pub lzmaf_stored: u64,
 }

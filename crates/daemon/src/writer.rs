@@ -8,7 +8,8 @@
 //!
 //! File I/O is blocking, so this is a plain thread, not a tokio task. `lzmaf` samples are
 //! compressed by scoped worker threads of the writer (`compress_threads` per sensor), off the
-//! ingest path, and appended pre-compressed with `SensorWriter::append_encoded`.
+//! ingest path, and appended pre-compressed with `SensorWriter::append_encoded`; when
+//! compression falls behind they are stored uncompressed instead (`fallback`).
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -20,6 +21,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 mod batch;
+mod fallback;
 
 use super::config::FsyncPolicy;
 use super::events::{Event, EventLog};
@@ -51,8 +53,9 @@ pub enum WriterMsg {
         /// The daemon's receive time of each frame (epoch seconds).
         recv: Vec<f64>,
     },
-    /// fsync now; reply with the durable count.
-    Sync(CountReply),
+    /// fsync now; reply with the durable count and the trace it counts in (`None`: no
+    /// trace open).
+    Sync(BarrierReply),
     /// Reply with the sample count, and the trace it counts in, once everything queued
     /// before is written.
     Barrier(BarrierReply),
@@ -93,6 +96,11 @@ pub struct WriterSettings {
     pub debug_delay: Duration,
     /// Threads compressing one sensor's `lzmaf` samples in parallel.
     pub compress_threads: usize,
+    /// Store `lzmaf` frames uncompressed when more than this fraction of the queue waits
+    /// (config `lzmaf_store_above`, see `fallback`).
+    pub lzmaf_store_above: f64,
+    /// Test knob: each `lzmaf` frame's compression takes this much longer.
+    pub compress_delay: Duration,
     /// The daemon's start, for `last_fsync_ms` and the heartbeat.
     pub epoch: Instant,
     /// The writer beats at least this often while idle (see [`SensorStats::beat`]): well
@@ -133,6 +141,8 @@ pub struct Writer {
     recv: bool,
     /// This sensor's view of the live Foxglove feed.
     live: Option<super::foxglove_live::LiveTap>,
+    /// When compression falls behind (see `fallback`).
+    fallback: fallback::StoreFallback,
 }
 
 impl Writer {
@@ -161,6 +171,7 @@ impl Writer {
                 == Some(super::config::RECEIVE_TS_CHANNEL);
         let live = settings.live.as_ref().map(|h| h.tap(&sensor, &meta));
         Writer {
+            fallback: fallback::StoreFallback::new(settings.lzmaf_store_above),
             lzmaf,
             recv,
             live,
@@ -302,7 +313,7 @@ impl Writer {
                     }
                 }
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    self.write_batch(&data, frames, seq, &recv)
+                    self.write_batch(&data, frames, seq, &recv, cost)
                 }));
                 self.budget.add_permits(cost);
                 if let Err(p) = r {
@@ -319,20 +330,16 @@ impl Writer {
                 }
             }
             WriterMsg::Sync(reply) => {
-                let _ = reply.send(self.sync());
+                let r = self.sync().map(|n| (n, self.trace_name()));
+                let _ = reply.send(r);
             }
             WriterMsg::Barrier(reply) => {
                 let r = match self.stats.failure() {
                     Some(f) => Err(WriterError::Failed(f)),
-                    // The recorder makes a new trace current before each writer switches to
-                    // it, so the writer names the trace its count belongs to.
-                    None => Ok(self.open.as_ref().map_or((0, None), |o| {
-                        let trace = o.files.dir().parent().and_then(|t| t.file_name());
-                        (
-                            o.files.len(),
-                            trace.map(|t| t.to_string_lossy().into_owned()),
-                        )
-                    })),
+                    None => Ok((
+                        self.open.as_ref().map_or(0, |o| o.files.len()),
+                        self.trace_name(),
+                    )),
                 };
                 let _ = reply.send(r);
             }
@@ -354,7 +361,7 @@ impl Writer {
                         let held = ring.take(&self.sensor);
                         let frames: u64 = held.iter().map(|h| u64::from(h.frames)).sum();
                         for h in &held {
-                            self.write_batch(&h.data, h.frames, h.seq, &h.recv);
+                            self.write_batch(&h.data, h.frames, h.seq, &h.recv, 0);
                         }
                         if let Some(o) = self.open.as_ref().filter(|_| frames > 0) {
                             o.events.write(Event::Snapshot {
@@ -391,6 +398,14 @@ impl Writer {
                 self.fail("flush", e);
             }
         }
+    }
+
+    /// The trace this writer's count belongs to (the recorder makes a new trace current
+    /// before each writer switches to it, so the writer names it).
+    fn trace_name(&self) -> Option<String> {
+        let o = self.open.as_ref()?;
+        let trace = o.files.dir().parent()?.file_name()?;
+        Some(trace.to_string_lossy().into_owned())
     }
 
     fn sync(&mut self) -> Result<u64, WriterError> {
@@ -439,6 +454,7 @@ impl Writer {
         tracing::error!(sensor = %self.sensor, "{msg}");
         self.stats.set_failed(failure.clone());
         if let Some(o) = self.open.take() {
+            self.fallback.report(&o.events, &self.sensor);
             o.events.write(Event::Error {
                 sensor: self.sensor.clone(),
                 error: msg.clone(),
@@ -632,6 +648,7 @@ impl Writer {
             };
         };
         let dir = o.files.dir().to_path_buf();
+        self.fallback.report(&o.events, &self.sensor);
         match o.files.finish() {
             Ok(n) => {
                 self.stats.durable.store(n, Relaxed);

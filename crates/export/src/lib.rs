@@ -22,6 +22,9 @@
 //! Modules: `message` (a sample as a Foxglove message), `log` (an event as a `Log`),
 //! `location` (a position mapping and its `LocationFix`); this file writes the file. The
 //! daemon's live feed uses the three, so it shows a trace as this export does.
+//!
+//! [`ros`] writes a trace's lidar and IMU as a ROS 1 bag or a ROS 2 (MCAP) bag instead
+//! (`roverlog rosbag`, upstream's `roverd rosbag`).
 
 use std::collections::BTreeMap;
 use std::io::BufWriter;
@@ -35,6 +38,7 @@ use roverlog_core::format::{DType, Trace};
 pub mod location;
 pub mod log;
 pub mod message;
+pub mod ros;
 
 use location::{Location, LocationMapping};
 use message::{channel_metadata, nanos, topic, MessageKind};

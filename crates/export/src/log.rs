@@ -36,6 +36,7 @@ pub fn level(event: &Event) -> Level {
         Event::Alarm { .. } => Level::Warning,
         Event::Error { .. } | Event::Crash { .. } => Level::Error,
         Event::Drop { .. }
+        | Event::LzmafStored { .. }
         | Event::Gap { .. }
         | Event::ClockStep { .. }
         | Event::Recovered { .. } => Level::Warning,

@@ -10,9 +10,10 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::bounds::{self, Expected};
 use super::meta::sync_dir;
 use super::problem::{Checked, Cut, CutAction, Problem};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Damage, Error, IoContext, Result};
 
 /// The file name of sample `index`.
 pub fn sample_name(index: u64, ext: &str) -> String {
@@ -267,27 +268,32 @@ pub fn scan(dir: &Path, ext: &str) -> Result<BlobScan> {
     }
     indexed.sort();
     let mut broken = false;
+    // One past the last index seen: every hole is reported, not only the first (the readers
+    // give the samples after a hole, so each one matters).
+    let mut next = 0;
     for (i, len, path) in indexed {
         if !broken && i == out.contiguous && len > 0 {
             out.contiguous += 1;
             out.bytes += len;
+            next = out.contiguous;
             continue;
         }
-        let what = if i < out.contiguous {
-            Problem::DuplicateSample {
+        if i < next {
+            out.problems.push(Problem::DuplicateSample {
                 index: i,
                 path: path.clone(),
-            }
-        } else if i == out.contiguous {
-            Problem::EmptySample { index: i }
+            });
         } else {
-            Problem::SampleGap {
-                missing: out.contiguous,
-                found: i,
+            if i > next {
+                out.problems.push(Problem::SampleGap {
+                    missing: next,
+                    found: i,
+                });
             }
-        };
-        if !broken || i < out.contiguous {
-            out.problems.push(what);
+            if len == 0 {
+                out.problems.push(Problem::EmptySample { index: i });
+            }
+            next = i + 1;
         }
         broken = true;
         out.extra_samples.push(path);
@@ -367,14 +373,30 @@ impl BlobPlan {
 }
 
 /// Reads a blob channel by index.
+///
+/// The channel holds samples up to its last non-empty sample file (no more than `ts`
+/// counts): a file missing or empty before that is a [`Error::DamagedSample`], and every
+/// later sample still reads. When the sensor's `ts` count `n` is known and sample `n - 1` is
+/// there, that is all there is to know: two `stat`s instead of listing an hour of files
+/// ([`BlobReader::open_expecting`]); otherwise the directory is listed once, when opened.
 pub struct BlobReader {
     dir: PathBuf,
     ext: String,
-    len: u64,
+    files: Files,
+    expected: Expected,
+}
+
+/// What the reader knows of the sample files.
+enum Files {
+    /// Listed: the indices of the non-empty and of the empty sample files, ascending.
+    Listed { present: Vec<u64>, empty: Vec<u64> },
+    /// Not listed: the last sample `ts` counts is there, so samples `0..n` are taken as
+    /// there; one that is not is found when read.
+    Counted(u64),
 }
 
 impl BlobReader {
-    /// Opens a blob channel directory; its length is the number of contiguous samples.
+    /// Opens a blob channel directory and lists it.
     pub fn open(dir: &Path, ext: &str) -> Result<BlobReader> {
         if !dir.is_dir() {
             return Err(Error::NotA {
@@ -382,22 +404,70 @@ impl BlobReader {
                 expected: "blob channel directory",
             });
         }
-        let len = scan(dir, ext)?.contiguous;
+        let (mut present, mut empty) = (Vec::new(), Vec::new());
+        for entry in fs::read_dir(dir).at(dir)? {
+            let entry = entry.at(dir)?;
+            if let Some(i) = parse_sample_name(&entry.file_name().to_string_lossy(), ext) {
+                match entry.metadata().at(&entry.path())?.len() {
+                    0 => empty.push(i),
+                    _ => present.push(i),
+                }
+            }
+        }
+        present.sort_unstable();
+        present.dedup();
+        empty.sort_unstable();
         Ok(BlobReader {
             dir: dir.to_path_buf(),
             ext: ext.to_string(),
-            len,
+            files: Files::Listed { present, empty },
+            expected: None,
         })
     }
 
-    /// Number of samples.
+    /// Opens a blob channel read against the sensor's `ts` count: when that count is `n > 0`
+    /// and sample `n - 1` is a non-empty file, the channel holds `n` samples and is not
+    /// listed; otherwise (a torn channel, no `ts`) it is listed as [`BlobReader::open`] does.
+    /// A file written ahead of its timestamp (a trace being recorded) is not counted until
+    /// its timestamp is there.
+    pub fn open_expecting(dir: &Path, ext: &str, expected: Expected) -> Result<BlobReader> {
+        if let Some(n) = expected.filter(|&n| n > 0) {
+            let last = dir.join(sample_name(n - 1, ext));
+            if fs::metadata(&last).is_ok_and(|m| m.is_file() && m.len() > 0) {
+                return Ok(BlobReader {
+                    dir: dir.to_path_buf(),
+                    ext: ext.to_string(),
+                    files: Files::Counted(n),
+                    expected,
+                });
+            }
+        }
+        Ok(BlobReader::open(dir, ext)?.expecting(expected))
+    }
+
+    /// Reads the channel against the sensor's `ts` count (see [`Expected`]).
+    pub fn expecting(mut self, expected: Expected) -> BlobReader {
+        self.expected = expected;
+        self
+    }
+
+    /// One past the last non-empty sample file.
+    fn end(&self) -> u64 {
+        match &self.files {
+            Files::Listed { present, .. } => present.last().map_or(0, |i| i + 1),
+            Files::Counted(n) => *n,
+        }
+    }
+
+    /// Number of samples: up to the last non-empty sample file, no more than `ts` counts
+    /// (missing or empty files before it are counted, and raise when read).
     pub fn len(&self) -> u64 {
-        self.len
+        bounds::agreed(self.end(), self.expected)
     }
 
     /// Whether there is no sample.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// The path of sample `index`.
@@ -405,23 +475,91 @@ impl BlobReader {
         self.dir.join(sample_name(index, &self.ext))
     }
 
-    /// Sample `index`'s bytes.
+    /// Sample `index`'s bytes. Every sample file can be read, also one past `ts` (a sample
+    /// a crash left without its timestamp).
     pub fn get(&self, index: u64) -> Result<Vec<u8>> {
-        if index >= self.len {
-            return Err(Error::OutOfRange {
-                path: self.dir.clone(),
-                index,
-                len: self.len,
-            });
+        let file = self.path_of(index);
+        let may_be_there = match &self.files {
+            Files::Listed { present, .. } => present.binary_search(&index).is_ok(),
+            // Past the count: a sample a crash left without its timestamp may be there.
+            Files::Counted(_) => true,
+        };
+        if may_be_there {
+            match fs::read(&file) {
+                Ok(b) if !b.is_empty() => return Ok(b),
+                // Removed or emptied since the listing: damaged all the same.
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(file, e)),
+            }
         }
-        let p = self.path_of(index);
-        fs::read(&p).at(&p)
+        let listed = match &self.files {
+            Files::Listed { empty, .. } => self.end().max(empty.last().map_or(0, |i| i + 1)),
+            Files::Counted(n) => *n,
+        };
+        Err(bounds::unreadable(
+            &self.dir,
+            index,
+            self.len(),
+            listed,
+            self.expected,
+            || match file.metadata() {
+                Ok(m) if m.len() == 0 => Damage::FileEmpty { file },
+                _ => Damage::FileMissing { file },
+            },
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn channel(n: u8) -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("img");
+        let mut w = BlobWriter::create(&dir, "jpg").unwrap();
+        for i in 0..n {
+            w.append(&[i + 1; 3]).unwrap();
+        }
+        w.finish().unwrap();
+        (d, dir)
+    }
+
+    #[test]
+    fn a_counted_open_trusts_the_last_sample_and_lists_otherwise() {
+        let (_d, dir) = channel(10);
+        let open = |n| BlobReader::open_expecting(&dir, "jpg", n).unwrap();
+        assert!(matches!(open(Some(10)).files, Files::Counted(10)));
+        assert_eq!(open(Some(10)).len(), 10);
+        // A file written ahead of its timestamp is not counted yet.
+        assert_eq!(open(Some(9)).len(), 9);
+        // More timestamps than files (a torn channel), or no `ts`: the listing decides.
+        assert!(matches!(open(Some(12)).files, Files::Listed { .. }));
+        assert_eq!(open(Some(12)).len(), 10);
+        assert_eq!(open(None).len(), 10);
+        // An emptied last file is not trusted either.
+        fs::write(dir.join(sample_name(9, "jpg")), b"").unwrap();
+        assert!(matches!(open(Some(10)).files, Files::Listed { .. }));
+        assert_eq!(open(Some(10)).len(), 9);
+    }
+
+    #[test]
+    fn a_sample_missing_in_the_middle_of_a_counted_channel_fails_on_access_by_name() {
+        let (_d, dir) = channel(10);
+        fs::remove_file(dir.join(sample_name(4, "jpg"))).unwrap();
+        let r = BlobReader::open_expecting(&dir, "jpg", Some(10)).unwrap();
+        assert_eq!(r.len(), 10);
+        assert_eq!(r.get(9).unwrap(), vec![10; 3]);
+        let e = r.get(4).unwrap_err();
+        assert!(matches!(e, Error::DamagedSample { index: 4, .. }), "{e}");
+        let e = e.to_string();
+        assert!(
+            e.contains("000004.jpg") && e.contains("sample 4") && e.contains("roverlog recover"),
+            "{e}"
+        );
+        assert!(matches!(r.get(10).unwrap_err(), Error::OutOfRange { index: 10, .. }));
+    }
 
     #[test]
     fn open_files_stay_under_the_bound_and_every_sample_is_whole() {

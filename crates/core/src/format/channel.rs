@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use super::avi::{repair::header_params, MjpgReader, MjpgWriter};
 use super::blob::{BlobReader, BlobWriter};
+use super::bounds;
 use super::lzma::LzmaReader;
 use super::lzmaf::{self, LzmafReader, LzmafWriter};
-use super::meta::{ChannelFormat, ChannelMeta};
+use super::meta::{ChannelFormat, ChannelMeta, TS_CHANNEL};
 use super::raw::{RawReader, RawWriter};
 use crate::error::{Error, Result};
 
@@ -36,16 +37,29 @@ pub enum ChannelReader {
 }
 
 impl ChannelReader {
-    /// Opens channel `name` of the sensor in `sensor_dir`.
+    /// Opens channel `name` of the sensor in `sensor_dir`, read against the sensor's `ts`
+    /// (see [`bounds`]): its length is what `ts` and its intact samples agree on, and a
+    /// sample `ts` counts that the channel cannot give is a [`Error::DamagedSample`].
     pub fn open(sensor_dir: &Path, name: &str, meta: &ChannelMeta) -> Result<ChannelReader> {
         let path = channel_path(sensor_dir, name);
         let s = meta.sample_bytes();
+        // Counted before the channel's files are opened: `ts` trails the data.
+        let ts = match name {
+            TS_CHANNEL => None,
+            _ => bounds::ts_count(sensor_dir),
+        };
         Ok(match &meta.format {
-            ChannelFormat::Raw => ChannelReader::Raw(RawReader::open(&path, s)?),
-            ChannelFormat::Lzma => ChannelReader::Lzma(LzmaReader::open(&path, s)?),
-            ChannelFormat::Lzmaf => ChannelReader::Lzmaf(LzmafReader::open(&path, s)?),
-            ChannelFormat::Blob(ext) => ChannelReader::Blob(BlobReader::open(&path, ext)?),
-            ChannelFormat::Mjpg => ChannelReader::Mjpg(MjpgReader::open(&path)?),
+            ChannelFormat::Raw => ChannelReader::Raw(RawReader::open(&path, s)?.expecting(ts)),
+            ChannelFormat::Lzma => ChannelReader::Lzma(LzmaReader::open(&path, s)?.expecting(ts)),
+            ChannelFormat::Lzmaf => {
+                ChannelReader::Lzmaf(LzmafReader::open(&path, s)?.expecting(ts))
+            }
+            // The sensor's count (`ts`) says which file ends the channel: two `stat`s
+            // instead of listing an hour of files (see `BlobReader::open_expecting`).
+            ChannelFormat::Blob(ext) => {
+                ChannelReader::Blob(BlobReader::open_expecting(&path, ext, ts)?)
+            }
+            ChannelFormat::Mjpg => ChannelReader::Mjpg(MjpgReader::open(&path)?.expecting(ts)),
             ChannelFormat::Other(f) => {
                 return Err(Error::UnsupportedFormat {
                     channel: name.to_string(),
@@ -55,7 +69,8 @@ impl ChannelReader {
         })
     }
 
-    /// Number of samples. (`lzma` channels are decompressed to count them.)
+    /// Number of samples: what the sensor's `ts` and the channel's intact data agree on
+    /// (see [`bounds`]). (`lzma` channels are decompressed to count them.)
     #[allow(clippy::len_without_is_empty)] // reading the length may need I/O; no cheap is_empty
     pub fn len(&mut self) -> Result<u64> {
         Ok(match self {
@@ -79,17 +94,7 @@ impl ChannelReader {
             ChannelReader::Lzmaf(r) => Cow::Owned(r.get(index)?),
             ChannelReader::Blob(r) => Cow::Owned(r.get(index)?),
             ChannelReader::Mjpg(r) => Cow::Borrowed(r.frame(index)?),
-            ChannelReader::Lzma(r) => {
-                let s = r.sample_bytes();
-                let path = r.path.clone();
-                let bytes = r.bytes()?;
-                let len = (bytes.len() / s) as u64;
-                if index >= len {
-                    return Err(Error::OutOfRange { path, index, len });
-                }
-                let a = index as usize * s;
-                Cow::Borrowed(&bytes[a..a + s])
-            }
+            ChannelReader::Lzma(r) => Cow::Borrowed(r.sample(index)?),
         })
     }
 
@@ -118,14 +123,9 @@ impl ChannelReader {
                 let mut stream = r.stream()?.skip(range.start as usize);
                 for i in range.clone() {
                     match stream.next() {
-                        Some(sample) => f(i, &sample?)?,
-                        None => {
-                            return Err(Error::OutOfRange {
-                                path: r.path.clone(),
-                                index: i,
-                                len: i,
-                            })
-                        }
+                        Some(Ok(sample)) => f(i, &sample)?,
+                        Some(Err(e)) => return Err(r.stream_error(i, Some(e))),
+                        None => return Err(r.stream_error(i, None)),
                     }
                 }
                 return Ok(());

@@ -118,6 +118,16 @@ pub enum Event {
         after_seq: u64,
         seq: u64,
     },
+    /// `count` frames repeating sequence numbers `first_seq ..= last_seq` this sensor had
+    /// already written in this trace, from frame `first_frame` on: dropped, not written
+    /// twice (a driver resending after a reconnect; the hello opted in with `dedup`).
+    Repeat {
+        sensor: String,
+        count: u64,
+        first_frame: u64,
+        first_seq: u64,
+        last_seq: u64,
+    },
     /// `count` frames dropped (queue full), from frame `first_frame`, sample times
     /// `from_ts` to `to_ts`.
     Drop {
@@ -135,6 +145,10 @@ pub enum Event {
     },
     /// The snapshot ring's `frames` frames were written at a trigger.
     Snapshot { sensor: String, frames: u64 },
+    /// `frames` samples of `sensor` had their `lzmaf` channels stored uncompressed (in the
+    /// same `.xz` framing) because compression fell behind; written when such a run ends,
+    /// every 10 s during one, and when the trace closes. `roverlog compact` recompresses them.
+    LzmafStored { sensor: String, frames: u64 },
     /// A sensor's writer failed; the other sensors keep recording.
     Error { sensor: String, error: String },
     /// A sensor's files were repaired to `len` samples (after a crash, or `after` a write
@@ -176,9 +190,11 @@ impl Event {
             Event::ClockStep { .. } => "clock_step",
             Event::Gap { .. } => "gap",
             Event::SeqReset { .. } => "seq_reset",
+            Event::Repeat { .. } => "repeat",
             Event::Drop { .. } => "drop",
             Event::PartialFrame { .. } => "partial_frame",
             Event::Snapshot { .. } => "snapshot",
+            Event::LzmafStored { .. } => "lzmaf_stored",
             Event::Error { .. } => "error",
             Event::Recovered { .. } => "recovered",
             Event::Crash { .. } => "crash",

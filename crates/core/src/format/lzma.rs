@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 use lzma_rust2::{XzOptions, XzReader, XzWriter};
 
+use super::bounds::{self, Expected};
 use super::problem::{Checked, Cut, CutAction, Problem};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Damage, Error, IoContext, Result};
 
 /// The preset upstream uses for per-frame compression.
 pub const DEFAULT_PRESET: u32 = 0;
@@ -70,11 +71,18 @@ pub fn decompress(data: &[u8], limit: usize, what: &Path) -> Result<Vec<u8>> {
 }
 
 /// An `lzma` channel: decompressed on demand, streamed or whole.
+///
+/// A stream that stops decoding (a file cut short, corrupt bytes) gives the samples decoded
+/// before it, as upstream's `lzma.open` reads do; a sample the sensor's `ts` counts past them
+/// is a [`Error::DamagedSample`].
 pub struct LzmaReader {
     pub(crate) path: PathBuf,
     sample_bytes: usize,
     /// Decompressed contents, filled on first random access.
     pub(crate) whole: Option<Vec<u8>>,
+    /// Why the stream stopped decoding before its end (the decoder's words).
+    torn: Option<String>,
+    expected: Expected,
 }
 
 impl LzmaReader {
@@ -85,7 +93,15 @@ impl LzmaReader {
             path: path.to_path_buf(),
             sample_bytes,
             whole: None,
+            torn: None,
+            expected: None,
         })
+    }
+
+    /// Reads the channel against the sensor's `ts` count (see [`Expected`]).
+    pub fn expecting(mut self, expected: Expected) -> LzmaReader {
+        self.expected = expected;
+        self
     }
 
     /// Bytes per sample.
@@ -93,29 +109,93 @@ impl LzmaReader {
         self.sample_bytes
     }
 
-    /// Decompresses the whole channel (once) and returns its bytes.
+    /// Decompresses the whole channel (once) and returns its bytes: as far as the stream
+    /// decodes.
     pub fn bytes(&mut self) -> Result<&[u8]> {
         if self.whole.is_none() {
             let mut out = Vec::new();
             let file = File::open(&self.path).at(&self.path)?;
-            XzReader::new(BufReader::new(file), true)
-                .read_to_end(&mut out)
-                .map_err(|e| Error::corrupt(&self.path, format!("xz: {e}")))?;
+            // What decoded before an error stays in `out`.
+            if let Err(e) = XzReader::new(BufReader::new(file), true).read_to_end(&mut out) {
+                self.torn = Some(format!("xz: {e}"));
+            }
             self.whole = Some(out);
         }
         Ok(self.whole.as_deref().unwrap_or_default())
     }
 
-    /// Number of whole samples (decompresses the channel).
+    /// Number of samples: the whole ones that decode, no more than `ts` counts. From the
+    /// `.xz` indexes when they are sound (a few reads at the end of the file, see
+    /// [`super::xz_index`]), else by decompressing the channel (a torn file: the samples
+    /// before the tear).
     #[allow(clippy::len_without_is_empty)] // reading the length may need I/O; no cheap is_empty
     pub fn len(&mut self) -> Result<u64> {
         let s = self.sample_bytes as u64;
-        Ok(self.bytes()?.len() as u64 / s)
+        let indexed = match self.whole {
+            None => super::xz_index::uncompressed_len(&self.path)?,
+            Some(_) => None,
+        };
+        let decoded = match indexed {
+            Some(n) => n / s,
+            None => self.bytes()?.len() as u64 / s,
+        };
+        Ok(bounds::agreed(decoded, self.expected))
     }
 
-    /// Whether the channel holds no whole sample (decompresses the channel).
+    /// Whether the channel holds no whole sample (see [`LzmaReader::len`]).
     pub fn is_empty(&mut self) -> Result<bool> {
         Ok(self.len()? == 0)
+    }
+
+    /// Sample `index` (decompresses the channel). Every sample that decodes can be read,
+    /// also one past `ts`.
+    pub fn sample(&mut self, index: u64) -> Result<&[u8]> {
+        let s = self.sample_bytes;
+        self.bytes()?;
+        let len = self.len()?;
+        let bytes = self.whole.as_deref().unwrap_or_default();
+        let decoded = (bytes.len() / s) as u64;
+        if index < decoded {
+            let a = index as usize * s;
+            return Ok(&bytes[a..a + s]);
+        }
+        let listed = decoded + u64::from(self.torn.is_some() || !bytes.len().is_multiple_of(s));
+        let have = bytes.len().saturating_sub(index as usize * s).min(s) as u64;
+        Err(bounds::unreadable(
+            &self.path,
+            index,
+            len,
+            listed,
+            self.expected,
+            || match &self.torn {
+                Some(why) => Damage::Undecodable(why.clone()),
+                None => Damage::Cut {
+                    have,
+                    need: s as u64,
+                },
+            },
+        ))
+    }
+
+    /// The error for sample `index` of a stream ([`LzmaReader::stream`]) that ended before
+    /// it (`failed`: `None`) or failed at it.
+    pub(crate) fn stream_error(&self, index: u64, failed: Option<Error>) -> Error {
+        let listed = index + u64::from(failed.is_some());
+        bounds::unreadable(
+            &self.path,
+            index,
+            index,
+            listed,
+            self.expected,
+            || match failed {
+                Some(Error::Corrupt { msg, .. }) => Damage::Undecodable(msg),
+                Some(e) => Damage::Undecodable(e.to_string()),
+                None => Damage::Cut {
+                    have: 0,
+                    need: self.sample_bytes as u64,
+                },
+            },
+        )
     }
 
     /// A streaming iterator over samples, decompressing as it goes (constant memory).

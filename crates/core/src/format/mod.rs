@@ -2,9 +2,12 @@
 //!
 //! - [`meta`]: `meta.json`, names, atomic writes.
 //! - [`dtype`]: type codes and typed views of sample bytes.
-//! - one module per channel format: [`raw`], [`lzma`] (also the `.xz` codec), [`lzmaf`],
-//!   [`blob`] (`jpg`/`npz` directories); [`append`] is the buffered append-only file under
-//!   the writers; [`channel`] puts the formats behind one reader and one writer type.
+//! - one module per channel format: [`raw`], [`lzma`] (also the `.xz` codec; [`xz_index`]
+//!   reads its decoded size from the streams' indexes), [`lzmaf`],
+//!   [`blob`] (`jpg`/`npz` directories); [`stored_xz`] (`.xz` frames stored uncompressed, the
+//!   `lzmaf` fallback); [`append`] is the buffered append-only file under
+//!   the writers; [`channel`] puts the formats behind one reader and one writer type;
+//!   [`bounds`]: what a reader answers for a sample that is damaged or past the end.
 //! - [`sensor`] ([`Sensor`], [`SensorWriter`]) and [`trace`] ([`Trace`]).
 //! - [`events`]: the daemon's event log (`_roverlog/events.jsonl`): [`events::Event`] and its reader.
 //! - [`check`]: consistency checking and crash recovery of a sensor, over each format's own
@@ -14,6 +17,7 @@
 pub mod append;
 pub mod avi;
 pub mod blob;
+pub mod bounds;
 pub mod channel;
 pub mod check;
 pub mod copy;
@@ -27,7 +31,9 @@ pub mod meta;
 pub mod problem;
 pub mod raw;
 pub mod sensor;
+pub mod stored_xz;
 pub mod trace;
+pub mod xz_index;
 
 pub use channel::{ChannelReader, ChannelWriter, WriterOptions};
 pub use check::{check_sensor, recover_sensor, Depth, Recovery, SensorCheck};

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use memmap2::Mmap;
 
 use super::append::AppendFile;
+use super::bounds::{self, Expected};
 use super::dtype::{self, Element};
 use super::problem::{Checked, Cut, CutAction, Problem};
-use crate::error::{Error, Result};
+use crate::error::{Damage, Error, Result};
 
 /// Appends fixed-size samples to a `raw` channel file.
 pub struct RawWriter {
@@ -111,13 +112,18 @@ impl RawWriter {
 
 /// A memory-mapped `raw` channel.
 ///
-/// The map covers the file as it was when opened; a torn partial sample at the end is not
-/// counted (validation reports it).
+/// The map covers the file as it was when opened. Its length is what the sensor's `ts` and
+/// the whole samples agree on (see [`RawReader::expecting`]); a sample `ts` counts past the
+/// file's end (a torn partial record, a file cut short) is a [`Error::DamagedSample`].
 pub struct RawReader {
     path: PathBuf,
     map: Option<Mmap>,
     sample_bytes: usize,
-    len: u64,
+    /// Bytes of the file when mapped.
+    size: u64,
+    /// Whole samples in the file.
+    whole: u64,
+    expected: Expected,
 }
 
 impl RawReader {
@@ -135,18 +141,26 @@ impl RawReader {
             path: path.to_path_buf(),
             map,
             sample_bytes,
-            len: size / sample_bytes as u64,
+            size,
+            whole: size / sample_bytes as u64,
+            expected: None,
         })
     }
 
-    /// Number of whole samples.
+    /// Reads the channel against the sensor's `ts` count (see [`Expected`]).
+    pub fn expecting(mut self, expected: Expected) -> RawReader {
+        self.expected = expected;
+        self
+    }
+
+    /// Number of samples: whole samples, no more than `ts` counts.
     pub fn len(&self) -> u64 {
-        self.len
+        bounds::agreed(self.whole, self.expected)
     }
 
     /// Whether the channel holds no sample.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// Bytes per sample.
@@ -154,10 +168,10 @@ impl RawReader {
         self.sample_bytes
     }
 
-    /// All whole samples' bytes, borrowed from the map.
+    /// The [`len`](Self::len) samples' bytes, borrowed from the map.
     pub fn bytes(&self) -> &[u8] {
         match &self.map {
-            Some(m) => &m[..self.len as usize * self.sample_bytes],
+            Some(m) => &m[..self.len() as usize * self.sample_bytes],
             None => &[],
         }
     }
@@ -167,17 +181,35 @@ impl RawReader {
         self.range(index..index + 1)
     }
 
-    /// Samples `range`, back to back, borrowed.
+    /// Samples `range`, back to back, borrowed. Every whole sample in the file can be read,
+    /// also one past `ts` (data a crash left without its timestamp).
     pub fn range(&self, range: Range<u64>) -> Result<&[u8]> {
-        if range.start > range.end || range.end > self.len {
+        if range.start > range.end {
             return Err(Error::OutOfRange {
                 path: self.path.clone(),
-                index: range.end.saturating_sub(1).max(range.start),
-                len: self.len,
+                index: range.start,
+                len: self.len(),
             });
         }
+        if range.end > self.whole {
+            let s = self.sample_bytes as u64;
+            let first = range.start.max(self.whole);
+            let listed = self.size.div_ceil(s);
+            return Err(bounds::unreadable(
+                &self.path,
+                first,
+                self.len(),
+                listed,
+                self.expected,
+                || Damage::Cut {
+                    have: self.size.saturating_sub(first * s).min(s),
+                    need: s,
+                },
+            ));
+        }
         let s = self.sample_bytes;
-        Ok(&self.bytes()[range.start as usize * s..range.end as usize * s])
+        let map = self.map.as_deref().unwrap_or_default();
+        Ok(&map[range.start as usize * s..range.end as usize * s])
     }
 
     /// The whole channel as `T`s: borrowed when aligned, copied otherwise. Fails when `T`

@@ -43,7 +43,7 @@ pub use raw::{QueuePolicy, RawConfig, SensorHealth};
 pub use recording::{validate_label, Recording, Rotation, Snapshot};
 pub use sockets::Sockets;
 pub use storage::{Storage, RECEIVE_TS_CHANNEL};
-pub use viewers::{FoxgloveFeed, Http, MIN_TOKEN_CHARS};
+pub use viewers::{split_host, AllowedHost, FoxgloveFeed, Http, MIN_TOKEN_CHARS};
 
 /// The daemon's configuration, checked and typed (see `config/README.md`). Built only from
 /// a [`RawConfig`]; serializes as that document (`--print-config`, each trace's

@@ -109,6 +109,9 @@ pub struct RawConfig {
     pub lzmaf_preset: u32,
     /// Threads compressing one sensor's `lzmaf` samples; 0: one per CPU (at most 8).
     pub compress_threads: usize,
+    /// Store an `lzmaf` frame uncompressed (same `.xz` framing) when more than this fraction
+    /// of its sensor's queue budget waits behind it; 1: never.
+    pub lzmaf_store_above: f64,
     /// `{"sensor": {"channel": "lzmaf"}}`: store a channel in another format than declared.
     pub formats: BTreeMap<String, BTreeMap<String, String>>,
     pub rotate_bytes: u64,
@@ -131,6 +134,9 @@ pub struct RawConfig {
     /// Test-only: start-up recovery takes this much longer (shows EXTEND_TIMEOUT_USEC).
     #[cfg(feature = "test-knobs")]
     pub debug_recovery_delay_ms: u64,
+    /// Test-only: compressing each `lzmaf` frame takes this much longer (a slow compressor).
+    #[cfg(feature = "test-knobs")]
+    pub debug_compress_delay_ms: u64,
     /// Per sensor: its expected rate and whether it must be there (health alarms).
     pub sensors: BTreeMap<String, SensorHealth>,
     /// `silent` after this many expected periods without a sample.
@@ -162,6 +168,9 @@ pub struct RawConfig {
     /// The dashboard's secret: required for every command sent through it, and for any
     /// listen address that is not loopback. `null`: a read-only dashboard on loopback.
     pub http_token: Option<String>,
+    /// More `Host` names a loopback dashboard answers (a port forward's or a VPN's name,
+    /// `"rover.local:9000"`); loopback names are always accepted.
+    pub http_allowed_hosts: Vec<String>,
     /// The live Foxglove feed's WebSocket address (loopback only); `null`: no feed.
     pub foxglove_listen: Option<String>,
     /// Messages per second per channel on the live feed, at most.
@@ -211,6 +220,7 @@ impl Default for RawConfig {
             blob_max_open_files: roverlog_core::format::blob::DEFAULT_MAX_OPEN,
             lzmaf_preset: 0,
             compress_threads: 0,
+            lzmaf_store_above: 0.5,
             formats: BTreeMap::new(),
             rotate_bytes: 0,
             rotate_seconds: 0,
@@ -226,6 +236,8 @@ impl Default for RawConfig {
             debug_write_delay_ms: 0,
             #[cfg(feature = "test-knobs")]
             debug_recovery_delay_ms: 0,
+            #[cfg(feature = "test-knobs")]
+            debug_compress_delay_ms: 0,
             sensors: BTreeMap::new(),
             silent_periods: 5.0,
             missing_after_ms: 10_000,
@@ -241,6 +253,7 @@ impl Default for RawConfig {
             clock_step_threshold_s: 1.0,
             http_listen: None,
             http_token: None,
+            http_allowed_hosts: Vec::new(),
             foxglove_listen: None,
             foxglove_max_hz: 10.0,
             foxglove_sensor_hz: BTreeMap::new(),

@@ -13,7 +13,8 @@ use roverlog_core::format::{validate_name, ChannelFormat, ChannelMeta, DType, Se
 /// `receive_timestamps`).
 pub const RECEIVE_TS_CHANNEL: &str = "ts_recv";
 
-/// Keys `buffer_bytes`, `direct_io*`, `lzmaf_preset`, `compress_threads`, `formats`,
+/// Keys `buffer_bytes`, `direct_io*`, `lzmaf_preset`, `compress_threads`,
+/// `lzmaf_store_above`, `formats`,
 /// `receive_timestamps*` (config/README.md, "Recording", "Queues and limits", "Operations").
 #[derive(Debug, Clone, PartialEq)]
 pub struct Storage {
@@ -27,6 +28,9 @@ pub struct Storage {
     /// Threads compressing one sensor's `lzmaf` samples (`0` in the file: one per CPU, at
     /// most 8, resolved here).
     pub compress_threads: usize,
+    /// An `lzmaf` frame is stored uncompressed when more than this fraction of its sensor's
+    /// queue budget waits behind it (in (0, 1]; 1: never).
+    pub lzmaf_store_above: f64,
     /// `{"sensor": {"channel": format}}`: store a channel in another format than declared
     /// (only `raw`, `lzmaf` or `mjpg`).
     pub formats: BTreeMap<String, BTreeMap<String, ChannelFormat>>,
@@ -48,6 +52,12 @@ impl Storage {
         }
         if raw.lzmaf_preset > 9 {
             return Err(bad("lzmaf_preset must be 0..=9"));
+        }
+        if !(raw.lzmaf_store_above > 0.0 && raw.lzmaf_store_above <= 1.0) {
+            return Err(bad(format!(
+                "lzmaf_store_above must be a fraction of the queue in (0, 1], not {}",
+                raw.lzmaf_store_above
+            )));
         }
         let mut formats = BTreeMap::new();
         for (sensor, chans) in &raw.formats {
@@ -78,6 +88,7 @@ impl Storage {
                     .min(8),
                 n => n,
             },
+            lzmaf_store_above: raw.lzmaf_store_above,
             formats,
             receive_timestamps: raw.receive_timestamps,
             receive_timestamps_except: raw.receive_timestamps_except.clone(),
@@ -198,6 +209,19 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(e.to_string(), "config: lzmaf_preset must be 0..=9");
+        assert_eq!(off.lzmaf_store_above, 0.5);
+        for bad in [0.0, -1.0, 1.5, f64::NAN] {
+            let e = convert(RawConfig {
+                lzmaf_store_above: bad,
+                ..RawConfig::default()
+            })
+            .unwrap_err();
+            assert!(
+                e.to_string()
+                    .starts_with("config: lzmaf_store_above must be a fraction of the queue"),
+                "{e}"
+            );
+        }
         let e = convert(RawConfig {
             direct_io_min_sample_bytes: 0,
             ..RawConfig::default()

@@ -4,7 +4,7 @@
 //! serves loopback only), so `http` and `foxglove_live` receive an address they may bind.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use super::raw::{bad, RawConfig};
 use roverlog_core::error::Result;
@@ -13,13 +13,83 @@ use roverlog_export::location::LocationMapping;
 /// Shortest accepted `http_token`.
 pub const MIN_TOKEN_CHARS: usize = 16;
 
-/// Keys `http_listen` and `http_token` (config/README.md, "Dashboard").
+/// Keys `http_listen`, `http_token` and `http_allowed_hosts` (config/README.md, "Dashboard").
 #[derive(Debug, Clone, PartialEq)]
 pub struct Http {
     /// Where to serve the dashboard; `None`: no dashboard. Loopback unless `token` is set.
     pub listen: Option<SocketAddr>,
     /// The secret every command (and off loopback every read) needs; `None`: read-only.
     pub token: Option<String>,
+    /// `Host` names a loopback dashboard answers besides loopback's own.
+    pub allowed_hosts: Vec<AllowedHost>,
+}
+
+/// One `http_allowed_hosts` entry: a host name or IP address, and the port the browser
+/// shows (`None`: any port, or none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowedHost {
+    /// Lower case; an IPv6 address without its brackets.
+    pub name: String,
+    pub port: Option<u16>,
+}
+
+impl AllowedHost {
+    /// Parses an entry: `name`, `name:port`, `1.2.3.4:port`, `[v6]:port`. `None`: not one.
+    pub fn parse(entry: &str) -> Option<AllowedHost> {
+        let (name, port) = split_host(entry)?;
+        let port = match port {
+            None => None,
+            Some(p) => Some(p.parse::<u16>().ok().filter(|&p| p != 0)?),
+        };
+        let bracketed = entry.starts_with('[');
+        let valid = if bracketed {
+            name.parse::<std::net::Ipv6Addr>().is_ok()
+        } else {
+            // A DNS name (letters, digits, '-', dots between labels) or an IPv4 address.
+            !name.is_empty()
+                && name.split('.').all(|label| {
+                    !label.is_empty()
+                        && !label.starts_with('-')
+                        && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                })
+        };
+        valid.then(|| AllowedHost {
+            name: name.to_ascii_lowercase(),
+            port,
+        })
+    }
+
+    /// Whether a request's `Host` header names this entry.
+    pub fn matches(&self, host: &str) -> bool {
+        let Some((name, port)) = split_host(host) else {
+            return false;
+        };
+        let same_ip = || matches!((name.parse::<IpAddr>(), self.name.parse::<IpAddr>()), (Ok(a), Ok(b)) if a == b);
+        (name.eq_ignore_ascii_case(&self.name) || same_ip())
+            && match self.port {
+                None => true,
+                Some(want) => port.and_then(|p| p.parse::<u16>().ok()) == Some(want),
+            }
+    }
+}
+
+/// Splits a `Host` value into its name (an IPv6 address without brackets) and its port text,
+/// if any: `name`, `name:port`, `[v6]`, `[v6]:port`. `None`: not that shape.
+pub fn split_host(host: &str) -> Option<(&str, Option<&str>)> {
+    let (name, port) = match host.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']')? {
+            (name, "") => (name, None),
+            (name, port) => (name, Some(port.strip_prefix(':')?)),
+        },
+        None => match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        },
+    };
+    if port.is_some_and(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+        return None;
+    }
+    Some((name, port))
 }
 
 impl Http {
@@ -33,10 +103,22 @@ impl Http {
                 )));
             }
         }
+        let allowed_hosts = raw
+            .http_allowed_hosts
+            .iter()
+            .map(|entry| {
+                AllowedHost::parse(entry).ok_or_else(|| {
+                    bad(format!(
+                        "http_allowed_hosts entry {entry:?} is not a host name or IP address with an optional port (\"rover.local\", \"rover.local:9000\", \"10.8.0.2:8080\", \"[fd00::2]:8080\")"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
         let Some(listen) = &raw.http_listen else {
             return Ok(Http {
                 listen: None,
                 token: raw.http_token.clone(),
+                allowed_hosts,
             });
         };
         let addr: SocketAddr = listen.parse().map_err(|_| {
@@ -52,6 +134,7 @@ impl Http {
         Ok(Http {
             listen: Some(addr),
             token: raw.http_token.clone(),
+            allowed_hosts,
         })
     }
 }
@@ -159,6 +242,69 @@ mod tests {
         let short = "config: http_token must be at least 16 characters, without spaces or control characters";
         assert_eq!(message(http(Some("127.0.0.1:1"), Some("short"))), short);
         assert_eq!(message(http(None, Some("0123456789 abcdef"))), short);
+    }
+
+    #[test]
+    fn allowed_hosts_are_host_names_with_an_optional_port() {
+        let hosts = |entries: &[&str]| {
+            Http::from_raw(&RawConfig {
+                http_listen: Some("127.0.0.1:8080".into()),
+                http_allowed_hosts: entries.iter().map(|e| e.to_string()).collect(),
+                ..RawConfig::default()
+            })
+            .map(|h| h.allowed_hosts)
+        };
+        let ok = hosts(&[
+            "Rover.local:9000",
+            "rover-vpn",
+            "10.8.0.2:8080",
+            "[fd00::2]:8080",
+        ])
+        .unwrap();
+        assert_eq!(
+            ok[0],
+            AllowedHost {
+                name: "rover.local".into(),
+                port: Some(9000)
+            }
+        );
+        assert_eq!(ok[3].name, "fd00::2");
+        for bad in [
+            "",
+            "http://rover.local",
+            "rover.local/",
+            "rover.local:",
+            "rover.local:0",
+            "rover.local:65536",
+            "rover.local:+80",
+            "*.local",
+            "rover..local",
+            "-rover",
+            "rover local",
+            "[fd00::2",
+            "[not-v6]:80",
+            "fd00::2",
+        ] {
+            let msg = message(hosts(&["rover.local", bad]));
+            assert_eq!(
+                msg,
+                format!("config: http_allowed_hosts entry {bad:?} is not a host name or IP address with an optional port (\"rover.local\", \"rover.local:9000\", \"10.8.0.2:8080\", \"[fd00::2]:8080\")"),
+            );
+        }
+        // Matching: the name in any case; the port when the entry names one.
+        let with_port = AllowedHost::parse("rover.local:9000").unwrap();
+        assert!(with_port.matches("ROVER.local:9000"));
+        assert!(!with_port.matches("rover.local:9001"));
+        assert!(!with_port.matches("rover.local"));
+        assert!(!with_port.matches("rover.local.evil.example:9000"));
+        let any_port = AllowedHost::parse("rover-vpn").unwrap();
+        for h in ["rover-vpn", "rover-vpn:8080", "Rover-VPN:80"] {
+            assert!(any_port.matches(h), "{h}");
+        }
+        assert!(!any_port.matches("rover-vpn.evil.example"));
+        assert!(AllowedHost::parse("[fd00::2]:8080")
+            .unwrap()
+            .matches("[FD00::2]:8080"));
     }
 
     fn feed(listen: Option<&str>, max_hz: f64, imu_hz: Option<f64>) -> Result<FoxgloveFeed> {

@@ -19,10 +19,12 @@
 //! loopback address the `Host` header must name loopback (a DNS-rebinding page cannot reach
 //! the API); on any other address the API's reads need the token too. Tokens are compared in
 //! constant time (as BLAKE3 digests). Nothing but the embedded assets is served, request heads
-//! and bodies are bounded, connections are counted and live at most [`MAX_CONNECTION_LIFE`].
+//! and bodies are bounded in size and time ([`BODY_TIMEOUT`]), connections are counted and
+//! live at most [`MAX_CONNECTION_LIFE`], and idle ones give their slots to new ones ([`slots`]).
 
 pub mod disk_use;
 pub mod history;
+mod slots;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -45,11 +47,17 @@ use crate::recording::{HttpStatus, Recorder};
 use crate::shutdown::Shutdown;
 use history::History;
 use roverlog_core::error::{Error, Result};
+use slots::{Admission, Conn, Slots};
 
-/// Connections served at once; more are answered 503 and closed.
+/// Connections served at once. When all are taken, a new one takes the slot of the one idle
+/// longest ([`slots`]); only when all are mid-request is it answered 503 and closed.
 pub const MAX_CONNECTIONS: usize = 32;
-/// Largest command body.
+/// Largest command body; a `Content-Length` over it is refused (413) before any of it is read.
 pub const MAX_BODY_BYTES: usize = 16 << 10;
+/// A command's body must arrive within this after its head, or the request is answered 408
+/// and the connection closed (a slow body would otherwise hold a slot for the connection's
+/// whole life).
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest request head (hyper's buffer; its minimum is 8 KiB).
 const MAX_HEAD_BYTES: usize = 8 << 10;
 /// A request head must arrive within this.
@@ -133,7 +141,7 @@ pub async fn serve(listener: std::net::TcpListener, rec: Arc<Recorder>, mut shut
     ));
 
     let app = router(dash);
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let slots = Slots::new(MAX_CONNECTIONS);
     let refusing = Arc::new(tokio::sync::Semaphore::new(MAX_REFUSING));
     let busy: Arc<[u8]> = busy_reply().into();
     loop {
@@ -148,13 +156,21 @@ pub async fn serve(listener: std::net::TcpListener, rec: Arc<Recorder>, mut shut
             },
             _ = shutdown.recv() => return,
         };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            if let Ok(permit) = refusing.clone().try_acquire_owned() {
-                tokio::spawn(refuse(stream, busy.clone(), permit));
+        let slot = match slots.admit() {
+            Admission::Free(slot) => slot,
+            Admission::Evicted(slot) => {
+                tracing::debug!(%peer, "dashboard: every slot taken, the longest idle connection gave up its own");
+                slot
             }
-            continue;
+            Admission::Full => {
+                if let Ok(permit) = refusing.clone().try_acquire_owned() {
+                    tokio::spawn(refuse(stream, busy.clone(), permit));
+                }
+                continue;
+            }
         };
-        let svc = TowerToHyperService::new(app.clone().layer(axum::Extension(peer)));
+        let svc =
+            TowerToHyperService::new(app.clone().layer(axum::Extension(Peer(peer, slot.conn()))));
         let mut shutdown = shutdown.clone();
         tokio::spawn(async move {
             let mut http = hyper::server::conn::http1::Builder::new();
@@ -171,6 +187,8 @@ pub async fn serve(listener: std::net::TcpListener, rec: Arc<Recorder>, mut shut
                 loop {
                     tokio::select! {
                         _ = conn.as_mut() => return,
+                        // Idle (no request in progress, none can start): dropped at once.
+                        _ = slot.evicted() => return,
                         _ = &mut life, if !closing => {
                             conn.as_mut().graceful_shutdown();
                             closing = true;
@@ -186,10 +204,14 @@ pub async fn serve(listener: std::net::TcpListener, rec: Arc<Recorder>, mut shut
             if lived.is_err() {
                 tracing::debug!(%peer, "dashboard: connection dropped after its grace period");
             }
-            drop(permit);
+            drop(slot);
         });
     }
 }
+
+/// What a request knows of its connection: the peer, and its slot's state.
+#[derive(Clone)]
+struct Peer(SocketAddr, Arc<Conn>);
 
 /// The body of the answer to a connection over [`MAX_CONNECTIONS`].
 const BUSY_BODY: &str =
@@ -243,6 +265,13 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
+/// `res`, closing its connection after it: the rest of the request's body is not read.
+fn closing(mut res: Response) -> Response {
+    res.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    res
+}
+
 /// A JSON error reply in the control protocol's shape.
 fn error(status: StatusCode, why: impl Into<String>) -> Response {
     (status, axum::Json(refused(why.into()))).into_response()
@@ -251,7 +280,20 @@ fn error(status: StatusCode, why: impl Into<String>) -> Response {
 /// Every request: the `Host` check on loopback, then the headers that keep the page from
 /// being framed, sniffed or cached.
 async fn guard(State(dash): State<Arc<Dashboard>>, req: Request, next: Next) -> Response {
-    if dash.loopback && !host_is_loopback(req.headers()) {
+    // In progress: this connection keeps its slot until the reply is made.
+    let _busy = match req.extensions().get::<Peer>() {
+        Some(Peer(_, conn)) => match conn.begin() {
+            Some(busy) => Some(busy),
+            None => {
+                return closing(error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "this connection gave its slot to a newer one: send the request again",
+                ));
+            }
+        },
+        None => None,
+    };
+    if dash.loopback && !host_allowed(req.headers(), &dash.rec.cfg.http.allowed_hosts) {
         let host = req
             .headers()
             .get(header::HOST)
@@ -260,7 +302,7 @@ async fn guard(State(dash): State<Arc<Dashboard>>, req: Request, next: Next) -> 
             });
         return error(
             StatusCode::MISDIRECTED_REQUEST,
-            format!("Host {host:?} is not this loopback dashboard (127.0.0.1, localhost or [::1])"),
+            format!("Host {host:?} is not this loopback dashboard (127.0.0.1, localhost, [::1] or a name in http_allowed_hosts)"),
         );
     }
     let mut res = next.run(req).await;
@@ -286,21 +328,21 @@ async fn guard(State(dash): State<Arc<Dashboard>>, req: Request, next: Next) -> 
 /// name). The port is not checked: a browser leaves out the default port (`Host: 127.0.0.1`
 /// for `http_listen` `127.0.0.1:80`), and a port forward, the usual way to reach a vehicle
 /// (`ssh -L 9000:127.0.0.1:8080`), brings `Host: localhost:9000`.
-fn host_is_loopback(headers: &HeaderMap) -> bool {
-    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+fn host_is_loopback(host: &str) -> bool {
+    let Some((name, _port)) = config::split_host(host) else {
         return false;
-    };
-    let name = match host.strip_prefix('[') {
-        // `[v6]` or `[v6]:port`
-        Some(rest) => match rest.split_once(']') {
-            Some((name, "")) => name,
-            Some((name, port)) if port.starts_with(':') => name,
-            _ => return false,
-        },
-        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
     };
     name.eq_ignore_ascii_case("localhost")
         || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether a loopback dashboard answers a request with these headers: its `Host` names
+/// loopback or one of `http_allowed_hosts` (a name the operator chose to forward to it).
+fn host_allowed(headers: &HeaderMap, allowed: &[config::AllowedHost]) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+        return false;
+    };
+    host_is_loopback(host) || allowed.iter().any(|a| a.matches(host))
 }
 
 /// The token of an `Authorization` header of the `Bearer` scheme, whose name is
@@ -369,7 +411,7 @@ async fn api_history(State(dash): State<Arc<Dashboard>>, headers: HeaderMap) -> 
 
 async fn api_command(
     State(dash): State<Arc<Dashboard>>,
-    axum::Extension(peer): axum::Extension<SocketAddr>,
+    axum::Extension(Peer(peer, _)): axum::Extension<Peer>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -390,13 +432,37 @@ async fn api_command(
             "a command is a JSON body: send Content-Type: application/json",
         );
     }
-    let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
-        Ok(b) => b,
-        Err(_) => {
-            return error(
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return closing(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "command body of {} bytes is over the limit of {MAX_BODY_BYTES}",
+                declared.unwrap_or(0)
+            ),
+        ));
+    }
+    let bytes = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY_BYTES))
+        .await
+    {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => {
+            return closing(error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!("command body over {MAX_BODY_BYTES} bytes (or not received whole)"),
-            )
+            ))
+        }
+        Err(_) => {
+            return closing(error(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "command body not received within {} s",
+                    BODY_TIMEOUT.as_secs()
+                ),
+            ))
         }
     };
     let v: Value = match serde_json::from_slice(&bytes) {
@@ -428,6 +494,7 @@ mod tests {
             m.insert(header::HOST, HeaderValue::from_str(v).unwrap());
             m
         };
+        let host_is_loopback = |m: &HeaderMap| host_allowed(m, &[]);
         for ok in [
             "127.0.0.1:8080",
             "LOCALHOST:8080",
@@ -451,6 +518,11 @@ mod tests {
             assert!(!host_is_loopback(&h(bad)), "{bad}");
         }
         assert!(!host_is_loopback(&HeaderMap::new()));
+        let allowed = [config::AllowedHost::parse("rover.local:9000").unwrap()];
+        assert!(host_allowed(&h("rover.local:9000"), &allowed));
+        assert!(host_allowed(&h("localhost:9000"), &allowed));
+        assert!(!host_allowed(&h("rover.local:8080"), &allowed));
+        assert!(!host_allowed(&h("evil.example:9000"), &allowed));
     }
 
     #[test]

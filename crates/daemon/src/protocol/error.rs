@@ -18,6 +18,10 @@ pub enum HelloError {
     /// The sensor name is not usable as a directory name.
     SensorName(roverlog_core::Error),
     Seq,
+    /// An opt-in flag (`final_ack`, `dedup`) that is not a boolean.
+    NotBool(&'static str),
+    /// `dedup` without `seq`: repeats are recognised by their sequence numbers.
+    DedupWithoutSeq,
     NoChannels,
     EmptyChannels,
     TooManyChannels {
@@ -47,7 +51,7 @@ impl fmt::Display for HelloError {
             HelloError::NotObject => write!(f, "hello must be a JSON object"),
             HelloError::UnknownKey(k) => write!(
                 f,
-                "hello: unknown key {k:?} (expected roverlog, sensor, channels, seq)"
+                "hello: unknown key {k:?} (expected roverlog, sensor, channels, seq, final_ack, dedup)"
             ),
             HelloError::Version => write!(
                 f,
@@ -56,6 +60,11 @@ impl fmt::Display for HelloError {
             HelloError::NoSensor => write!(f, "hello: \"sensor\" missing or not a string"),
             HelloError::SensorName(e) | HelloError::Channels(e) => write!(f, "hello: {e}"),
             HelloError::Seq => write!(f, "hello: \"seq\" must be true or false"),
+            HelloError::NotBool(k) => write!(f, "hello: {k:?} must be true or false"),
+            HelloError::DedupWithoutSeq => write!(
+                f,
+                "hello: \"dedup\" needs \"seq\": true (repeats are recognised by sequence number)"
+            ),
             HelloError::NoChannels => write!(f, "hello: \"channels\" missing or not a list"),
             HelloError::EmptyChannels => write!(f, "hello: \"channels\" is empty"),
             HelloError::TooManyChannels { count, max } => {

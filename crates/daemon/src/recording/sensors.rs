@@ -126,6 +126,7 @@ impl Recorder {
             tx,
             budget,
             stats,
+            seen: Mutex::default(),
             thread: Mutex::new(Some(thread)),
         });
         if let Some(t) = &st.trace {

@@ -1,15 +1,25 @@
 //! Writing a batch of frames: split by the sensor's frame layout, `lzmaf` channels compressed
-//! on worker threads, appended sample by sample (data channels, then `ts`), flushed when the
-//! flush interval passed during a long batch.
+//! on worker threads (or stored uncompressed when compression falls behind: `fallback`),
+//! appended sample by sample (data channels, then `ts`), flushed when the flush interval
+//! passed during a long batch.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use super::Writer;
-use roverlog_core::format::lzma;
+use roverlog_core::format::{lzma, stored_xz};
 
 impl Writer {
-    pub(super) fn write_batch(&mut self, data: &[u8], frames: u32, seq: bool, recv: &[f64]) {
+    /// `in_hand`: the queue bytes this batch still holds (0 for a batch from the snapshot
+    /// ring), which do not count as waiting behind it.
+    pub(super) fn write_batch(
+        &mut self,
+        data: &[u8],
+        frames: u32,
+        seq: bool,
+        recv: &[f64],
+        in_hand: usize,
+    ) {
         let Some(open) = self.open.as_ref() else {
             self.stats.discarded.fetch_add(u64::from(frames), Relaxed);
             return;
@@ -56,8 +66,20 @@ impl Writer {
                 frame_no += 1;
                 frames_of_chunk.push((ts, slices));
             }
-            let compressed = self.compress(&frames_of_chunk);
+            let queued = self
+                .stats
+                .queue_limit
+                .saturating_sub(self.budget.available_permits() as u64);
+            let store = !self.lzmaf.is_empty()
+                && self
+                    .fallback
+                    .behind(queued, in_hand as u64, self.stats.queue_limit);
+            let compressed = self.compress(&frames_of_chunk, store);
             let o = self.open.as_mut().expect("checked above");
+            if !store {
+                self.fallback.report(&o.events, &self.sensor);
+            }
+            let written_before = written;
             for (k, (ts, slices)) in frames_of_chunk.iter().enumerate() {
                 if !self.settings.debug_delay.is_zero() {
                     std::thread::sleep(self.settings.debug_delay);
@@ -84,6 +106,11 @@ impl Writer {
                 let received = &slices[..slices.len() - usize::from(!recv.is_empty())];
                 bytes += 8 + received.iter().map(|s| s.len() as u64).sum::<u64>();
             }
+            if store {
+                let n = written - written_before;
+                self.fallback
+                    .stored(n, &self.stats, &o.events, &self.sensor);
+            }
             // A long batch (slow disk, compression) must not hold samples in user space
             // past the flush interval: that bounds what a kill -9 loses.
             if error.is_none() && Instant::now() >= o.last_flush + self.settings.flush_interval {
@@ -109,9 +136,10 @@ impl Writer {
         }
     }
 
-    /// Compresses the `lzmaf` channels of `frames` on up to `compress_threads` threads;
-    /// result `k * lzmaf.len() + c` is frame k's c-th `lzmaf` channel.
-    fn compress(&self, frames: &[(f64, Vec<&[u8]>)]) -> Vec<Vec<u8>> {
+    /// Compresses the `lzmaf` channels of `frames` on up to `compress_threads` threads, or
+    /// with `store` wraps them uncompressed in the same `.xz` framing; result
+    /// `k * lzmaf.len() + c` is frame k's c-th `lzmaf` channel.
+    fn compress(&self, frames: &[(f64, Vec<&[u8]>)], store: bool) -> Vec<Vec<u8>> {
         if self.lzmaf.is_empty() {
             return Vec::new();
         }
@@ -119,14 +147,22 @@ impl Writer {
             .iter()
             .flat_map(|(_, s)| self.lzmaf.iter().map(move |&ch| s[ch]))
             .collect();
+        if store {
+            return jobs.iter().map(|j| stored_xz::store(j)).collect();
+        }
         let preset = self.settings.opts.lzmaf_preset;
+        let delay = self.settings.compress_delay;
         // Compressing a chunk of large samples takes long, and one huge frame at a high
         // preset alone can outlast the watchdog: every step of input encoded is progress
         // (see `lzma::compress_with_progress`), so only a compression that is really stuck
         // stops the pings.
         let (stats, epoch) = (&*self.stats, self.settings.epoch);
-        let compress =
-            move |j: &&[u8]| lzma::compress_with_progress(j, preset, &mut || stats.beat(epoch));
+        let compress = move |j: &&[u8]| {
+            if !delay.is_zero() {
+                std::thread::sleep(delay);
+            }
+            lzma::compress_with_progress(j, preset, &mut || stats.beat(epoch))
+        };
         let threads = self.settings.compress_threads.max(1).min(jobs.len());
         if threads <= 1 {
             return jobs.iter().map(compress).collect();

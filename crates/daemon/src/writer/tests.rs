@@ -21,6 +21,8 @@ fn a_panic_fails_the_sensor_returns_permits_and_keeps_answering() {
         fsync: FsyncPolicy::OnRequest,
         debug_delay: Duration::ZERO,
         compress_threads: 1,
+        lzmaf_store_above: 0.5,
+        compress_delay: Duration::ZERO,
         epoch: Instant::now(),
         heartbeat: Duration::from_secs(1),
         live: None,
@@ -65,7 +67,9 @@ fn a_panic_fails_the_sensor_returns_permits_and_keeps_answering() {
         recv: vec![0.0],
     })
     .unwrap();
-    let synced = ask(&|reply| WriterMsg::Sync(reply));
+    let (reply, synced) = oneshot::channel();
+    tx.send(WriterMsg::Sync(reply)).unwrap();
+    let synced = synced.blocking_recv().unwrap();
     let failure = stats.failure().expect("the sensor is failed");
     assert!(
         matches!(*failure, SensorFailure::Panic { .. }),

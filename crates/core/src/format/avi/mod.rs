@@ -24,13 +24,19 @@ pub use crate::error::AviProblem;
 pub use parse::{Frame, IndexSource, Layout};
 pub use write::MjpgWriter;
 
-use crate::error::{Error, Result};
+use super::bounds::{self, Expected};
+use crate::error::{Damage, Error, Result};
 
 /// A readable MJPEG AVI file.
+///
+/// Its frames are every whole frame the parser finds (no more than `ts` counts); a frame
+/// `ts` counts past them (a file cut short, a writer that crashed) is a
+/// [`Error::DamagedSample`].
 pub struct MjpgReader {
     path: PathBuf,
     map: Option<Mmap>,
     layout: Layout,
+    expected: Expected,
 }
 
 impl MjpgReader {
@@ -45,7 +51,14 @@ impl MjpgReader {
             path: path.to_path_buf(),
             map,
             layout,
+            expected: None,
         })
+    }
+
+    /// Reads the video against the sensor's `ts` count (see [`Expected`]).
+    pub fn expecting(mut self, expected: Expected) -> MjpgReader {
+        self.expected = expected;
+        self
     }
 
     /// The file's path.
@@ -58,25 +71,27 @@ impl MjpgReader {
         &self.layout
     }
 
-    /// Frames.
+    /// Frames: the whole ones in the file, no more than `ts` counts.
     pub fn len(&self) -> u64 {
-        self.layout.frames.len() as u64
+        bounds::agreed(self.layout.frames.len() as u64, self.expected)
     }
 
     /// Whether the file holds no frame.
     pub fn is_empty(&self) -> bool {
-        self.layout.frames.is_empty()
+        self.len() == 0
     }
 
-    /// Frame `index`'s JPEG bytes, borrowed from the mapped file.
+    /// Frame `index`'s JPEG bytes, borrowed from the mapped file. Every whole frame can be
+    /// read, also one past `ts` (a frame a crash left without its timestamp).
     pub fn frame(&self, index: u64) -> Result<&[u8]> {
+        let frames = self.layout.frames.len() as u64;
         let f = usize::try_from(index)
             .ok()
             .and_then(|i| self.layout.frames.get(i))
-            .ok_or_else(|| Error::OutOfRange {
-                path: self.path.clone(),
-                index,
-                len: self.len(),
+            .ok_or_else(|| {
+                bounds::unreadable(&self.path, index, self.len(), frames, self.expected, || {
+                    Damage::NoFrame { frames }
+                })
             })?;
         let map = self.map.as_deref().unwrap_or(&[]);
         // parse checked every frame against the file's length.

@@ -139,6 +139,17 @@ fn typed_events_write_the_exact_lines_of_the_untyped_writer() {
             },
         ),
         (
+            "repeat",
+            json!({"sensor": "imu", "count": 3, "first_frame": 0, "first_seq": 7, "last_seq": 9}),
+            Event::Repeat {
+                sensor: s("imu"),
+                count: 3,
+                first_frame: 0,
+                first_seq: 7,
+                last_seq: 9,
+            },
+        ),
+        (
             "drop",
             json!({"sensor": "cam", "count": 4, "first_frame": 100, "from_ts": 1.0, "to_ts": 1.75}),
             Event::Drop {
@@ -164,6 +175,14 @@ fn typed_events_write_the_exact_lines_of_the_untyped_writer() {
             Event::Snapshot {
                 sensor: s("cam"),
                 frames: 10,
+            },
+        ),
+        (
+            "lzmaf_stored",
+            json!({"sensor": "lidar", "frames": 12}),
+            Event::LzmafStored {
+                sensor: s("lidar"),
+                frames: 12,
             },
         ),
         (

@@ -6,15 +6,17 @@
 //! validation checks that too). `check` is what `validate` and `recover` do to a channel.
 
 pub(crate) mod check;
+pub mod compact;
 
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
 use super::append::AppendFile;
+use super::bounds::{self, Expected};
 use super::lzma;
 use super::problem::Problem;
-use crate::error::{Error, Result};
+use crate::error::{Damage, Error, Result};
 
 /// The index file's path for the channel file `data`.
 pub fn index_path(data: &Path) -> PathBuf {
@@ -225,35 +227,78 @@ pub fn trusted_prefix(
     good
 }
 
+/// What a reader can trust of `offsets` (an index, at least its leading entry) against a
+/// data file of `data_len` bytes: (frames whose entries run from 0 in order and end within
+/// the data, frames before the first entry out of order). The first count is the frames
+/// [`trusted_prefix`] keeps of the same index (the fuzz target `lzmaf_index` checks it).
+pub fn intact_frames(offsets: &[u64], data_len: u64) -> (u64, u64) {
+    let frames = offsets.len().saturating_sub(1);
+    let ordered = match offsets.first() {
+        Some(0) => offsets
+            .windows(2)
+            .position(|w| w[1] < w[0])
+            .unwrap_or(frames),
+        _ => 0,
+    };
+    let within = offsets
+        .iter()
+        .skip(1)
+        .position(|&end| end > data_len)
+        .unwrap_or(frames);
+    (ordered.min(within) as u64, ordered as u64)
+}
+
 /// A random-access `lzmaf` channel (data mapped, index in memory).
+///
+/// Frames are read as far as the index can be trusted: from 0, never going back, within the
+/// data file (upstream reads frame `k` from `[off[k], off[k+1])` the same way). A frame the
+/// index or `ts` lists past that (a data file cut short, an index entry out of order) or one
+/// that does not decode is a [`Error::DamagedSample`]; the frames before it read as ever.
 pub struct LzmafReader {
     path: PathBuf,
     map: Option<Mmap>,
     offsets: Vec<u64>,
     sample_bytes: usize,
+    /// Bytes of the data file when mapped.
+    data_len: u64,
+    /// Frames whose index entries are in order (from 0) and whose bytes are all in the data.
+    intact: u64,
+    /// Frames before the first index entry out of order (`offsets[0]` not 0 counts as one).
+    ordered: u64,
+    expected: Expected,
 }
 
 impl LzmafReader {
-    /// Opens the channel; checks the index (starts at 0, never decreases, within the data).
+    /// Opens the channel: the index read whole, the data mapped.
     pub fn open(path: &Path, sample_bytes: usize) -> Result<LzmafReader> {
         let mut offsets = read_index(&index_path(path))?;
         // SAFETY: as for raw channels, lzmaf files are append-only while readable.
-        let (map, size) = unsafe { crate::io::map_possibly_empty(path) }?;
+        let (map, data_len) = unsafe { crate::io::map_possibly_empty(path) }?;
         if offsets.is_empty() {
             offsets.push(0);
         }
-        check_offsets(&index_path(path), &offsets, size)?;
+        let (intact, ordered) = intact_frames(&offsets, data_len);
         Ok(LzmafReader {
             path: path.to_path_buf(),
             map,
             offsets,
             sample_bytes,
+            data_len,
+            intact,
+            ordered,
+            expected: None,
         })
     }
 
-    /// Number of frames.
+    /// Reads the channel against the sensor's `ts` count (see [`Expected`]).
+    pub fn expecting(mut self, expected: Expected) -> LzmafReader {
+        self.expected = expected;
+        self
+    }
+
+    /// Number of frames: the intact ones, no more than `ts` counts.
     pub fn len(&self) -> u64 {
-        self.offsets.len() as u64 - 1
+        bounds::agreed(self.intact, self.expected)
     }
 
     /// Whether there is no frame.
@@ -261,14 +306,23 @@ impl LzmafReader {
         self.len() == 0
     }
 
-    /// Frame `index`'s compressed bytes, borrowed from the map.
+    /// Frames the index lists (intact or not).
+    pub fn listed(&self) -> u64 {
+        self.offsets.len() as u64 - 1
+    }
+
+    /// Frame `index`'s compressed bytes, borrowed from the map. Every intact frame can be
+    /// read, also one past `ts` (data a crash left without its timestamp).
     pub fn compressed(&self, index: u64) -> Result<&[u8]> {
-        if index >= self.len() {
-            return Err(Error::OutOfRange {
-                path: self.path.clone(),
+        if index >= self.intact {
+            return Err(bounds::unreadable(
+                &self.path,
                 index,
-                len: self.len(),
-            });
+                self.len(),
+                self.listed(),
+                self.expected,
+                || self.damage(index),
+            ));
         }
         let (a, b) = (
             self.offsets[index as usize] as usize,
@@ -277,50 +331,54 @@ impl LzmafReader {
         Ok(self.map.as_deref().map(|m| &m[a..b]).unwrap_or_default())
     }
 
+    /// Why frame `index`, past the intact ones, cannot be read.
+    fn damage(&self, index: u64) -> Damage {
+        if index >= self.listed() {
+            return Damage::NotIndexed {
+                frames: self.listed(),
+            };
+        }
+        let (start, end) = (
+            self.offsets[index as usize],
+            self.offsets[index as usize + 1],
+        );
+        if index >= self.ordered {
+            Damage::BadIndex { start, end }
+        } else if start < self.data_len {
+            Damage::Cut {
+                have: self.data_len - start,
+                need: end - start,
+            }
+        } else {
+            Damage::PastData {
+                end,
+                data_len: self.data_len,
+            }
+        }
+    }
+
     /// Sample `index`, decompressed.
     pub fn get(&self, index: u64) -> Result<Vec<u8>> {
         let frame = self.compressed(index)?;
-        let out = lzma::decompress(frame, self.sample_bytes, &self.path)?;
+        let damaged = |why: String| Error::DamagedSample {
+            path: self.path.clone(),
+            index,
+            damage: Damage::Undecodable(why),
+        };
+        let out = match lzma::decompress(frame, self.sample_bytes, &self.path) {
+            Ok(out) => out,
+            Err(Error::Corrupt { msg, .. }) => return Err(damaged(msg)),
+            Err(e) => return Err(damaged(e.to_string())),
+        };
         if out.len() != self.sample_bytes {
-            return Err(Error::corrupt(
-                &self.path,
-                format!(
-                    "frame {index} decompresses to {} bytes, expected {}",
-                    out.len(),
-                    self.sample_bytes
-                ),
-            ));
+            return Err(damaged(format!(
+                "decompresses to {} bytes, expected {}",
+                out.len(),
+                self.sample_bytes
+            )));
         }
         Ok(out)
     }
-}
-
-/// Checks offsets start at 0, never decrease and stay within `data_len`.
-fn check_offsets(index: &Path, offsets: &[u64], data_len: u64) -> Result<()> {
-    if offsets.first() != Some(&0) {
-        return Err(Error::corrupt(index, "first offset is not 0"));
-    }
-    for (k, w) in offsets.windows(2).enumerate() {
-        if w[1] < w[0] {
-            return Err(Error::corrupt(
-                index,
-                format!(
-                    "offset {} ({}) is before offset {k} ({})",
-                    k + 1,
-                    w[1],
-                    w[0]
-                ),
-            ));
-        }
-    }
-    let last = *offsets.last().unwrap_or(&0);
-    if last > data_len {
-        return Err(Error::corrupt(
-            index,
-            format!("last offset {last} is past the data file's {data_len} bytes"),
-        ));
-    }
-    Ok(())
 }
 
 /// The `.xz` stream header magic.

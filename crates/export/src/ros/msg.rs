@@ -1,0 +1,354 @@
+//! The two ROS messages `roverlog rosbag` writes, `sensor_msgs/Imu` and
+//! `sensor_msgs/PointCloud2`, serialised for ROS 1 (bags) and as CDR (ROS 2), with their
+//! standard definitions and hashes.
+//!
+//! The definition texts, ROS 1 md5sums and ROS 2 type hashes (RIHS01) are those the `rosbags`
+//! package's type system generates (`Typestore.generate_msgdef` for the ROS 1 Noetic and the
+//! latest ROS 2 stores, `hash_rihs01`), which is what its writers put in bags; the md5sums
+//! are the standard ROS ones. `tests/cli/rosbag.rs` checks every one of them against
+//! `rosbags` and the serialised bytes against its serialisers.
+
+/// A message type: its name in each ROS, definitions and hashes.
+#[derive(Debug, Clone, Copy)]
+pub struct MsgType {
+    /// ROS 1 name (`sensor_msgs/Imu`).
+    pub ros1_name: &'static str,
+    /// ROS 2 name (`sensor_msgs/msg/Imu`).
+    pub ros2_name: &'static str,
+    pub ros1_md5: &'static str,
+    pub ros1_definition: &'static str,
+    pub ros2_rihs01: &'static str,
+    pub ros2_definition: &'static str,
+}
+
+const SEP: &str =
+    "================================================================================\n";
+
+const HEADER1: &str = "MSG: std_msgs/Header\nuint32 seq\ntime stamp\nstring frame_id\n";
+const HEADER2: &str = "MSG: std_msgs/Header\nbuiltin_interfaces/Time stamp\nstring frame_id\n";
+const TIME2: &str = "MSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n";
+const QUATERNION: &str =
+    "MSG: geometry_msgs/Quaternion\nfloat64 x\nfloat64 y\nfloat64 z\nfloat64 w\n";
+const VECTOR3: &str = "MSG: geometry_msgs/Vector3\nfloat64 x\nfloat64 y\nfloat64 z\n";
+const POINT_FIELD: &str = "MSG: sensor_msgs/PointField\nuint8 INT8=1\nuint8 UINT8=2\nuint8 INT16=3\nuint8 UINT16=4\nuint8 INT32=5\nuint8 UINT32=6\nuint8 FLOAT32=7\nuint8 FLOAT64=8\nstring name\nuint32 offset\nuint8 datatype\nuint32 count\n";
+
+const IMU_BODY: &str = "std_msgs/Header header\ngeometry_msgs/Quaternion orientation\nfloat64[9] orientation_covariance\ngeometry_msgs/Vector3 angular_velocity\nfloat64[9] angular_velocity_covariance\ngeometry_msgs/Vector3 linear_acceleration\nfloat64[9] linear_acceleration_covariance\n";
+const POINTCLOUD2_BODY: &str = "std_msgs/Header header\nuint32 height\nuint32 width\nsensor_msgs/PointField[] fields\nbool is_bigendian\nuint32 point_step\nuint32 row_step\nuint8[] data\nbool is_dense\n";
+
+/// Builds the definition text: the body, then each dependency after a separator line.
+fn join(body: &str, deps: &[&str]) -> String {
+    let mut s = body.to_string();
+    for d in deps {
+        s.push_str(SEP);
+        s.push_str(d);
+    }
+    s
+}
+
+/// `sensor_msgs/Imu`.
+pub fn imu_type() -> MsgType {
+    static DEFS: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+    let (r1, r2) = DEFS.get_or_init(|| {
+        (
+            join(IMU_BODY, &[HEADER1, QUATERNION, VECTOR3]),
+            join(IMU_BODY, &[HEADER2, TIME2, QUATERNION, VECTOR3]),
+        )
+    });
+    MsgType {
+        ros1_name: "sensor_msgs/Imu",
+        ros2_name: "sensor_msgs/msg/Imu",
+        ros1_md5: "6a62c6daae103f4ff57a132d6f95cec2",
+        ros1_definition: r1,
+        ros2_rihs01: "RIHS01_7d9a00ff131080897a5ec7e26e315954b8eae3353c3f995c55faf71574000b5b",
+        ros2_definition: r2,
+    }
+}
+
+/// `sensor_msgs/PointCloud2`.
+pub fn pointcloud2_type() -> MsgType {
+    static DEFS: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+    let (r1, r2) = DEFS.get_or_init(|| {
+        (
+            join(POINTCLOUD2_BODY, &[HEADER1, POINT_FIELD]),
+            join(POINTCLOUD2_BODY, &[HEADER2, TIME2, POINT_FIELD]),
+        )
+    });
+    MsgType {
+        ros1_name: "sensor_msgs/PointCloud2",
+        ros2_name: "sensor_msgs/msg/PointCloud2",
+        ros1_md5: "1158d486dd51d683ce2f1be655c3c181",
+        ros1_definition: r1,
+        ros2_rihs01: "RIHS01_9198cabf7da3796ae6fe19c4cb3bdd3525492988c70522628af5daa124bae2b5",
+        ros2_definition: r2,
+    }
+}
+
+/// A header stamp as upstream computes it from epoch seconds `t`: `sec = int(t)`,
+/// `ns = int(t * 1e9)` (both truncated), `nanosec = ns mod 1e9`; `ns` is also the bag time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    pub sec: i64,
+    pub nanosec: u32,
+    pub ns: i64,
+}
+
+impl Stamp {
+    pub fn from_secs(t: f64) -> Stamp {
+        let ns = (t * 1e9) as i64;
+        Stamp {
+            sec: t as i64,
+            nanosec: ns.rem_euclid(1_000_000_000) as u32,
+            ns,
+        }
+    }
+}
+
+/// `sensor_msgs/Imu` with zero (unknown) covariances, frame [`IMU_FRAME`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Imu {
+    pub stamp: Stamp,
+    /// Quaternion `x, y, z, w`.
+    pub orientation: [f64; 4],
+    pub angular_velocity: [f64; 3],
+    pub linear_acceleration: [f64; 3],
+}
+
+/// `sensor_msgs/PointCloud2` of `x, y, z` float32 points, frame [`POINTS_FRAME`].
+#[derive(Debug, Clone, Copy)]
+pub struct PointCloud<'a> {
+    pub stamp: Stamp,
+    pub points: &'a [[f32; 3]],
+}
+
+pub const IMU_FRAME: &str = "imu_link";
+pub const POINTS_FRAME: &str = "os_sensor";
+/// `sensor_msgs/PointField.FLOAT32`.
+const FLOAT32: u8 = 7;
+
+/// A value that does not fit the message's field (a stamp before 1970 or past 2106).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StampRange {
+    pub sec: i64,
+    pub field: &'static str,
+}
+
+impl std::fmt::Display for StampRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "time {} s does not fit the {} of a header stamp",
+            self.sec, self.field
+        )
+    }
+}
+
+fn ros1_sec(sec: i64) -> Result<u32, StampRange> {
+    u32::try_from(sec).map_err(|_| StampRange {
+        sec,
+        field: "uint32 secs (ROS 1)",
+    })
+}
+
+fn ros2_sec(sec: i64) -> Result<i32, StampRange> {
+    i32::try_from(sec).map_err(|_| StampRange {
+        sec,
+        field: "int32 sec (ROS 2)",
+    })
+}
+
+fn f64s(out: &mut Vec<u8>, v: &[f64]) {
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+fn points_bytes(out: &mut Vec<u8>, points: &[[f32; 3]]) {
+    out.reserve(points.len() * 12);
+    for p in points {
+        for v in p {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+}
+
+// ----- ROS 1 ----------------------------------------------------------------------------
+
+fn ros1_header(out: &mut Vec<u8>, stamp: Stamp, frame: &str) -> Result<(), StampRange> {
+    out.extend_from_slice(&0u32.to_le_bytes()); // seq
+    out.extend_from_slice(&ros1_sec(stamp.sec)?.to_le_bytes());
+    out.extend_from_slice(&stamp.nanosec.to_le_bytes());
+    ros1_string(out, frame);
+    Ok(())
+}
+
+fn ros1_string(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+impl Imu {
+    /// Appends the ROS 1 serialisation.
+    pub fn ros1(&self, out: &mut Vec<u8>) -> Result<(), StampRange> {
+        ros1_header(out, self.stamp, IMU_FRAME)?;
+        self.body(out);
+        Ok(())
+    }
+
+    /// Orientation, angular velocity and acceleration with their covariances: the same bytes
+    /// in both encodings once aligned (every field is a float64).
+    fn body(&self, out: &mut Vec<u8>) {
+        f64s(out, &self.orientation);
+        f64s(out, &[0.0; 9]);
+        f64s(out, &self.angular_velocity);
+        f64s(out, &[0.0; 9]);
+        f64s(out, &self.linear_acceleration);
+        f64s(out, &[0.0; 9]);
+    }
+
+    /// Appends the CDR (little-endian) serialisation, encapsulation header included.
+    pub fn cdr(&self, out: &mut Vec<u8>) -> Result<(), StampRange> {
+        let mut c = Cdr::start(out);
+        c.header(self.stamp, IMU_FRAME)?;
+        c.align(8);
+        self.body(c.out);
+        Ok(())
+    }
+}
+
+impl PointCloud<'_> {
+    fn width(&self) -> u32 {
+        self.points.len() as u32
+    }
+
+    /// Appends the ROS 1 serialisation. `width` is the number of points and `row_step` the
+    /// whole row (`width * 12`), as the message definition says (upstream writes 1 and 12).
+    pub fn ros1(&self, out: &mut Vec<u8>) -> Result<(), StampRange> {
+        ros1_header(out, self.stamp, POINTS_FRAME)?;
+        out.extend_from_slice(&1u32.to_le_bytes()); // height
+        out.extend_from_slice(&self.width().to_le_bytes());
+        out.extend_from_slice(&3u32.to_le_bytes());
+        for (i, name) in ["x", "y", "z"].iter().enumerate() {
+            ros1_string(out, name);
+            out.extend_from_slice(&(4 * i as u32).to_le_bytes());
+            out.push(FLOAT32);
+            out.extend_from_slice(&1u32.to_le_bytes());
+        }
+        out.push(0); // is_bigendian
+        out.extend_from_slice(&12u32.to_le_bytes());
+        out.extend_from_slice(&(12 * self.width()).to_le_bytes());
+        out.extend_from_slice(&(12 * self.width()).to_le_bytes());
+        points_bytes(out, self.points);
+        out.push(1); // is_dense
+        Ok(())
+    }
+
+    /// Appends the CDR (little-endian) serialisation, encapsulation header included.
+    pub fn cdr(&self, out: &mut Vec<u8>) -> Result<(), StampRange> {
+        let mut c = Cdr::start(out);
+        c.header(self.stamp, POINTS_FRAME)?;
+        c.u32(1);
+        c.u32(self.width());
+        c.u32(3);
+        for (i, name) in ["x", "y", "z"].iter().enumerate() {
+            c.string(name);
+            c.u32(4 * i as u32);
+            c.out.push(FLOAT32);
+            c.u32(1);
+        }
+        c.out.push(0);
+        c.u32(12);
+        c.u32(12 * self.width());
+        c.u32(12 * self.width());
+        points_bytes(c.out, self.points);
+        c.out.push(1);
+        Ok(())
+    }
+}
+
+// ----- CDR ------------------------------------------------------------------------------
+
+/// A little-endian CDR stream: alignment counts from the end of the 4-byte encapsulation
+/// header.
+struct Cdr<'a> {
+    out: &'a mut Vec<u8>,
+    origin: usize,
+}
+
+impl<'a> Cdr<'a> {
+    fn start(out: &'a mut Vec<u8>) -> Cdr<'a> {
+        out.extend_from_slice(&[0, 1, 0, 0]); // CDR_LE, no options
+        let origin = out.len();
+        Cdr { out, origin }
+    }
+
+    fn align(&mut self, n: usize) {
+        let pad = (n - (self.out.len() - self.origin) % n) % n;
+        self.out.resize(self.out.len() + pad, 0);
+    }
+
+    fn u32(&mut self, v: u32) {
+        self.align(4);
+        self.out.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// Length with the terminating NUL, the bytes, the NUL.
+    fn string(&mut self, s: &str) {
+        self.u32(s.len() as u32 + 1);
+        self.out.extend_from_slice(s.as_bytes());
+        self.out.push(0);
+    }
+
+    fn header(&mut self, stamp: Stamp, frame: &str) -> Result<(), StampRange> {
+        self.align(4);
+        self.out
+            .extend_from_slice(&ros2_sec(stamp.sec)?.to_le_bytes());
+        self.u32(stamp.nanosec);
+        self.string(frame);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_truncate_like_numpy() {
+        assert_eq!(
+            Stamp::from_secs(1.5),
+            Stamp {
+                sec: 1,
+                nanosec: 500_000_000,
+                ns: 1_500_000_000
+            }
+        );
+        let s = Stamp::from_secs(1_700_000_000.123_456_7);
+        assert_eq!(s.sec, 1_700_000_000);
+        assert_eq!(s.ns / 1_000_000_000, s.sec);
+        assert_eq!((s.ns % 1_000_000_000) as u32, s.nanosec);
+    }
+
+    #[test]
+    fn cdr_aligns_from_after_the_encapsulation_header() {
+        let imu = Imu {
+            stamp: Stamp::from_secs(1.0),
+            orientation: [0.0, 0.0, 0.0, 1.0],
+            angular_velocity: [0.0; 3],
+            linear_acceleration: [0.0; 3],
+        };
+        let mut b = Vec::new();
+        imu.cdr(&mut b).unwrap();
+        // 4 (encapsulation) + 8 (stamp) + 4 + 9 ("imu_link\0") = 25, padded to 24 + 4 = 28
+        // after the header, then 4 + 9 + 4 + 9 + 3 + 9 float64s.
+        assert_eq!(b.len(), 4 + 24 + 8 * (4 + 9 + 3 + 9 + 3 + 9));
+        let mut r1 = Vec::new();
+        imu.ros1(&mut r1).unwrap();
+        assert_eq!(r1.len(), 4 + 8 + 4 + 8 + 8 * 37);
+        assert!(Imu {
+            stamp: Stamp::from_secs(-1.0),
+            ..imu
+        }
+        .ros1(&mut r1)
+        .is_err());
+    }
+}

@@ -1,0 +1,102 @@
+"""The sensor base class and `DynamicSensor`, as upstream `roverd.sensors.generic`."""
+import json
+import os
+import warnings
+from functools import cached_property
+
+import numpy as np
+from abstract_dataloader import abstract, generic
+
+from ...errors import FormatError
+from .. import channels, timestamps
+
+
+def _correction(correction):
+    if correction is None:
+        return timestamps.identity
+    if isinstance(correction, str):
+        found = getattr(timestamps, correction, None)
+        if found is None or correction.startswith("_"):
+            raise ValueError(f"unknown timestamp correction {correction!r} (roverlog.redrover.timestamps has {timestamps.__all__})")
+        return found
+    return correction
+
+
+class Sensor(abstract.Sensor):
+    """A sensor directory (`meta.json`, `ts`, its channels) with `past`/`future` frames per
+    sample and a timestamp `correction` (`None`, a name in `timestamps`, or a callable).
+
+    `path`, `channels` (name -> channel), `correction`, `past`, `future`, `window`,
+    `config` (the parsed `meta.json`); `filesize` (bytes), `datarate` (bytes/s),
+    `len(sensor)` (samples in `ts`). As upstream, a caller reading index `i` with `past` or
+    `future` must keep `past <= i < len - future`."""
+
+    def __init__(self, path, correction=None, past=0, future=0, args={}):
+        self.path = path
+        self.past = past
+        self.future = future
+        self.window = past + future + 1
+        meta = os.path.join(path, "meta.json")
+        try:
+            with open(meta) as f:
+                self.config = json.load(f)
+        except FileNotFoundError:
+            raise FormatError(f"{meta}: no such file (not a sensor directory)") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise FormatError(f"{meta}: not valid JSON: {e}") from None
+        except OSError as e:
+            raise FormatError(f"{meta}: cannot read: {e}") from None
+        if not isinstance(self.config, dict):
+            raise FormatError(f"{meta}: not a JSON object of channels")
+        for name, channel_args in args.items():
+            if name in self.config:
+                self.config[name]["args"] = channel_args
+        self.channels = {
+            name: channels.from_config(path=os.path.join(self.path, name), **cfg) for name, cfg in self.config.items()
+        }
+        self.correction = _correction(correction)
+
+    def _timestamps(self):
+        """`ts` with the correction applied."""
+        return self.correction(self.channels["ts"].read(start=0, samples=-1))
+
+    @cached_property
+    def filesize(self):
+        """Bytes on disk, every channel."""
+        return sum(c.filesize for c in self.channels.values())
+
+    @cached_property
+    def datarate(self):
+        """Bytes per second of recording."""
+        return self.filesize / self.duration
+
+    def __len__(self):
+        return os.stat(os.path.join(self.path, "ts")).st_size // 8
+
+    def __repr__(self):
+        return "{}({}: [{}])".format(type(self).__name__, self.path, ", ".join(self.channels))
+
+
+class DynamicSensor(Sensor):
+    """Any sensor: `sensor[i]` is `{channel: (window, *shape) array}` for every channel
+    (`ts` included, uncorrected), or for the channels in `subset`; `metadata.timestamps`
+    are the corrected `ts`."""
+
+    def __init__(self, path, create=False, exist_ok=False, subset=None, correction=None, past=0, future=0):
+        if create:
+            raise NotImplementedError(f"{path}: roverlog.redrover reads traces; create sensors with the roverlog daemon or roverlog.Driver")
+        super().__init__(path=path, correction=correction, past=past, future=future)
+        self.subset = subset
+
+    @cached_property
+    def metadata(self):
+        if "ts" not in self.channels:
+            warnings.warn(f"Sensor metadata does not contain 'ts' channel: {self.path}.")
+            return generic.Metadata(timestamps=np.array([], dtype=np.float64))
+        return generic.Metadata(timestamps=self._timestamps())
+
+    def __getitem__(self, index):
+        if isinstance(index, str):
+            return self.channels[index]
+        names = self.channels if self.subset is None else self.subset
+        return {k: self.channels[k].read(index - self.past, samples=self.window) for k in names}

@@ -1,0 +1,272 @@
+//! `roverlog rosbag` (issue 28): a trace with a real-shaped Ouster `lidar.json` (128 beams,
+//! 2048 columns), staggered depth frames and an IMU, written as a ROS 1 bag and as a ROS 2
+//! MCAP bag, read back by the `rosbags` package (and `mcap` + `mcap-ros2-support`):
+//! `tests/py/rosbag_check.py` compares topics, types, definitions and hashes, counts, frame
+//! ids, stamps (upstream's timestamp models), IMU fields (orientation against scipy and a hand
+//! computation) and every point against its own numpy projection from the Ouster formulas.
+
+use crate::support::common;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use common::{roverlog, run_python};
+use roverlog_core::format::meta::ChannelFormat;
+use roverlog_core::format::{DType, SensorWriter, WriterOptions};
+use serde_json::{json, Value};
+
+const T0: f64 = 1.7e9;
+const BEAMS: usize = 128;
+const COLUMNS: usize = 2048;
+const FRAMES: usize = 9;
+const IMU_SAMPLES: usize = 130;
+
+/// An OS1-128's `lidar.json` in ouster-sdk's layout (the keys the projection does not read
+/// too): altitudes spread over +-22.5 degrees, the azimuth offsets and stagger of four beam
+/// columns, the beam origin 15.8 mm off the axis, the sensor frame flipped about z and lifted.
+fn lidar_json() -> Value {
+    let alt: Vec<f64> = (0..BEAMS)
+        .map(|b| 22.5 - 45.0 * (b as f64 / (BEAMS - 1) as f64).powf(1.05))
+        .collect();
+    let az: Vec<f64> = (0..BEAMS)
+        .map(|b| [4.23, 1.41, -1.41, -4.23][b % 4] + 0.01 * (b / 4) as f64)
+        .collect();
+    let shift: Vec<i64> = (0..BEAMS).map(|b| [72, 24, -24, -72][b % 4]).collect();
+    json!({
+        "sensor_info": {"prod_line": "OS-1-128", "prod_sn": "992109000000",
+                        "build_rev": "v2.3.0", "status": "RUNNING"},
+        "config_params": {"lidar_mode": "2048x10", "udp_port_lidar": 7502},
+        "lidar_data_format": {
+            "pixels_per_column": BEAMS,
+            "columns_per_frame": COLUMNS,
+            "pixel_shift_by_row": shift,
+            "column_window": [0, COLUMNS - 1],
+            "udp_profile_lidar": "RNG19_RFL8_SIG16_NIR16",
+            "fps": 10,
+        },
+        "beam_intrinsics": {
+            "beam_altitude_angles": alt,
+            "beam_azimuth_angles": az,
+            "beam_to_lidar_transform": [1, 0, 0, 15.806, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1],
+            "lidar_origin_to_beam_origin_mm": 15.806,
+        },
+        "lidar_intrinsics": {
+            "lidar_to_sensor_transform": [-1, 0, 0, 0, 0, -1, 0, 0, 0, 0, 1, 36.18, 0, 0, 0, 1],
+        },
+        "imu_intrinsics": {
+            "imu_to_sensor_transform": [1, 0, 0, 6.253, 0, 1, 0, -11.775, 0, 0, 1, 7.645, 0, 0, 0, 1],
+        },
+    })
+}
+
+/// Frame `f`: a smooth scene (2-40 m) with no-return pixels and a few returns under 0.5 m.
+fn frame(f: usize) -> Vec<u16> {
+    (0..BEAMS * COLUMNS)
+        .map(|p| {
+            let (b, c) = (p / COLUMNS, p % COLUMNS);
+            let h = (p as u64 + 977 * f as u64).wrapping_mul(2_654_435_761) % 1000;
+            if h < 90 {
+                0
+            } else if h < 100 {
+                100 + h as u16 * 3
+            } else {
+                let wave = ((c as f64 / 97.0 + f as f64 * 0.1).sin() + 1.0) * 9000.0;
+                (2000.0 + wave + b as f64 * 120.0 + h as f64) as u16
+            }
+        })
+        .collect()
+}
+
+fn le<T: Copy>(v: &[T], f: impl Fn(T) -> Vec<u8>) -> Vec<u8> {
+    v.iter().flat_map(|&x| f(x)).collect()
+}
+
+/// The trace `root/t`; the frames also go raw to `root/frames.u2` for the checker.
+fn trace(root: &Path) -> PathBuf {
+    let t = root.join("t");
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(t.join("config.yaml"), "{}\n").unwrap();
+    let opts = WriterOptions::default();
+    let mut w = SensorWriter::create(
+        &t.join("lidar"),
+        common::sensor_meta(
+            &[("rng", ChannelFormat::Lzmaf, DType::U2, vec![BEAMS, COLUMNS])],
+            "Range, in millimeters",
+        ),
+        &opts,
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    // 10 Hz with receive jitter and one dropped frame (after the 5th): `discretize` keeps
+    // the gap at two periods.
+    for f in 0..FRAMES {
+        let k = if f < 5 { f } else { f + 1 };
+        let jitter = [0.0021, -0.0013, 0.0007, 0.0, -0.0024][f % 5];
+        let bytes = le(&frame(f), |x: u16| x.to_le_bytes().to_vec());
+        w.append(T0 + 0.1 * k as f64 + jitter, &[&bytes]).unwrap();
+        raw.extend_from_slice(&bytes);
+    }
+    w.finish().unwrap();
+    std::fs::write(root.join("frames.u2"), raw).unwrap();
+    std::fs::write(
+        t.join("lidar/lidar.json"),
+        serde_json::to_string_pretty(&lidar_json()).unwrap(),
+    )
+    .unwrap();
+
+    let v3 = |n: &'static str| (n, ChannelFormat::Raw, DType::F4, vec![3]);
+    let mut w = SensorWriter::create(
+        &t.join("imu"),
+        common::sensor_meta(&[v3("rot"), v3("acc"), v3("avel")], "imu"),
+        &opts,
+    )
+    .unwrap();
+    for i in 0..IMU_SAMPLES {
+        let x = i as f32;
+        // The first triple is a known one: 0.3, -0.2, 1.1 rad.
+        let rot = [0.3 + 0.01 * x, -0.2 - 0.002 * x, 1.1 - 0.005 * x];
+        let acc = [0.1 * x.sin(), 0.05, 9.81 + 0.01 * x];
+        let avel = [0.001 * x, -0.002, 0.03 * x.cos()];
+        let f4 = |a: [f32; 3]| le(&a, |v: f32| v.to_le_bytes().to_vec());
+        let jitter = ((i * 7919) % 11) as f64 * 1e-4;
+        w.append(
+            T0 - 0.05 + 0.01 * i as f64 + jitter,
+            &[&f4(rot), &f4(acc), &f4(avel)],
+        )
+        .unwrap();
+    }
+    w.finish().unwrap();
+    t
+}
+
+fn check(bag: &Path, format: &str, trace: &Path, frames: &Path, min_range: &str) -> Value {
+    let script = std::fs::read_to_string(common::root().join("tests/py/rosbag_check.py")).unwrap();
+    let py_dir = common::root().join("tests/py");
+    let out = run_python(
+        &script,
+        &[
+            bag.as_os_str(),
+            OsStr::new(format),
+            trace.as_os_str(),
+            frames.as_os_str(),
+            OsStr::new(min_range),
+            py_dir.as_os_str(),
+        ],
+    );
+    serde_json::from_str(out.trim()).unwrap()
+}
+
+fn os(s: &str) -> &OsStr {
+    OsStr::new(s)
+}
+
+#[test]
+fn lidar_and_imu_read_back_from_ros1_and_ros2_bags() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path());
+    let frames = dir.path().join("frames.u2");
+
+    // Upstream's default output and `--min_range` spelling.
+    let r = roverlog(&[os("rosbag"), t.as_os_str(), os("--min_range"), os("0.5")]);
+    assert!(r.ok(), "{}", r.text());
+    let bag = t.join("_scratch/lidar.bag");
+    assert!(r.text().contains("/points2: 9 messages"), "{}", r.text());
+    let s = check(&bag, "bag", &t, &frames, "0.5");
+    assert_eq!(
+        (s["imu"].as_u64(), s["points2"].as_u64()),
+        (Some(130), Some(9))
+    );
+    let near = s["points"].as_u64().unwrap();
+
+    // No minimum: only the pixels with no return go.
+    let all = dir.path().join("all.bag");
+    let r = roverlog(&[os("rosbag"), t.as_os_str(), os("--out"), all.as_os_str()]);
+    assert!(r.ok(), "{}", r.text());
+    let s = check(&all, "bag", &t, &frames, "none");
+    let every = s["points"].as_u64().unwrap();
+    assert!(
+        every > near && every < (FRAMES * BEAMS * COLUMNS) as u64,
+        "{near} {every}"
+    );
+
+    // ROS 2: a rosbag2 directory with MCAP storage, read by rosbags and by mcap-ros2-support.
+    let r = roverlog(&[
+        os("rosbag"),
+        t.as_os_str(),
+        os("--format"),
+        os("mcap"),
+        os("--min-range"),
+        os("0.5"),
+    ]);
+    assert!(r.ok(), "{}", r.text());
+    let ros2 = t.join("_scratch/lidar");
+    assert!(ros2.join("lidar.mcap").is_file() && ros2.join("metadata.yaml").is_file());
+    let s = check(&ros2, "mcap", &t, &frames, "0.5");
+    assert_eq!(s["points"].as_u64(), Some(near));
+    assert_eq!(s["mcap_ros2"]["/points2"].as_u64(), Some(9));
+}
+
+#[test]
+fn bad_input_is_named_and_leaves_no_bag() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path());
+    let out = dir.path().join("x.bag");
+    let run = |extra: &[&OsStr]| {
+        let mut args = vec![os("rosbag"), t.as_os_str(), os("--out"), out.as_os_str()];
+        args.extend_from_slice(extra);
+        roverlog(&args)
+    };
+
+    // An existing output is refused and left alone.
+    std::fs::write(&out, b"keep").unwrap();
+    let r = run(&[]);
+    assert_eq!(r.code, 2, "{}", r.text());
+    assert!(r.stderr.contains("already exists"), "{}", r.stderr);
+    assert_eq!(std::fs::read(&out).unwrap(), b"keep");
+    std::fs::remove_file(&out).unwrap();
+
+    let r = run(&[os("--imu"), os("gps")]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no imu sensor \"gps\""), "{}", r.stderr);
+
+    // A lidar.json without a key the projection needs.
+    let json = t.join("lidar/lidar.json");
+    let mut v = lidar_json();
+    v["beam_intrinsics"]
+        .as_object_mut()
+        .unwrap()
+        .remove("beam_azimuth_angles");
+    std::fs::write(&json, v.to_string()).unwrap();
+    let r = run(&[]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("lidar.json") && r.stderr.contains("beam_intrinsics.beam_azimuth_angles"),
+        "{}",
+        r.stderr
+    );
+
+    // Intrinsics for another frame size than the depth channel's.
+    let mut v = lidar_json();
+    v["lidar_data_format"]["columns_per_frame"] = json!(1024);
+    std::fs::write(&json, v.to_string()).unwrap();
+    let r = run(&[]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("rng") && r.stderr.contains("[128, 2048]"),
+        "{}",
+        r.stderr
+    );
+
+    std::fs::remove_file(&json).unwrap();
+    let r = run(&[]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("lidar.json: missing"), "{}", r.stderr);
+
+    assert!(!out.exists());
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
