@@ -21,7 +21,8 @@
 //! aligns the columns for image views, as upstream's `Destagger`.
 //!
 //! Which points are kept is upstream's `PointCloud` rule: with a minimum range, those whose
-//! float32 norm is at least that far; without one, those that are not the origin. Points come
+//! float32 norm is at least that far; without one, those that are not the origin; never one
+//! with a NaN coordinate (a float frame's NaN or infinite range). Points come
 //! beam by beam, column by column.
 
 use std::path::{Path, PathBuf};
@@ -320,13 +321,15 @@ impl Geometry {
 }
 
 /// Upstream's `PointCloud` selection: at least `min_range` away (float32 norm, summed in
-/// numpy's order), or, without a minimum, anything but the origin.
+/// numpy's order), or, without a minimum, anything but the origin; never a point with a NaN
+/// coordinate (from a NaN or infinite range of a float frame).
 #[inline]
 fn keep(p: [f32; 3], min_range: Option<f32>) -> bool {
-    match min_range {
+    let far = match min_range {
         Some(m) => ((p[0] * p[0] + p[1] * p[1]) + p[2] * p[2]).sqrt() >= m,
         None => p != [0.0; 3],
-    }
+    };
+    far && !(p[0].is_nan() || p[1].is_nan() || p[2].is_nan())
 }
 
 /// The per-pixel table for one `lidar.json`: built once, then any number of frames are
