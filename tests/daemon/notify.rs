@@ -233,6 +233,11 @@ fn watchdog_pings_go_on_while_one_huge_lzmaf_frame_compresses() {
     let (mut c, r) = d.connect(&hello);
     assert_eq!(r["ok"], true, "{r}");
     let data = noise(N, 0x2545_f491_4f6c_dd1d);
+    // The frame takes ~8 s to compress in a debug build on an idle machine, over 30 s (the
+    // support driver's read bound) at load 20.
+    c.stream
+        .set_read_timeout(Some(Duration::from_secs(180)))
+        .unwrap();
     let sent = Instant::now();
     c.send(&frame(1.0, None, &[(&data, false)]));
     assert_eq!(c.sync(), 1);
