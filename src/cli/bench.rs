@@ -25,7 +25,9 @@ use roverlog_daemon::Config;
 mod child;
 mod dashboard;
 mod foxglove;
+mod peers;
 mod report;
+pub(super) mod rig;
 mod scenario;
 
 use scenario::{check_data, python_writer, run_scenario};
@@ -63,6 +65,12 @@ const PER_WRITE: usize = 256;
 /// write()), lzmaf (256 KiB frames compressed, vs a 20 Hz lidar), dashboard (the imu load
 /// with a client polling the daemon's dashboard at 10 Hz vs none, alternating rounds),
 /// foxglove (the imu load with a client subscribed to the whole live Foxglove feed vs none).
+/// rig (run alone, not by default: `--only rig`): the red-rover rig's four sensors (camera
+/// 1920x1080 JPEG at 30 Hz, lidar 128x2048 rfl/nir/rng lzmaf at 10 Hz, radar iq at 20 Hz,
+/// imu at 100 Hz) as separate driver processes pushing --rig-seconds of the rig as fast as
+/// the daemon takes them, then the same samples through upstream roverd's Python writers
+/// (--upstream-python) or, without it, scripts/bench/python_writer.py's stdlib imitation;
+/// its last line: x real time, daemon CPU s per rig s, the writers' figures, drops, peak RSS.
 /// The daemon's resident memory is sampled throughout and compared with its configured
 /// budgets.
 ///
@@ -97,9 +105,20 @@ pub struct Args {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
-    /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf.
+    /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf,
+    /// dashboard, foxglove; or rig (alone).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// rig: seconds of the rig to record (default 60; 2 with --quick, which also makes the
+    /// frames tiny).
+    #[arg(long, value_name = "SECONDS")]
+    rig_seconds: Option<f64>,
+    /// rig: a Python where `import roverd` (upstream's format package, with opencv) works,
+    /// e.g. /tmp/venv/bin/python; its writers are measured on the same samples. Default:
+    /// $ROVERLOG_UPSTREAM_PYTHON; without either, scripts/bench/python_writer.py's stdlib
+    /// imitation is measured instead (the report says so).
+    #[arg(long, value_name = "PYTHON")]
+    upstream_python: Option<PathBuf>,
     /// Python with numpy for the upstream-style baseline. Default: scripts/py-env.sh's venv.
     #[arg(long)]
     python: Option<PathBuf>,
@@ -333,6 +352,12 @@ pub fn main(args: Args) -> ExitCode {
 }
 
 fn run(args: Args) -> Result<bool> {
+    if args.only.iter().any(|s| s == "rig") {
+        if args.only.len() > 1 {
+            bail!("the rig scenario runs alone (--only rig): its report is its own");
+        }
+        return rig::run(&args);
+    }
     let selected: Vec<&'static str> = if args.only.is_empty() {
         SCENARIOS.to_vec()
     } else {
@@ -341,7 +366,7 @@ fn run(args: Args) -> Result<bool> {
             match SCENARIOS.iter().find(|s| **s == name.as_str()) {
                 Some(s) => v.push(*s),
                 None => bail!(
-                    "unknown scenario {name:?} (known: {})",
+                    "unknown scenario {name:?} (known: {}, rig)",
                     SCENARIOS.join(", ")
                 ),
             }

@@ -16,6 +16,7 @@ pub mod baselines;
 pub mod disk;
 pub mod load;
 pub mod procfs;
+pub mod rig;
 
 pub use roverlog_core::noise;
 
