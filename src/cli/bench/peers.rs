@@ -91,9 +91,7 @@ pub(super) fn run_together(
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         format!("its log {}:\n{}", p.log.display(), tail.join("\n"))
     };
-    let failed = |p: &Peer, why: &str| {
-        anyhow::anyhow!("{what} {}: {why}; {}", p.name, log_of(p))
-    };
+    let failed = |p: &Peer, why: &str| anyhow::anyhow!("{what} {}: {why}; {}", p.name, log_of(p));
 
     let mut ready = vec![false; peers.len()];
     let until = Instant::now() + READY_WITHIN;
@@ -102,7 +100,10 @@ pub(super) fn run_together(
         match rx.recv_timeout(left) {
             Ok(Line::Out(i, l, _)) if l.trim() == "ready" => ready[i] = true,
             Ok(Line::Out(i, l, _)) => {
-                return Err(failed(&peers[i], &format!("printed {l:?} before \"ready\"")))
+                return Err(failed(
+                    &peers[i],
+                    &format!("printed {l:?} before \"ready\""),
+                ))
             }
             Ok(Line::Eof(i)) => return Err(failed(&peers[i], "exited before it was ready")),
             Err(_) => {

@@ -73,13 +73,7 @@ fn drive(a: &DriverArgs) -> Result<()> {
         bail!("unknown stream {:?} (camera, lidar, radar, imu)", a.stream);
     };
     let dims = Dims::of(a.tiny);
-    let session = Session::connect(
-        &a.socket,
-        stream,
-        &dims,
-        &a.frames,
-        a.trace_dir.as_deref(),
-    )?;
+    let session = Session::connect(&a.socket, stream, &dims, &a.frames, a.trace_dir.as_deref())?;
     println!("ready");
     let mut go = String::new();
     std::io::stdin().read_line(&mut go)?;
@@ -312,9 +306,9 @@ fn run_ours(
     let daemon_cpu = procfs::cpu_seconds(pid).unwrap_or(0.0) - cpu0;
     let during = sampler.take_max();
     let status = ctl(&cfg.sockets.control, json!({"cmd": "status"}))?;
-    let drops_status = status["sensors"]
-        .as_object()
-        .map_or(0, |m| m.values().map(|s| s["drops"].as_u64().unwrap_or(0)).sum());
+    let drops_status = status["sensors"].as_object().map_or(0, |m| {
+        m.values().map(|s| s["drops"].as_u64().unwrap_or(0)).sum()
+    });
     let hwm = procfs::status_bytes(pid, "VmHWM").unwrap_or(0);
     drop(sampler);
     let exit = daemon.stop()?;

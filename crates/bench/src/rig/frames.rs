@@ -207,15 +207,9 @@ pub fn camera_image(w: usize, h: usize, k: u64) -> Vec<u8> {
             [g as u8, g as u8, (g + 5.0) as u8],
         );
         // Dashes move towards the camera from frame to frame.
-        if ((t * 12.0).powf(0.6) * 6.0 + k as f64 * 0.7) as u64 % 2 == 0 {
+        if (((t * 12.0).powf(0.6) * 6.0 + k as f64 * 0.7) as u64).is_multiple_of(2) {
             let lw = 1.0 + wf * 0.006 * t;
-            c.rect(
-                vx - lw,
-                y as f64,
-                vx + lw,
-                y as f64 + 1.0,
-                [235, 235, 220],
-            );
+            c.rect(vx - lw, y as f64, vx + lw, y as f64 + 1.0, [235, 235, 220]);
         }
     }
     // Buildings on both sides, with window grids; their positions drift with k.
@@ -232,9 +226,13 @@ pub fn camera_image(w: usize, h: usize, k: u64) -> Vec<u8> {
             wf - along - bw + shift * 0.5
         };
         let base = horizon as f64 + hf * 0.05;
-        let col: [u8; 3] = std::array::from_fn(|i| (90.0 + 120.0 * unit(seed + 4 + i as u64)) as u8);
+        let col: [u8; 3] =
+            std::array::from_fn(|i| (90.0 + 120.0 * unit(seed + 4 + i as u64)) as u8);
         c.rect(x, base - bh, x + bw, base, col);
-        let (nx, ny) = (3 + (unit(seed + 8) * 5.0) as usize, 4 + (unit(seed + 9) * 8.0) as usize);
+        let (nx, ny) = (
+            3 + (unit(seed + 8) * 5.0) as usize,
+            4 + (unit(seed + 9) * 8.0) as usize,
+        );
         let (cw, ch) = (bw / nx as f64, bh / ny as f64);
         for i in 0..nx {
             for j in 0..ny {
@@ -257,7 +255,8 @@ pub fn camera_image(w: usize, h: usize, k: u64) -> Vec<u8> {
         let cw = wf * (0.08 + 0.05 * unit(seed));
         let cx = wf * (0.2 + 0.6 * unit(seed + 1));
         let cy = hf * (0.62 + 0.25 * unit(seed + 2));
-        let col: [u8; 3] = std::array::from_fn(|i| (40.0 + 200.0 * unit(seed + 3 + i as u64)) as u8);
+        let col: [u8; 3] =
+            std::array::from_fn(|i| (40.0 + 200.0 * unit(seed + 3 + i as u64)) as u8);
         c.rect(cx, cy - cw * 0.35, cx + cw, cy, col);
         c.rect(
             cx + cw * 0.2,
@@ -450,7 +449,7 @@ pub fn radar_frame(shape: &[usize; 4], k: u64) -> Vec<u8> {
     let targets: Vec<(f64, f64, f64, f64)> = (0..4u64)
         .map(|t| {
             (
-                0.02 + 0.4 * unit(t * 5 + k),  // beat frequency, cycles per sample
+                0.02 + 0.4 * unit(t * 5 + k),   // beat frequency, cycles per sample
                 0.05 * (unit(t * 5 + 1) - 0.5), // doppler, cycles per chirp
                 TAU * unit(t * 5 + 2),          // angle phase step per antenna
                 400.0 + 1500.0 * unit(t * 5 + 3),
@@ -477,7 +476,8 @@ pub fn radar_frame(shape: &[usize; 4], k: u64) -> Vec<u8> {
 /// IMU sample `k` (100 Hz): `rot`, `acc`, `avel`, each three f4 (little-endian).
 pub fn imu_sample(k: u64) -> Vec<Vec<u8>> {
     let t = k as f64 / 100.0;
-    let f4 = |v: [f64; 3]| -> Vec<u8> { v.iter().flat_map(|x| (*x as f32).to_le_bytes()).collect() };
+    let f4 =
+        |v: [f64; 3]| -> Vec<u8> { v.iter().flat_map(|x| (*x as f32).to_le_bytes()).collect() };
     vec![
         f4([
             0.02 * (t * 0.7).sin(),
@@ -537,7 +537,9 @@ mod tests {
             .collect();
         // Sky (no return) in the upper beams, ground returns in the lower ones.
         assert!(rng[..cols].iter().filter(|&&r| r == 0).count() > cols / 4);
-        assert!(rng[(rows - 1) * cols..].iter().all(|&r| r > 1000 && r < 10_000));
+        assert!(rng[(rows - 1) * cols..]
+            .iter()
+            .all(|&r| r > 1000 && r < 10_000));
         // Not noise: .xz preset 0 finds structure in every channel.
         for c in &f {
             let packed = roverlog_core::format::lzma::compress(c, 0).len();
@@ -555,7 +557,12 @@ mod tests {
         assert_eq!(&jpg[..2], &[0xff, 0xd8]);
         // Random pixels at quality 90 take more than half their raw size; a scene far less.
         assert!(jpg.len() * 6 < a.len(), "{} of {}", jpg.len(), a.len());
-        assert!(jpg.len() * 40 > a.len(), "{} of {}: too flat", jpg.len(), a.len());
+        assert!(
+            jpg.len() * 40 > a.len(),
+            "{} of {}: too flat",
+            jpg.len(),
+            a.len()
+        );
         assert_ne!(camera_image(w, h, 1), a);
     }
 

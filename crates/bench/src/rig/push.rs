@@ -97,15 +97,10 @@ impl Session {
             self.driver.send(t0 + seq as f64 / hz, Some(seq), &parts)?;
             bytes += parts.iter().map(|p| p.len() as u64).sum::<u64>();
         }
+        // Fewer durable than sent is the daemon's drops (queue_policy "drop"): reported, for
+        // the bench to count and fail on, not an error here.
         let durable = self.driver.sync()?;
         let (elapsed, cpu) = (start.elapsed(), cpu_time().saturating_sub(cpu0));
-        if durable < self.resumed_from + samples {
-            return Err(Error::Protocol(format!(
-                "rig stream {}: durable {durable} after sending {samples} samples on top of {}",
-                self.stream.name(),
-                self.resumed_from
-            )));
-        }
         Ok(PushReport {
             sensor: self.stream.name().to_string(),
             resumed_from: self.resumed_from,
