@@ -76,8 +76,8 @@ const PER_WRITE: usize = 256;
 ///
 /// Exit codes: 0 every scenario ran and the data checks passed (targets may be missed: that
 /// is reported, not an error); 1 a scenario failed, data was lost, or the daemon did not exit
-/// 0 (with --disk: no fsync interval holds --load-mbps); 2 bad arguments or the daemon could
-/// not be started.
+/// 0 (with --disk: no fsync interval holds --load-mbps; with rig: a frame was dropped); 2 bad
+/// arguments, the daemon could not be started, or (rig) one of our driver processes failed.
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -133,8 +133,8 @@ pub struct Args {
     /// '{"fsync": "on_request"}': to see what a setting costs.
     #[arg(long, value_name = "JSON")]
     daemon_config: Option<String>,
-    /// Alternating rounds (baseline, daemon) in the large, direct and imu scenarios; more
-    /// rounds average out more noise. Default 3 (1 with --quick).
+    /// Alternating rounds (baseline, daemon) in the large, direct, imu and rig scenarios; more
+    /// rounds average out more noise. Default 3 (1 with --quick; 1 for rig).
     #[arg(long)]
     rounds: Option<usize>,
 }

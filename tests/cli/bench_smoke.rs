@@ -217,14 +217,17 @@ fn the_rig_line_parses() {
     assert!(parse_rig_line("rig: fast").is_none());
 }
 
-/// `bench --only rig --quick`: two rig seconds of tiny frames from four driver processes
-/// through the real daemon, then through the stdlib Python writers (no upstream install in
-/// CI, which the report says); every sample on disk, nothing dropped. No speed is asserted.
+/// `bench --only rig --quick --rounds 2`: two rounds (ours first, then theirs first) of two
+/// rig seconds of tiny frames from four driver processes through the real daemon, and
+/// through the stdlib Python writers (no upstream install in CI, which the report says);
+/// every sample on disk, nothing dropped. No speed is asserted.
 #[test]
 fn quick_rig_records_every_stream_without_drops() {
     let base = tempfile::tempdir().unwrap();
     let out = Command::new(common::roverlog_bin())
-        .args(["bench", "--only", "rig", "--quick", "--dir"])
+        .args([
+            "bench", "--only", "rig", "--quick", "--rounds", "2", "--dir",
+        ])
         .arg(base.path())
         .arg("--python")
         .arg(common::python())
@@ -255,8 +258,8 @@ fn quick_rig_records_every_stream_without_drops() {
         stdout.contains("upstream roverd not used") && stdout.contains("ROVERLOG_UPSTREAM_PYTHON"),
         "{stdout}"
     );
-    // Every stream has its row, with the samples of two rig seconds.
-    for (stream, samples) in [("camera", 60), ("lidar", 20), ("radar", 40), ("imu", 200)] {
+    // Every stream has its row, with the samples of two rounds of two rig seconds.
+    for (stream, samples) in [("camera", 120), ("lidar", 40), ("radar", 80), ("imu", 400)] {
         let row = stdout
             .lines()
             .find(|r| r.starts_with(&format!("| {stream} |")))

@@ -87,40 +87,65 @@ fn drive(a: &DriverArgs) -> Result<()> {
     Ok(())
 }
 
-/// One side's run: per stream its result, and all of it together.
+/// One side's runs: per round, per stream its result.
 struct Side {
     label: String,
-    streams: Vec<Finished>,
+    rounds: Vec<Vec<Finished>>,
 }
 
 impl Side {
-    /// Rig seconds per wall second: the slowest stream decides.
-    fn x_real_time(&self, seconds: f64) -> f64 {
-        let wall = self
-            .streams
+    /// One round's wall time: the slowest stream decides.
+    fn round_wall(round: &[Finished]) -> f64 {
+        round
             .iter()
             .map(|f| f.after)
             .max()
-            .unwrap_or_default();
-        seconds / wall.as_secs_f64().max(1e-9)
+            .unwrap_or_default()
+            .as_secs_f64()
     }
 
-    /// The writers' own CPU seconds (what each process reported).
-    fn own_cpu(&self) -> f64 {
-        self.streams
+    /// Rig seconds per wall second over every round.
+    fn x_real_time(&self, seconds: f64) -> f64 {
+        let wall: f64 = self.rounds.iter().map(|r| Side::round_wall(r)).sum();
+        seconds * self.rounds.len() as f64 / wall.max(1e-9)
+    }
+
+    fn own_cpu_of(round: &[Finished]) -> f64 {
+        round
             .iter()
             .map(|f| f.result["cpu_seconds"].as_f64().unwrap_or(0.0))
             .sum()
+    }
+
+    /// The writers' own CPU seconds over every round (what each process reported).
+    fn own_cpu(&self) -> f64 {
+        self.rounds.iter().map(|r| Side::own_cpu_of(r)).sum()
+    }
+
+    /// One stream's samples, wall seconds and own CPU seconds over every round.
+    fn stream(&self, name: &str) -> (u64, f64, f64) {
+        let of = self.rounds.iter().flatten().filter(|f| f.name == name);
+        of.fold((0, 0.0, 0.0), |(n, w, c), f| {
+            (
+                n + f.result["samples"].as_u64().unwrap_or(0),
+                w + f.after.as_secs_f64(),
+                c + f.result["cpu_seconds"].as_f64().unwrap_or(0.0),
+            )
+        })
     }
 
     fn to_json(&self, seconds: f64) -> Value {
         json!({
             "label": self.label,
             "x_real_time": self.x_real_time(seconds),
-            "streams": self.streams.iter().map(|f| json!({
-                "stream": f.name, "wall_seconds": f.after.as_secs_f64(),
-                "x_real_time": seconds / f.after.as_secs_f64().max(1e-9),
-                "result": f.result})).collect::<Vec<_>>(),
+            "rounds": self.rounds.iter().map(|r| json!({
+                "x_real_time": seconds / Side::round_wall(r).max(1e-9),
+                "cpu_seconds": Side::own_cpu_of(r),
+                "streams": r.iter().map(|f| json!({
+                    "stream": f.name, "wall_seconds": f.after.as_secs_f64(),
+                    "x_real_time": seconds / f.after.as_secs_f64().max(1e-9),
+                    "result": f.result})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
         })
     }
 }
@@ -132,26 +157,74 @@ pub(super) fn run(args: &Args) -> Result<bool> {
     if !(seconds.is_finite() && seconds > 0.0) {
         bail!("--rig-seconds must be positive, got {seconds}");
     }
+    let rounds = match args.rounds {
+        Some(0) => bail!("--rounds must be at least 1"),
+        Some(n) => n,
+        None => 1,
+    };
     let dims = Dims::of(args.quick);
     let work = make_work_dir(args.dir.as_deref())?;
     let load_before = load_average();
     progress(&format!(
-        "rig: {seconds} rig seconds, working in {}",
+        "rig: {seconds} rig seconds x {rounds} round(s), working in {}",
         work.display()
     ));
     let frames_dir = work.join("frames");
     progress("rig: making the frames (JPEG-encoding the camera's)");
     let pool = frames::write_pool(&frames_dir, &dims)?;
 
-    let ours = run_ours(args, &work, &frames_dir, &dims, seconds)?;
-    let theirs = run_python(args, &work, &frames_dir, seconds);
-    if let Err(e) = &theirs.1 {
-        progress(&format!("rig: the Python writers failed: {e:#}"));
+    // Rounds alternate which side goes first, so drift in the machine's load hits both.
+    let kind = peer_kind(args);
+    let (mut ours, mut theirs): (Option<Ours>, Option<Result<Side>>) = (None, None);
+    for round in 0..rounds {
+        let mut theirs_round = None;
+        if round % 2 == 1 {
+            theirs_round = Some(run_python(args, &kind, &work, &frames_dir, seconds, round));
+        }
+        let o = run_ours(args, &work, &frames_dir, &dims, seconds, round)?;
+        let t = match theirs_round {
+            Some(t) => t,
+            None => run_python(args, &kind, &work, &frames_dir, seconds, round),
+        };
+        if let Err(e) = &t {
+            progress(&format!("rig: the Python writers failed: {e:#}"));
+        }
+        progress(&format!(
+            "rig: round {}: ours {:.2}x real time, {:.2} daemon CPU s per rig s; theirs {}",
+            round + 1,
+            o.side.x_real_time(seconds),
+            o.daemon_cpu / seconds,
+            match &t {
+                Ok(t) => format!(
+                    "{:.2}x, {:.2} CPU s",
+                    t.x_real_time(seconds),
+                    t.own_cpu() / seconds
+                ),
+                Err(_) => "failed".into(),
+            }
+        ));
+        match &mut ours {
+            None => ours = Some(o),
+            Some(acc) => acc.absorb(o),
+        }
+        theirs = Some(match (theirs, t) {
+            (None, t) => t,
+            (Some(Ok(mut acc)), Ok(t)) => {
+                acc.rounds.extend(t.rounds);
+                Ok(acc)
+            }
+            (Some(Err(e)), _) | (Some(Ok(_)), Err(e)) => Err(e),
+        });
     }
+    let (ours, theirs) = (
+        ours.expect("at least one round"),
+        (kind, theirs.expect("at least one round")),
+    );
     let load_after = load_average();
 
+    let total = seconds * rounds as f64;
     let x = ours.side.x_real_time(seconds);
-    let cpu_per_s = ours.daemon_cpu / seconds;
+    let cpu_per_s = ours.daemon_cpu / total;
     let drops = ours.drops_status.max(ours.drops_events);
     let mut failures = ours.failures.clone();
     if drops > 0 {
@@ -160,9 +233,9 @@ pub(super) fn run(args: &Args) -> Result<bool> {
             ours.drops_status, ours.drops_events
         ));
     }
-    let (peer_name, peer_note) = match (&theirs.0, &theirs.1) {
-        (PeerKind::Upstream(_), _) => ("upstream writers", None),
-        (PeerKind::Stdlib(why), _) => (
+    let (peer_name, peer_note) = match &theirs.0 {
+        PeerKind::Upstream(_) => ("upstream writers", None),
+        PeerKind::Stdlib(why) => (
             "stdlib-Python writers",
             Some(format!(
                 "upstream roverd not used ({why}): compared with scripts/bench/python_writer.py's \
@@ -175,7 +248,7 @@ pub(super) fn run(args: &Args) -> Result<bool> {
         Ok(side) => format!(
             "{peer_name} {:.1}x, {:.2} CPU s",
             side.x_real_time(seconds),
-            side.own_cpu() / seconds
+            side.own_cpu() / total
         ),
         Err(e) => format!("{peer_name} unavailable: {}", first_line(&format!("{e:#}"))),
     };
@@ -187,6 +260,7 @@ pub(super) fn run(args: &Args) -> Result<bool> {
     let report = json!({
         "ok": ok,
         "rig_seconds": seconds,
+        "rounds": rounds,
         "tiny": args.quick,
         "dir": work,
         "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
@@ -201,13 +275,13 @@ pub(super) fn run(args: &Args) -> Result<bool> {
             "drivers_cpu_seconds": ours.side.own_cpu(),
             "rss": {"idle_bytes": ours.idle, "during_max_bytes": ours.during, "hwm_bytes": ours.hwm},
             "drops": {"status": ours.drops_status, "events": ours.drops_events},
-            "daemon_exit": ours.exit,
+            "daemon_exits": ours.exits,
             "data_check": ours.checks,
         },
         "peer": match &theirs.1 {
             Ok(side) => json!({"kind": peer_name, "side": side.to_json(seconds),
                                "cpu_seconds": side.own_cpu(),
-                               "cpu_per_rig_second": side.own_cpu() / seconds}),
+                               "cpu_per_rig_second": side.own_cpu() / total}),
             Err(e) => json!({"kind": peer_name, "error": format!("{e:#}")}),
         },
         "peer_note": peer_note,
@@ -247,9 +321,25 @@ struct Ours {
     hwm: u64,
     drops_status: u64,
     drops_events: u64,
-    exit: Option<i32>,
+    exits: Vec<Option<i32>>,
     checks: Vec<Value>,
     failures: Vec<String>,
+}
+
+impl Ours {
+    /// Adds a later round: times and counts add up, memory is the largest.
+    fn absorb(&mut self, o: Ours) {
+        self.side.rounds.extend(o.side.rounds);
+        self.daemon_cpu += o.daemon_cpu;
+        self.idle = self.idle.max(o.idle);
+        self.during = self.during.max(o.during);
+        self.hwm = self.hwm.max(o.hwm);
+        self.drops_status += o.drops_status;
+        self.drops_events += o.drops_events;
+        self.exits.extend(o.exits);
+        self.checks.extend(o.checks);
+        self.failures.extend(o.failures);
+    }
 }
 
 fn epoch_now() -> f64 {
@@ -270,9 +360,12 @@ fn run_ours(
     frames_dir: &Path,
     dims: &Dims,
     seconds: f64,
+    round: usize,
 ) -> Result<Ours> {
-    let (cfg, cfg_path) = write_config(work, "rig", args.daemon_config.as_deref())?;
-    let mut daemon = DaemonChild::start(&cfg, &cfg_path, work, "rig")?;
+    // A fresh daemon and data root per round.
+    let name = format!("rig-{}", round + 1);
+    let (cfg, cfg_path) = write_config(work, &name, args.daemon_config.as_deref())?;
+    let mut daemon = DaemonChild::start(&cfg, &cfg_path, work, &name)?;
     let pid = daemon.child.id();
     let sampler = procfs::RssSampler::start(pid, Duration::from_millis(10));
     std::thread::sleep(Duration::from_millis(500));
@@ -300,7 +393,7 @@ fn run_ours(
         .collect();
     progress("rig: our drivers into the daemon");
     let mut cpu0 = 0.0;
-    let streams = run_together("driver", commands, work, deadline(seconds), || {
+    let streams = run_together(&name, commands, work, deadline(seconds), || {
         cpu0 = procfs::cpu_seconds(pid).unwrap_or(0.0);
     })?;
     let daemon_cpu = procfs::cpu_seconds(pid).unwrap_or(0.0) - cpu0;
@@ -359,7 +452,7 @@ fn run_ours(
     Ok(Ours {
         side: Side {
             label: "roverlog daemon".into(),
-            streams,
+            rounds: vec![streams],
         },
         daemon_cpu,
         idle,
@@ -367,7 +460,7 @@ fn run_ours(
         hwm,
         drops_status,
         drops_events,
-        exit,
+        exits: vec![exit],
         checks,
         failures,
     })
@@ -381,24 +474,29 @@ enum PeerKind {
     Stdlib(String),
 }
 
-fn run_python(
-    args: &Args,
-    work: &Path,
-    frames_dir: &Path,
-    seconds: f64,
-) -> (PeerKind, Result<Side>) {
+fn peer_kind(args: &Args) -> PeerKind {
     let upstream = args
         .upstream_python
         .clone()
         .or_else(|| std::env::var_os(UPSTREAM_ENV).map(PathBuf::from));
-    let kind = match upstream {
+    match upstream {
         Some(py) => PeerKind::Upstream(py),
         None => PeerKind::Stdlib(format!("no --upstream-python or {UPSTREAM_ENV}")),
-    };
-    let r = (|| {
+    }
+}
+
+fn run_python(
+    args: &Args,
+    kind: &PeerKind,
+    work: &Path,
+    frames_dir: &Path,
+    seconds: f64,
+    round: usize,
+) -> Result<Side> {
+    (|| {
         let script = repo_file("scripts/bench/python_writer.py")
             .context("scripts/bench/python_writer.py not found (run from the repository)")?;
-        let (py, label) = match &kind {
+        let (py, label) = match kind {
             PeerKind::Upstream(py) => {
                 let out = Command::new(py)
                     .args(["-c", "import roverd.sensors, cv2"])
@@ -419,7 +517,7 @@ fn run_python(
                 (py, "stdlib-Python writers")
             }
         };
-        let out = work.join("python-rig");
+        let out = work.join(format!("python-rig-{}", round + 1));
         let manifest = frames_dir.join(MANIFEST);
         let t0 = epoch_now();
         let commands = STREAMS
@@ -439,14 +537,14 @@ fn run_python(
             })
             .collect();
         progress(&format!("rig: {label}"));
-        let streams = run_together("python", commands, work, deadline(seconds), || {})?;
+        let what = format!("python-{}", round + 1);
+        let streams = run_together(&what, commands, work, deadline(seconds), || {})?;
         let _ = std::fs::remove_dir_all(&out);
         Ok(Side {
             label: label.into(),
-            streams,
+            rounds: vec![streams],
         })
-    })();
-    (kind, r)
+    })()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -461,8 +559,9 @@ fn print_report(
 ) {
     let (h, w) = dims.camera;
     let (rows, cols) = dims.lidar;
+    let rounds = ours.side.rounds.len();
     println!(
-        "roverlog bench --only rig: {seconds} rig seconds, {} CPUs, load average {} -> {}",
+        "roverlog bench --only rig: {seconds} rig seconds x {rounds} round(s), {} CPUs, load average {} -> {}",
         report["cpus"],
         report["load_average"]["before"].as_str().unwrap_or("?"),
         report["load_average"]["after"].as_str().unwrap_or("?"),
@@ -478,51 +577,40 @@ fn print_report(
     println!();
     println!("| stream | rate | samples | roverlog wall s | x real time | {peer_name} wall s | x real time | their CPU s |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    for (s, f) in STREAMS.iter().zip(&ours.side.streams) {
-        let peer = theirs
-            .1
-            .as_ref()
-            .ok()
-            .and_then(|t| t.streams.iter().find(|p| p.name == f.name));
-        let (pw, px, pc) = match peer {
-            Some(p) => (
-                format!("{:.2}", p.after.as_secs_f64()),
-                format!("{:.2}x", seconds / p.after.as_secs_f64().max(1e-9)),
-                format!("{:.2}", p.result["cpu_seconds"].as_f64().unwrap_or(0.0)),
-            ),
-            None => ("-".into(), "-".into(), "-".into()),
+    let x = |wall: f64| format!("{:.2}x", seconds * rounds as f64 / wall.max(1e-9));
+    for s in STREAMS {
+        let (n, wall, _) = ours.side.stream(s.name());
+        let (pw, px, pc) = match &theirs.1 {
+            Ok(t) => {
+                let (_, pw, pc) = t.stream(s.name());
+                (format!("{pw:.2}"), x(pw), format!("{pc:.2}"))
+            }
+            Err(_) => ("-".into(), "-".into(), "-".into()),
         };
         println!(
-            "| {} | {} Hz | {} | {:.2} | {:.2}x | {pw} | {px} | {pc} |",
-            f.name,
+            "| {} | {} Hz | {n} | {wall:.2} | {} | {pw} | {px} | {pc} |",
+            s.name(),
             s.hz(),
-            f.result["samples"],
-            f.after.as_secs_f64(),
-            seconds / f.after.as_secs_f64().max(1e-9),
+            x(wall),
         );
     }
     println!();
-    let wall = ours
-        .side
-        .streams
-        .iter()
-        .map(|f| f.after)
-        .max()
-        .unwrap_or_default();
+    let wall: f64 = ours.side.rounds.iter().map(|r| Side::round_wall(r)).sum();
     println!(
-        "daemon: {:.1} CPU s over {:.1} wall s ({:.2} cores), RSS idle {}, max sampled {}, peak {}; drivers' own CPU {:.1} s",
+        "daemon: {:.1} CPU s over {wall:.1} wall s ({:.2} cores), RSS idle {}, max sampled {}, peak {}; drivers' own CPU {:.1} s",
         ours.daemon_cpu,
-        wall.as_secs_f64(),
-        ours.daemon_cpu / wall.as_secs_f64().max(1e-9),
+        ours.daemon_cpu / wall.max(1e-9),
         mib(ours.idle),
         mib(ours.during),
         mib(ours.hwm),
         ours.side.own_cpu(),
     );
     if let Ok(t) = &theirs.1 {
+        let wall: f64 = t.rounds.iter().map(|r| Side::round_wall(r)).sum();
         println!(
-            "{peer_name}: {:.1} CPU s (all four processes, producers included)",
-            t.own_cpu()
+            "{peer_name}: {:.1} CPU s over {wall:.1} wall s ({:.2} cores; all four processes, producers included)",
+            t.own_cpu(),
+            t.own_cpu() / wall.max(1e-9)
         );
     }
 }
