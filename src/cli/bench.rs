@@ -27,7 +27,9 @@ mod dashboard;
 mod disk;
 mod foxglove;
 mod full_size;
+mod peers;
 mod report;
+pub(super) mod rig;
 mod scenario;
 mod soak;
 
@@ -78,14 +80,20 @@ const PER_WRITE: usize = 256;
 /// --minutes*60/12 s (at most 5 min), the dashboard polled every second, a live Foxglove
 /// client and an alarm_command, for --minutes; reports false alarms (must be 0) and the
 /// daemon's RSS at start, middle and end.
+/// rig (run alone, not by default: `--only rig`): the red-rover rig's four sensors (camera
+/// 1920x1080 JPEG at 30 Hz, lidar 128x2048 rfl/nir/rng lzmaf at 10 Hz, radar iq at 20 Hz,
+/// imu at 100 Hz) as separate driver processes pushing --rig-seconds of the rig as fast as
+/// the daemon takes them, then the same samples through upstream roverd's Python writers
+/// (--upstream-python) or, without it, scripts/bench/python_writer.py's stdlib imitation;
+/// its last line: x real time, daemon CPU s per rig s, the writers' figures, drops, peak RSS.
 /// The daemon's resident memory is sampled throughout and compared with its configured
 /// budgets.
 ///
 /// Exit codes: 0 every scenario ran and the data checks passed (targets may be missed: that
 /// is reported, not an error); 1 a scenario failed, data was lost, or the daemon did not exit
-/// 0 (with --disk: the disk is slower than --load-mbps, or no fsync interval holds it); 2 bad
-/// arguments or the daemon could
-/// not be started.
+/// 0 (with --disk: the disk is slower than --load-mbps, or no fsync interval holds it;
+/// with rig: a frame was dropped); 2 bad arguments, the daemon could not be started, or
+/// (rig) one of our driver processes failed.
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -121,13 +129,23 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf,
-    /// dashboard, foxglove; or full-size or soak alone.
+    /// dashboard, foxglove; or full-size, soak or rig alone.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// How long `--only soak` runs, minutes (the rotation period is a twelfth of it, at
     /// most 5 minutes).
     #[arg(long, default_value_t = 60.0)]
     minutes: f64,
+    /// rig: seconds of the rig to record (default 60; 2 with --quick, which also makes the
+    /// frames tiny).
+    #[arg(long, value_name = "SECONDS")]
+    rig_seconds: Option<f64>,
+    /// rig: a Python where `import roverd` (upstream's format package, with opencv) works,
+    /// e.g. /tmp/venv/bin/python; its writers are measured on the same samples. Default:
+    /// $ROVERLOG_UPSTREAM_PYTHON; without either, scripts/bench/python_writer.py's stdlib
+    /// imitation is measured instead (the report says so).
+    #[arg(long, value_name = "PYTHON")]
+    upstream_python: Option<PathBuf>,
     /// Python with numpy for the upstream-style baseline. Default: scripts/py-env.sh's venv.
     #[arg(long)]
     python: Option<PathBuf>,
@@ -142,8 +160,8 @@ pub struct Args {
     /// '{"fsync": "on_request"}': to see what a setting costs.
     #[arg(long, value_name = "JSON")]
     daemon_config: Option<String>,
-    /// Alternating rounds (baseline, daemon) in the large, direct and imu scenarios; more
-    /// rounds average out more noise. Default 3 (1 with --quick).
+    /// Alternating rounds (baseline, daemon) in the large, direct, imu and rig scenarios; more
+    /// rounds average out more noise. Default 3 (1 with --quick; 1 for rig).
     #[arg(long)]
     rounds: Option<usize>,
 }
@@ -406,6 +424,12 @@ fn run(args: Args) -> Result<bool> {
         }
         return Ok(ok);
     }
+    if args.only.iter().any(|s| s == "rig") {
+        if args.only.len() > 1 {
+            bail!("the rig scenario runs alone (--only rig): its report is its own");
+        }
+        return rig::run(&args);
+    }
     let selected: Vec<&'static str> = if args.only.is_empty() {
         SCENARIOS.to_vec()
     } else {
@@ -414,7 +438,7 @@ fn run(args: Args) -> Result<bool> {
             match SCENARIOS.iter().find(|s| **s == name.as_str()) {
                 Some(s) => v.push(*s),
                 None => bail!(
-                    "unknown scenario {name:?} (known: {})",
+                    "unknown scenario {name:?} (known: {}, rig)",
                     SCENARIOS.join(", ")
                 ),
             }

@@ -90,6 +90,9 @@ enum Command {
     /// Benchmark the daemon's ingest path against same-run baselines (dd, a socket sink, the
     /// upstream-style Python writer); checks that every sample sent is on disk.
     Bench(bench::Args),
+    /// One stream of `bench --only rig` (started by it, one process per sensor).
+    #[command(hide = true, name = "bench-rig-driver")]
+    BenchRigDriver(bench::rig::DriverArgs),
 }
 
 /// From here on, a reader of stdout that goes away (`| head`) ends the process quietly, like
@@ -135,6 +138,7 @@ pub fn main() -> ExitCode {
         Command::Daemon(a) => return daemon::main(a),
         Command::Ctl(a) => return ctl::main(a),
         Command::Bench(a) => return bench::main(a),
+        Command::BenchRigDriver(a) => return bench::rig::driver_main(a),
         Command::Info(a) => trace_cmds::info(a),
         Command::Validate(a) => trace_cmds::validate(a),
         Command::Recover(a) => trace_cmds::recover(a),

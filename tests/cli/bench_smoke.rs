@@ -163,6 +163,149 @@ fn unknown_scenario_is_a_usage_error() {
 }
 
 #[test]
+fn rig_runs_alone() {
+    assert_usage_error(&["--only", "rig,imu"], "runs alone");
+    assert_usage_error(&["--only", "rig", "--rig-seconds", "0"], "--rig-seconds");
+}
+
+/// The figures of the rig's last line:
+/// `rig: 2.1x real time, 0.71 CPU s per rig s (<writers> 1.3x, 1.12 CPU s), drops 0, peak RSS 180 MiB`.
+#[derive(Debug)]
+struct RigLine {
+    x: f64,
+    cpu: f64,
+    writers: String,
+    writers_x: f64,
+    writers_cpu: f64,
+    drops: u64,
+    rss_mib: f64,
+}
+
+fn parse_rig_line(line: &str) -> Option<RigLine> {
+    let rest = line.strip_prefix("rig: ")?;
+    let (x, rest) = rest.split_once("x real time, ")?;
+    let (cpu, rest) = rest.split_once(" CPU s per rig s (")?;
+    let (writers, rest) = rest.split_once("), drops ")?;
+    let (drops, rss) = rest.split_once(", peak RSS ")?;
+    let (name, figures) = writers.rsplit_once(", ")?;
+    let (name, writers_x) = name.rsplit_once(' ')?;
+    Some(RigLine {
+        x: x.parse().ok()?,
+        cpu: cpu.parse().ok()?,
+        writers: name.to_string(),
+        writers_x: writers_x.strip_suffix('x')?.parse().ok()?,
+        writers_cpu: figures.strip_suffix(" CPU s")?.parse().ok()?,
+        drops: drops.parse().ok()?,
+        rss_mib: rss.strip_suffix(" MiB")?.parse().ok()?,
+    })
+}
+
+#[test]
+fn the_rig_line_parses() {
+    let l = parse_rig_line(
+        "rig: 2.1x real time, 0.71 CPU s per rig s (upstream writers 1.3x, 1.12 CPU s), drops 0, peak RSS 180 MiB",
+    )
+    .unwrap();
+    assert_eq!(
+        (l.x, l.cpu, l.writers.as_str()),
+        (2.1, 0.71, "upstream writers")
+    );
+    assert_eq!(
+        (l.writers_x, l.writers_cpu, l.drops, l.rss_mib),
+        (1.3, 1.12, 0, 180.0)
+    );
+    assert!(parse_rig_line("rig: fast").is_none());
+}
+
+/// `bench --only rig --quick --rounds 2`: two rounds (ours first, then theirs first) of two
+/// rig seconds of tiny frames from four driver processes through the real daemon, and
+/// through the stdlib Python writers (no upstream install in CI, which the report says);
+/// every sample on disk, nothing dropped. No speed is asserted.
+#[test]
+fn quick_rig_records_every_stream_without_drops() {
+    let base = tempfile::tempdir().unwrap();
+    let out = Command::new(common::roverlog_bin())
+        .args([
+            "bench", "--only", "rig", "--quick", "--rounds", "2", "--dir",
+        ])
+        .arg(base.path())
+        .arg("--python")
+        .arg(common::python())
+        .env_remove("ROVERLOG_UPSTREAM_PYTHON")
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "bench failed: {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    let l =
+        parse_rig_line(last).unwrap_or_else(|| panic!("unparsable last line {last:?}\n{stdout}"));
+    assert_eq!(l.drops, 0, "{stdout}");
+    assert_eq!(l.writers, "stdlib-Python writers", "{stdout}");
+    assert!(l.x > 0.0 && l.writers_x > 0.0, "{l:?}");
+    assert!(
+        l.cpu >= 0.0 && l.writers_cpu >= 0.0 && l.rss_mib > 0.0,
+        "{l:?}"
+    );
+    assert!(
+        stdout.contains("upstream roverd not used") && stdout.contains("ROVERLOG_UPSTREAM_PYTHON"),
+        "{stdout}"
+    );
+    // Every stream has its row, with the samples of two rounds of two rig seconds.
+    for (stream, samples) in [("camera", 120), ("lidar", 40), ("radar", 80), ("imu", 400)] {
+        let row = stdout
+            .lines()
+            .find(|r| r.starts_with(&format!("| {stream} |")))
+            .unwrap_or_else(|| panic!("no {stream} row\n{stdout}"));
+        assert!(row.contains(&format!("| {samples} |")), "{row}");
+    }
+    assert_eq!(
+        std::fs::read_dir(base.path()).unwrap().count(),
+        0,
+        "work dir removed"
+    );
+}
+
+/// The drops figure is the daemon's: with `queue_policy` "drop", a small queue and a slow
+/// writer (a test knob), frames are dropped, the line says how many, and the bench fails.
+#[test]
+fn quick_rig_counts_and_fails_on_drops() {
+    let base = tempfile::tempdir().unwrap();
+    let out = Command::new(common::roverlog_bin())
+        .args(["bench", "--only", "rig", "--quick", "--daemon-config"])
+        .arg(r#"{"queue_policy": "drop", "queue_bytes": 16384, "max_frame_bytes": 8192, "debug_write_delay_ms": 5}"#)
+        .arg("--dir")
+        .arg(base.path())
+        .arg("--python")
+        .arg(common::python())
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    let l =
+        parse_rig_line(last).unwrap_or_else(|| panic!("unparsable last line {last:?}\n{stdout}"));
+    assert!(l.drops > 0, "{stdout}");
+    assert!(
+        stdout.contains(&format!("FAILED: {} frames dropped", l.drops)),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn zero_rounds_is_a_usage_error() {
     assert_usage_error(&["--rounds", "0"], "--rounds");
 }

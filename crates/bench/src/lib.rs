@@ -20,6 +20,7 @@ pub mod hour;
 pub mod lidar;
 pub mod load;
 pub mod procfs;
+pub mod rig;
 
 pub use roverlog_core::noise;
 

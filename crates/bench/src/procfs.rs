@@ -22,6 +22,23 @@ fn parse_status_field(text: &str, field: &str) -> Option<u64> {
     })
 }
 
+/// A process's CPU time so far (user + system, all its threads), from `/proc/<pid>/stat`.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    parse_stat_cpu(&text, ticks as f64)
+}
+
+/// `utime` and `stime` are fields 14 and 15; the command name (field 2, in parentheses) may
+/// hold spaces, so fields are counted after its closing parenthesis.
+fn parse_stat_cpu(text: &str, ticks_per_s: f64) -> Option<f64> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let (u, s): (f64, f64) = (f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?);
+    (ticks_per_s > 0.0).then(|| (u + s) / ticks_per_s)
+}
+
 /// Polls a process's `VmRSS` every `period` on its own thread and keeps the largest value
 /// seen since the last [`RssSampler::take_max`].
 pub struct RssSampler {
@@ -137,6 +154,14 @@ mod tests {
         assert_eq!(parse_status_field(text, "VmHWM"), Some(20 << 20));
         assert_eq!(parse_status_field(text, "Threads"), None);
         assert_eq!(parse_status_field(text, "VmSwap"), None);
+    }
+
+    #[test]
+    fn cpu_time_is_read_from_stat() {
+        let line = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 1 1 1";
+        assert_eq!(parse_stat_cpu(line, 100.0), Some(3.0));
+        assert_eq!(parse_stat_cpu("garbage", 100.0), None);
+        assert!(cpu_seconds(std::process::id()).is_some());
     }
 
     #[test]

@@ -1,0 +1,616 @@
+//! `roverlog bench --only rig`: the red-rover rig ([`roverlog_bench::rig`]) recorded through
+//! the real daemon, one driver process per sensor pushing as fast as the daemon takes them,
+//! and in the same run the same samples written by upstream roverd's Python writers (or, when
+//! no upstream install is given, by `scripts/bench/python_writer.py`'s stdlib imitation).
+//!
+//! Figures: rig seconds recorded per wall second ("x real time", the slowest stream decides),
+//! the daemon's CPU seconds (from `/proc/<pid>/stat`, go to the last durable reply) per rig
+//! second, its peak RSS (`VmHWM`), drops (`status` and `events.jsonl`), and the writers' x
+//! real time and CPU seconds (their own `getrusage`) per rig second.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+use roverlog_bench::procfs;
+use roverlog_bench::rig::frames::{self, PoolSummary, MANIFEST};
+use roverlog_bench::rig::push::Session;
+use roverlog_bench::rig::{Dims, Stream, STREAMS};
+use roverlog_core::format::events::{read_events, Event};
+
+use super::child::{ctl, make_work_dir, write_config, DaemonChild};
+use super::peers::{run_together, Finished};
+use super::scenario::{check_data, python_writer, repo_file};
+use super::{load_average, mib, progress, Args};
+
+/// The environment variable naming upstream's Python, when `--upstream-python` is not given.
+pub(super) const UPSTREAM_ENV: &str = "ROVERLOG_UPSTREAM_PYTHON";
+
+/// `roverlog bench-rig-driver`: one rig stream into a running daemon (started by `bench --only
+/// rig`, one process per stream). Prints `ready` once connected, waits for a line on stdin,
+/// sends, and prints one JSON line with what it did.
+#[derive(clap::Args)]
+pub struct DriverArgs {
+    /// The daemon's ingest socket.
+    #[arg(long)]
+    socket: PathBuf,
+    /// camera, lidar, radar or imu.
+    #[arg(long)]
+    stream: String,
+    /// The frames directory `bench` made (holding rig.json).
+    #[arg(long)]
+    frames: PathBuf,
+    /// Rig seconds to send.
+    #[arg(long)]
+    seconds: f64,
+    /// The first sample's timestamp, epoch seconds.
+    #[arg(long)]
+    t0: f64,
+    /// The frames are the tiny ones.
+    #[arg(long)]
+    tiny: bool,
+    /// The trace directory, for the collector's sidecar files (`lidar.json`).
+    #[arg(long)]
+    trace_dir: Option<PathBuf>,
+}
+
+pub fn driver_main(a: DriverArgs) -> ExitCode {
+    match drive(&a) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("roverlog bench-rig-driver {}: error: {e:#}", a.stream);
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn drive(a: &DriverArgs) -> Result<()> {
+    let Some(stream) = Stream::parse(&a.stream) else {
+        bail!("unknown stream {:?} (camera, lidar, radar, imu)", a.stream);
+    };
+    let dims = Dims::of(a.tiny);
+    let session = Session::connect(&a.socket, stream, &dims, &a.frames, a.trace_dir.as_deref())?;
+    println!("ready");
+    let mut go = String::new();
+    std::io::stdin().read_line(&mut go)?;
+    let r = session.run(stream.samples(a.seconds), a.t0)?;
+    println!(
+        "{}",
+        json!({"sensor": r.sensor, "resumed_from": r.resumed_from, "samples": r.samples,
+               "bytes": r.bytes, "durable": r.durable, "seconds": r.elapsed.as_secs_f64(),
+               "cpu_seconds": r.cpu.as_secs_f64()})
+    );
+    Ok(())
+}
+
+/// One side's runs: per round, per stream its result.
+struct Side {
+    label: String,
+    rounds: Vec<Vec<Finished>>,
+}
+
+impl Side {
+    /// One round's wall time: the slowest stream decides.
+    fn round_wall(round: &[Finished]) -> f64 {
+        round
+            .iter()
+            .map(|f| f.after)
+            .max()
+            .unwrap_or_default()
+            .as_secs_f64()
+    }
+
+    /// Rig seconds per wall second over every round.
+    fn x_real_time(&self, seconds: f64) -> f64 {
+        let wall: f64 = self.rounds.iter().map(|r| Side::round_wall(r)).sum();
+        seconds * self.rounds.len() as f64 / wall.max(1e-9)
+    }
+
+    fn own_cpu_of(round: &[Finished]) -> f64 {
+        round
+            .iter()
+            .map(|f| f.result["cpu_seconds"].as_f64().unwrap_or(0.0))
+            .sum()
+    }
+
+    /// The writers' own CPU seconds over every round (what each process reported).
+    fn own_cpu(&self) -> f64 {
+        self.rounds.iter().map(|r| Side::own_cpu_of(r)).sum()
+    }
+
+    /// One stream's samples, wall seconds and own CPU seconds over every round.
+    fn stream(&self, name: &str) -> (u64, f64, f64) {
+        let of = self.rounds.iter().flatten().filter(|f| f.name == name);
+        of.fold((0, 0.0, 0.0), |(n, w, c), f| {
+            (
+                n + f.result["samples"].as_u64().unwrap_or(0),
+                w + f.after.as_secs_f64(),
+                c + f.result["cpu_seconds"].as_f64().unwrap_or(0.0),
+            )
+        })
+    }
+
+    fn to_json(&self, seconds: f64) -> Value {
+        json!({
+            "label": self.label,
+            "x_real_time": self.x_real_time(seconds),
+            "rounds": self.rounds.iter().map(|r| json!({
+                "x_real_time": seconds / Side::round_wall(r).max(1e-9),
+                "cpu_seconds": Side::own_cpu_of(r),
+                "streams": r.iter().map(|f| json!({
+                    "stream": f.name, "wall_seconds": f.after.as_secs_f64(),
+                    "x_real_time": seconds / f.after.as_secs_f64().max(1e-9),
+                    "result": f.result})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+pub(super) fn run(args: &Args) -> Result<bool> {
+    let seconds = args
+        .rig_seconds
+        .unwrap_or(if args.quick { 2.0 } else { 60.0 });
+    if !(seconds.is_finite() && seconds > 0.0) {
+        bail!("--rig-seconds must be positive, got {seconds}");
+    }
+    let rounds = match args.rounds {
+        Some(0) => bail!("--rounds must be at least 1"),
+        Some(n) => n,
+        None => 1,
+    };
+    let dims = Dims::of(args.quick);
+    let work = make_work_dir(args.dir.as_deref())?;
+    let load_before = load_average();
+    progress(&format!(
+        "rig: {seconds} rig seconds x {rounds} round(s), working in {}",
+        work.display()
+    ));
+    let frames_dir = work.join("frames");
+    progress("rig: making the frames (JPEG-encoding the camera's)");
+    let pool = frames::write_pool(&frames_dir, &dims)?;
+
+    // Rounds alternate which side goes first, so drift in the machine's load hits both.
+    let kind = peer_kind(args);
+    let (mut ours, mut theirs): (Option<Ours>, Option<Result<Side>>) = (None, None);
+    for round in 0..rounds {
+        let mut theirs_round = None;
+        if round % 2 == 1 {
+            theirs_round = Some(run_python(args, &kind, &work, &frames_dir, seconds, round));
+        }
+        let o = run_ours(args, &work, &frames_dir, &dims, seconds, round)?;
+        let t = match theirs_round {
+            Some(t) => t,
+            None => run_python(args, &kind, &work, &frames_dir, seconds, round),
+        };
+        if let Err(e) = &t {
+            progress(&format!("rig: the Python writers failed: {e:#}"));
+        }
+        progress(&format!(
+            "rig: round {}: ours {:.2}x real time, {:.2} daemon CPU s per rig s; theirs {}",
+            round + 1,
+            o.side.x_real_time(seconds),
+            o.daemon_cpu / seconds,
+            match &t {
+                Ok(t) => format!(
+                    "{:.2}x, {:.2} CPU s",
+                    t.x_real_time(seconds),
+                    t.own_cpu() / seconds
+                ),
+                Err(_) => "failed".into(),
+            }
+        ));
+        match &mut ours {
+            None => ours = Some(o),
+            Some(acc) => acc.absorb(o),
+        }
+        theirs = Some(match (theirs, t) {
+            (None, t) => t,
+            (Some(Ok(mut acc)), Ok(t)) => {
+                acc.rounds.extend(t.rounds);
+                Ok(acc)
+            }
+            (Some(Err(e)), _) | (Some(Ok(_)), Err(e)) => Err(e),
+        });
+    }
+    let (ours, theirs) = (
+        ours.expect("at least one round"),
+        (kind, theirs.expect("at least one round")),
+    );
+    let load_after = load_average();
+
+    let total = seconds * rounds as f64;
+    let x = ours.side.x_real_time(seconds);
+    let cpu_per_s = ours.daemon_cpu / total;
+    let drops = ours.drops_status.max(ours.drops_events);
+    let mut failures = ours.failures.clone();
+    if drops > 0 {
+        failures.push(format!(
+            "{drops} frames dropped (status {}, events {})",
+            ours.drops_status, ours.drops_events
+        ));
+    }
+    let (peer_name, peer_note) = match &theirs.0 {
+        PeerKind::Upstream(_) => ("upstream writers", None),
+        PeerKind::Stdlib(why) => (
+            "stdlib-Python writers",
+            Some(format!(
+                "upstream roverd not used ({why}): compared with scripts/bench/python_writer.py's \
+                 stdlib imitation of roverc's writers instead (lzma preset 0 in batches of 12, \
+                 per-channel threads, JPEG frames appended without OpenCV's encoding)"
+            )),
+        ),
+    };
+    let peer_text = match &theirs.1 {
+        Ok(side) => format!(
+            "{peer_name} {:.1}x, {:.2} CPU s",
+            side.x_real_time(seconds),
+            side.own_cpu() / total
+        ),
+        Err(e) => format!("{peer_name} unavailable: {}", first_line(&format!("{e:#}"))),
+    };
+    let line = format!(
+        "rig: {x:.1}x real time, {cpu_per_s:.2} CPU s per rig s ({peer_text}), drops {drops}, peak RSS {:.0} MiB",
+        ours.hwm as f64 / (1u64 << 20) as f64
+    );
+    let ok = failures.is_empty();
+    let report = json!({
+        "ok": ok,
+        "rig_seconds": seconds,
+        "rounds": rounds,
+        "tiny": args.quick,
+        "dir": work,
+        "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
+        "load_average": {"before": load_before, "after": load_after},
+        "frames": {"camera_jpeg_bytes": {"mean": pool.jpeg_mean, "min": pool.jpeg_min,
+                                         "max": pool.jpeg_max},
+                   "lidar_xz_ratio": pool.lidar_ratio},
+        "ours": {
+            "side": ours.side.to_json(seconds),
+            "daemon_cpu_seconds": ours.daemon_cpu,
+            "daemon_cpu_per_rig_second": cpu_per_s,
+            "drivers_cpu_seconds": ours.side.own_cpu(),
+            "rss": {"idle_bytes": ours.idle, "during_max_bytes": ours.during, "hwm_bytes": ours.hwm},
+            "drops": {"status": ours.drops_status, "events": ours.drops_events},
+            "daemon_exits": ours.exits,
+            "data_check": ours.checks,
+        },
+        "peer": match &theirs.1 {
+            Ok(side) => json!({"kind": peer_name, "side": side.to_json(seconds),
+                               "cpu_seconds": side.own_cpu(),
+                               "cpu_per_rig_second": side.own_cpu() / total}),
+            Err(e) => json!({"kind": peer_name, "error": format!("{e:#}")}),
+        },
+        "peer_note": peer_note,
+        "failures": failures,
+        "summary": line,
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).expect("json"));
+    } else {
+        print_report(&report, &pool, &dims, &ours, &theirs, seconds, peer_name);
+        if let Some(n) = &peer_note {
+            println!("note: {n}");
+        }
+        for f in &failures {
+            println!("FAILED: {f}");
+        }
+        println!("{line}");
+    }
+    if args.keep || !ok {
+        progress(&format!("kept {}", work.display()));
+    } else {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    Ok(ok)
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or_default()
+}
+
+/// Our side's run and what it left.
+struct Ours {
+    side: Side,
+    daemon_cpu: f64,
+    idle: u64,
+    during: u64,
+    hwm: u64,
+    drops_status: u64,
+    drops_events: u64,
+    exits: Vec<Option<i32>>,
+    checks: Vec<Value>,
+    failures: Vec<String>,
+}
+
+impl Ours {
+    /// Adds a later round: times and counts add up, memory is the largest.
+    fn absorb(&mut self, o: Ours) {
+        self.side.rounds.extend(o.side.rounds);
+        self.daemon_cpu += o.daemon_cpu;
+        self.idle = self.idle.max(o.idle);
+        self.during = self.during.max(o.during);
+        self.hwm = self.hwm.max(o.hwm);
+        self.drops_status += o.drops_status;
+        self.drops_events += o.drops_events;
+        self.exits.extend(o.exits);
+        self.checks.extend(o.checks);
+        self.failures.extend(o.failures);
+    }
+}
+
+fn epoch_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1.7e9, |d| d.as_secs() as f64)
+}
+
+/// How long a side may take after `go`: the rig seconds at a twentieth of real time, plus a
+/// margin for a loaded machine.
+fn deadline(seconds: f64) -> Duration {
+    Duration::from_secs_f64(300.0 + 20.0 * seconds)
+}
+
+fn run_ours(
+    args: &Args,
+    work: &Path,
+    frames_dir: &Path,
+    dims: &Dims,
+    seconds: f64,
+    round: usize,
+) -> Result<Ours> {
+    // A fresh daemon and data root per round.
+    let name = format!("rig-{}", round + 1);
+    let (cfg, cfg_path) = write_config(work, &name, args.daemon_config.as_deref())?;
+    let mut daemon = DaemonChild::start(&cfg, &cfg_path, work, &name)?;
+    let pid = daemon.child.id();
+    let sampler = procfs::RssSampler::start(pid, Duration::from_millis(10));
+    std::thread::sleep(Duration::from_millis(500));
+    let idle = procfs::status_bytes(pid, "VmRSS").unwrap_or(0);
+    sampler.take_max();
+    let exe = std::env::current_exe().context("finding this executable")?;
+    let t0 = epoch_now();
+    let commands = STREAMS
+        .iter()
+        .map(|s| {
+            let mut c = Command::new(&exe);
+            c.arg("bench-rig-driver")
+                .arg("--socket")
+                .arg(&cfg.sockets.ingest)
+                .args(["--stream", s.name(), "--frames"])
+                .arg(frames_dir)
+                .args(["--seconds", &seconds.to_string(), "--t0", &t0.to_string()])
+                .arg("--trace-dir")
+                .arg(&daemon.trace_dir);
+            if dims == &Dims::TINY {
+                c.arg("--tiny");
+            }
+            (s.name().to_string(), c)
+        })
+        .collect();
+    progress("rig: our drivers into the daemon");
+    let mut cpu0 = 0.0;
+    let streams = run_together(&name, commands, work, deadline(seconds), || {
+        cpu0 = procfs::cpu_seconds(pid).unwrap_or(0.0);
+    })?;
+    let daemon_cpu = procfs::cpu_seconds(pid).unwrap_or(0.0) - cpu0;
+    let during = sampler.take_max();
+    let status = ctl(&cfg.sockets.control, json!({"cmd": "status"}))?;
+    let drops_status = status["sensors"].as_object().map_or(0, |m| {
+        m.values().map(|s| s["drops"].as_u64().unwrap_or(0)).sum()
+    });
+    let hwm = procfs::status_bytes(pid, "VmHWM").unwrap_or(0);
+    drop(sampler);
+    let exit = daemon.stop()?;
+    let mut failures = Vec::new();
+    if exit != Some(0) {
+        failures.push(format!(
+            "the daemon exited with {exit:?} after SIGTERM; see {}",
+            daemon.log.display()
+        ));
+    }
+    let drops_events = read_events(&daemon.trace_dir)
+        .map(|events| {
+            events
+                .iter()
+                .map(|e| match &e.event {
+                    Event::Drop { count, .. } => *count,
+                    _ => 0,
+                })
+                .sum()
+        })
+        .unwrap_or_else(|e| {
+            failures.push(format!("reading the trace's events: {e}"));
+            0
+        });
+    let expected: BTreeMap<String, u64> = streams
+        .iter()
+        .map(|f| (f.name.clone(), f.result["durable"].as_u64().unwrap_or(0)))
+        .collect();
+    for (s, f) in STREAMS.iter().zip(&streams) {
+        let sent = f.result["samples"].as_u64().unwrap_or(0);
+        if sent != s.samples(seconds) || expected[&f.name] != sent {
+            failures.push(format!(
+                "{}: sent {sent} of {}, durable {}",
+                f.name,
+                s.samples(seconds),
+                expected[&f.name]
+            ));
+        }
+    }
+    let checks = check_data(&daemon.trace_dir, &expected);
+    if !checks.iter().all(|c| c["ok"] == true) {
+        failures.push("data check failed: not every sample sent is on disk intact".into());
+    }
+    let lidar_json = daemon.trace_dir.join("lidar").join("lidar.json");
+    if !lidar_json.is_file() {
+        failures.push(format!("{} is missing", lidar_json.display()));
+    }
+    Ok(Ours {
+        side: Side {
+            label: "roverlog daemon".into(),
+            rounds: vec![streams],
+        },
+        daemon_cpu,
+        idle,
+        during,
+        hwm,
+        drops_status,
+        drops_events,
+        exits: vec![exit],
+        checks,
+        failures,
+    })
+}
+
+/// Which Python writers are compared.
+enum PeerKind {
+    /// Upstream roverd's own channels, in this interpreter.
+    Upstream(PathBuf),
+    /// The stdlib imitation; why upstream was not used.
+    Stdlib(String),
+}
+
+fn peer_kind(args: &Args) -> PeerKind {
+    let upstream = args
+        .upstream_python
+        .clone()
+        .or_else(|| std::env::var_os(UPSTREAM_ENV).map(PathBuf::from));
+    match upstream {
+        Some(py) => PeerKind::Upstream(py),
+        None => PeerKind::Stdlib(format!("no --upstream-python or {UPSTREAM_ENV}")),
+    }
+}
+
+fn run_python(
+    args: &Args,
+    kind: &PeerKind,
+    work: &Path,
+    frames_dir: &Path,
+    seconds: f64,
+    round: usize,
+) -> Result<Side> {
+    (|| {
+        let script = repo_file("scripts/bench/python_writer.py")
+            .context("scripts/bench/python_writer.py not found (run from the repository)")?;
+        let (py, label) = match kind {
+            PeerKind::Upstream(py) => {
+                let out = Command::new(py)
+                    .args(["-c", "import roverd.sensors, cv2"])
+                    .output()
+                    .with_context(|| format!("running {}", py.display()))?;
+                if !out.status.success() {
+                    bail!(
+                        "{} cannot import roverd and cv2 (upstream's format package with its \
+                         video extra): {}",
+                        py.display(),
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    );
+                }
+                (py.clone(), "upstream roverd writers")
+            }
+            PeerKind::Stdlib(_) => {
+                let (py, _) = python_writer(args.python.as_deref()).map_err(anyhow::Error::msg)?;
+                (py, "stdlib-Python writers")
+            }
+        };
+        let out = work.join(format!("python-rig-{}", round + 1));
+        let manifest = frames_dir.join(MANIFEST);
+        let t0 = epoch_now();
+        let commands = STREAMS
+            .iter()
+            .map(|s| {
+                let mut c = Command::new(&py);
+                c.arg(&script)
+                    .arg("--dir")
+                    .arg(&out)
+                    .args(["--workload", "rig", "--stream", s.name(), "--manifest"])
+                    .arg(&manifest)
+                    .args(["--seconds", &seconds.to_string(), "--t0", &t0.to_string()]);
+                if matches!(kind, PeerKind::Upstream(_)) {
+                    c.arg("--upstream");
+                }
+                (s.name().to_string(), c)
+            })
+            .collect();
+        progress(&format!("rig: {label}"));
+        let what = format!("python-{}", round + 1);
+        let streams = run_together(&what, commands, work, deadline(seconds), || {})?;
+        let _ = std::fs::remove_dir_all(&out);
+        Ok(Side {
+            label: label.into(),
+            rounds: vec![streams],
+        })
+    })()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print_report(
+    report: &Value,
+    pool: &PoolSummary,
+    dims: &Dims,
+    ours: &Ours,
+    theirs: &(PeerKind, Result<Side>),
+    seconds: f64,
+    peer_name: &str,
+) {
+    let (h, w) = dims.camera;
+    let (rows, cols) = dims.lidar;
+    let rounds = ours.side.rounds.len();
+    println!(
+        "roverlog bench --only rig: {seconds} rig seconds x {rounds} round(s), {} CPUs, load average {} -> {}",
+        report["cpus"],
+        report["load_average"]["before"].as_str().unwrap_or("?"),
+        report["load_average"]["after"].as_str().unwrap_or("?"),
+    );
+    println!(
+        "frames: camera {w}x{h} JPEG q{} {:.0} KB mean ({:.0}-{:.0}); lidar {rows}x{cols} x3, .xz preset 0 ratio {:.2}",
+        frames::JPEG_QUALITY,
+        pool.jpeg_mean as f64 / 1e3,
+        pool.jpeg_min as f64 / 1e3,
+        pool.jpeg_max as f64 / 1e3,
+        pool.lidar_ratio
+    );
+    println!();
+    println!("| stream | rate | samples | roverlog wall s | x real time | {peer_name} wall s | x real time | their CPU s |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let x = |wall: f64| format!("{:.2}x", seconds * rounds as f64 / wall.max(1e-9));
+    for s in STREAMS {
+        let (n, wall, _) = ours.side.stream(s.name());
+        let (pw, px, pc) = match &theirs.1 {
+            Ok(t) => {
+                let (_, pw, pc) = t.stream(s.name());
+                (format!("{pw:.2}"), x(pw), format!("{pc:.2}"))
+            }
+            Err(_) => ("-".into(), "-".into(), "-".into()),
+        };
+        println!(
+            "| {} | {} Hz | {n} | {wall:.2} | {} | {pw} | {px} | {pc} |",
+            s.name(),
+            s.hz(),
+            x(wall),
+        );
+    }
+    println!();
+    let wall: f64 = ours.side.rounds.iter().map(|r| Side::round_wall(r)).sum();
+    println!(
+        "daemon: {:.1} CPU s over {wall:.1} wall s ({:.2} cores), RSS idle {}, max sampled {}, peak {}; drivers' own CPU {:.1} s",
+        ours.daemon_cpu,
+        ours.daemon_cpu / wall.max(1e-9),
+        mib(ours.idle),
+        mib(ours.during),
+        mib(ours.hwm),
+        ours.side.own_cpu(),
+    );
+    if let Ok(t) = &theirs.1 {
+        let wall: f64 = t.rounds.iter().map(|r| Side::round_wall(r)).sum();
+        println!(
+            "{peer_name}: {:.1} CPU s over {wall:.1} wall s ({:.2} cores; all four processes, producers included)",
+            t.own_cpu(),
+            t.own_cpu() / wall.max(1e-9)
+        );
+    }
+}
