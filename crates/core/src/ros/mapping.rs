@@ -16,6 +16,16 @@
 
 use super::decode::Value;
 use super::schema::Prim;
+
+/// Where a sample's `ts` comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stamp {
+    /// The message's `header.stamp` (the log time for messages without a header).
+    #[default]
+    Header,
+    /// The time the recorder logged (received) the message.
+    Log,
+}
 use crate::format::{ChannelFormat, ChannelMeta, DType};
 
 /// How JPEG images are stored.

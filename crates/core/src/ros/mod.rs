@@ -30,8 +30,8 @@ pub mod topic_map;
 
 use std::path::Path;
 
-pub use mapping::ImageFormat;
-pub use source::{is_ros_recording, RosOptions, RosSource, SkippedTopic, Stamp};
+pub use mapping::{ImageFormat, Stamp};
+pub use source::{is_ros_recording, RosOptions, RosSource, SkippedTopic};
 pub use topic_map::{TopicMap, TopicRule};
 
 use crate::error::{IoContext, Result};

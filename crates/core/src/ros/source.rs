@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::container::{BagFile, Connection, MsgRef};
 use super::decode::{decode, Limits, Wire};
-use super::mapping::{self, ImageFormat, Mapped};
+use super::mapping::{self, ImageFormat, Mapped, Stamp};
 use super::mcap::Sink;
 use super::schema::{Dialect, Schema};
 use crate::error::{Error, Result};
@@ -27,16 +27,6 @@ use crate::replay::{Source, SourceSensor};
 pub const CACHE_CHUNKS: usize = 8;
 /// Most bytes of decompressed chunks kept (the latest one is kept whatever its size).
 pub const CACHE_BYTES: usize = 256 << 20;
-
-/// Where a sample's `ts` comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Stamp {
-    /// The message's `header.stamp` (the log time for messages without a header).
-    #[default]
-    Header,
-    /// The time the recorder logged (received) the message.
-    Log,
-}
 
 /// How to read a recording.
 #[derive(Debug, Clone, Default)]

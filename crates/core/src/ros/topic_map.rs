@@ -18,8 +18,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::mapping::ImageFormat;
-use super::source::Stamp;
+use super::mapping::{ImageFormat, Stamp};
 use crate::error::{Error, Result, RosProblem};
 use crate::format::meta::validate_name;
 
