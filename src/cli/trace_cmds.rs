@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::Outcome;
-use roverlog_core::format::{self, check_sensor, recover_sensor, trace, Depth, Trace};
+use roverlog_core::format::{self, recover_sensor, trace, Depth, Trace};
 
 #[derive(Args)]
 pub struct InfoArgs {
@@ -237,16 +237,29 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
             }
             dirs
         };
-        // Only a deep check reads every byte: worth a bar.
+        // Only a deep check reads every byte: worth a bar, per channel (samples decoded of
+        // the channel's total, and their rate), its prefix saying which sensor of how many.
         let pb = match depth {
-            Depth::Deep => super::progress::bar("validate --deep", "sensors"),
+            Depth::Deep => super::progress::bar("validate --deep", "samples"),
             Depth::Structure => indicatif::ProgressBar::hidden(),
         };
-        pb.set_length(dirs.len() as u64);
-        for dir in dirs {
+        let n_dirs = dirs.len();
+        for (i, dir) in dirs.into_iter().enumerate() {
             checked += 1;
-            let c = check_sensor(&dir, depth);
-            pb.inc(1);
+            let sensor = dir.file_name().unwrap_or_default().to_string_lossy();
+            let mut current = String::new();
+            let c = format::check_sensor_with_progress(&dir, depth, &mut |p| {
+                if p.channel != current {
+                    current = p.channel.to_string();
+                    pb.reset();
+                    pb.set_length(p.total);
+                    pb.set_prefix(format!(
+                        "validate --deep [{}/{n_dirs}] {sensor}/{current}",
+                        i + 1
+                    ));
+                }
+                pb.set_position(p.done);
+            });
             // Lines print above the bar, not through it.
             pb.suspend(|| match c {
                 Ok(c) => {

@@ -502,3 +502,46 @@ fn a_blob_channel_with_a_huge_declared_shape_reads() {
         .unwrap()
         .is_ok());
 }
+
+/// `validate --deep` draws its per-channel bar from this: a deep check reports each channel
+/// whose frames it decodes from 0 up to its whole count, with the compressed bytes read so
+/// far; a structure check decodes nothing and reports nothing.
+#[test]
+fn deep_check_reports_progress_through_each_decoded_channel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = meta(vec![
+        (
+            "a",
+            ChannelMeta::new(ChannelFormat::Raw, DType::U1, vec![2], ""),
+        ),
+        (
+            "z",
+            ChannelMeta::new(ChannelFormat::Lzmaf, DType::U1, vec![64], ""),
+        ),
+    ]);
+    let dir = tmp.path().join("s");
+    write_sensor(&dir, &m, 7);
+
+    let mut seen = Vec::new();
+    let check = format::check_sensor_with_progress(&dir, format::Depth::Deep, &mut |p| {
+        seen.push((p.channel.to_string(), p.done, p.total, p.bytes))
+    })
+    .unwrap();
+    assert!(check.is_ok(), "{:?}", check.all_problems());
+    assert!(
+        seen.iter().all(|(c, _, total, _)| c == "z" && *total == 7),
+        "only the lzmaf channel is decoded, and its total is its count: {seen:?}"
+    );
+    let done: Vec<u64> = seen.iter().map(|s| s.1).collect();
+    assert_eq!(done, (0..=7).collect::<Vec<u64>>());
+    assert_eq!(seen[0].3, 0);
+    assert!(
+        seen.windows(2).all(|w| w[1].3 > w[0].3),
+        "bytes read grow with every frame: {seen:?}"
+    );
+
+    let mut structure = 0;
+    format::check_sensor_with_progress(&dir, format::Depth::Structure, &mut |_| structure += 1)
+        .unwrap();
+    assert_eq!(structure, 0, "a structure check decodes nothing");
+}

@@ -22,8 +22,8 @@ use super::durable;
 use super::lzma::{self, LzmaPlan};
 use super::lzmaf::check::{self as lzmaf_check, LzmafPlan};
 use super::meta::{sync_dir, ChannelFormat, ChannelMeta, SensorMeta, TS_CHANNEL};
-use super::problem::CutAction;
-pub use super::problem::{ChannelProblem, Cut, Depth, Problem};
+pub use super::problem::{ChannelProblem, Cut, DeepProgress, Depth, Problem};
+use super::problem::{CutAction, OnFrames};
 use super::raw::{self, RawPlan};
 use crate::error::Result;
 
@@ -108,6 +108,16 @@ impl SensorCheck {
 
 /// Checks the sensor in `dir` (reading its `meta.json`).
 pub fn check_sensor(dir: &Path, depth: Depth) -> Result<SensorCheck> {
+    check_sensor_with_progress(dir, depth, &mut |_| {})
+}
+
+/// [`check_sensor`], telling `progress` how far a deep check has got through each channel
+/// whose frames it decodes (`lzmaf`, `mjpg`); a structure check reports nothing.
+pub fn check_sensor_with_progress(
+    dir: &Path,
+    depth: Depth,
+    progress: &mut dyn FnMut(DeepProgress),
+) -> Result<SensorCheck> {
     let meta = SensorMeta::read(dir)?;
     let mut out = SensorCheck {
         dir: dir.to_path_buf(),
@@ -119,7 +129,16 @@ pub fn check_sensor(dir: &Path, depth: Depth) -> Result<SensorCheck> {
         out.problems.push(Problem::NoTsChannel);
     }
     for (name, ch) in &meta.channels {
-        out.channels.push(check_channel(dir, name, ch, depth)?);
+        let mut on_frames = |done, total, bytes| {
+            progress(DeepProgress {
+                channel: name,
+                done,
+                total,
+                bytes,
+            })
+        };
+        out.channels
+            .push(check_channel(dir, name, ch, depth, &mut on_frames)?);
     }
     let counted: Vec<_> = out
         .channels
@@ -175,7 +194,13 @@ fn check_timestamps(dir: &Path, out: &mut SensorCheck) -> Result<()> {
     Ok(())
 }
 
-fn check_channel(dir: &Path, name: &str, ch: &ChannelMeta, depth: Depth) -> Result<ChannelCheck> {
+fn check_channel(
+    dir: &Path,
+    name: &str,
+    ch: &ChannelMeta,
+    depth: Depth,
+    on_frames: OnFrames,
+) -> Result<ChannelCheck> {
     let path = channel_path(dir, name);
     let mut problems = Vec::new();
     let p = &mut problems;
@@ -185,7 +210,7 @@ fn check_channel(dir: &Path, name: &str, ch: &ChannelMeta, depth: Depth) -> Resu
             (c.complete, c.disk_bytes, Plan::Raw(c.plan))
         }
         ChannelFormat::Lzmaf => {
-            let c = lzmaf_check::check(&path, ch.sample_bytes(), depth, p)?;
+            let c = lzmaf_check::check(&path, ch.sample_bytes(), depth, p, on_frames)?;
             (c.complete, c.disk_bytes, Plan::Lzmaf(c.plan))
         }
         ChannelFormat::Blob(ext) => {
@@ -197,7 +222,7 @@ fn check_channel(dir: &Path, name: &str, ch: &ChannelMeta, depth: Depth) -> Resu
             (c.complete, c.disk_bytes, Plan::Lzma(c.plan))
         }
         ChannelFormat::Mjpg => {
-            let c = avi_repair::check(&path, depth, p)?;
+            let c = avi_repair::check(&path, depth, p, on_frames)?;
             let plan = match c.plan {
                 Some(s) => Plan::Mjpg(Box::new(s)),
                 None => Plan::Untouchable,

@@ -36,7 +36,10 @@ pub mod trace;
 pub mod xz_index;
 
 pub use channel::{ChannelReader, ChannelWriter, WriterOptions};
-pub use check::{check_sensor, recover_sensor, Depth, Recovery, SensorCheck};
+pub use check::{
+    check_sensor, check_sensor_with_progress, recover_sensor, DeepProgress, Depth, Recovery,
+    SensorCheck,
+};
 pub use dtype::DType;
 pub use meta::{validate_name, ChannelFormat, ChannelMeta, SensorMeta, TS_CHANNEL};
 pub use problem::{ChannelProblem, Cut, CutAction, EmptyVideoCause, Problem};

@@ -20,6 +20,23 @@ pub enum Depth {
     Deep,
 }
 
+/// How far a deep check has got through one channel's samples, reported as it decodes
+/// (for progress bars: `validate --deep` on an hour-long trace takes minutes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeepProgress<'a> {
+    /// The channel being decoded.
+    pub channel: &'a str,
+    /// Samples (frames) decoded so far.
+    pub done: u64,
+    /// Samples (frames) the channel's index lists.
+    pub total: u64,
+    /// Compressed bytes read so far.
+    pub bytes: u64,
+}
+
+/// Where a deep check reports [`DeepProgress`]: `(done, total, bytes)` of the channel at hand.
+pub(crate) type OnFrames<'a> = &'a mut dyn FnMut(u64, u64, u64);
+
 /// One thing found wrong (or worth a warning) in a sensor or one of its channels.
 #[derive(Debug)]
 #[non_exhaustive]

@@ -7,7 +7,7 @@ use super::parse::{self, Layout};
 use super::write::{self, MjpgWriter, DEFAULT_FPS};
 use crate::error::{Error, IoContext, Result};
 use crate::format::meta::ChannelMeta;
-use crate::format::problem::{Checked, CutAction, Depth, EmptyVideoCause, Problem};
+use crate::format::problem::{Checked, CutAction, Depth, EmptyVideoCause, OnFrames, Problem};
 
 /// The state of one `mjpg` file.
 #[derive(Debug)]
@@ -53,12 +53,13 @@ pub(crate) fn check(
     path: &Path,
     depth: Depth,
     problems: &mut Vec<Problem>,
+    on_frames: OnFrames,
 ) -> Result<Checked<Option<AviState>>> {
     let state = AviState::read(path)?;
     let (n, found) = state.summary();
     problems.extend(found);
     if depth == Depth::Deep {
-        problems.extend(deep_check(path, &state)?);
+        problems.extend(deep_check(path, &state, on_frames)?);
     }
     let plan = match state {
         AviState::Foreign => None,
@@ -72,8 +73,12 @@ pub(crate) fn check(
 }
 
 /// `validate --deep`: every frame is a whole JPEG (starts with SOI, ends with EOI before any
-/// padding) and, with the `jpeg` feature, decodes.
-pub fn deep_check(path: &Path, state: &AviState) -> Result<Vec<Problem>> {
+/// padding) and, with the `jpeg` feature, decodes. `on_frames` hears `(done, total, bytes)`.
+pub(crate) fn deep_check(
+    path: &Path,
+    state: &AviState,
+    on_frames: OnFrames,
+) -> Result<Vec<Problem>> {
     let AviState::Parsed(l) = state else {
         return Ok(Vec::new());
     };
@@ -82,7 +87,11 @@ pub fn deep_check(path: &Path, state: &AviState) -> Result<Vec<Problem>> {
     }
     let r = super::MjpgReader::open(path)?;
     let mut problems = Vec::new();
+    let total = l.frames.len() as u64;
+    let mut bytes = 0u64;
     for (k, f) in r.frames().enumerate() {
+        on_frames(k as u64, total, bytes);
+        bytes += f.len() as u64;
         let body = match f.iter().rposition(|&b| b != 0) {
             Some(end) => &f[..=end],
             None => f,
@@ -99,6 +108,7 @@ pub fn deep_check(path: &Path, state: &AviState) -> Result<Vec<Problem>> {
             });
         }
     }
+    on_frames(total, total, bytes);
     Ok(problems)
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use super::{index_path, read_index_bytes, scan_frames, trusted_prefix};
 use crate::error::{IoContext, Result};
 use crate::format::lzma;
-use crate::format::problem::{Checked, Cut, CutAction, Depth, Problem};
+use crate::format::problem::{Checked, Cut, CutAction, Depth, OnFrames, Problem};
 use crate::io::{file_len, truncate_synced};
 
 /// What recovery must know to cut an `lzmaf` channel.
@@ -29,6 +29,7 @@ pub(crate) fn check(
     sample_bytes: usize,
     depth: Depth,
     problems: &mut Vec<Problem>,
+    on_frames: OnFrames,
 ) -> Result<Checked<LzmafPlan>> {
     let index = index_path(path);
     let data_len = file_len(path)?;
@@ -53,7 +54,9 @@ pub(crate) fn check(
     let mut data = None;
     if depth == Depth::Deep && good.len() > 1 {
         let bytes = fs::read(path).at(path)?;
+        let total = good.len() as u64 - 1;
         for k in 0..good.len() - 1 {
+            on_frames(k as u64, total, good[k] - good[0]);
             let frame = &bytes[good[k] as usize..good[k + 1] as usize];
             let bad = match lzma::decompress(frame, sample_bytes, path) {
                 Ok(v) if v.len() == sample_bytes => None,
@@ -70,6 +73,8 @@ pub(crate) fn check(
                 break;
             }
         }
+        let last = good.len() - 1;
+        on_frames(last as u64, total, good[last] - good[0]);
         data = Some(bytes);
     }
     let indexed = good.len() as u64 - 1;
