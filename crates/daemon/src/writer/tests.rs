@@ -1,5 +1,6 @@
 //! Unit tests of `writer` (kept apart so the module stays readable).
 
+use super::trace_files::remove_unfinished_sensor_dir;
 use super::*;
 use crate::protocol::accept_hello;
 
