@@ -222,14 +222,46 @@ fn decompress_unshuffle_ours(src: &[u8], dst: &mut [u8], h: &Header) -> Result<(
         copy.clear();
         copy.extend_from_slice(src);
         copy[2] &= !FLAG_SHUFFLE;
-        shuffled.resize(dst.len(), 0);
-        let out = decompress_raw(copy, shuffled, h);
-        if out.is_ok() {
-            let bs = h.blocksize as usize;
-            for (s, d) in shuffled.chunks(bs).zip(dst.chunks_mut(bs)) {
-                unshuffle::unshuffle_block(h.typesize as usize, s, d);
+        let (ts, bs) = (h.typesize as usize, h.blocksize as usize);
+        let out = if bs % ts == 0 && dst.len() % ts == 0 {
+            // Block by block (what c-blosc writes: block sizes are whole records), so each
+            // block's shuffled bytes are still in cache when we unshuffle them.
+            shuffled.resize(bs, 0);
+            let mut out = Ok(());
+            for (j, d) in dst.chunks_mut(bs).enumerate() {
+                let s = &mut shuffled[..d.len()];
+                // SAFETY: `copy` is a chunk check_header accepted (cbytes == its length, a
+                // valid block table; c-blosc bounds every read by cbytes); the item range is
+                // block j, inside nbytes; c-blosc writes d.len() bytes into `s`, which holds
+                // exactly that many. blosc_getitem keeps its state on its stack.
+                let n = unsafe {
+                    blosc_src::blosc_getitem(
+                        copy.as_ptr().cast(),
+                        (j * bs / ts) as i32,
+                        (d.len() / ts) as i32,
+                        s.as_mut_ptr().cast(),
+                    )
+                };
+                if n < 0 || n as usize != d.len() {
+                    out = Err(Error::BadChunk(ChunkProblem::BloscFailed {
+                        codec: h.codec(),
+                        ret: n,
+                    }));
+                    break;
+                }
+                unshuffle::unshuffle_block(ts, s, d);
             }
-        }
+            out
+        } else {
+            shuffled.resize(dst.len(), 0);
+            let out = decompress_raw(copy, shuffled, h);
+            if out.is_ok() {
+                for (s, d) in shuffled.chunks(bs).zip(dst.chunks_mut(bs)) {
+                    unshuffle::unshuffle_block(ts, s, d);
+                }
+            }
+            out
+        };
         if copy.capacity() + shuffled.capacity() > KEEP_SCRATCH {
             *copy = Vec::new();
             *shuffled = Vec::new();
