@@ -105,7 +105,6 @@ fn main() {
         .0;
         slices_nocache = slices_nocache.min(t);
     }
-    let per_core = per_core_decode(&dir.path().join("agents"), rounds);
     let py = serde_json::json!({"nthreads": py_threads});
     let mb = (rows * 116) as f64 / 1e6;
     println!("zarr read benchmark: {rows} L5Kit agents rows ({mb:.0} MB), Blosc lz4/5 byte shuffle, chunks 10000");
@@ -135,110 +134,5 @@ fn main() {
         "whole array throughput: ours {:.0} MB/s, zarr-python {:.0} MB/s",
         mb / whole.as_secs_f64(),
         mb / py_whole
-    );
-    let (c, ours) = per_core;
-    println!(
-        "per core, every chunk decoded on one thread into a pre-faulted buffer (thread CPU time, \
-         best of {rounds} alternating rounds): c-blosc alone {:.1} ms, ours (AVX2 unshuffle: {}) \
-         {:.1} ms, c-blosc / ours {:.2}x",
-        c * 1e3,
-        roverlog_core::zarr::unshuffle::avx2(),
-        ours * 1e3,
-        c / ours
-    );
-}
-
-/// This thread's CPU time in seconds (other work on a shared machine does not count).
-fn thread_cpu() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
-/// Every chunk file of the array decoded on this thread into one pre-faulted buffer: c-blosc
-/// doing all of it (its SSE2 unshuffle as `blosc-src` builds it) against our decode (c-blosc's
-/// codec, our unshuffle). Returns (c-blosc, ours) CPU seconds, best of `rounds` alternating.
-fn per_core_decode(array: &std::path::Path, rounds: usize) -> (f64, f64) {
-    use roverlog_core::zarr::blosc;
-    let mut chunks: Vec<(u64, Vec<u8>)> = std::fs::read_dir(array)
-        .unwrap()
-        .filter_map(|e| {
-            let e = e.unwrap();
-            let name = e.file_name().into_string().ok()?;
-            Some((name.parse().ok()?, std::fs::read(e.path()).unwrap()))
-        })
-        .collect();
-    chunks.sort();
-    let sizes: Vec<usize> = chunks
-        .iter()
-        // A Blosc header's decoded size (bytes 4..8); decode_into checks it against the chunk.
-        .map(|(_, c)| u32::from_le_bytes(c[4..8].try_into().unwrap()) as usize)
-        .collect();
-    let mut out = vec![1u8; sizes.iter().sum()];
-    let mut run = |ours: bool, out: &mut [u8]| {
-        let t = thread_cpu();
-        let mut at = 0;
-        for ((_, c), &n) in chunks.iter().zip(&sizes) {
-            let dst = &mut out[at..at + n];
-            if ours {
-                blosc::decompress_into(c, dst).unwrap();
-            } else {
-                blosc::decompress_into_c_blosc(c, dst).unwrap();
-            }
-            at += n;
-        }
-        thread_cpu() - t
-    };
-    let (mut c, mut o) = (f64::MAX, f64::MAX);
-    let mut reference = vec![0u8; out.len()];
-    run(false, &mut reference);
-    for _ in 0..rounds {
-        for _ in 0..3 {
-            c = c.min(run(false, &mut out));
-            o = o.min(run(true, &mut out));
-        }
-    }
-    assert!(out == reference, "our unshuffle differs from c-blosc's");
-    kernels_alone(&reference, rounds);
-    (c, o)
-}
-
-extern "C" {
-    // c-blosc's dispatching unshuffle (shuffle.h), built into blosc-src's static library:
-    // SSE2 there, since the crate is not built with -mavx2.
-    fn blosc_internal_unshuffle(typesize: usize, blocksize: usize, src: *const u8, dst: *mut u8);
-}
-
-/// The unshuffle kernels alone on 116-byte records, 128 KiB blocks (L5Kit agents):
-/// c-blosc's (as `blosc-src` builds it) against ours, thread CPU time per MB.
-fn kernels_alone(data: &[u8], rounds: usize) {
-    use roverlog_core::zarr::unshuffle::unshuffle_block;
-    let (ts, bs) = (116usize, 116 * 1130);
-    let data = &data[..data.len() / bs * bs];
-    let mut out = vec![1u8; bs];
-    let (mut c, mut o) = (f64::MAX, f64::MAX);
-    for _ in 0..rounds * 3 {
-        let t = thread_cpu();
-        for b in data.chunks(bs) {
-            // SAFETY: b and out hold bs bytes each.
-            unsafe { blosc_internal_unshuffle(ts, bs, b.as_ptr(), out.as_mut_ptr()) };
-        }
-        c = c.min(thread_cpu() - t);
-        let t = thread_cpu();
-        for b in data.chunks(bs) {
-            unshuffle_block(ts, b, &mut out);
-        }
-        o = o.min(thread_cpu() - t);
-    }
-    let mb = data.len() as f64 / 1e6;
-    println!(
-        "unshuffle kernels alone, {mb:.0} MB of 116-byte records in 131 KB blocks: c-blosc (SSE2) {:.1} ms, ours {:.1} ms, c-blosc / ours {:.2}x",
-        c * 1e3,
-        o * 1e3,
-        c / o
     );
 }

@@ -21,16 +21,13 @@
 //! 16..      one u32 LE start offset per block (unless memcpyed), then the blocks
 //! ```
 
-use super::unshuffle;
 use crate::error::{ChunkProblem, Error, Result};
 
 /// Bytes in a Blosc 1 header.
 pub const HEADER_LEN: usize = 16;
 /// The only header version c-blosc 1.x reads.
 const VERSION_FORMAT: u8 = 2;
-const FLAG_SHUFFLE: u8 = 0x01;
 const FLAG_MEMCPYED: u8 = 0x02;
-const FLAG_BITSHUFFLE: u8 = 0x04;
 const FLAG_DELTA: u8 = 0x08;
 /// c-blosc's BLOSC_MAX_BLOCKSIZE.
 const MAX_BLOCKSIZE: u32 = 536_866_816;
@@ -162,29 +159,6 @@ pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
     if ok != 0 || nbytes != dst.len() {
         return Err(Error::BadChunk(ChunkProblem::BloscRejected));
     }
-    if h.flags & (FLAG_MEMCPYED | FLAG_BITSHUFFLE) == 0
-        && h.flags & FLAG_SHUFFLE != 0
-        && h.typesize >= 16
-        && unshuffle::avx2()
-    {
-        return decompress_unshuffle_ours(src, dst, &h);
-    }
-    decompress_raw(src, dst, &h)
-}
-
-/// Decodes one Blosc chunk into `dst` with c-blosc doing all of it, its own (SSE2-only)
-/// unshuffle included: the reference `benches/zarr_read.rs` measures [`decompress_into`]
-/// against per core.
-pub fn decompress_into_c_blosc(src: &[u8], dst: &mut [u8]) -> Result<()> {
-    let h = check_header(src, dst.len())?;
-    if h.nbytes == 0 {
-        return Ok(());
-    }
-    decompress_raw(src, dst, &h)
-}
-
-/// c-blosc's decode of a chunk whose header [`check_header`] accepted for `dst.len()`.
-fn decompress_raw(src: &[u8], dst: &mut [u8], h: &Header) -> Result<()> {
     // SAFETY: check_header established cbytes == src.len() (c-blosc bounds every read by
     // cbytes), nbytes == dst.len() and a valid block table; c-blosc writes at most `destsize`
     // = dst.len() bytes into `dst`, which we borrow mutably and exclusively. The context API
@@ -201,75 +175,6 @@ fn decompress_raw(src: &[u8], dst: &mut [u8], h: &Header) -> Result<()> {
     Ok(())
 }
 
-/// Scratch kept per thread between chunks (a chunk's compressed copy and its shuffled
-/// bytes); dropped after a chunk larger than this so one huge chunk is not held forever.
-const KEEP_SCRATCH: usize = 32 << 20;
-
-thread_local! {
-    static SCRATCH: std::cell::RefCell<(Vec<u8>, Vec<u8>)> = const {
-        std::cell::RefCell::new((Vec::new(), Vec::new()))
-    };
-}
-
-/// A byte-shuffled chunk of wide records: c-blosc decodes it with the shuffle flag cleared
-/// (splits do not depend on that flag, only on the header's no-split bit), then our
-/// [`unshuffle`] (AVX2) undoes each block's shuffle into `dst`. c-blosc shuffles every
-/// block, the short last one included, on its own.
-fn decompress_unshuffle_ours(src: &[u8], dst: &mut [u8], h: &Header) -> Result<()> {
-    SCRATCH.with(|cell| {
-        let mut guard = cell.borrow_mut();
-        let (copy, shuffled) = &mut *guard;
-        copy.clear();
-        copy.extend_from_slice(src);
-        copy[2] &= !FLAG_SHUFFLE;
-        let (ts, bs) = (h.typesize as usize, h.blocksize as usize);
-        let out = if bs % ts == 0 && dst.len() % ts == 0 {
-            // Block by block (what c-blosc writes: block sizes are whole records), so each
-            // block's shuffled bytes are still in cache when we unshuffle them.
-            shuffled.resize(bs, 0);
-            let mut out = Ok(());
-            for (j, d) in dst.chunks_mut(bs).enumerate() {
-                let s = &mut shuffled[..d.len()];
-                // SAFETY: `copy` is a chunk check_header accepted (cbytes == its length, a
-                // valid block table; c-blosc bounds every read by cbytes); the item range is
-                // block j, inside nbytes; c-blosc writes d.len() bytes into `s`, which holds
-                // exactly that many. blosc_getitem keeps its state on its stack.
-                let n = unsafe {
-                    blosc_src::blosc_getitem(
-                        copy.as_ptr().cast(),
-                        (j * bs / ts) as i32,
-                        (d.len() / ts) as i32,
-                        s.as_mut_ptr().cast(),
-                    )
-                };
-                if n < 0 || n as usize != d.len() {
-                    out = Err(Error::BadChunk(ChunkProblem::BloscFailed {
-                        codec: h.codec(),
-                        ret: n,
-                    }));
-                    break;
-                }
-                unshuffle::unshuffle_block(ts, s, d);
-            }
-            out
-        } else {
-            shuffled.resize(dst.len(), 0);
-            let out = decompress_raw(copy, shuffled, h);
-            if out.is_ok() {
-                for (s, d) in shuffled.chunks(bs).zip(dst.chunks_mut(bs)) {
-                    unshuffle::unshuffle_block(ts, s, d);
-                }
-            }
-            out
-        };
-        if copy.capacity() + shuffled.capacity() > KEEP_SCRATCH {
-            *copy = Vec::new();
-            *shuffled = Vec::new();
-        }
-        out
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,77 +185,6 @@ mod tests {
         h.extend_from_slice(&blocksize.to_le_bytes());
         h.extend_from_slice(&cbytes.to_le_bytes());
         h
-    }
-
-    /// c-blosc's own compression of `plain` (`shuffle` 1 = byte shuffle).
-    fn compress(
-        plain: &[u8],
-        typesize: usize,
-        cname: &str,
-        shuffle: i32,
-        blocksize: usize,
-    ) -> Vec<u8> {
-        let mut out = vec![0u8; plain.len() + 16 + 4 * 256];
-        let cname = std::ffi::CString::new(cname).unwrap();
-        // SAFETY: both buffers are live for the lengths passed; destsize leaves c-blosc room
-        // for its overhead (BLOSC_MAX_OVERHEAD is 16).
-        let n = unsafe {
-            blosc_src::blosc_compress_ctx(
-                5,
-                shuffle,
-                typesize,
-                plain.len(),
-                plain.as_ptr().cast(),
-                out.as_mut_ptr().cast(),
-                out.len(),
-                cname.as_ptr(),
-                blocksize,
-                1,
-            )
-        };
-        assert!(n > 0, "c-blosc compress returned {n}");
-        out.truncate(n as usize);
-        out
-    }
-
-    #[test]
-    fn our_unshuffle_matches_c_blosc_on_wide_records() {
-        // Records that compress (a counter and a smooth value per record, noise elsewhere),
-        // several blocks with a short last one, and a length that is not a whole record.
-        for typesize in [16usize, 17, 64, 116, 255] {
-            for (records, tail, blocksize) in [(3000, 0, 0), (2999, 5, 16384), (40, 0, 0)] {
-                let mut plain = Vec::new();
-                for r in 0..records {
-                    for i in 0..typesize {
-                        let b = match i % 4 {
-                            0 => r as u8,
-                            1 => (r >> 8) as u8,
-                            2 => (i * 7) as u8,
-                            _ => ((r * 31 + i * 17) % 251) as u8,
-                        };
-                        plain.push(b);
-                    }
-                }
-                plain.extend((0..tail.min(typesize - 1)).map(|i| i as u8));
-                for cname in ["lz4", "blosclz", "zstd"] {
-                    let c = compress(&plain, typesize, cname, 1, blocksize);
-                    assert_eq!(c[2] & FLAG_SHUFFLE, FLAG_SHUFFLE);
-                    let h = check_header(&c, plain.len()).unwrap();
-                    let mut theirs = vec![0u8; plain.len()];
-                    decompress_raw(&c, &mut theirs, &h).unwrap();
-                    assert_eq!(theirs, plain, "c-blosc, typesize {typesize}, {cname}");
-                    let mut ours = vec![0u8; plain.len()];
-                    decompress_unshuffle_ours(&c, &mut ours, &h).unwrap();
-                    assert_eq!(
-                        ours, plain,
-                        "ours, typesize {typesize}, {cname}, {records} records"
-                    );
-                    let mut public = vec![0u8; plain.len()];
-                    decompress_into(&c, &mut public).unwrap();
-                    assert_eq!(public, plain);
-                }
-            }
-        }
     }
 
     #[test]

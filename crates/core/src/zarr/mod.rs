@@ -13,8 +13,6 @@
 //!   Blosc header before handing a chunk to c-blosc; [`lzma`](mod@lzma) is numcodecs' `LZMA`
 //!   in its four formats; both fill a chunk's buffer through `stream` (below both, so
 //!   neither imports the other back).
-//! - [`unshuffle`]: Blosc's byte unshuffle for records of 16+ bytes with an AVX2 kernel
-//!   chosen at run time ([`blosc`] uses it instead of c-blosc's SSE2-only build).
 //! - [`filters`]: the `.zarray` filter chain (delta, fixedscaleoffset, quantize, astype,
 //!   packbits, categorize, ...), undone in reverse after the compressor.
 //! - [`order`]: `order: "F"` chunks reordered to C order, one chunk at a time.
@@ -38,7 +36,6 @@ pub mod lzma;
 pub mod meta;
 pub mod order;
 mod stream;
-pub mod unshuffle;
 pub mod values;
 
 pub use array::{Rows, ZarrArray};
