@@ -199,6 +199,10 @@ class Channel:
                 # damaged sample) itself, where len() + read() took three, each with its
                 # stats of the channel's files (single reads cost ~2x upstream's before).
                 data, shape = self._native().read(int(index), 1, True)
+                if shape is not None:  # decoded JPEG pixels
+                    return data.reshape(shape)
+                if not isinstance(data, list):  # fixed-size samples
+                    return data.view(self.dtype).reshape(self.shape)
                 return self._from_native(data, shape, 1)[0]
             n = len(self)
             i = index + n if index < 0 else index

@@ -231,21 +231,41 @@ fn decode_frames(
     if count == 0 {
         return Ok((Vec::new(), [0, 0, 3]));
     }
-    let shape = {
-        let bytes = shared(r, start)?;
-        let first =
-            JpegFrame::open(&bytes, DEFAULT_MAX_PIXELS).map_err(|e| in_sample(path, start, e))?;
-        [first.height(), first.width(), 3]
+    let into_rgb = |frame: JpegFrame<'_>, dst: &mut [u8], i: u64| {
+        if frame.channels() == 3 {
+            return frame.decode_into(dst).map_err(|e| in_sample(path, i, e));
+        }
+        // Grayscale: decoded to one channel, then each value repeated for R, G, B.
+        let mut gray = vec![0u8; frame.len()];
+        frame
+            .decode_into(&mut gray)
+            .map_err(|e| in_sample(path, i, e))?;
+        for (px, &g) in dst.chunks_exact_mut(3).zip(&gray) {
+            px.fill(g);
+        }
+        Ok(())
     };
+    let bytes = shared(r, start)?;
+    let first =
+        JpegFrame::open(&bytes, DEFAULT_MAX_PIXELS).map_err(|e| in_sample(path, start, e))?;
+    let shape = [first.height(), first.width(), 3];
     let per = shape.iter().product::<usize>();
     let mut out = vec![0u8; count as usize * per];
+    if count == 1 {
+        // A single read: the headers just parsed (Huffman tables built, a fixed cost that
+        // dominates small frames) decode the frame; no second open.
+        into_rgb(first, &mut out, start)?;
+        return Ok((out, shape));
+    }
+    drop(first);
+    drop(bytes);
     parallel_fill(start, count, per, &mut out, |range, chunk| {
         for (k, i) in range.enumerate() {
             let bytes = shared(r, i)?;
             let dst = &mut chunk[k * per..(k + 1) * per];
             let frame =
                 JpegFrame::open(&bytes, DEFAULT_MAX_PIXELS).map_err(|e| in_sample(path, i, e))?;
-            let (h, w, c) = (frame.height(), frame.width(), frame.channels());
+            let (h, w) = (frame.height(), frame.width());
             if h * w * 3 != per {
                 return Err(roverlog_core::Error::Codec {
                     codec: "jpeg".into(),
@@ -258,18 +278,7 @@ fn decode_frames(
                     ),
                 });
             }
-            if c == 3 {
-                frame.decode_into(dst).map_err(|e| in_sample(path, i, e))?;
-            } else {
-                // Grayscale: decoded to one channel, then each value repeated for R, G, B.
-                let mut gray = vec![0u8; frame.len()];
-                frame
-                    .decode_into(&mut gray)
-                    .map_err(|e| in_sample(path, i, e))?;
-                for (px, &g) in dst.chunks_exact_mut(3).zip(&gray) {
-                    px.fill(g);
-                }
-            }
+            into_rgb(frame, dst, i)?;
         }
         Ok(())
     })?;
