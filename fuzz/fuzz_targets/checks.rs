@@ -498,3 +498,135 @@ pub fn http_host(data: &[u8]) {
         assert!(!entry.matches(&longer), "{text:?} matches {longer:?}");
     }
 }
+
+/// The ROS 2 (`.msg`) and ROS 1 (`.ros1.msg`) definitions `ros_cdr` decodes against, by
+/// `fuzz/ros_cdr_seeds.py`.
+const ROS_SCHEMAS: [(&str, &str, &str); 7] = [
+    (
+        "sensor_msgs/msg/Imu",
+        include_str!("ros_schemas/Imu.msg"),
+        include_str!("ros_schemas/Imu.ros1.msg"),
+    ),
+    (
+        "sensor_msgs/msg/Image",
+        include_str!("ros_schemas/Image.msg"),
+        include_str!("ros_schemas/Image.ros1.msg"),
+    ),
+    (
+        "sensor_msgs/msg/PointCloud2",
+        include_str!("ros_schemas/PointCloud2.msg"),
+        include_str!("ros_schemas/PointCloud2.ros1.msg"),
+    ),
+    (
+        "sensor_msgs/msg/LaserScan",
+        include_str!("ros_schemas/LaserScan.msg"),
+        include_str!("ros_schemas/LaserScan.ros1.msg"),
+    ),
+    (
+        "sensor_msgs/msg/NavSatFix",
+        include_str!("ros_schemas/NavSatFix.msg"),
+        include_str!("ros_schemas/NavSatFix.ros1.msg"),
+    ),
+    (
+        "sensor_msgs/msg/CompressedImage",
+        include_str!("ros_schemas/CompressedImage.msg"),
+        include_str!("ros_schemas/CompressedImage.ros1.msg"),
+    ),
+    (
+        "geometry_msgs/msg/PoseStamped",
+        include_str!("ros_schemas/PoseStamped.msg"),
+        include_str!("ros_schemas/PoseStamped.ros1.msg"),
+    ),
+];
+
+/// `ros_cdr`: byte 0 picks the wire (bit 0: CDR or ROS 1) and the schema (bits 1-3: 0 = the
+/// schema text is in the input up to a NUL, else one of [`ROS_SCHEMAS`]); the rest is one
+/// message. Schema parsing and decoding never panic; what decodes lies within the message,
+/// decodes the same again, and maps to channels whose raw samples are exactly their type
+/// and shape's size.
+pub fn ros_cdr(data: &[u8]) {
+    let _ = ros_cdr_channels(data);
+}
+
+/// The body of `ros_cdr`: how many channels the message mapped to (`None`: it did not parse,
+/// decode or map), so the seeds' test can check they reach the mapping.
+pub fn ros_cdr_channels(data: &[u8]) -> Option<usize> {
+    use roverlog_core::format::ChannelFormat;
+    use roverlog_core::ros::decode::{decode, Limits, Value, Wire};
+    use roverlog_core::ros::mapping::{map, ImageFormat};
+    use roverlog_core::ros::schema::{normalize_type, Dialect, Schema};
+    let (&sel, rest) = data.split_first()?;
+    let (wire, dialect) = if sel & 1 == 0 {
+        (Wire::Cdr, Dialect::Ros2)
+    } else {
+        (Wire::Ros1, Dialect::Ros1)
+    };
+    let (name, text, msg) = match usize::from(sel >> 1) % 8 {
+        0 => {
+            let nul = rest.iter().position(|&b| b == 0)?;
+            (
+                "fuzz/msg/Msg",
+                String::from_utf8_lossy(&rest[..nul]).into_owned(),
+                &rest[nul + 1..],
+            )
+        }
+        k => {
+            let (n, ros2, ros1) = ROS_SCHEMAS[k - 1];
+            (
+                n,
+                if wire == Wire::Cdr { ros2 } else { ros1 }.to_string(),
+                rest,
+            )
+        }
+    };
+    let schema = Schema::parse(name, &text, dialect).ok()?;
+    let limits = Limits {
+        max_string: 4096,
+        max_elements: 4096,
+        max_depth: 8,
+    };
+    let v = decode(&schema, msg, wire, &limits).ok()?;
+    fn within(v: &Value, msg: &[u8]) {
+        let range = msg.as_ptr_range();
+        let inside = |b: &[u8]| {
+            b.is_empty() || (range.start <= b.as_ptr() && b.as_ptr_range().end <= range.end)
+        };
+        match v {
+            Value::Prims {
+                prim, bytes, array, ..
+            } => {
+                assert!(inside(bytes), "numbers outside the message");
+                assert_eq!(bytes.len() % prim.size(), 0);
+                assert!(*array || bytes.len() == prim.size());
+            }
+            Value::Str(b) => assert!(inside(b), "a string outside the message"),
+            Value::List(items) => items.iter().for_each(|i| within(i, msg)),
+            Value::Msg(fields) => fields.iter().for_each(|(_, f)| within(f, msg)),
+        }
+    }
+    within(&v, msg);
+    assert_eq!(
+        decode(&schema, msg, wire, &limits).unwrap(),
+        v,
+        "decodes differently twice"
+    );
+    let m = map(&normalize_type(name), &v, ImageFormat::Jpg).ok()?;
+    {
+        assert_eq!(m.channels.len(), m.data.len());
+        for ((ch, meta), bytes) in m.channels.iter().zip(&m.data) {
+            if meta.format == ChannelFormat::Raw {
+                let want = meta.shape.iter().product::<usize>() * meta.dtype.itemsize();
+                assert_eq!(
+                    bytes.len(),
+                    want,
+                    "channel {ch}: {:?} {:?}",
+                    meta.dtype,
+                    meta.shape
+                );
+            } else {
+                assert!(!bytes.is_empty(), "channel {ch}: an empty image");
+            }
+        }
+    }
+    Some(m.channels.len())
+}

@@ -18,6 +18,9 @@
   at most), the mjpg channel made by `roverlog convert` (ROVERLOG_BIN);
 - JPEG per core (`--only jpeg-per-core`, not in the default run): zune-jpeg on one thread
   against gulpio2 and bare simplejpeg (libjpeg-turbo), CPU time per frame;
+- Ouster points (`--only ouster`): `transforms.ouster.PointCloud` on 128 x 2048 frames of an
+  OS1-128 `lidar.json`, the native table vs upstream's numpy algorithm (`native=False`), per
+  frame, in a process held to one core;
 - `Driver`: an IMU sent one `send()` per sample vs `examples/driver.py`'s `send()`, each
   followed by a sync and a check that every sample is on disk.
 """
@@ -76,6 +79,51 @@ for _ in range(3):
     best = min(best, time.perf_counter() - t0)
 print(best, n)
 """
+
+# The Ouster row, in an interpreter held to one core with single-threaded BLAS (upstream's
+# numpy projection multiplies by the rotation with a matrix product, which BLAS may spread).
+OUSTER_SIDE = """
+import json, os, sys, time
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+import numpy as np
+from roverlog.redrover import types
+from roverlog.redrover.transforms import ouster
+from conftest import depth_frames, os1_128_metadata
+d, frames, min_range = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) or None
+path = os.path.join(d, "lidar.json")
+with open(path, "w") as f:
+    json.dump(os1_128_metadata(), f)
+samples = [types.OSDepth(rng=r[None, None], timestamps=np.zeros((1, 1)), intrinsics=path) for r in depth_frames(frames)]
+out = []
+for native in (True, False):
+    pc = ouster.PointCloud(min_range=min_range, native=native)
+    t0 = time.perf_counter()
+    pc(samples[0])  # the table built (once per lidar.json), and the first frame
+    build = time.perf_counter() - t0
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        n = [int(pc(s).length[0, 0]) for s in samples]
+        best = min(best, (time.perf_counter() - t0) / frames)
+    out.append((best, build, n))
+assert out[0][2] == out[1][2], "native and numpy keep different points"
+print(json.dumps(out))
+"""
+
+
+def bench_ouster(tmp, frames):
+    """Upstream's `PointCloud` (numpy) vs ours (native table) per 128 x 2048 frame, one core."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "PYTHONPATH": os.path.join(ROOT, "python", "tests")}
+    for min_range in (0.0, 0.5):
+        out = subprocess.run([sys.executable, "-c", OUSTER_SIDE, tmp, str(frames), str(min_range)], env=env,
+                             check=True, capture_output=True, text=True, timeout=600).stdout
+        (ours, ours_build, _), (theirs, theirs_build, _) = json.loads(out)
+        what = f"min_range {min_range}" if min_range else "no min_range"
+        row(f"Ouster points: 128x2048 frame, {what}, 1 core", ours, theirs, "(per frame)")
+        print(f"{'  (first frame, with the table build)':<52} ours {ours_build * 1e3:9.1f} ms   "
+              f"theirs {theirs_build * 1e3:9.1f} ms")
+
 
 # glibc's thresholds pinned (setting them turns the adaptation off): frames go to the heap and
 # freed memory is never handed back to the kernel, so neither side pays page faults.
@@ -453,12 +501,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     ap.add_argument("--only", action="append",
-                    choices=["gulp", "l5kit", "channels", "driver", "l5kit-spread", "single-reads", "jpeg-per-core"],
+                    choices=["gulp", "l5kit", "channels", "driver", "l5kit-spread", "single-reads", "ouster",
+                             "jpeg-per-core"],
                     help="run only these rows (repeatable; default: all but l5kit-spread, "
                          "the whole-array read's times within one process, and jpeg-per-core)")
     a = ap.parse_args()
     q = a.quick
-    run = set(a.only or ["gulp", "l5kit", "channels", "single-reads", "driver"])
+    run = set(a.only or ["gulp", "l5kit", "channels", "single-reads", "driver", "ouster"])
     with tempfile.TemporaryDirectory() as tmp:
         if "gulp" in run:
             bench_gulp(tmp, 20 if q else 100, 10 if q else 30)
@@ -478,6 +527,8 @@ def main():
             bench_single_reads(tmp, 2000 if q else 100000)
         if "driver" in run:
             bench_driver(tmp, 20000 if q else 200000)
+        if "ouster" in run:
+            bench_ouster(tmp, 5 if q else 30)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ mod channel;
 mod driver;
 mod errors;
 mod gulp;
+mod ouster;
 mod threads;
 mod zarr;
 
@@ -103,5 +104,6 @@ fn _roverlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<driver::NativeDriver>()?;
     m.add_class::<gulp::GulpDir>()?;
     m.add_class::<zarr::ZarrArr>()?;
+    m.add_class::<ouster::OusterLut>()?;
     Ok(())
 }

@@ -153,6 +153,45 @@ OUSTER_METADATA = {
 }
 
 
+def os1_128_metadata(beams=128, columns=2048):
+    """An OS1-128's `lidar.json` in ouster-sdk's layout (keys the projection does not read
+    too): altitudes over +-22.5 degrees, the azimuth offsets and stagger of four beam columns,
+    the beam origin 15.8 mm off the axis, the sensor frame flipped about z and lifted."""
+    alt = [22.5 - 45.0 * (b / (beams - 1)) ** 1.05 for b in range(beams)]
+    az = [[4.23, 1.41, -1.41, -4.23][b % 4] + 0.01 * (b // 4) for b in range(beams)]
+    return {
+        "sensor_info": {"prod_line": "OS-1-128", "prod_sn": "992109000000", "build_rev": "v2.3.0"},
+        "config_params": {"lidar_mode": f"{columns}x10"},
+        "lidar_data_format": {
+            "pixels_per_column": beams, "columns_per_frame": columns,
+            "pixel_shift_by_row": [[72, 24, -24, -72][b % 4] for b in range(beams)],
+            "column_window": [0, columns - 1], "udp_profile_lidar": "RNG19_RFL8_SIG16_NIR16",
+        },
+        "beam_intrinsics": {
+            "beam_altitude_angles": alt, "beam_azimuth_angles": az,
+            "beam_to_lidar_transform": [1, 0, 0, 15.806, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1],
+            "lidar_origin_to_beam_origin_mm": 15.806,
+        },
+        "lidar_intrinsics": {"lidar_to_sensor_transform": [-1, 0, 0, 0, 0, -1, 0, 0, 0, 0, 1, 36.18, 0, 0, 0, 1]},
+    }
+
+
+def depth_frames(frames, beams=128, columns=2048, seed=0):
+    """`(frames, beams, columns)` uint16 ranges (mm): a smooth scene (2-40 m) with 9% of the
+    pixels no return and 1% under 0.5 m."""
+    rng = np.random.default_rng(seed)
+    c = np.arange(columns)[None, None, :]
+    b = np.arange(beams)[None, :, None]
+    f = np.arange(frames)[:, None, None]
+    wave = (np.sin(c / 97.0 + f * 0.1) + 1.0) * 9000.0
+    out = (2000.0 + wave + b * 120.0 + rng.integers(0, 1000, (frames, beams, columns))).astype(np.uint16)
+    u = rng.random(out.shape)
+    out[u < 0.09] = 0
+    near = (u >= 0.09) & (u < 0.10)
+    out[near] = rng.integers(100, 400, near.sum())
+    return out
+
+
 def write_rover(root, seed=0, seconds=40.0):
     """A trace as red-rover records it, for the typed sensors: radar (`radar.json`), an
     Ouster lidar with dropped frames (`lidar.json`), an MJPEG camera, a `jpg` camera, camera

@@ -29,6 +29,7 @@ mod foxglove;
 mod full_size;
 mod report;
 mod scenario;
+mod soak;
 
 use scenario::{check_data, python_writer, run_scenario};
 
@@ -46,6 +47,8 @@ const SCENARIOS: [&str; 7] = [
 ];
 /// The one-hour rig trace read at full size ([`full_size`]): run only when named.
 const FULL_SIZE: &str = "full-size";
+/// The crew's day with everything on ([`soak`]): run only when named, alone.
+const SOAK: &str = "soak";
 /// Bytes of one frame in the large-frame scenario.
 const LARGE_FRAME: usize = 4 << 20;
 /// Largest `--frame-bytes` (the daemon's default `max_frame_bytes` less the frame header).
@@ -70,6 +73,11 @@ const PER_WRITE: usize = 256;
 /// full-size (only when named, alone: no daemon): the red-rover rig's one-hour trace
 /// generated, single-sample reads per format against a 100-sample trace (ratio), and the
 /// verbs' peak RSS and seconds on it against cat of its files.
+/// soak (only when named, alone; not in CI): steady imu 200 Hz, gps 10 Hz and camera 10 Hz
+/// with expected_hz, snapshot mode with a trigger, a rotation and the trigger's stop every
+/// --minutes*60/12 s (at most 5 min), the dashboard polled every second, a live Foxglove
+/// client and an alarm_command, for --minutes; reports false alarms (must be 0) and the
+/// daemon's RSS at start, middle and end.
 /// The daemon's resident memory is sampled throughout and compared with its configured
 /// budgets.
 ///
@@ -113,9 +121,13 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf,
-    /// dashboard, foxglove; or full-size alone.
+    /// dashboard, foxglove; or full-size or soak alone.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// How long `--only soak` runs, minutes (the rotation period is a twelfth of it, at
+    /// most 5 minutes).
+    #[arg(long, default_value_t = 60.0)]
+    minutes: f64,
     /// Python with numpy for the upstream-style baseline. Default: scripts/py-env.sh's venv.
     #[arg(long)]
     python: Option<PathBuf>,
@@ -364,6 +376,29 @@ fn run(args: Args) -> Result<bool> {
         let work = make_work_dir(args.dir.as_deref())?;
         progress(&format!("working in {}", work.display()));
         let ok = full_size::run(&work, args.quick, args.json)?;
+        if args.keep || !ok {
+            progress(&format!("kept {}", work.display()));
+        } else {
+            let _ = std::fs::remove_dir_all(&work);
+        }
+        return Ok(ok);
+    }
+    if args.only.iter().any(|s| s == SOAK) {
+        if args.only.len() > 1 {
+            bail!("--only {SOAK} runs alone");
+        }
+        let work = make_work_dir(args.dir.as_deref())?;
+        progress(&format!(
+            "working in {}; soak for {} min",
+            work.display(),
+            args.minutes
+        ));
+        let (report, ok) = soak::run(&work, args.minutes)?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&report).expect("json"));
+        } else {
+            soak::print(&report);
+        }
         if args.keep || !ok {
             progress(&format!("kept {}", work.display()));
         } else {

@@ -33,7 +33,7 @@ pub struct ExportArgs {
     /// End of the window (exclusive), same rules.
     #[arg(long, allow_negative_numbers = true)]
     pub end: Option<f64>,
-    /// A sensor's position, also written as foxglove.LocationFix on /<sensor>/location:
+    /// A sensor's position, also written as foxglove.LocationFix on `/<sensor>/location`:
     /// `gps:latitude=pos[0],longitude=pos[1],altitude=pos[2]` (each a channel's element,
     /// `name[index]`, or `name` for a one-element channel; altitude optional). Repeatable.
     /// Without it, the daemon's `foxglove_location` recorded with the trace is used.

@@ -66,7 +66,8 @@ enum Command {
     Cat(cat::CatArgs),
     /// Push a dataset into a running daemon, one driver per sensor, paced by its timestamps.
     Replay(replay::ReplayArgs),
-    /// Write a dataset (gulp directory, L5Kit zarr, roverd trace) straight to a new roverd trace.
+    /// Write a dataset (gulp directory, L5Kit zarr, roverd trace, ROS bag/MCAP/rosbag2) straight
+    /// to a new roverd trace.
     Import(replay::ImportArgs),
     /// Print every trace below a directory (holding `config.yaml`), one relative path per line.
     List(list::ListArgs),

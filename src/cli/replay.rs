@@ -6,16 +6,18 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use super::Outcome;
 use roverlog_client::PlayOptions;
 use roverlog_core::replay::{self, GulpSource, Source, TraceSource};
+use roverlog_core::ros::{self, ImageFormat, RosOptions, RosSource, Stamp};
 use roverlog_core::timestamps::Model;
 
 #[derive(Args)]
 pub struct ReplayArgs {
-    /// What to replay: a roverd trace, a gulp directory or an L5Kit zarr dataset.
+    /// What to replay: a roverd trace, a gulp directory, an L5Kit zarr dataset, or a ROS
+    /// recording (rosbag2 directory, `.mcap`, ROS 1 `.bag`; docs/ros.md).
     pub source: PathBuf,
     /// The daemon's ingest socket.
     #[arg(long, default_value = "run/ingest.sock")]
@@ -49,11 +51,28 @@ pub struct ReplayArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// For ROS recordings: a sample's time from the message's `header.stamp` (`header`;
+    /// messages without a header use the log time), or the time the recorder logged
+    /// (received) it (`log`).
+    #[arg(long, value_enum, default_value = "header")]
+    pub stamp: StampArg,
+    /// For ROS recordings: JPEG images (`sensor_msgs/CompressedImage`) as one file per
+    /// sample (`jpg`, channel `img`) or one MJPEG video (`mjpg`, channel `video.avi`).
+    #[arg(long, value_enum, default_value = "jpg")]
+    pub images: ImagesArg,
+    /// For ROS recordings: only these topics (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub topics: Vec<String>,
+    /// For ROS recordings: a JSON file of per-topic rules (skip a topic, name its sensor and
+    /// channels, its own --stamp and --images; docs/ros.md).
+    #[arg(long, value_name = "FILE")]
+    pub map: Option<PathBuf>,
 }
 
 #[derive(Args)]
 pub struct ImportArgs {
-    /// The dataset: a gulp directory, an L5Kit zarr dataset or a roverd trace.
+    /// The dataset: a gulp directory, an L5Kit zarr dataset, a roverd trace, or a ROS
+    /// recording (rosbag2 directory, `.mcap`, ROS 1 `.bag`; docs/ros.md).
     pub source: PathBuf,
     /// The trace to create (must not exist).
     pub out: PathBuf,
@@ -68,17 +87,123 @@ pub struct ImportArgs {
     /// frames), with upstream's default intervals.
     #[arg(long, default_value = "raw")]
     pub timestamps: Model,
+    /// For ROS recordings: a sample's time from the message's `header.stamp` (`header`;
+    /// messages without a header use the log time), or the time the recorder logged
+    /// (received) it (`log`).
+    #[arg(long, value_enum, default_value = "header")]
+    pub stamp: StampArg,
+    /// For ROS recordings: JPEG images (`sensor_msgs/CompressedImage`) as one file per
+    /// sample (`jpg`, channel `img`) or one MJPEG video (`mjpg`, channel `video.avi`).
+    #[arg(long, value_enum, default_value = "jpg")]
+    pub images: ImagesArg,
+    /// For ROS recordings: only these topics (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub topics: Vec<String>,
+    /// For ROS recordings: a JSON file of per-topic rules (skip a topic, name its sensor and
+    /// channels, its own --stamp and --images; docs/ros.md).
+    #[arg(long, value_name = "FILE")]
+    pub map: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum StampArg {
+    Header,
+    Log,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ImagesArg {
+    Jpg,
+    Mjpg,
+}
+
+/// What the ROS flags ask for.
+fn ros_options(
+    stamp: StampArg,
+    images: ImagesArg,
+    topics: &[String],
+    map: Option<&Path>,
+) -> Result<RosOptions> {
+    Ok(RosOptions {
+        stamp: match stamp {
+            StampArg::Header => Stamp::Header,
+            StampArg::Log => Stamp::Log,
+        },
+        images: match images {
+            ImagesArg::Jpg => ImageFormat::Jpg,
+            ImagesArg::Mjpg => ImageFormat::Mjpg,
+        },
+        topics: topics.to_vec(),
+        map: map.map(ros::TopicMap::read).transpose()?,
+        limits: None,
+    })
+}
+
+/// Opens a ROS recording; with `warn`, prints to stderr every topic it leaves out and why.
+fn open_ros(
+    path: &Path,
+    sensors: &[String],
+    model: Model,
+    opts: RosOptions,
+    warn: bool,
+) -> Result<RosSource> {
+    if !sensors.is_empty() {
+        bail!("--sensors applies to roverd traces; for a ROS recording use --topics");
+    }
+    if model != Model::Raw {
+        bail!("--timestamps applies to roverd traces only");
+    }
+    let pb = super::progress::bar("read", "(bytes, or rows of a .db3)");
+    let source = RosSource::open_with_progress(path, opts, |file, done, total| {
+        pb.set_prefix(format!("read file {}", file + 1));
+        pb.set_length(total);
+        pb.set_position(done);
+    })?;
+    pb.finish_and_clear();
+    for s in source.skipped().iter().filter(|_| warn) {
+        eprintln!(
+            "roverlog: skipped topic {} ({}, {} messages): {}",
+            s.topic,
+            if s.msgtype.is_empty() {
+                "no type"
+            } else {
+                &s.msgtype
+            },
+            s.messages,
+            s.reason
+        );
+    }
+    if source.sensors().is_empty() {
+        bail!("{}: no topic could be imported", path.display());
+    }
+    Ok(source)
 }
 
 /// Opens `path` as whichever kind of source it is.
-fn open_source(path: &Path, sensors: &[String], fps: f64, model: Model) -> Result<Box<dyn Source>> {
+fn open_source(
+    path: &Path,
+    sensors: &[String],
+    fps: f64,
+    model: Model,
+    ros: RosOptions,
+) -> Result<Box<dyn Source>> {
+    let ros_only = !ros.topics.is_empty() || ros.map.is_some();
     if roverlog_core::format::is_trace(path) {
+        if ros_only {
+            bail!("--topics and --map apply to ROS recordings only");
+        }
         return Ok(Box::new(
             TraceSource::open(path, sensors)?.with_timestamps(model),
         ));
     }
+    if ros::is_ros_recording(path) {
+        return Ok(Box::new(open_ros(path, sensors, model, ros, true)?));
+    }
     if model != Model::Raw {
         bail!("--timestamps applies to roverd traces only");
+    }
+    if ros_only {
+        bail!("--topics and --map apply to ROS recordings only");
     }
     if roverlog_core::gulp::is_gulp_dir(path) {
         if !sensors.is_empty() {
@@ -93,13 +218,14 @@ fn open_source(path: &Path, sensors: &[String], fps: f64, model: Model) -> Resul
         return Ok(Box::new(roverlog_core::replay::L5KitSource::open(path)?));
     }
     bail!(
-        "{}: not a roverd trace, gulp directory or L5Kit zarr dataset",
+        "{}: not a roverd trace, gulp directory, L5Kit zarr dataset or ROS recording (rosbag2 directory, .mcap, .bag)",
         path.display()
     )
 }
 
 pub fn replay(args: ReplayArgs) -> Result<Outcome> {
-    let mut source = open_source(&args.source, &args.sensors, args.fps, args.timestamps)?;
+    let ros = ros_options(args.stamp, args.images, &args.topics, args.map.as_deref())?;
+    let mut source = open_source(&args.source, &args.sensors, args.fps, args.timestamps, ros)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
@@ -172,7 +298,11 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
 }
 
 pub fn import(args: ImportArgs) -> Result<Outcome> {
-    let mut source = open_source(&args.source, &args.sensors, args.fps, args.timestamps)?;
+    let ros = ros_options(args.stamp, args.images, &args.topics, args.map.as_deref())?;
+    if !roverlog_core::format::is_trace(&args.source) && ros::is_ros_recording(&args.source) {
+        return import_ros(args, ros);
+    }
+    let mut source = open_source(&args.source, &args.sensors, args.fps, args.timestamps, ros)?;
     let pb = super::progress::bar("import", "samples");
     let r = replay::import(
         source.as_mut(),
@@ -193,6 +323,51 @@ pub fn import(args: ImportArgs) -> Result<Outcome> {
     pb.finish_and_clear();
     for (n, samples) in &r.sensors {
         println!("{}: {samples} samples", args.out.join(n).display());
+    }
+    Ok(Outcome::Ok)
+}
+
+/// A ROS recording into a trace: the topics left out are printed and kept in the trace's
+/// events (`import_skipped`).
+fn import_ros(args: ImportArgs, opts: RosOptions) -> Result<Outcome> {
+    let mut source = open_ros(&args.source, &args.sensors, args.timestamps, opts, false)?;
+    let pb = super::progress::bar("import", "samples");
+    let r = ros::import(
+        &mut source,
+        &args.out,
+        &args.source.display().to_string(),
+        |done, total| {
+            pb.set_length(total);
+            pb.set_position(done);
+        },
+    )
+    .with_context(|| {
+        format!(
+            "importing {} into {}",
+            args.source.display(),
+            args.out.display()
+        )
+    })?;
+    pb.finish_and_clear();
+    for (i, (n, samples)) in r.written.sensors.iter().enumerate() {
+        println!(
+            "{}: {samples} samples (topic {})",
+            args.out.join(n).display(),
+            source.topic_of(i)
+        );
+    }
+    if !r.skipped.is_empty() {
+        println!(
+            "{} topic(s) not imported (listed in {} as import_skipped):",
+            r.skipped.len(),
+            roverlog_core::format::events::events_path(&args.out).display()
+        );
+        for s in &r.skipped {
+            println!(
+                "  {} ({}, {} messages): {}",
+                s.topic, s.msgtype, s.messages, s.reason
+            );
+        }
     }
     Ok(Outcome::Ok)
 }

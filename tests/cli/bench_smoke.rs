@@ -167,6 +167,12 @@ fn zero_rounds_is_a_usage_error() {
     assert_usage_error(&["--rounds", "0"], "--rounds");
 }
 
+#[test]
+fn soak_runs_alone_for_a_positive_time() {
+    assert_usage_error(&["--only", "soak,imu"], "runs alone");
+    assert_usage_error(&["--only", "soak", "--minutes", "0"], "--minutes");
+}
+
 /// `bench --disk`: every block size measured, percentiles ordered, advice given; bad input
 /// refused. (Figures are not checked: this machine is shared.)
 #[test]
@@ -269,4 +275,49 @@ fn disk_bench_reports_percentiles_and_advice() {
     let r = common::roverlog(&["bench", "--disk", "/nonexistent"]);
     assert_eq!(r.code, 2, "{}", r.text());
     assert!(r.stderr.contains("not a directory"), "{}", r.stderr);
+}
+
+/// `bench --only soak` for 12 s (a trigger and a rotation every second): the report parses,
+/// every sensor sent, the dashboard and the live feed were served, and no alarm was raised
+/// (every sensor is steady) in any trace or through `alarm_command`.
+#[test]
+fn soak_bench_reports_no_false_alarm() {
+    let base = tempfile::tempdir().unwrap();
+    let out = Command::new(common::roverlog_bin())
+        .args([
+            "bench",
+            "--only",
+            "soak",
+            "--minutes",
+            "0.2",
+            "--json",
+            "--dir",
+        ])
+        .arg(base.path())
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));
+    assert!(
+        out.status.success(),
+        "soak failed: {:?}\n{r:#}\n{stderr}",
+        out.status
+    );
+    assert_eq!(r["ok"], true, "{r:#}");
+    assert_eq!(r["false_alarms"]["total"], 0, "{r:#}");
+    assert_eq!(r["false_alarms"]["alarm_events"], 0, "{r:#}");
+    assert_eq!(r["false_alarms"]["alarm_command_runs"], 0, "{r:#}");
+    assert_eq!(r["daemon_exit"], 0, "{r:#}");
+    for s in ["imu", "gps", "camera"] {
+        assert!(r["frames_sent"][s].as_u64().unwrap() > 0, "{r:#}");
+    }
+    assert!(r["triggers"].as_u64().unwrap() >= 2, "{r:#}");
+    assert!(r["rotations"].as_u64().unwrap() >= 1, "{r:#}");
+    assert!(r["dashboard_requests"].as_u64().unwrap() > 0, "{r:#}");
+    assert!(r["feed_messages"].as_u64().unwrap() > 0, "{r:#}");
+    for k in ["start", "middle", "end"] {
+        assert!(r["rss_bytes"][k].as_u64().unwrap() > 0, "{r:#}");
+    }
 }

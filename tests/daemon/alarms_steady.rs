@@ -1,8 +1,9 @@
 //! No false alarm for a steady sensor (issue 26): the crew is paged only when something is
 //! wrong. Steady imu 200 Hz, gps 10 Hz and camera 10 Hz drivers, each with its
-//! `expected_hz`, through rotations, a start with a full snapshot ring, and a 200 Hz sensor's
-//! normal scheduling jitter: no `alarm` event in any trace, and rates are live while nothing
-//! records.
+//! `expected_hz`, through rotations, a start with a full snapshot ring, stop/start/trigger and
+//! snapshot toggles, a daemon restart that resumes the trace, and a 200 Hz sensor's normal
+//! scheduling jitter: no `alarm` event in any trace, and rates are live while nothing
+//! records. A sensor back from a silence is paged once (`silent`), not also `rate_low`.
 
 use crate::support::daemon;
 
@@ -250,4 +251,75 @@ fn a_sensor_back_from_silence_is_not_also_rate_low() {
         })
         .collect();
     assert_eq!(kinds, ["silent"], "{}", d.log());
+}
+
+/// A driver at `hz` on its own thread until `stop` that reconnects (every 20 ms) whenever the
+/// daemon goes away, as a real driver does, and goes on with its numbering.
+fn steady_reconnecting(
+    ingest: std::path::PathBuf,
+    name: &'static str,
+    hz: f64,
+    stop: &Arc<AtomicBool>,
+) -> JoinHandle<u64> {
+    use std::io::{BufRead, BufReader, Write};
+    let stop = stop.clone();
+    std::thread::spawn(move || {
+        let mut hello = serde_json::to_vec(&raw_hello(name, 8)).unwrap();
+        hello.push(b'\n');
+        let connect = || -> Option<std::os::unix::net::UnixStream> {
+            let mut s = std::os::unix::net::UnixStream::connect(&ingest).ok()?;
+            s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+            s.write_all(&hello).ok()?;
+            let mut line = String::new();
+            BufReader::new(s.try_clone().ok()?)
+                .read_line(&mut line)
+                .ok()?;
+            line.contains("\"ok\":true").then_some(s)
+        };
+        let t0 = Instant::now();
+        let mut i = 0u64;
+        let mut conn = None;
+        while !stop.load(Ordering::Relaxed) {
+            let Some(s) = conn.as_mut() else {
+                conn = connect();
+                if conn.is_none() {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                continue;
+            };
+            let due = t0 + Duration::from_secs_f64(i as f64 / hz);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            let bytes = frame(1.7e9 + i as f64 / hz, None, &[(&sample(2, i, 8), false)]);
+            if s.write_all(&bytes).is_err() {
+                conn = None;
+                continue;
+            }
+            i += 1;
+        }
+        i
+    })
+}
+
+#[test]
+fn a_daemon_restart_that_resumes_the_trace_raises_no_alarm() {
+    let mut d = TestDaemon::start(health_config(json!({})));
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = SENSORS
+        .iter()
+        .map(|(n, hz)| steady_reconnecting(d.ingest_path(), n, *hz, &stop))
+        .collect();
+    wait_for_rates(&d);
+    let trace = d.trace_dir();
+    // A crash and a restart: the new daemon resumes the same trace, the drivers reconnect
+    // and go on at their rates.
+    d.kill9();
+    d.spawn();
+    assert_eq!(d.trace_dir(), trace, "the restart resumes the trace");
+    wait_for_rates(&d);
+    std::thread::sleep(Duration::from_secs(4));
+    let st = d.status();
+    assert_eq!(st["alarms"], json!([]), "{st:#}");
+    finish(&d, &stop, threads);
 }

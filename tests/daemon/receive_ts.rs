@@ -157,3 +157,57 @@ fn a_driver_clock_that_jumps_is_a_clock_step_event() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A driver clock running at half speed moves the offset past the threshold every few ticks;
+/// the daemon writes one event for the first move and coalesces the rest into at most one
+/// more per sensor per `CLOCK_STEP_HOLD` (10 s), each counting its moves.
+#[test]
+fn a_steadily_drifting_clock_gives_a_bounded_number_of_clock_step_events() {
+    let mut d =
+        TestDaemon::start(json!({"health_interval_ms": 20, "clock_step_threshold_s": 0.05}));
+    let (mut c, r) = d.connect(&raw_hello("radar", 8));
+    assert_eq!(r["ok"], true, "{r}");
+    let t0 = now();
+    let started = std::time::Instant::now();
+    let mut i = 0u64;
+    // 3 s at half speed: the offset grows by 1.5 s, 30 thresholds' worth.
+    while started.elapsed() < Duration::from_secs(3) {
+        let t = now();
+        c.send(&frame(
+            t0 + (t - t0) * 0.5,
+            None,
+            &[(&sample(1, i, 8), false)],
+        ));
+        i += 1;
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(c.sync(), i);
+    let elapsed = started.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_millis(200)); // a few more health ticks
+    let st = d.status();
+    let off = st["sensors"]["radar"]["clock_offset_s"].as_f64().unwrap();
+    assert!(off > 0.5, "the offset did drift: {st}");
+    let steps: Vec<Option<u64>> = events(&d.trace_dir())
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::ClockStep {
+                kind: Some(ClockStepKind::Offset),
+                moves,
+                ..
+            } => Some(moves),
+            _ => None,
+        })
+        .collect();
+    let bound = 1 + (elapsed / 10.0).ceil() as usize;
+    assert!(
+        !steps.is_empty(),
+        "no clock_step event for a drift of {off} s"
+    );
+    assert!(
+        steps.len() <= bound,
+        "{} clock_step events in {elapsed:.1} s (at most {bound}): {steps:?}",
+        steps.len()
+    );
+    assert!(steps.iter().all(|m| m.is_some_and(|m| m >= 1)), "{steps:?}");
+    assert!(d.stop().success(), "{}", d.log());
+}

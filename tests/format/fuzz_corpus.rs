@@ -88,3 +88,19 @@ fn zarr_order_seeds() {
 fn http_host_seeds() {
     run_seeds("http_host", checks::http_host);
 }
+
+#[test]
+fn ros_cdr_seeds() {
+    run_seeds("ros_cdr", checks::ros_cdr);
+    // The seeds reach the mapping (they are messages rosbags serialized, not noise).
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus-seeds/ros_cdr");
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let n = checks::ros_cdr_channels(&std::fs::read(&path).unwrap());
+        assert!(
+            n.unwrap_or(0) > 0,
+            "{}: maps to {n:?} channels",
+            path.display()
+        );
+    }
+}

@@ -295,6 +295,33 @@ fn typed_views_of_raw_channels() {
 }
 
 #[test]
+fn index_at_keeps_ts_mapped_and_sees_it_grow() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = meta(vec![(
+        "v",
+        ChannelMeta::new(ChannelFormat::Raw, DType::U1, vec![1], ""),
+    )]);
+    let dir = tmp.path().join("s");
+    let mut w = SensorWriter::create(&dir, m, &WriterOptions::default()).unwrap();
+    for i in 0..4 {
+        w.append(i as f64, &[&[i as u8]]).unwrap();
+    }
+    w.flush().unwrap();
+    let s = format::Sensor::open(&dir).unwrap();
+    assert_eq!(s.index_at(2.5).unwrap(), 3);
+    assert_eq!(s.index_at(10.0).unwrap(), 4);
+    for i in 4..8 {
+        w.append(i as f64, &[&[i as u8]]).unwrap();
+    }
+    w.flush().unwrap();
+    // Inside the kept mapping: the same answer; past it: `ts` is looked at again.
+    assert_eq!(s.index_at(2.5).unwrap(), 3);
+    assert_eq!(s.index_at(6.0).unwrap(), 6);
+    assert_eq!(s.index_at(10.0).unwrap(), 8);
+    w.finish().unwrap();
+}
+
+#[test]
 fn lzma_channel_with_several_streams_reads_whole_and_streamed() {
     // Upstream `lzma` channels are one .xz file; appending sessions can leave several streams.
     let tmp = tempfile::tempdir().unwrap();

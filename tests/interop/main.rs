@@ -18,6 +18,7 @@ mod dashboard_honest;
 mod format;
 mod gulp;
 mod mjpg;
+mod ros_import;
 mod timestamps;
 mod webdriver;
 mod zarr;

@@ -10,12 +10,14 @@ mod avi;
 mod damage;
 mod jpeg;
 mod lidar;
+mod ros;
 mod zarr;
 
 pub use avi::AviProblem;
 pub use damage::Damage;
 pub use jpeg::JpegProblem;
 pub use lidar::LidarProblem;
+pub use ros::{DecodeProblem, RosProblem};
 pub use zarr::{ChunkProblem, DTypeProblem, FillProblem, SettingProblem};
 
 /// Result alias used throughout the library.
@@ -149,6 +151,23 @@ pub enum Error {
         path: PathBuf,
         line: u64,
         limit: usize,
+    },
+
+    // ----- ROS recordings ----------------------------------------------------------------
+    /// A ROS recording (MCAP file, ROS 1 bag, rosbag2 directory) that cannot be read: `path`
+    /// is the file, `problem` what is wrong and where.
+    #[error("{}: {problem}", path.display())]
+    Ros { path: PathBuf, problem: RosProblem },
+
+    /// A message of a ROS recording that does not decode against the schema stored with it:
+    /// the file, the topic, the message's place in the topic, and why.
+    #[error("{}: topic {topic}, message {index}: {problem}", path.display())]
+    RosMessage {
+        path: PathBuf,
+        topic: String,
+        index: u64,
+        /// Boxed: the enum stays small for every other error.
+        problem: Box<DecodeProblem>,
     },
 
     // ----- gulp ------------------------------------------------------------------------

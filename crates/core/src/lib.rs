@@ -17,6 +17,8 @@
 //!   import into roverd (playback into a daemon is `roverlog-client`'s).
 //! - [`ouster`]: Ouster `lidar.json` intrinsics and the per-pixel table that projects a
 //!   depth frame to points (upstream's `transforms.ouster`).
+//! - [`ros`]: ROS recordings (rosbag2 MCAP, `.mcap`, ROS 1 `.bag`) as a replay source, decoded
+//!   from the message definitions they store.
 //! - [`timestamps`]: upstream's timestamp models (`smooth`, `discretize`) for jittered
 //!   receive times.
 //! - [`mem`], [`noise`]: the huge-page hint for large fresh buffers; a deterministic
@@ -34,6 +36,7 @@ pub mod jpeg;
 pub mod mem;
 pub mod ouster;
 pub mod replay;
+pub mod ros;
 pub mod timestamps;
 pub mod zarr;
 

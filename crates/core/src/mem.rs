@@ -32,3 +32,89 @@ pub fn advise_huge_pages<T>(buf: &mut [T]) {
     #[cfg(not(target_os = "linux"))]
     let _ = buf;
 }
+
+/// Drops the pages of a read-only file mapping that a reader going through it in order has
+/// passed, so a verb streaming a large file (`validate --deep`, `extract`, `import`) keeps a
+/// bounded resident set instead of every page it touched (file-backed and reclaimable, but
+/// counted as its RSS). Reads out of order (a random `get`) release nothing.
+///
+/// Safe for the maps the readers make (`MAP_SHARED`, read-only, of a file): a dropped page is
+/// read again from the page cache if touched, holding the same bytes.
+#[derive(Debug, Default)]
+pub struct ReleaseBehind {
+    /// The sample a read in order comes to next.
+    next: std::sync::atomic::AtomicU64,
+    /// Bytes of the map released so far (a page multiple).
+    released: std::sync::atomic::AtomicU64,
+}
+
+impl ReleaseBehind {
+    /// Bytes read in order past the last release before releasing again.
+    pub const WINDOW: u64 = 16 << 20;
+
+    /// Notes a read of sample `index` starting at byte `start` of `map`; when the reads have
+    /// come in order and moved [`WINDOW`](Self::WINDOW) past the last release, releases the
+    /// whole pages before `start`'s page.
+    pub fn read(&self, map: &memmap2::Mmap, index: u64, start: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.next.swap(index + 1, Relaxed) != index {
+            return;
+        }
+        let released = self.released.load(Relaxed);
+        if start < released + Self::WINDOW {
+            return;
+        }
+        let upto = start / 4096 * 4096;
+        // SAFETY: see the type's doc: DONTNEED on a shared read-only file mapping only drops
+        // page table entries; the bytes stay valid and are faulted in again if touched.
+        let r = unsafe {
+            map.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                released as usize,
+                (upto - released) as usize,
+            )
+        };
+        if r.is_ok() {
+            self.released.store(upto, Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReleaseBehind;
+    use std::sync::atomic::Ordering::Relaxed;
+
+    #[test]
+    fn reads_in_order_release_the_pages_behind_them_and_random_reads_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let len = 3 * ReleaseBehind::WINDOW;
+        std::fs::write(&p, vec![7u8; len as usize]).unwrap();
+        let f = std::fs::File::open(&p).unwrap();
+        // SAFETY: a test file nobody else writes.
+        let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
+        let step = 1 << 20;
+        let r = ReleaseBehind::default();
+        for (i, start) in (0..len).step_by(step).enumerate() {
+            r.read(&map, (i as u64 * 7919) % 40, start);
+        }
+        assert_eq!(
+            r.released.load(Relaxed),
+            0,
+            "out of order: nothing released"
+        );
+        let r = ReleaseBehind::default();
+        let mut sum = 0u64;
+        for (i, start) in (0..len).step_by(step).enumerate() {
+            r.read(&map, i as u64, start);
+            sum += u64::from(map[start as usize]);
+        }
+        let released = r.released.load(Relaxed);
+        assert!(released >= 2 * ReleaseBehind::WINDOW, "{released}");
+        assert_eq!(released % 4096, 0);
+        // Released pages read the same bytes again.
+        assert_eq!(map[0], 7);
+        assert_eq!(sum, 7 * (len / step as u64));
+    }
+}

@@ -21,7 +21,10 @@
 //! aligns the columns for image views, as upstream's `Destagger`.
 //!
 //! Which points are kept is upstream's `PointCloud` rule: with a minimum range, those whose
-//! float32 norm is at least that far; without one, those that are not the origin. Points come
+//! float32 norm is at least that far; without one, those that are not the origin. A NaN or
+//! infinite range (float frames) is no point: upstream drops points with a NaN coordinate,
+//! and its matrix product with the rotation (whose zeros meet the infinity) makes one of
+//! every infinite range. Points come
 //! beam by beam, column by column.
 
 use std::path::{Path, PathBuf};
@@ -402,6 +405,9 @@ impl XyzLut {
         out.reserve(rng.len());
         for ((&r, d), o) in rng.iter().zip(&self.dir).zip(&self.off) {
             let r: f64 = r.into();
+            if !r.is_finite() {
+                continue;
+            }
             let p = if r == 0.0 {
                 [0.0; 3]
             } else {
@@ -435,6 +441,9 @@ pub fn project_direct<T: Copy + Into<f64>>(
     let w = intrinsics.columns_per_frame;
     for (i, &r) in rng.iter().enumerate() {
         let r: f64 = r.into();
+        if !r.is_finite() {
+            continue;
+        }
         let (d, o) = g.ray(i / w, i % w);
         let lidar = [
             ((r - g.beam_r) * d[0] + o[0]) * 1e-3,

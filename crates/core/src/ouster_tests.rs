@@ -225,3 +225,28 @@ fn destagger_rotates_each_row_by_its_shift() {
     }
     assert!(destagger(&j, &frame[..31]).is_err());
 }
+
+#[test]
+fn float_ranges_that_are_nan_or_infinite_give_no_points() {
+    // Upstream drops every point with a NaN coordinate; its rotation's matrix product makes
+    // one of every infinite range (inf * 0).
+    let i = parse(&doc(128, 2048)).unwrap();
+    let lut = XyzLut::new(&i);
+    let mut rng = vec![5000.0f32; i.pixels()];
+    rng[3] = f32::NAN;
+    rng[7] = f32::INFINITY;
+    rng[8] = f32::NEG_INFINITY;
+    rng[10] = 0.0;
+    for min_range in [None, Some(0.5)] {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        lut.project(&rng, min_range, &mut a).unwrap();
+        project_direct(&i, &rng, min_range, &mut b).unwrap();
+        assert_eq!(
+            a.len(),
+            rng.len() - 4,
+            "NaN, the infinities and 0 are dropped"
+        );
+        assert!(a.iter().flatten().all(|x| x.is_finite()));
+        assert_close(&a, &b);
+    }
+}

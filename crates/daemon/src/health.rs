@@ -16,7 +16,12 @@
 //!   stops recording) lasts less than `disk_low_seconds` at the rate all sensors send now.
 //!
 //! Also a `clock_step` event (kind `offset`) when a sensor's median driver-vs-daemon clock
-//! offset (`status` `clock_offset_s`) moves by more than `clock_step_threshold_s`.
+//! offset (`status` `clock_offset_s`) moves by more than `clock_step_threshold_s`, at most one
+//! per sensor per [`CLOCK_STEP_HOLD`]: a driver clock that drifts steadily moves past the
+//! threshold again and again, and an event every tick would fill the disk with them (and
+//! leave no room for the `error` event that says the disk is full). Moves within the hold are
+//! coalesced into the next event: its `from` is the previous event's `to`, its `moves` counts
+//! them.
 //!
 //! A sensor without `expected_hz` learns it: once it has sent at a non-zero rate for
 //! `learn_rate_ms` without a pause, the rate measured then becomes its expectation for the
@@ -53,6 +58,20 @@ pub const MIN_SILENT: Duration = Duration::from_millis(250);
 pub const RATE_HOLD: Duration = Duration::from_secs(1);
 /// How long a raised alarm's condition must be gone before the alarm clears.
 pub const CLEAR_AFTER: Duration = Duration::from_secs(1);
+/// Shortest time between two `clock_step` (`offset`) events of one sensor.
+pub const CLOCK_STEP_HOLD: Duration = Duration::from_secs(10);
+
+/// One sensor's clock offset as `clock_step` tracks it.
+struct Offset {
+    /// The median at the last move past the threshold (or the first seen).
+    last: f64,
+    /// The `to` of the last event written (or the first median seen).
+    reported: f64,
+    /// When the last event was written.
+    at: Option<Instant>,
+    /// Moves past the threshold since then, not yet written.
+    moves: u64,
+}
 
 /// One active alarm as `status` shows it: its kind, its sensor (empty for `disk_low`), when
 /// it was raised (epoch seconds) and what was measured.
@@ -114,8 +133,8 @@ struct Health {
     /// Per sensor: since when it has sent without a pause, and the learned rate.
     steady_since: HashMap<String, Instant>,
     learned: HashMap<String, f64>,
-    /// Per sensor: the median clock offset last reported (for `clock_step`).
-    offsets: HashMap<String, f64>,
+    /// Per sensor: its clock offset as `clock_step` last saw and reported it.
+    offsets: HashMap<String, Offset>,
     /// Per sensor: when it was last silent or disconnected. Its rate is judged only once a
     /// whole rate window lies after that: a window holding the pause would page `rate_low`
     /// for the pause `silent` already reported.
@@ -237,24 +256,32 @@ impl Health {
                 }
             }
             if let Some((median, _)) = st.clock() {
-                match self.offsets.get(&s.name) {
-                    Some(&prev)
-                        if (median - prev).abs() > self.cfg.health.clock_step_threshold_s =>
-                    {
-                        tracing::warn!(sensor = %s.name, from = prev, to = median, "the driver's clock moved against the daemon's");
-                        events.write(Event::ClockStep {
-                            sensor: s.name.clone(),
-                            frame: None,
-                            kind: Some(ClockStepKind::Offset),
-                            from: prev,
-                            to: median,
-                        });
-                        self.offsets.insert(s.name.clone(), median);
-                    }
-                    Some(_) => {}
-                    None => {
-                        self.offsets.insert(s.name.clone(), median);
-                    }
+                let threshold = self.cfg.health.clock_step_threshold_s;
+                let o = self.offsets.entry(s.name.clone()).or_insert(Offset {
+                    last: median,
+                    reported: median,
+                    at: None,
+                    moves: 0,
+                });
+                if (median - o.last).abs() > threshold {
+                    o.moves += 1;
+                    o.last = median;
+                }
+                let held =
+                    o.at.is_none_or(|a| now.duration_since(a) >= CLOCK_STEP_HOLD);
+                if o.moves > 0 && held {
+                    tracing::warn!(sensor = %s.name, from = o.reported, to = median, moves = o.moves, "the driver's clock moved against the daemon's");
+                    events.write(Event::ClockStep {
+                        sensor: s.name.clone(),
+                        frame: None,
+                        kind: Some(ClockStepKind::Offset),
+                        from: o.reported,
+                        to: median,
+                        moves: Some(o.moves),
+                    });
+                    o.reported = median;
+                    o.at = Some(now);
+                    o.moves = 0;
                 }
             }
             let fill = s.queue_fill();

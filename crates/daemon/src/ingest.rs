@@ -482,6 +482,7 @@ impl Connection {
                     kind: None,
                     from: prev,
                     to: ts,
+                    moves: None,
                 });
             }
         }

@@ -83,6 +83,18 @@ impl DaemonChild {
         work: &Path,
         scenario: &str,
     ) -> Result<DaemonChild> {
+        DaemonChild::start_when(cfg, cfg_path, work, scenario, true)
+    }
+
+    /// [`DaemonChild::start`]; ready once `status` answers, and (when `recording`) reports
+    /// the trace it records.
+    pub(super) fn start_when(
+        cfg: &Config,
+        cfg_path: &Path,
+        work: &Path,
+        scenario: &str,
+        recording: bool,
+    ) -> Result<DaemonChild> {
         let exe = std::env::current_exe().context("finding this executable")?;
         let log = work.join(format!("daemon-{scenario}.log"));
         let log_file = std::fs::File::create(&log)?;
@@ -106,6 +118,9 @@ impl DaemonChild {
                 if let Ok(st) = ctl(&cfg.sockets.control, json!({"cmd": "status"})) {
                     if let Some(dir) = st["trace_dir"].as_str() {
                         d.trace_dir = PathBuf::from(dir);
+                        return Ok(d);
+                    }
+                    if !recording && st.is_object() {
                         return Ok(d);
                     }
                 }

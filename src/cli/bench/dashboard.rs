@@ -55,7 +55,7 @@ impl Poller {
 }
 
 /// One `GET` on a fresh connection (as a browser's first request is); fails unless 200.
-fn get(addr: &str, path: &str) -> Result<()> {
+pub(super) fn get(addr: &str, path: &str) -> Result<()> {
     let mut s = TcpStream::connect(addr)
         .with_context(|| format!("connecting to the dashboard at {addr}"))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;

@@ -21,13 +21,22 @@ pub fn start_with_dashboard(extra: Value) -> (TestDaemon, String) {
     (d, url)
 }
 
-/// The dashboard's base URL (without the trailing slash) as `status` reports it.
+/// The dashboard's base URL (without the trailing slash) as `status` reports it. The
+/// dashboard's listener is bound on its own task after the control socket answers, so a
+/// loaded machine may answer `status` first: waits up to 10 s for the URL.
 pub fn dashboard_url(d: &TestDaemon) -> String {
-    let st = d.status();
-    let url = st["http"]["url"]
-        .as_str()
-        .unwrap_or_else(|| panic!("status has no http.url: {st}"));
-    url.trim_end_matches('/').to_owned()
+    let t0 = std::time::Instant::now();
+    loop {
+        let st = d.status();
+        if let Some(url) = st["http"]["url"].as_str() {
+            return url.trim_end_matches('/').to_owned();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "status has no http.url 10 s after start: {st}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// An HTTP client that does not turn 4xx/5xx into errors and never waits over 10 s.

@@ -558,7 +558,10 @@ mod tests {
             e.contains("000004.jpg") && e.contains("sample 4") && e.contains("roverlog recover"),
             "{e}"
         );
-        assert!(matches!(r.get(10).unwrap_err(), Error::OutOfRange { index: 10, .. }));
+        assert!(matches!(
+            r.get(10).unwrap_err(),
+            Error::OutOfRange { index: 10, .. }
+        ));
     }
 
     #[test]

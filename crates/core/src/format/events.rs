@@ -92,7 +92,9 @@ pub enum Event {
     },
     /// A sensor's clock went from `from` to `to`: a sample's `ts` went backwards (`frame`
     /// is that sample), or the driver's clock moved against the daemon's (`kind` `offset`;
-    /// `from`/`to` are the receive-minus-sample offsets).
+    /// `from`/`to` are the receive-minus-sample offsets; `moves`: how many moves past the
+    /// threshold this one event stands for, as the daemon writes at most one per sensor per
+    /// `CLOCK_STEP_HOLD` of its health task).
     ClockStep {
         sensor: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,6 +103,8 @@ pub enum Event {
         kind: Option<ClockStepKind>,
         from: f64,
         to: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        moves: Option<u64>,
     },
     /// `missing` sequence numbers between `after_seq` and `seq` (frame `frame`, sample time `ts`).
     Gap {

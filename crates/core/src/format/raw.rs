@@ -124,6 +124,8 @@ pub struct RawReader {
     /// Whole samples in the file.
     whole: u64,
     expected: Expected,
+    /// Pages behind a read in order are released (see [`crate::mem::ReleaseBehind`]).
+    behind: crate::mem::ReleaseBehind,
 }
 
 impl RawReader {
@@ -144,6 +146,7 @@ impl RawReader {
             size,
             whole: size / sample_bytes as u64,
             expected: None,
+            behind: Default::default(),
         })
     }
 
@@ -208,6 +211,9 @@ impl RawReader {
             ));
         }
         let s = self.sample_bytes;
+        if let Some(m) = &self.map {
+            self.behind.read(m, range.start, range.start * s as u64);
+        }
         let map = self.map.as_deref().unwrap_or_default();
         Ok(&map[range.start as usize * s..range.end as usize * s])
     }

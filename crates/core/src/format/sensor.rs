@@ -3,6 +3,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use super::channel::{channel_files, channel_path, ChannelReader, ChannelWriter, WriterOptions};
 use super::check::{recover_sensor, Recovery};
@@ -16,6 +17,9 @@ pub struct Sensor {
     dir: PathBuf,
     name: String,
     meta: SensorMeta,
+    /// `ts`, mapped by the first [`Sensor::index_at`] and kept (mapped afresh when a search
+    /// lands past its end and `ts` has grown since).
+    ts_map: Mutex<Option<RawReader>>,
 }
 
 /// Size and rate figures of one channel.
@@ -49,6 +53,7 @@ impl Sensor {
             dir: dir.to_path_buf(),
             name,
             meta,
+            ts_map: Mutex::new(None),
         })
     }
 
@@ -97,10 +102,26 @@ impl Sensor {
     /// The first sample at or after `time` (epoch seconds), by binary search over `ts`;
     /// `len()` when every sample is earlier. Assumes `ts` ascends (a clock step backwards makes
     /// the answer one of the valid positions, not necessarily the first).
+    ///
+    /// `ts` stays mapped between calls, so a search touches pages already resident. An
+    /// answer inside the mapping holds however `ts` grew; one past its end looks again when
+    /// `ts` has grown since.
     pub fn index_at(&self, time: f64) -> Result<u64> {
+        let search = |r: &RawReader| -> Result<(u64, u64)> {
+            let ts = r.typed::<f64>(super::DType::F8)?;
+            Ok((ts.partition_point(|&t| t < time) as u64, ts.len() as u64))
+        };
+        let mut kept = self.ts_map.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(r) = kept.as_ref() {
+            let (at, mapped) = search(r)?;
+            if at < mapped || self.len()? == mapped {
+                return Ok(at);
+            }
+        }
         let r = self.ts_reader()?;
-        let ts = r.typed::<f64>(super::DType::F8)?;
-        Ok(ts.partition_point(|&t| t < time) as u64)
+        let (at, _) = search(&r)?;
+        *kept = Some(r);
+        Ok(at)
     }
 
     /// Opens channel `name` for reading.

@@ -100,7 +100,7 @@ impl Consumption {
         }
     }
 
-    /// Bytes a second taken over the window (`None` until readings span [`MIN_SPAN`]).
+    /// Bytes a second taken over the window (`None` until readings span `MIN_SPAN`).
     pub fn bytes_per_s(&self) -> Option<f64> {
         let (t0, c0) = self.readings.front()?;
         let (t1, c1) = self.readings.back()?;

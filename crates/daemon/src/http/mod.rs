@@ -20,7 +20,7 @@
 //! the API); on any other address the API's reads need the token too. Tokens are compared in
 //! constant time (as BLAKE3 digests). Nothing but the embedded assets is served, request heads
 //! and bodies are bounded in size and time ([`BODY_TIMEOUT`]), connections are counted and
-//! live at most [`MAX_CONNECTION_LIFE`], and idle ones give their slots to new ones ([`slots`]).
+//! live at most [`MAX_CONNECTION_LIFE`], and idle ones give their slots to new ones (`slots`).
 
 pub mod disk_use;
 pub mod history;
@@ -50,7 +50,7 @@ use roverlog_core::error::{Error, Result};
 use slots::{Admission, Conn, Slots};
 
 /// Connections served at once. When all are taken, a new one takes the slot of the one idle
-/// longest ([`slots`]); only when all are mid-request is it answered 503 and closed.
+/// longest (`slots`); only when all are mid-request is it answered 503 and closed.
 pub const MAX_CONNECTIONS: usize = 32;
 /// Largest command body; a `Content-Length` over it is refused (413) before any of it is read.
 pub const MAX_BODY_BYTES: usize = 16 << 10;

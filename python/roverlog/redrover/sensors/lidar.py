@@ -29,6 +29,19 @@ class _Ouster(Sensor):
             intrinsics = ""
         self.metadata = LidarMetadata(timestamps=self._timestamps(), intrinsics=intrinsics)
 
+    def points(self, index, min_range=None):
+        """Sample `index` as a `types.PointCloud` (m, sensor frame): its range frames
+        projected with `lidar.json` by `transforms.ouster.PointCloud(min_range)` (the native
+        table, built once per sensor and `min_range`)."""
+        key = None if min_range is None else float(min_range)
+        clouds = self.__dict__.setdefault("_clouds", {})
+        if key not in clouds:
+            from ..transforms.ouster import PointCloud
+
+            clouds[key] = PointCloud(min_range=key)
+        sample = types.OSDepth(rng=self._read("rng", index), timestamps=self._ts(index), intrinsics=self.metadata.intrinsics)
+        return clouds[key](sample)
+
     def _read(self, name, index):
         return self.channels[name].read(index - self.past, samples=self.window)[None]
 

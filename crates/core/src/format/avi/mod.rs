@@ -7,16 +7,19 @@
 //!   the `movi` chunks when the index is missing or the file was cut (a crashed writer leaves
 //!   no index and placeholder sizes). Whatever an index lists is checked against the chunk it
 //!   points at; whole frames after the last indexed one are found by scanning.
+//! - [`lazy`]: a finished file opened without that pass (its `idx1` read entry by entry).
 //! - [`MjpgReader`]: frames as zero-copy JPEG slices of the mapped file, random access.
 //! - [`write`](mod@write): [`MjpgWriter`] (append-only, crash-aware) and the trailer that recovery writes.
 //! - [`AviProblem`]: what the parser finds wrong, as values.
 //! - [`repair`]: what `validate` reports and what `recover` does for such a channel.
 
+pub mod lazy;
 pub mod parse;
 pub mod repair;
 pub mod write;
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use memmap2::Mmap;
 
@@ -32,11 +35,22 @@ use crate::error::{Damage, Error, Result};
 /// Its frames are every whole frame the parser finds (no more than `ts` counts); a frame
 /// `ts` counts past them (a file cut short, a writer that crashed) is a
 /// [`Error::DamagedSample`].
+///
+/// A file that looks finished opens without touching its frames ([`lazy`]): its length is
+/// what `idx1` lists, and each read checks its own entry and chunk. A read that finds an
+/// entry not matching its chunk parses the file whole, and from then on the reader answers
+/// (length included) as one opened on a damaged file does.
 pub struct MjpgReader {
     path: PathBuf,
     map: Option<Mmap>,
-    layout: Layout,
+    /// The header and segments; the frame list too when `lazy` is `None`.
+    outline: Box<Layout>,
+    lazy: Option<lazy::Idx1View>,
+    /// The whole parse, when made (at open, or on the first mismatch or `layout()`).
+    full: OnceLock<Box<Layout>>,
     expected: Expected,
+    /// Pages behind a read in order are released (see [`crate::mem::ReleaseBehind`]).
+    behind: crate::mem::ReleaseBehind,
 }
 
 impl MjpgReader {
@@ -46,12 +60,21 @@ impl MjpgReader {
         // contract as the `raw` reader (a trace is not cut while it is read, except by
         // `recover`, which readers do not run beside).
         let (map, _) = unsafe { crate::io::map_possibly_empty(path) }?;
-        let layout = parse::parse(map.as_deref().unwrap_or(&[])).map_err(|e| Error::at(path, e))?;
+        let b = map.as_deref().unwrap_or(&[]);
+        let outline = parse::outline(b).map_err(|e| Error::at(path, e))?;
+        let lazy = lazy::Idx1View::new(b, &outline);
+        let full = OnceLock::new();
+        if lazy.is_none() {
+            let _ = full.set(Box::new(parse::complete(b, outline.clone())));
+        }
         Ok(MjpgReader {
             path: path.to_path_buf(),
             map,
-            layout,
+            outline: Box::new(outline),
+            lazy,
+            full,
             expected: None,
+            behind: Default::default(),
         })
     }
 
@@ -66,14 +89,35 @@ impl MjpgReader {
         &self.path
     }
 
-    /// What parsing found (frames, index, problems).
+    fn bytes(&self) -> &[u8] {
+        self.map.as_deref().unwrap_or(&[])
+    }
+
+    /// What parsing found (frames, index, problems): parses the file whole when it was
+    /// opened lazily.
     pub fn layout(&self) -> &Layout {
-        &self.layout
+        self.full
+            .get_or_init(|| Box::new(parse::complete(self.bytes(), (*self.outline).clone())))
+    }
+
+    /// Whether the frame list is read from the index as frames are asked for (the file
+    /// looked finished and no read has found an entry that does not match its chunk).
+    pub fn is_lazy(&self) -> bool {
+        self.lazy.is_some() && self.full.get().is_none()
+    }
+
+    /// Whole frames in the file (as the index lists them while the reader is lazy).
+    fn whole(&self) -> u64 {
+        match (self.full.get(), self.lazy) {
+            (Some(l), _) => l.frames.len() as u64,
+            (None, Some(v)) => v.count(),
+            (None, None) => 0,
+        }
     }
 
     /// Frames: the whole ones in the file, no more than `ts` counts.
     pub fn len(&self) -> u64 {
-        bounds::agreed(self.layout.frames.len() as u64, self.expected)
+        bounds::agreed(self.whole(), self.expected)
     }
 
     /// Whether the file holds no frame.
@@ -84,23 +128,44 @@ impl MjpgReader {
     /// Frame `index`'s JPEG bytes, borrowed from the mapped file. Every whole frame can be
     /// read, also one past `ts` (a frame a crash left without its timestamp).
     pub fn frame(&self, index: u64) -> Result<&[u8]> {
-        let frames = self.layout.frames.len() as u64;
+        let b = self.bytes();
+        if let (None, Some(v)) = (self.full.get(), self.lazy) {
+            if let Some(f) = v.frame(b, index, &self.outline) {
+                // The view checked the chunk against the file's length.
+                return Ok(self.slice(index, f));
+            }
+            if index >= v.count() {
+                return Err(self.unreadable(index, v.count()));
+            }
+            // An entry that does not match its chunk: the whole parse decides.
+        }
+        let layout = self.layout();
+        let frames = layout.frames.len() as u64;
         let f = usize::try_from(index)
             .ok()
-            .and_then(|i| self.layout.frames.get(i))
-            .ok_or_else(|| {
-                bounds::unreadable(&self.path, index, self.len(), frames, self.expected, || {
-                    Damage::NoFrame { frames }
-                })
-            })?;
-        let map = self.map.as_deref().unwrap_or(&[]);
+            .and_then(|i| layout.frames.get(i))
+            .ok_or_else(|| self.unreadable(index, frames))?;
         // parse checked every frame against the file's length.
-        Ok(&map[f.offset as usize..f.offset as usize + f.len as usize])
+        Ok(self.slice(index, *f))
+    }
+
+    fn slice(&self, index: u64, f: Frame) -> &[u8] {
+        if let Some(m) = &self.map {
+            self.behind.read(m, index, f.offset);
+        }
+        &self.bytes()[f.offset as usize..f.offset as usize + f.len as usize]
+    }
+
+    fn unreadable(&self, index: u64, frames: u64) -> Error {
+        bounds::unreadable(&self.path, index, self.len(), frames, self.expected, || {
+            Damage::NoFrame { frames }
+        })
     }
 
     /// Every frame's JPEG bytes, in order.
     pub fn frames(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        (0..self.len()).map(|i| self.frame(i).expect("in range"))
+        // `len` can drop when a lazy read finds a damaged entry: asked again each time.
+        (0..).map_while(|i| (i < self.len()).then(|| self.frame(i).ok()).flatten())
     }
 
     /// Frame `index` decoded to `height x width x 3` RGB bytes (gray frames are expanded).
@@ -174,6 +239,37 @@ mod tests {
             assert_eq!(l.header.length as usize, n);
             assert_eq!((l.header.width, l.header.height), (64, 48));
         }
+    }
+
+    #[test]
+    fn a_lazy_reader_answers_as_the_whole_parse_once_an_entry_lies() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v.avi");
+        let frames = write(&p, 12, None);
+        let r = MjpgReader::open(&p).unwrap();
+        assert!(r.is_lazy());
+        assert_eq!(r.len(), 12);
+        assert_eq!(r.frame(11).unwrap(), &frames[11][..]);
+        assert!(r.frame(12).is_err());
+        // Frame 5's idx1 entry names a length its chunk does not have.
+        let mut b = std::fs::read(&p).unwrap();
+        let (pos, _) = parse(&b).unwrap().idx1.unwrap();
+        let e = (pos + 8 + 16 * 5 + 12) as usize;
+        b[e] ^= 1;
+        std::fs::write(&p, &b).unwrap();
+        let whole = parse(&b).unwrap();
+        assert!(!whole.problems.is_empty());
+        let r = MjpgReader::open(&p).unwrap().expecting(Some(12));
+        assert!(r.is_lazy());
+        assert_eq!(r.frame(4).unwrap(), &frames[4][..]);
+        assert_eq!(r.len(), 12, "the index's count until a read finds the lie");
+        // The scan after the lying entry finds the frames still whole.
+        assert_eq!(r.frame(5).unwrap(), &frames[5][..]);
+        assert!(!r.is_lazy());
+        assert_eq!(r.len(), whole.frames.len() as u64);
+        assert_eq!(r.layout(), &whole);
+        let fresh = MjpgReader::open(&p).unwrap();
+        assert_eq!(fresh.frames().count(), whole.frames.len());
     }
 
     #[test]

@@ -94,7 +94,7 @@ impl Header {
         [d(self.stream / 10), d(self.stream), b'd', b'c']
     }
 
-    fn is_frame_id(&self, id: &[u8]) -> bool {
+    pub(crate) fn is_frame_id(&self, id: &[u8]) -> bool {
         let want = self.frame_id();
         id[..2] == want[..2] && (id[2..] == *b"dc" || id[2..] == *b"db")
     }
@@ -171,7 +171,7 @@ fn u64_at(b: &[u8], pos: u64) -> Option<u64> {
     ))
 }
 
-fn id_at(b: &[u8], pos: u64) -> Option<[u8; 4]> {
+pub(crate) fn id_at(b: &[u8], pos: u64) -> Option<[u8; 4]> {
     let p = usize::try_from(pos).ok()?;
     b.get(p..p.checked_add(4)?)?.try_into().ok()
 }
@@ -194,6 +194,21 @@ fn size_ok(body: u64, size: u32, limit: u64) -> bool {
 /// Parses the layout of the AVI file `b`. Errors ([`Error::NotAvi`]) only when `b` is not an
 /// AVI file at all.
 pub fn parse(b: &[u8]) -> Result<Layout> {
+    Ok(complete(b, outline(b)?))
+}
+
+/// The frame list of a layout [`outline`] read from `b`: what [`parse`] adds to it.
+pub fn complete(b: &[u8], mut l: Layout) -> Layout {
+    if !l.segments.is_empty() {
+        find_frames(b, &mut l);
+    }
+    l
+}
+
+/// The layout of `b` without its frame list: the header, the RIFF segments, where the
+/// indexes are, and what is wrong with those. Reads the top-level chunks only (never a
+/// frame's page), so it costs the same for an hour of video as for a second.
+pub fn outline(b: &[u8]) -> Result<Layout> {
     let n = b.len() as u64;
     let mut l = Layout {
         file_len: n,
@@ -269,7 +284,6 @@ pub fn parse(b: &[u8]) -> Result<Layout> {
     if !l.header_ok {
         l.problems.push(AviProblem::NoVideoHeader);
     }
-    find_frames(b, &mut l);
     Ok(l)
 }
 
@@ -498,7 +512,7 @@ fn scan(b: &[u8], range: Range<u64>, s: usize, l: &mut Layout) -> bool {
 }
 
 /// Whether a frame chunk of `len` bytes with id `ckid` starts at `chunk`.
-fn chunk_matches(b: &[u8], chunk: u64, len: u32, l: &Layout) -> bool {
+pub(crate) fn chunk_matches(b: &[u8], chunk: u64, len: u32, l: &Layout) -> bool {
     match chunk_at(b, chunk) {
         Some((id, size)) => {
             l.header.is_frame_id(&id)

@@ -103,17 +103,19 @@ fn typed_events_write_the_exact_lines_of_the_untyped_writer() {
                 kind: None,
                 from: 10.5,
                 to: 9.25,
+                moves: None,
             },
         ),
         (
             "clock_step",
-            json!({"sensor": "imu", "kind": "offset", "from": 0.001, "to": 3.2}),
+            json!({"sensor": "imu", "kind": "offset", "from": 0.001, "to": 3.2, "moves": 4}),
             Event::ClockStep {
                 sensor: s("imu"),
                 frame: None,
                 kind: Some(ClockStepKind::Offset),
                 from: 0.001,
                 to: 3.2,
+                moves: Some(4),
             },
         ),
         (

@@ -307,11 +307,19 @@ function setOffline(why, auth) {
   tickCountdown();
 }
 
+// A 503 means the request did not run: its connection gave its slot to a newer one just as
+// it started, or every connection was busy (docs/dashboard.md, "Security"). It is sent once
+// more, on a fresh connection; a second 503 is shown as it is.
+async function send(path, init) {
+  const r = await fetch(path, init);
+  return r.status === 503 ? fetch(path, init) : r;
+}
+
 async function read(path) {
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(), READ_TIMEOUT_MS);
   try {
-    return await fetch(path, { headers: headers(), cache: "no-store", signal: ctl.signal });
+    return await send(path, { headers: headers(), cache: "no-store", signal: ctl.signal });
   } finally {
     clearTimeout(timer);
   }
@@ -358,7 +366,7 @@ async function pollHistory() {
 async function command(cmd) {
   $("result").textContent = "…";
   try {
-    const r = await fetch("/api/command", {
+    const r = await send("/api/command", {
       method: "POST",
       headers: headers({ "Content-Type": "application/json" }),
       body: JSON.stringify(cmd),

@@ -1,0 +1,108 @@
+//! What is wrong with a ROS recording ([`super::Error::Ros`]) or with one message in it
+//! ([`DecodeProblem`]), as values. Beside the error type, below `ros`, which produces them.
+
+/// Why a ROS recording (an MCAP file, a ROS 1 bag, a rosbag2 directory) cannot be read. Every
+/// variant that is about a place in a file carries its byte offset (`at`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RosProblem {
+    /// The file does not start with the magic of the container it claims to be.
+    #[error("not {expected}: the file does not start with its magic bytes")]
+    BadMagic { expected: &'static str },
+    /// The file ends inside a record (a recording cut short or a partial copy).
+    #[error("truncated: {what} at byte {at} needs {need} bytes, the file ends {left} bytes on")]
+    Truncated {
+        what: &'static str,
+        at: u64,
+        need: u64,
+        left: u64,
+    },
+    /// A record, chunk or header larger than we accept (checked before allocating).
+    #[error("{what} at byte {at} is {got} bytes, over the limit of {limit}")]
+    TooLarge {
+        what: &'static str,
+        at: u64,
+        got: u64,
+        limit: u64,
+    },
+    /// A record whose fields do not parse or contradict each other.
+    #[error("{what} at byte {at}: {msg}")]
+    BadRecord {
+        what: &'static str,
+        at: u64,
+        msg: String,
+    },
+    /// A chunk compressed with something we do not decode.
+    #[error("chunk at byte {at}: unsupported compression {name:?} (we read none, zstd, lz4, bz2)")]
+    Compression { at: u64, name: String },
+    /// A chunk that does not decompress to what its header says.
+    #[error("chunk at byte {at}: {msg}")]
+    Decompress { at: u64, msg: String },
+    /// A message naming a channel (MCAP) or connection (ROS 1) never defined before it.
+    #[error("message at byte {at} names channel/connection {id}, which was never defined")]
+    UnknownChannel { at: u64, id: u32 },
+    /// A rosbag2 `metadata.yaml` we cannot use.
+    #[error("metadata.yaml: {msg}")]
+    Metadata { msg: String },
+    /// A storage plugin of a rosbag2 directory we do not read.
+    #[error("storage {name:?} is not supported (this build reads mcap{})", if cfg!(feature = "sqlite") { " and sqlite3" } else { "" })]
+    Storage { name: String },
+    /// A message encoding (MCAP channel `message_encoding`) we do not decode.
+    #[error("topic {topic}: message encoding {encoding:?} is not ROS (cdr or ros1)")]
+    Encoding { topic: String, encoding: String },
+    /// A mapping file (`--map`) rule we cannot follow: the topic it is about (empty for the
+    /// whole file) and why.
+    #[error("mapping file, topic {topic:?}: {msg}")]
+    Mapping { topic: String, msg: String },
+    /// Something the SQLite storage refused (rosbag2 `.db3`).
+    #[error("sqlite: {msg}")]
+    Sqlite { msg: String },
+}
+
+/// Why one message did not decode against its schema, or why a schema text does not parse.
+/// `at` is a byte offset in the message (or a line in the schema text).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeProblem {
+    /// The message ends before a field: `need` bytes at `at`, `left` remain.
+    #[error("message ends inside {what} at byte {at} (needs {need}, {left} left)")]
+    Truncated {
+        what: String,
+        at: usize,
+        need: usize,
+        left: usize,
+    },
+    /// A string or sequence length over its limit (or over what the message could hold).
+    #[error("{what} at byte {at} declares {got} {unit}, over the limit of {limit}")]
+    TooLong {
+        what: String,
+        at: usize,
+        got: u64,
+        limit: u64,
+        unit: &'static str,
+    },
+    /// A CDR encapsulation header we do not decode (we read CDR_LE and CDR_BE, plain CDR).
+    #[error(
+        "CDR encapsulation {0:#06x} is not plain CDR (0x0000 big-endian, 0x0001 little-endian)"
+    )]
+    Encapsulation(u16),
+    /// Messages nested deeper than the limit.
+    #[error("messages nested deeper than {0}")]
+    TooDeep(usize),
+    /// A schema line that does not parse.
+    #[error("schema of {type_name}, line {line}: {msg}")]
+    Schema {
+        type_name: String,
+        line: usize,
+        msg: String,
+    },
+    /// A field type the schema never defines.
+    #[error("schema of {type_name}: type {missing:?} is used but not defined")]
+    MissingType { type_name: String, missing: String },
+    /// A type that contains itself (ROS forbids it; it would not end).
+    #[error("schema of {type_name}: type {cycle:?} contains itself")]
+    Recursive { type_name: String, cycle: String },
+    /// Bytes left after the last field (the schema does not describe this message).
+    #[error("{left} bytes left after the last field (the schema does not fit the message)")]
+    Trailing { left: usize },
+}

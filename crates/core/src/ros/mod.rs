@@ -1,0 +1,107 @@
+//! ROS recordings into roverd: rosbag2 directories (MCAP or sqlite3 storage), single `.mcap` files with
+//! ROS 2 (CDR) or ROS 1 messages, and ROS 1 `.bag` files, read as a replay
+//! [`Source`] ([`RosSource`]), so `import` and `replay` take them.
+//!
+//! - [`schema`]: `.msg` definition text (stored with every topic) as types.
+//! - [`decode`]: one message against its schema, CDR or ROS 1 serialization, every length
+//!   checked against its limit and the bytes left.
+//! - [`container`]: what the containers share (mapped file, chunks, decompression with a
+//!   bound, message locations); [`mcap`] and [`ros1bag`] read the two containers;
+//!   [`rosbag2`] the directory's `metadata.yaml`; `sqlite` (feature `sqlite`) rosbag2's
+//!   sqlite3 storage.
+//! - [`mapping`]: the default mapping of standard messages to channels (docs/ros.md);
+//!   [`topic_map`]: the optional mapping file (per topic: skip, names, stamp, images).
+//! - [`source`]: the recording as sensors, one per topic; topics we cannot import are listed
+//!   with the reason, never dropped without a word; [`import`] writes them as events.
+//!
+//! Dependencies point down this list. Plain Rust over files: no tokio.
+
+pub mod container;
+pub mod decode;
+pub mod mapping;
+pub mod mcap;
+pub mod ros1bag;
+pub mod rosbag2;
+pub mod schema;
+pub mod source;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+pub mod topic_map;
+
+use std::path::Path;
+
+pub use mapping::ImageFormat;
+pub use source::{is_ros_recording, RosOptions, RosSource, SkippedTopic, Stamp};
+pub use topic_map::{TopicMap, TopicRule};
+
+use crate::error::{IoContext, Result};
+use crate::format::events::{events_path, Event, EventLine, EVENTS_DIR};
+use crate::format::WriterOptions;
+use crate::replay::{ImportReport, Source};
+
+/// What importing a recording did: the sensors written and the topics left out.
+#[derive(Debug, Clone)]
+pub struct RosImportReport {
+    pub written: ImportReport,
+    pub skipped: Vec<SkippedTopic>,
+}
+
+/// Writes `source` into a new trace at `out` (see [`crate::replay::import::import_in_time_order`]), then one
+/// `import_skipped` event per topic left out (`_roverlog/events.jsonl`: topic, type,
+/// messages, reason), so the trace itself says what it lacks.
+pub fn import(
+    source: &mut RosSource,
+    out: &Path,
+    described_as: &str,
+    progress: impl FnMut(u64, u64),
+) -> Result<RosImportReport> {
+    // Every topic's writer open at once, samples in time order, so a chunk is decompressed
+    // about once, not once per topic. A blob (jpg) channel keeps up to `blob_max_open` files
+    // open between syncs: shared among the image topics so descriptors stay few.
+    let blob_sensors = source
+        .sensors()
+        .iter()
+        .filter(|s| {
+            s.meta
+                .channels
+                .iter()
+                .any(|(_, c)| matches!(c.format, crate::format::ChannelFormat::Blob(_)))
+        })
+        .count();
+    let opts = WriterOptions {
+        blob_max_open: (256 / blob_sensors.max(1)).clamp(4, 64),
+        ..WriterOptions::default()
+    };
+    let written =
+        crate::replay::import::import_in_time_order(source, out, described_as, &opts, progress)?;
+    let skipped = source.skipped();
+    if !skipped.is_empty() {
+        let dir = out.join(EVENTS_DIR);
+        std::fs::create_dir_all(&dir).at(&dir)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let mut text = Vec::new();
+        for s in &skipped {
+            let serde_json::Value::Object(map) = serde_json::json!({
+                "event": "import_skipped",
+                "source": described_as,
+                "topic": s.topic,
+                "type": s.msgtype,
+                "messages": s.messages,
+                "reason": s.reason,
+            }) else {
+                unreachable!("an object")
+            };
+            let line = EventLine {
+                t: now,
+                event: Event::Other(map),
+            };
+            text.extend(line.to_json());
+            text.push(b'\n');
+        }
+        let path = events_path(out);
+        crate::format::meta::write_file_atomic(&path, &text)?;
+    }
+    Ok(RosImportReport { written, skipped })
+}

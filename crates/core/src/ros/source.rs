@@ -1,0 +1,662 @@
+//! A ROS recording as a replay [`Source`]: one sensor per topic we understand.
+//!
+//! Opening reads the whole recording once: every message is decoded against its schema and
+//! mapped to channels ([`super::mapping`]); a topic keeps where each message is and its
+//! timestamp, nothing else. A topic whose schema does not parse, whose messages do not decode
+//! or do not map, or whose messages change type or shape is not a sensor: it is listed in
+//! [`RosSource::skipped`] with the reason. Reading a sample decodes its message again (the
+//! last decompressed chunk is kept).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::container::{BagFile, Connection, MsgRef};
+use super::decode::{decode, Limits, Wire};
+use super::mapping::{self, ImageFormat, Mapped};
+use super::mcap::Sink;
+use super::schema::{Dialect, Schema};
+use crate::error::{Error, Result};
+use crate::format::{ChannelFormat, SensorMeta};
+use crate::replay::{Source, SourceSensor};
+
+/// Most decompressed chunks kept: samples are read in time order over all topics (see
+/// [`crate::replay::import::import_in_time_order`]) and a topic's header stamps may lag the
+/// log time its chunk is ordered by, so reading moves among a few neighbouring chunks.
+pub const CACHE_CHUNKS: usize = 8;
+/// Most bytes of decompressed chunks kept (the latest one is kept whatever its size).
+pub const CACHE_BYTES: usize = 256 << 20;
+
+/// Where a sample's `ts` comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stamp {
+    /// The message's `header.stamp` (the log time for messages without a header).
+    #[default]
+    Header,
+    /// The time the recorder logged (received) the message.
+    Log,
+}
+
+/// How to read a recording.
+#[derive(Debug, Clone, Default)]
+pub struct RosOptions {
+    pub stamp: Stamp,
+    pub images: ImageFormat,
+    /// Only these topics (all when empty).
+    pub topics: Vec<String>,
+    /// The mapping file's rules, if one was given.
+    pub map: Option<super::topic_map::TopicMap>,
+    pub limits: Option<Limits>,
+}
+
+/// A topic that is not imported, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkippedTopic {
+    pub topic: String,
+    pub msgtype: String,
+    /// Messages of it in the recording.
+    pub messages: u64,
+    pub reason: String,
+}
+
+struct Topic {
+    topic: String,
+    msgtype: String,
+    wire: Wire,
+    schema: Option<Schema>,
+    /// Why it is skipped, once it is.
+    skip: Option<String>,
+    messages: u64,
+    refs: Vec<MsgRef>,
+    ts: Vec<f64>,
+    first: Option<Mapped>,
+    first_frame: Vec<u8>,
+    stamp: Stamp,
+    images: ImageFormat,
+    frame_id: String,
+}
+
+/// One file of a recording.
+enum Storage {
+    /// An MCAP file or a ROS 1 bag, mapped.
+    Mapped(BagFile),
+    /// A rosbag2 sqlite3 database.
+    #[cfg(feature = "sqlite")]
+    Db3(super::sqlite::Db3),
+}
+
+impl Storage {
+    fn path(&self) -> &Path {
+        match self {
+            Storage::Mapped(f) => &f.path,
+            #[cfg(feature = "sqlite")]
+            Storage::Db3(d) => &d.path,
+        }
+    }
+}
+
+/// A ROS recording (MCAP file, ROS 1 bag, rosbag2 directory) as sensors.
+pub struct RosSource {
+    path: PathBuf,
+    files: Vec<Storage>,
+    topics: Vec<Topic>,
+    /// Per sensor: its topic's index.
+    sensor_topics: Vec<usize>,
+    sensors: Vec<SourceSensor>,
+    limits: Limits,
+    /// Decompressed chunks, most recently used first (see [`CACHE_CHUNKS`]).
+    cache: Vec<(u16, u32, Vec<u8>)>,
+    /// Chunks decompressed since opening (the scan aside).
+    decompressed: u64,
+    /// The last message read from a database.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    row: Vec<u8>,
+}
+
+struct Collector<'o> {
+    opts: &'o RosOptions,
+    /// (file number, done, total) of the scan.
+    progress: &'o mut dyn FnMut(usize, u64, u64),
+    limits: Limits,
+    file_no: u16,
+    by_conn: HashMap<(u16, u32), usize>,
+    by_topic: HashMap<String, usize>,
+    topics: Vec<Topic>,
+}
+
+impl Collector<'_> {
+    fn skip(t: &mut Topic, reason: String) {
+        if t.skip.is_none() {
+            t.skip = Some(reason);
+            t.refs = Vec::new();
+            t.ts = Vec::new();
+            t.first = None;
+            t.first_frame = Vec::new();
+        }
+    }
+}
+
+impl Sink for Collector<'_> {
+    fn connection(&mut self, c: Connection) {
+        if !self.opts.topics.is_empty() && !self.opts.topics.contains(&c.topic) {
+            // Known, so its messages are not "of an undefined channel"; never a sensor.
+            self.by_conn.insert((self.file_no, c.id), usize::MAX);
+            return;
+        }
+        if let Some(&i) = self.by_topic.get(&c.topic) {
+            self.by_conn.insert((self.file_no, c.id), i);
+            let t = &mut self.topics[i];
+            if t.msgtype != c.msgtype {
+                let r = format!("its type changes from {} to {}", t.msgtype, c.msgtype);
+                Self::skip(t, r);
+            }
+            return;
+        }
+        let rule = self.opts.map.as_ref().and_then(|m| m.get(&c.topic));
+        let (wire, schema, skip) = match &c.wire {
+            _ if rule.is_some_and(|r| r.skip) => (
+                Wire::Cdr,
+                None,
+                Some("left out by the mapping file".to_string()),
+            ),
+            Err(why) => (Wire::Cdr, None, Some(why.clone())),
+            Ok(w) => {
+                let dialect = if *w == Wire::Ros1 {
+                    Dialect::Ros1
+                } else {
+                    Dialect::Ros2
+                };
+                match Schema::parse(&c.msgtype, &c.schema, dialect) {
+                    Ok(s) => (*w, Some(s), None),
+                    Err(e) => (*w, None, Some(e.to_string())),
+                }
+            }
+        };
+        let i = self.topics.len();
+        self.topics.push(Topic {
+            topic: c.topic.clone(),
+            msgtype: c.msgtype,
+            wire,
+            schema,
+            skip,
+            messages: 0,
+            refs: Vec::new(),
+            ts: Vec::new(),
+            first: None,
+            first_frame: Vec::new(),
+            stamp: rule.and_then(|r| r.stamp).unwrap_or(self.opts.stamp),
+            images: rule.and_then(|r| r.images).unwrap_or(self.opts.images),
+            frame_id: String::new(),
+        });
+        self.by_topic.insert(c.topic, i);
+        self.by_conn.insert((self.file_no, c.id), i);
+    }
+
+    fn progress(&mut self, done: u64, total: u64) {
+        (self.progress)(self.file_no as usize, done, total);
+    }
+
+    fn message(&mut self, conn: u32, log_time: u64, at: MsgRef, data: &[u8]) -> bool {
+        let Some(&i) = self.by_conn.get(&(self.file_no, conn)) else {
+            return false;
+        };
+        if i == usize::MAX {
+            return true;
+        }
+        let t = &mut self.topics[i];
+        let k = t.messages;
+        t.messages += 1;
+        if t.skip.is_some() {
+            return true;
+        }
+        let schema = t
+            .schema
+            .as_ref()
+            .expect("a topic without a schema is skipped");
+        let outcome = decode(schema, data, t.wire, &self.limits)
+            .map_err(|e| format!("message {k} does not decode: {e}"))
+            .and_then(|v| {
+                let m = mapping::map(&t.msgtype, &v, t.images)
+                    .map_err(|e| format!("message {k}: {e}"))?;
+                Ok((m, mapping::header_stamp(&v), mapping::frame_id(&v)))
+            });
+        let (m, stamp, frame) = match outcome {
+            Ok(x) => x,
+            Err(reason) => {
+                Self::skip(t, reason);
+                return true;
+            }
+        };
+        match &t.first {
+            None => {
+                // A publisher that never fills its header leaves the stamp zero: the log
+                // time is then the only time there is.
+                if stamp.is_none() || stamp == Some(0.0) {
+                    t.stamp = Stamp::Log;
+                }
+                t.frame_id = frame.unwrap_or_default();
+                if matches!(
+                    m.channels[0].1.format,
+                    ChannelFormat::Blob(_) | ChannelFormat::Mjpg
+                ) {
+                    t.first_frame = m.data[0].clone();
+                }
+                t.first = Some(Mapped {
+                    channels: m.channels,
+                    data: Vec::new(),
+                });
+            }
+            Some(first) => {
+                if let Err(e) = first.same_layout(&m) {
+                    Self::skip(t, format!("message {k} changes shape: {e}"));
+                    return true;
+                }
+            }
+        }
+        let ts = match (t.stamp, stamp) {
+            (Stamp::Header, Some(s)) => s,
+            _ => log_time as f64 * 1e-9,
+        };
+        t.refs.push(at);
+        t.ts.push(ts);
+        true
+    }
+}
+
+/// What a path holds.
+enum Kind {
+    Mcap,
+    Bag,
+    Sqlite,
+}
+
+fn kind_of(path: &Path) -> Result<Kind> {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let n = f.read(&mut head).map_err(|e| Error::io(path, e))?;
+    let head = &head[..n];
+    if super::mcap::is_mcap(head) {
+        Ok(Kind::Mcap)
+    } else if super::ros1bag::is_bag(head) {
+        Ok(Kind::Bag)
+    } else if head.starts_with(b"SQLite format 3\0") {
+        Ok(Kind::Sqlite)
+    } else {
+        Err(Error::Ros {
+            path: path.to_path_buf(),
+            problem: crate::error::RosProblem::BadMagic {
+                expected: "an MCAP file, a ROS 1 bag or a rosbag2 directory",
+            },
+        })
+    }
+}
+
+/// Whether `path` looks like a ROS recording: a rosbag2 directory (`metadata.yaml`), or a
+/// file starting with the MCAP or ROS 1 bag magic.
+pub fn is_ros_recording(path: &Path) -> bool {
+    if path.is_dir() {
+        return path.join("metadata.yaml").is_file();
+    }
+    path.is_file() && matches!(kind_of(path), Ok(Kind::Mcap | Kind::Bag))
+}
+
+impl RosSource {
+    /// Opens and reads `path`: a rosbag2 directory, an `.mcap` file or a ROS 1 `.bag`.
+    pub fn open(path: &Path, opts: RosOptions) -> Result<RosSource> {
+        Self::open_with_progress(path, opts, |_, _, _| {})
+    }
+
+    /// [`RosSource::open`], calling `progress(file number, done, total)` while each file is
+    /// read (bytes of an MCAP file or bag, rows of a database; a rosbag2 directory's files in
+    /// turn).
+    pub fn open_with_progress(
+        path: &Path,
+        opts: RosOptions,
+        mut progress: impl FnMut(usize, u64, u64),
+    ) -> Result<RosSource> {
+        let files: Vec<PathBuf> = if path.is_dir() {
+            super::rosbag2::files(path)?
+        } else {
+            vec![path.to_path_buf()]
+        };
+        let limits = opts.limits.unwrap_or_default();
+        let mut c = Collector {
+            opts: &opts,
+            progress: &mut progress,
+            limits,
+            file_no: 0,
+            by_conn: HashMap::new(),
+            by_topic: HashMap::new(),
+            topics: Vec::new(),
+        };
+        let mut bags = Vec::new();
+        for (no, f) in files.iter().enumerate() {
+            let no = u16::try_from(no).map_err(|_| Error::Ros {
+                path: path.to_path_buf(),
+                problem: crate::error::RosProblem::Metadata {
+                    msg: "more than 65535 files".into(),
+                },
+            })?;
+            c.file_no = no;
+            let storage = match kind_of(f)? {
+                Kind::Mcap => {
+                    let mut bag = BagFile::open(f)?;
+                    super::mcap::scan(&mut bag, no, &mut c)?;
+                    Storage::Mapped(bag)
+                }
+                Kind::Bag => {
+                    let mut bag = BagFile::open(f)?;
+                    super::ros1bag::scan(&mut bag, no, &mut c)?;
+                    Storage::Mapped(bag)
+                }
+                #[cfg(feature = "sqlite")]
+                Kind::Sqlite => {
+                    let db = super::sqlite::Db3::open(f)?;
+                    db.scan(no, &mut c)?;
+                    Storage::Db3(db)
+                }
+                #[cfg(not(feature = "sqlite"))]
+                Kind::Sqlite => {
+                    return Err(Error::Ros {
+                        path: f.clone(),
+                        problem: crate::error::RosProblem::Storage {
+                            name: "sqlite3".into(),
+                        },
+                    })
+                }
+            };
+            bags.push(storage);
+        }
+        let mut topics = c.topics;
+        let map_err = |topic: &str, msg: String| Error::Ros {
+            path: path.to_path_buf(),
+            problem: crate::error::RosProblem::Mapping {
+                topic: topic.to_string(),
+                msg,
+            },
+        };
+        let rules = opts.map.as_ref().map(|m| &m.topics);
+        for topic in rules.into_iter().flat_map(|r| r.keys()) {
+            if !c.by_topic.contains_key(topic) {
+                return Err(map_err(topic, "the recording has no such topic".into()));
+            }
+        }
+        let rule = |topic: &str| rules.and_then(|r| r.get(topic));
+        let mut sensors = Vec::new();
+        let mut sensor_topics = Vec::new();
+        // Names the mapping file gives are taken first; the others go around them.
+        let mut used: Vec<String> = rules
+            .into_iter()
+            .flat_map(|r| r.values().filter_map(|r| r.sensor.clone()))
+            .collect();
+        for (i, t) in topics.iter_mut().enumerate() {
+            if t.skip.is_some() {
+                continue;
+            }
+            let Some(first) = t.first.take() else {
+                t.skip = Some("no messages".into());
+                continue;
+            };
+            // Samples in time order (a recorder logs in arrival order; stamps may differ).
+            let mut order: Vec<usize> = (0..t.ts.len()).collect();
+            order.sort_by(|&a, &b| t.ts[a].total_cmp(&t.ts[b]));
+            t.refs = order.iter().map(|&k| t.refs[k]).collect();
+            t.ts = order.iter().map(|&k| t.ts[k]).collect();
+            let mut meta = SensorMeta::default();
+            for (name, mut ch) in first.channels {
+                if matches!(ch.format, ChannelFormat::Blob(_) | ChannelFormat::Mjpg) {
+                    ch.shape = jpeg_shape(&t.first_frame);
+                    if ch.format == ChannelFormat::Mjpg {
+                        let span = t.ts.last().unwrap_or(&0.0) - t.ts.first().unwrap_or(&0.0);
+                        let fps = if span > 0.0 {
+                            (t.ts.len() - 1) as f64 / span
+                        } else {
+                            30.0
+                        };
+                        let mut args = serde_json::Map::new();
+                        args.insert("fps".into(), json!(fps));
+                        ch.args = Some(args);
+                    }
+                }
+                meta.channels.push((name, ch));
+            }
+            t.first_frame = Vec::new();
+            if let Some(r) = rule(&t.topic) {
+                for (from, to) in &r.channels {
+                    let names: Vec<&str> = meta.channels.iter().map(|(n, _)| n.as_str()).collect();
+                    let Some(k) = names.iter().position(|n| n == from) else {
+                        return Err(map_err(
+                            &t.topic,
+                            format!(
+                                "no channel {from:?} to rename (it has {})",
+                                names.join(", ")
+                            ),
+                        ));
+                    };
+                    if names.iter().enumerate().any(|(j, n)| j != k && n == to) {
+                        return Err(map_err(
+                            &t.topic,
+                            format!("two channels would be named {to:?}"),
+                        ));
+                    }
+                    meta.channels[k].0 = to.clone();
+                }
+            }
+            let name = match rule(&t.topic).and_then(|r| r.sensor.clone()) {
+                Some(n) => n,
+                None => {
+                    let n = sensor_name(&t.topic, &used);
+                    used.push(n.clone());
+                    n
+                }
+            };
+            sensors.push(SourceSensor { name, meta });
+            sensor_topics.push(i);
+        }
+        Ok(RosSource {
+            path: path.to_path_buf(),
+            files: bags,
+            topics,
+            sensor_topics,
+            sensors,
+            limits,
+            cache: Vec::new(),
+            decompressed: 0,
+            row: Vec::new(),
+        })
+    }
+
+    /// Topics not imported, with the reason, in the order they appear.
+    pub fn skipped(&self) -> Vec<SkippedTopic> {
+        self.topics
+            .iter()
+            .filter_map(|t| {
+                t.skip.as_ref().map(|r| SkippedTopic {
+                    topic: t.topic.clone(),
+                    msgtype: t.msgtype.clone(),
+                    messages: t.messages,
+                    reason: r.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// (chunks in the recording, chunks decompressed to read samples so far): how well the
+    /// reading order fits the chunks.
+    pub fn chunk_reads(&self) -> (u64, u64) {
+        let chunks = self
+            .files
+            .iter()
+            .map(|f| match f {
+                Storage::Mapped(b) => b.chunks.len() as u64,
+                #[cfg(feature = "sqlite")]
+                Storage::Db3(_) => 0,
+            })
+            .sum();
+        (chunks, self.decompressed)
+    }
+
+    /// The topic sensor `i` was made from.
+    pub fn topic_of(&self, sensor: usize) -> &str {
+        &self.topics[self.sensor_topics[sensor]].topic
+    }
+
+    /// Makes the bytes of `r` available to [`RosSource::bytes`]: its chunk decompressed (the
+    /// last one is kept), or its database row read.
+    fn load(&mut self, r: MsgRef) -> Result<()> {
+        match &self.files[r.file as usize] {
+            #[cfg(feature = "sqlite")]
+            Storage::Db3(db) => db.read_into(r.start as i64, &mut self.row),
+            Storage::Mapped(_) if r.chunk == MsgRef::NO_CHUNK => Ok(()),
+            Storage::Mapped(file) => {
+                let at = self
+                    .cache
+                    .iter()
+                    .position(|(f, c, _)| *f == r.file && *c == r.chunk);
+                let entry = match at {
+                    Some(i) => self.cache.remove(i),
+                    None => {
+                        self.decompressed += 1;
+                        (r.file, r.chunk, file.decompress(r.chunk as usize)?)
+                    }
+                };
+                self.cache.insert(0, entry);
+                let mut bytes = 0;
+                let keep = self
+                    .cache
+                    .iter()
+                    .take_while(|(_, _, c)| {
+                        bytes += c.len();
+                        bytes <= CACHE_BYTES
+                    })
+                    .count()
+                    .clamp(1, CACHE_CHUNKS);
+                self.cache.truncate(keep);
+                Ok(())
+            }
+        }
+    }
+
+    /// The bytes of `r`, after [`RosSource::load`].
+    fn bytes(&self, r: MsgRef) -> &[u8] {
+        let range = r.start as usize..r.start as usize + r.len as usize;
+        match &self.files[r.file as usize] {
+            #[cfg(feature = "sqlite")]
+            Storage::Db3(_) => &self.row,
+            Storage::Mapped(f) if r.chunk == MsgRef::NO_CHUNK => &f.map[range],
+            Storage::Mapped(_) => &self.cache.first().expect("load fills the cache").2[range],
+        }
+    }
+}
+
+#[cfg(feature = "jpeg")]
+fn jpeg_shape(frame: &[u8]) -> Vec<usize> {
+    crate::jpeg::JpegFrame::open(frame, crate::jpeg::DEFAULT_MAX_PIXELS)
+        .map(|f| vec![f.height(), f.width(), f.channels()])
+        .unwrap_or_default()
+}
+
+#[cfg(not(feature = "jpeg"))]
+fn jpeg_shape(_: &[u8]) -> Vec<usize> {
+    Vec::new()
+}
+
+/// `/camera/image_raw` -> `camera_image_raw`; a second topic of the same name gets `_2`.
+pub fn sensor_name(topic: &str, used: &[String]) -> String {
+    let mut s: String = topic
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    s = s.trim_matches('_').to_string();
+    if s.is_empty() {
+        s = "topic".into();
+    }
+    s.truncate(200);
+    let mut name = s.clone();
+    let mut k = 2;
+    while used.contains(&name) {
+        name = format!("{s}_{k}");
+        k += 1;
+    }
+    name
+}
+
+impl Source for RosSource {
+    fn sensors(&self) -> &[SourceSensor] {
+        &self.sensors
+    }
+
+    fn timestamps(&mut self, sensor: usize) -> Result<Vec<f64>> {
+        Ok(self.topics[self.sensor_topics[sensor]].ts.clone())
+    }
+
+    fn read(&mut self, sensor: usize, index: u64, out: &mut Vec<Vec<u8>>) -> Result<()> {
+        let ti = self.sensor_topics[sensor];
+        let r = *self.topics[ti]
+            .refs
+            .get(index as usize)
+            .ok_or_else(|| Error::OutOfRange {
+                path: self.path.clone(),
+                index,
+                len: self.topics[ti].refs.len() as u64,
+            })?;
+        let images = self.topics[ti].images;
+        let limits = self.limits;
+        let path = self.files[r.file as usize].path().to_path_buf();
+        self.load(r)?;
+        let data = self.bytes(r);
+        let t = &self.topics[ti];
+        let schema = t.schema.as_ref().expect("a sensor's topic has a schema");
+        let err = |problem| Error::RosMessage {
+            path: path.clone(),
+            topic: t.topic.clone(),
+            index,
+            problem: Box::new(problem),
+        };
+        let v = decode(schema, data, t.wire, &limits).map_err(err)?;
+        let m = mapping::map(&t.msgtype, &v, images).map_err(|msg| Error::Corrupt {
+            path: path.clone(),
+            msg: format!(
+                "topic {}, message {index}: {msg} (it mapped when first read)",
+                t.topic
+            ),
+        })?;
+        let meta = &self.sensors[sensor].meta;
+        if m.data.len() != meta.channels.len() {
+            return Err(Error::Corrupt {
+                path,
+                msg: format!(
+                    "topic {}, message {index}: changed since it was first read",
+                    t.topic
+                ),
+            });
+        }
+        out.clear();
+        out.extend(m.data);
+        Ok(())
+    }
+
+    fn extra_files(&self, sensor: usize) -> Vec<(String, Vec<u8>)> {
+        let t = &self.topics[self.sensor_topics[sensor]];
+        let doc = json!({
+            "source": self.path,
+            "topic": t.topic,
+            "type": t.msgtype,
+            "frame_id": t.frame_id,
+            "messages": t.messages,
+            "stamp": match t.stamp { Stamp::Header => "header", Stamp::Log => "log" },
+        });
+        vec![(
+            "ros.json".into(),
+            serde_json::to_vec_pretty(&doc).expect("JSON"),
+        )]
+    }
+}

@@ -1,0 +1,6 @@
+//! Fuzz target `ros_cdr`: see `checks::ros_cdr` for the invariants checked.
+#![no_main]
+
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::ros_cdr(data));
