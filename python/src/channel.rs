@@ -218,38 +218,67 @@ fn in_sample(path: &Path, index: u64, e: roverlog_core::Error) -> roverlog_core:
 }
 
 /// Every JPEG of `range`, decoded to RGB on `threads::current()` threads: the pixels back
-/// to back and the frame shape (all frames must share it).
+/// to back and the frame shape (all frames must share it). The shape comes from the first
+/// frame's headers (no decode: a single read decodes its frame once), and colour frames
+/// decode straight into their place in the output (no frame-sized buffer and copy per call).
 fn decode_frames(
     r: &ChannelReader,
     path: &Path,
     start: u64,
     count: u64,
 ) -> roverlog_core::Result<(Vec<u8>, [usize; 3])> {
+    use roverlog_core::jpeg::{JpegFrame, DEFAULT_MAX_PIXELS};
     if count == 0 {
         return Ok((Vec::new(), [0, 0, 3]));
     }
-    let first = roverlog_core::jpeg::decode_jpeg(&shared(r, start)?)
-        .map_err(|e| in_sample(path, start, e))?;
-    let shape = [first.height, first.width, 3];
+    let into_rgb = |frame: JpegFrame<'_>, dst: &mut [u8], i: u64| {
+        if frame.channels() == 3 {
+            return frame.decode_into(dst).map_err(|e| in_sample(path, i, e));
+        }
+        // Grayscale: decoded to one channel, then each value repeated for R, G, B.
+        let mut gray = vec![0u8; frame.len()];
+        frame
+            .decode_into(&mut gray)
+            .map_err(|e| in_sample(path, i, e))?;
+        for (px, &g) in dst.chunks_exact_mut(3).zip(&gray) {
+            px.fill(g);
+        }
+        Ok(())
+    };
+    let bytes = shared(r, start)?;
+    let first =
+        JpegFrame::open(&bytes, DEFAULT_MAX_PIXELS).map_err(|e| in_sample(path, start, e))?;
+    let shape = [first.height(), first.width(), 3];
     let per = shape.iter().product::<usize>();
     let mut out = vec![0u8; count as usize * per];
+    if count == 1 {
+        // A single read: the headers just parsed (Huffman tables built, a fixed cost that
+        // dominates small frames) decode the frame; no second open.
+        into_rgb(first, &mut out, start)?;
+        return Ok((out, shape));
+    }
+    drop(first);
+    drop(bytes);
     parallel_fill(start, count, per, &mut out, |range, chunk| {
         for (k, i) in range.enumerate() {
-            let rgb = roverlog_core::format::avi::decode_rgb(&shared(r, i)?)
-                .map_err(|e| in_sample(path, i, e))?;
-            if rgb.len() != per {
+            let bytes = shared(r, i)?;
+            let dst = &mut chunk[k * per..(k + 1) * per];
+            let frame =
+                JpegFrame::open(&bytes, DEFAULT_MAX_PIXELS).map_err(|e| in_sample(path, i, e))?;
+            let (h, w) = (frame.height(), frame.width());
+            if h * w * 3 != per {
                 return Err(roverlog_core::Error::Codec {
                     codec: "jpeg".into(),
                     msg: format!(
                         "{}: frame {i} decodes to {} bytes, frame {start} to {per} ({}x{}x3): frames of different sizes cannot share one array (read them one at a time, or decode=False)",
                         path.display(),
-                        rgb.len(),
+                        h * w * 3,
                         shape[0],
                         shape[1]
                     ),
                 });
             }
-            chunk[k * per..(k + 1) * per].copy_from_slice(&rgb);
+            into_rgb(frame, dst, i)?;
         }
         Ok(())
     })?;

@@ -1,4 +1,5 @@
 """roverlog.Trace against what upstream writes and numpy reads by upstream's rules."""
+import json
 import multiprocessing
 import os
 import pickle
@@ -212,3 +213,37 @@ def test_an_open_channel_sees_the_samples_a_live_trace_appends(trace):
     assert (len(cam), len(rng)) == (N + 1, N + 1)
     np.testing.assert_array_equal(rng[N], new)
     close(cam[N], cam[0])
+
+
+def test_gray_jpegs_read_one_at_a_time_and_whole_as_rgb(tmp_path):
+    # Grayscale frames decode to one channel and are spread to R, G, B in place; a single
+    # read takes its shape from the headers and decodes the frame once.
+    root = tmp_path / "gray"
+    cam = root / "cam"
+    (cam / "img").mkdir(parents=True)
+    (root / "config.yaml").write_text("")
+    rng = np.random.default_rng(3)
+    refs = []
+    for i in range(4):
+        img = (np.add.outer(np.arange(24), np.arange(32)) * (i + 3) % 256).astype(np.uint8)
+        img = np.clip(img.astype(np.int16) + rng.integers(-5, 5, img.shape), 0, 255).astype(np.uint8)
+        ok, b = cv2.imencode(".jpg", img)
+        assert ok
+        (cam / "img" / ("%06d.jpg" % i)).write_bytes(b.tobytes())
+        gray = cv2.imdecode(np.frombuffer(b.tobytes(), np.uint8), cv2.IMREAD_GRAYSCALE)
+        assert gray.ndim == 2
+        refs.append(np.dstack([gray, gray, gray]))
+    (np.arange(4, dtype="<f8") + 1.7e9).tofile(cam / "ts")
+    (cam / "meta.json").write_text(json.dumps({
+        "ts": {"format": "raw", "type": "f8", "shape": [], "desc": ""},
+        "img": {"format": "jpg", "type": "u1", "shape": [24, 32, 3], "desc": ""}}))
+    ch = roverlog.Trace(str(root))["cam"].channels["img"]
+    whole = ch.read()
+    assert whole.shape == (4, 24, 32, 3)
+    for i, ref in enumerate(refs):
+        assert ch[i].shape == (24, 32, 3)
+        close(ch[i], ref)
+        close(whole[i], ref)
+        assert (ch[i][..., 0] == ch[i][..., 2]).all()
+    with pytest.raises(IndexError, match="out of range"):
+        ch[4]
