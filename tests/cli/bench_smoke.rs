@@ -169,7 +169,8 @@ fn rig_runs_alone() {
 }
 
 /// The figures of the rig's last line:
-/// `rig: 2.1x real time, 0.71 CPU s per rig s (<writers> 1.3x, 1.12 CPU s), drops 0, peak RSS 180 MiB`.
+/// `rig: 2.1x real time, 0.71 CPU s per rig s (<writers> 1.3x, 1.12 CPU s), drops 0, peak RSS
+/// 180 MiB, lidar frames stored uncompressed 0`.
 #[derive(Debug)]
 struct RigLine {
     x: f64,
@@ -179,6 +180,7 @@ struct RigLine {
     writers_cpu: f64,
     drops: u64,
     rss_mib: f64,
+    stored: u64,
 }
 
 fn parse_rig_line(line: &str) -> Option<RigLine> {
@@ -186,7 +188,8 @@ fn parse_rig_line(line: &str) -> Option<RigLine> {
     let (x, rest) = rest.split_once("x real time, ")?;
     let (cpu, rest) = rest.split_once(" CPU s per rig s (")?;
     let (writers, rest) = rest.split_once("), drops ")?;
-    let (drops, rss) = rest.split_once(", peak RSS ")?;
+    let (drops, rest) = rest.split_once(", peak RSS ")?;
+    let (rss, stored) = rest.split_once(", lidar frames stored uncompressed ")?;
     let (name, figures) = writers.rsplit_once(", ")?;
     let (name, writers_x) = name.rsplit_once(' ')?;
     Some(RigLine {
@@ -197,13 +200,14 @@ fn parse_rig_line(line: &str) -> Option<RigLine> {
         writers_cpu: figures.strip_suffix(" CPU s")?.parse().ok()?,
         drops: drops.parse().ok()?,
         rss_mib: rss.strip_suffix(" MiB")?.parse().ok()?,
+        stored: stored.parse().ok()?,
     })
 }
 
 #[test]
 fn the_rig_line_parses() {
     let l = parse_rig_line(
-        "rig: 2.1x real time, 0.71 CPU s per rig s (upstream writers 1.3x, 1.12 CPU s), drops 0, peak RSS 180 MiB",
+        "rig: 2.1x real time, 0.71 CPU s per rig s (upstream writers 1.3x, 1.12 CPU s), drops 0, peak RSS 180 MiB, lidar frames stored uncompressed 7",
     )
     .unwrap();
     assert_eq!(
@@ -211,8 +215,8 @@ fn the_rig_line_parses() {
         (2.1, 0.71, "upstream writers")
     );
     assert_eq!(
-        (l.writers_x, l.writers_cpu, l.drops, l.rss_mib),
-        (1.3, 1.12, 0, 180.0)
+        (l.writers_x, l.writers_cpu, l.drops, l.rss_mib, l.stored),
+        (1.3, 1.12, 0, 180.0, 7)
     );
     assert!(parse_rig_line("rig: fast").is_none());
 }

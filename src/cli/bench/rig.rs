@@ -5,8 +5,10 @@
 //!
 //! Figures: rig seconds recorded per wall second ("x real time", the slowest stream decides),
 //! the daemon's CPU seconds (from `/proc/<pid>/stat`, go to the last durable reply) per rig
-//! second, its peak RSS (`VmHWM`), drops (`status` and `events.jsonl`), and the writers' x
-//! real time and CPU seconds (their own `getrusage`) per rig second.
+//! second, its peak RSS (`VmHWM`), drops (`status` and `events.jsonl`), the lidar samples it
+//! stored uncompressed because compression fell behind (`lzmaf_stored`: pushed as fast as it
+//! takes them, the lidar's queue fills, so the fallback decides part of the figure), and the
+//! writers' x real time and CPU seconds (their own `getrusage`) per rig second.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -253,8 +255,9 @@ pub(super) fn run(args: &Args) -> Result<bool> {
         Err(e) => format!("{peer_name} unavailable: {}", first_line(&format!("{e:#}"))),
     };
     let line = format!(
-        "rig: {x:.1}x real time, {cpu_per_s:.2} CPU s per rig s ({peer_text}), drops {drops}, peak RSS {:.0} MiB",
-        ours.hwm as f64 / (1u64 << 20) as f64
+        "rig: {x:.1}x real time, {cpu_per_s:.2} CPU s per rig s ({peer_text}), drops {drops}, peak RSS {:.0} MiB, lidar frames stored uncompressed {}",
+        ours.hwm as f64 / (1u64 << 20) as f64,
+        ours.stored
     );
     let ok = failures.is_empty();
     let report = json!({
@@ -275,6 +278,7 @@ pub(super) fn run(args: &Args) -> Result<bool> {
             "drivers_cpu_seconds": ours.side.own_cpu(),
             "rss": {"idle_bytes": ours.idle, "during_max_bytes": ours.during, "hwm_bytes": ours.hwm},
             "drops": {"status": ours.drops_status, "events": ours.drops_events},
+            "lzmaf_stored": ours.stored,
             "daemon_exits": ours.exits,
             "data_check": ours.checks,
         },
@@ -321,6 +325,9 @@ struct Ours {
     hwm: u64,
     drops_status: u64,
     drops_events: u64,
+    /// Samples whose `lzmaf` channels the daemon stored uncompressed because compression fell
+    /// behind (`status` `lzmaf_stored`): `roverlog compact` recompresses them later.
+    stored: u64,
     exits: Vec<Option<i32>>,
     checks: Vec<Value>,
     failures: Vec<String>,
@@ -336,6 +343,7 @@ impl Ours {
         self.hwm = self.hwm.max(o.hwm);
         self.drops_status += o.drops_status;
         self.drops_events += o.drops_events;
+        self.stored += o.stored;
         self.exits.extend(o.exits);
         self.checks.extend(o.checks);
         self.failures.extend(o.failures);
@@ -402,6 +410,11 @@ fn run_ours(
     let drops_status = status["sensors"].as_object().map_or(0, |m| {
         m.values().map(|s| s["drops"].as_u64().unwrap_or(0)).sum()
     });
+    let stored = status["sensors"].as_object().map_or(0, |m| {
+        m.values()
+            .map(|s| s["lzmaf_stored"].as_u64().unwrap_or(0))
+            .sum()
+    });
     let hwm = procfs::status_bytes(pid, "VmHWM").unwrap_or(0);
     drop(sampler);
     let exit = daemon.stop()?;
@@ -460,6 +473,7 @@ fn run_ours(
         hwm,
         drops_status,
         drops_events,
+        stored,
         exits: vec![exit],
         checks,
         failures,
