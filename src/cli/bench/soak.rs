@@ -3,8 +3,8 @@
 //! the daemon's memory stays flat. Not run in CI (a smoke test runs it for seconds).
 //!
 //! Everything is on at once:
-//! - steady sensors, each with its `expected_hz`: `imu` 200 Hz (two f4[3] channels), `gps`
-//!   10 Hz (f8[3]), `camera` 10 Hz (a JPEG-sized blob, [`CAMERA_BYTES`]);
+//! - steady sensors, each with its `expected_hz`: `imu` 200 Hz (two `f4[3]` channels), `gps`
+//!   10 Hz (`f8[3]`), `camera` 10 Hz (a JPEG-sized blob, [`CAMERA_BYTES`]);
 //! - snapshot mode (`autostart: false`), a `trigger` every rotation period P
 //!   (`minutes * 60 / 12` s, at most 5 minutes) whose trace stops itself after 0.75 P, and a
 //!   `rotate` of that trace at 0.5 P: trigger, rotation, stop and armed-idle every period;
