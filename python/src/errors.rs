@@ -51,6 +51,8 @@ impl Kind {
             roverlog_core::Error::NoDaemon { .. } => Kind::Read,
             roverlog_core::Error::OutOfRange { .. } => Kind::SampleIndex,
             roverlog_core::Error::DamagedSample { .. } => Kind::Damaged,
+            // A directory expected (a blob channel's, a trace's) that is missing or a file.
+            roverlog_core::Error::NotA { path, .. } if !path.is_dir() => Kind::File,
             _ => Kind::Format,
         }
     }

@@ -2,6 +2,7 @@
 channel and sample), of the builtin class a caller without roverlog would catch."""
 import json
 import os
+import shutil
 
 import cv2
 import numpy as np
@@ -126,6 +127,16 @@ def test_a_truncated_jpeg_names_the_channel_and_sample(trace):
     # The other samples still decode, and the bytes are still there to look at.
     assert img[4].shape == (48, 64, 3)
     assert img.read(5, 1, decode=False)[0] == _cut(truth["camera"]["img.jpeg"][5])
+
+
+def test_a_missing_blob_channel_directory_is_a_file_not_found_error(trace):
+    root, _ = trace
+    img = roverlog.Trace(root)["camera"].channels["img"]
+    shutil.rmtree(img.path)
+    for use in [lambda: img[0], img.read]:
+        with pytest.raises(roverlog.FileError) as e:
+            use()
+        assert isinstance(e.value, FileNotFoundError) and img.path in str(e.value), str(e.value)
 
 
 def test_a_truncated_gulp_frame_names_the_directory_id_and_frame(tmp_path):
