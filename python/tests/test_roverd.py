@@ -146,9 +146,11 @@ def test_bad_input_raises_clear_exceptions(trace, tmp_path):
         t[0]
     # A corrupt lzmaf frame: the library's message, as roverlog.Error (a ValueError).
     path = os.path.join(root, "lidar", "rng")
-    data = bytearray(open(path, "rb").read())
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
     data[40:60] = b"\0" * 20
-    open(path, "wb").write(data)
+    with open(path, "wb") as f:
+        f.write(data)
     with pytest.raises(roverlog.Error, match="rng") as e:
         t["lidar"].channels["rng"].read()
     assert isinstance(e.value, ValueError)
