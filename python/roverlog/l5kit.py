@@ -100,7 +100,8 @@ class ChunkedDataset:
         def array(name):
             if name not in self.root:
                 raise MissingKeyError(f"{path}: no {name!r} array (not an L5Kit dataset)")
-            return zarr.Array(os.path.join(path, name), cache_bytes=budget)
+            # As zarr-python opens them from the group: `path` "agents", `name` "/agents".
+            return zarr.Array(os.path.join(path, name), cache_bytes=budget, _store=self.root.store, _key=name)
 
         self.frames = array(FRAME_ARRAY_KEY)
         self.agents = array(AGENT_ARRAY_KEY)
