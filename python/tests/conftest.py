@@ -21,6 +21,16 @@ try:
 except ImportError as e:
     raise pytest.UsageError(f"roverlog is not installed ({e}): run `pip install ./python` from the repository root") from None
 
+
+
+def pytest_configure(config):
+    # A file left open (by the package or a test) fails the test that opened it, as it does
+    # under `python -W error -m pytest`: the ResourceWarning becomes an unraisable
+    # exception, which pytest reports as a warning made an error here.
+    config.addinivalue_line("filterwarnings", "error::ResourceWarning")
+    config.addinivalue_line("filterwarnings", "error::pytest.PytestUnraisableExceptionWarning")
+
+
 N = 23
 T0 = 1.7e9
 

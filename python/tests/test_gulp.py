@@ -216,6 +216,7 @@ def test_a_chunk_refuses_writes_and_names_what_is_wrong(gulp, tmp_path):
     with pytest.raises(roverlog.FileError, match=str(tmp_path / "none.gmeta")):
         GulpChunk(data, str(tmp_path / "none.gmeta"))
     short = tmp_path / "short.gulp"
-    short.write_bytes(open(data, "rb").read()[:100])
+    with open(data, "rb") as f:
+        short.write_bytes(f.read()[:100])
     with pytest.raises(roverlog.FormatError, match="short.gulp"):
         GulpChunk(str(short), meta)
