@@ -7,7 +7,7 @@ driver for the roverlog daemon, over the roverlog Rust library.
   abstract-dataloader (`pip install 'roverlog[redrover]'`); imported only when asked for.
 - `roverlog.gulp.GulpDirectory`, `GulpChunk`: gulpio2's reading API (change the import).
 - `roverlog.zarr.open`, `roverlog.l5kit.ChunkedDataset`: zarr-python 2's reading (its selections
-  too) and l5kit's datasets.
+  and read-only attributes too), l5kit's datasets and its `l5kit.data.filter` functions.
 - `roverlog.Driver`: send samples to a running daemon (docs/protocol.md).
 
 Errors (`roverlog.errors`): everything roverlog raises about a file is a `roverlog.Error`

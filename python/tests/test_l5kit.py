@@ -1,12 +1,14 @@
 """roverlog.l5kit against l5kit 1.5.0 itself (issue 27): every public method of
 `ChunkedDataset` (constructor, `open`, `__str__`, `get_scene_dataset`, the arrays before and
-after opening), the dtypes and the interval helpers, on the L5Kit scene in tests/data and on
-a three-scene dataset made from it.
+after opening), the dtypes, and every public function and constant of `l5kit.data.filter`
+and `l5kit.data.labels`, on the L5Kit scene in tests/data and on a three-scene dataset made
+from it.
 
 l5kit is installed without its dependencies (scripts/requirements-nodeps.txt: it pins
 numpy 1.19 and torch < 2); its `l5kit.data` package imports the map API (pymap3d,
-protobuf), so the test loads the two modules `ChunkedDataset` lives in, `zarr_dataset`
-and `filter` (numpy, zarr-python, prettytable), under an empty `l5kit.data` package."""
+protobuf), so the test loads the modules `ChunkedDataset` and the filters live in,
+`zarr_dataset`, `filter` and `labels` (numpy, zarr-python, prettytable), under an empty
+`l5kit.data` package."""
 import importlib.util
 import os
 import pickle
