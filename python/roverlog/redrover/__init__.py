@@ -32,8 +32,8 @@ and `Channel.write`/`consume` raise `NotImplementedError`), the channel helper m
 disagrees with itself: errors are `roverlog.Error`s naming the file; a video read starting
 at frame `i > 0` gives frame `i` (upstream seeks OpenCV to `i - 1` and gives that frame);
 `Camera` resizes `jpg` channels too; a video channel whose `args` hold `fps` (as roverlog's
-`convert` writes) opens (upstream raises `TypeError`); `len(Pose)` works; the timestamp corrections raise a
-`ValueError` for fewer than two timestamps or an interval holding no sample (upstream
+`convert` and ROS `import` write) opens (upstream raises `TypeError`); `len(Pose)` works; the
+timestamp corrections raise a `ValueError` for fewer than two timestamps or an interval holding no sample (upstream
 divides by zero or loops forever).
 
 `roverlog.Trace` (module `roverlog.roverd`) is roverlog's own, lower-level reader; this
