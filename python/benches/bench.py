@@ -23,6 +23,9 @@
   frame, in a process held to one core;
 - `Driver`: an IMU sent one `send()` per sample vs `examples/driver.py`'s `send()`, each
   followed by a sync and a check that every sample is on disk.
+
+A DataLoader-style loop over the rig's hour trace, ours against upstream roverd (by hand), is
+`python/benches/dataloader.py`.
 """
 import argparse
 import json
