@@ -239,9 +239,9 @@ def test_the_examples_in_upstreams_docs_run(rover, tmp_path):
 
 
 def test_a_video_channel_with_fps_in_its_args_opens(trace):
-    """roverlog's `convert` (to mjpg) and `import`/`replay` of a ROS recording keep the AVI
-    header's `fps` in the video channel's `args`; upstream's VideoChannel raises TypeError on
-    it, ours takes it."""
+    """roverlog before 2026-11-26 kept the AVI header's `fps` in a converted or imported
+    video channel's `args` (now left out of `meta.json`); upstream's VideoChannel raises
+    TypeError on it, ours takes it, so such traces still open."""
     root, truth = trace
     path = os.path.join(root, "video", "meta.json")
     with open(path) as f:
