@@ -61,3 +61,30 @@ def test_set_jpeg_decoder_refuses_unknown_names_and_switches_decoders(tmp_path):
     assert got["turbo"].shape == got["zune"].shape == libjpeg.shape
     assert np.abs(got["turbo"] - libjpeg).mean() < 0.5, "libjpeg-turbo as OpenCV's libjpeg decodes"
     assert np.abs(got["zune"] - got["turbo"]).mean() < 1.0
+
+
+def test_without_libjpeg_turbo_auto_is_zune_and_turbo_an_error_naming_the_library(tmp_path):
+    """A machine without libturbojpeg0, made by hiding the library this process loaded behind
+    an empty file in a child's own mount namespace (the tests run as root, as scripts/test
+    says)."""
+    assert roverlog.jpeg_decoder() == "turbo"
+    (lib,) = {line.split()[-1] for line in open("/proc/self/maps") if "libturbojpeg" in line}
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    gulp = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "tests", "data", "gulp_small")
+    code = ("import roverlog, roverlog.gulp; g = roverlog.gulp.GulpDirectory(%r); "
+            "f = g[next(iter(g.merged_meta_dict))][0]; print(roverlog.jpeg_decoder(), len(f), f[0].shape)" % gulp)
+
+    def hidden(env_value):
+        env = dict(os.environ, ROVERLOG_JPEG=env_value)
+        script = 'mount --bind "$0" "$1" && exec "$2" -c "$3"'
+        return subprocess.run(["unshare", "-m", "sh", "-c", script, str(empty), lib, sys.executable, code],
+                              env=env, capture_output=True, text=True, timeout=120)
+
+    out = hidden("auto")
+    assert out.returncode == 0 and out.stdout.startswith("zune "), (out.stdout, out.stderr)
+    out = hidden("turbo")
+    assert out.returncode != 0, out.stdout
+    assert "OSError: libjpeg-turbo was asked for but libturbojpeg.so.0 does not load" in out.stderr, out.stderr
+    assert "apt-get install libturbojpeg0" in out.stderr, out.stderr
