@@ -4,7 +4,9 @@
 //!
 //! Both decoders behave the same to a caller: colour frames decode to interleaved RGB,
 //! grayscale frames to one channel, as gulpio2's default decoder (simplejpeg) returns them; a
-//! frame cut short, a corrupt one and one over the size limit are errors. Pixel values may
+//! frame cut short, one whose headers do not parse and one over the size limit are errors,
+//! damage inside the entropy-coded data is not (libjpeg only warns of it, zune-jpeg decodes
+//! on, OpenCV returns such a frame), so a frame reads alike on both. Pixel values may
 //! differ by a little: zune-jpeg's IDCT and upsampling are not libjpeg's, and gulpio2 asks
 //! libjpeg-turbo for its fast DCT and fast upsampling (we use its default, accurate ones, as
 //! OpenCV and Pillow do).
