@@ -35,6 +35,17 @@ N = 23
 T0 = 1.7e9
 
 
+@pytest.fixture(params=["zune", "turbo"])
+def each_jpeg_decoder(request):
+    """Runs a JPEG test once on each decoder (`roverlog.jpeg`): zune-jpeg, and libjpeg-turbo,
+    which must load here (scripts/test installs libturbojpeg0; `set_jpeg_decoder("turbo")`
+    raises an `OSError` naming it otherwise). Then back to `auto`."""
+    roverlog.set_jpeg_decoder(request.param)
+    assert roverlog.jpeg_decoder() == request.param
+    yield request.param
+    roverlog.set_jpeg_decoder("auto")
+
+
 def pattern(k, n, shape, dtype):
     rng = np.random.default_rng(k)
     if np.dtype(dtype).kind == "f":

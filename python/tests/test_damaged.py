@@ -108,6 +108,7 @@ def test_a_raw_channel_cut_inside_a_record_reads_its_whole_records(trace):
     np.testing.assert_array_equal(imu.channels["rot"][15], truth["imu"]["rot"][15])
 
 
+@pytest.mark.usefixtures("each_jpeg_decoder")
 def test_a_blob_file_missing_in_the_middle_keeps_the_count_and_the_later_frames(trace):
     root, truth = trace
     os.remove(os.path.join(root, "camera", "img", "000007.jpg"))
@@ -154,6 +155,7 @@ def _opencv_frames(path):
     return frames
 
 
+@pytest.mark.usefixtures("each_jpeg_decoder")
 def test_a_cut_video_reads_its_whole_frames(trace):
     root, truth = trace
     path = os.path.join(root, "video", "video.avi")

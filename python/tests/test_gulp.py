@@ -15,6 +15,9 @@ from roverlog.gulp import GulpDirectory
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# Every test here decodes frames: each runs on zune-jpeg and on libjpeg-turbo.
+pytestmark = pytest.mark.usefixtures("each_jpeg_decoder")
+
 
 @pytest.fixture(scope="module")
 def gulp(tmp_path_factory):

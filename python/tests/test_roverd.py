@@ -58,6 +58,7 @@ def test_raw_is_a_zero_copy_view_of_the_file_and_writable_copies_on_request(trac
     np.testing.assert_array_equal(acc.read(), mm)
 
 
+@pytest.mark.usefixtures("each_jpeg_decoder")
 def test_jpeg_channels_decode_like_libjpeg_and_give_bytes_on_request(trace):
     root, truth = trace
     t = roverlog.Trace(root)
@@ -217,6 +218,7 @@ def test_an_open_channel_sees_the_samples_a_live_trace_appends(trace):
     close(cam[N], cam[0])
 
 
+@pytest.mark.usefixtures("each_jpeg_decoder")
 def test_gray_jpegs_read_one_at_a_time_and_whole_as_rgb(tmp_path):
     # Grayscale frames decode to one channel and are spread to R, G, B in place; a single
     # read takes its shape from the headers and decodes the frame once.
