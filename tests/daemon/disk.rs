@@ -9,61 +9,17 @@
 //! These tests need to mount a tmpfs or ramfs (root, or CAP_SYS_ADMIN). They fail, never skip,
 //! when they cannot: a skipped disk-full test is a disk-full path nobody has run.
 
+use crate::support::common::mount::Mounted;
 use crate::support::daemon;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use daemon::*;
 use roverlog_core::format::{check_sensor, Depth};
 use serde_json::{json, Value};
-
-/// A tmpfs (or ramfs) mounted on a temp directory, unmounted on drop.
-struct Mounted {
-    dir: tempfile::TempDir,
-}
-
-impl Mounted {
-    fn tmpfs(size: &str) -> Mounted {
-        Mounted::mount_fs("tmpfs", &["-o", &format!("size={size}")])
-    }
-
-    fn mount_fs(fstype: &str, opts: &[&str]) -> Mounted {
-        let dir = tempfile::tempdir().unwrap();
-        let out = Command::new("mount")
-            .args(["-t", fstype])
-            .args(opts)
-            .arg(fstype)
-            .arg(dir.path())
-            .output()
-            .expect("running mount(8)");
-        assert!(
-            out.status.success(),
-            "this test must mount a {fstype} {opts:?} on {} and could not (it needs root or \
-             CAP_SYS_ADMIN; CI runs as root): {}",
-            dir.path().display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Mounted { dir }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        // Lazy: a daemon that outlived a failed assertion must not make the unmount fail.
-        let _ = Command::new("umount")
-            .arg("-l")
-            .arg(self.dir.path())
-            .status();
-    }
-}
 
 /// Fills `path` with `bytes` of incompressible-enough data (tmpfs stores pages anyway).
 fn ballast(path: &Path, bytes: usize) {
