@@ -138,6 +138,7 @@ fn cat(t: &Path, item: &str, rows: Option<&str>, jpeg: bool) -> common::Run {
 /// damage when the channel holds fewer than `ts` counts), `cat --rows` of a damaged sample
 /// fails naming it, `info` describes the trace, `validate` reports `problem`, `extract` of
 /// a window before the damage copies it and one over it fails naming the sample.
+#[allow(clippy::too_many_arguments)] // each case's expectations, named where it calls
 fn assert_binary(
     t: &Path,
     ch: &str,
@@ -146,6 +147,7 @@ fn assert_binary(
     first_damaged: u64,
     jpeg: bool,
     problem: &str,
+    in_info: &str,
 ) {
     let item = format!("s/{ch}");
     let path = t.join("s").join(ch);
@@ -189,6 +191,33 @@ fn assert_binary(
     let info = common::roverlog(&["info".as_ref(), t.as_os_str()]);
     assert_eq!(info.code, 0, "info: {}", info.text());
     assert!(info.out().contains(&N.to_string()), "{}", info.out());
+    // The channel is marked, with what its reader found on opening, and the way on.
+    for part in ["DAMAGED", in_info, "roverlog validate", "roverlog recover"] {
+        assert!(
+            info.out().contains(part),
+            "{part:?} not in info:\n{}",
+            info.out()
+        );
+    }
+    let json = common::roverlog(&["info".as_ref(), "--json".as_ref(), t.as_os_str()]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("info --json");
+    assert_eq!(v["damaged"], true, "{v}");
+    for c in v["sensors"][0]["channels"].as_array().unwrap() {
+        let damage = c["damage"].as_str();
+        if c["name"] == ch {
+            assert!(damage.is_some_and(|d| d.contains(in_info)), "{c}");
+            // A raw channel's ratio counts only the samples it holds (a cut one read x1.6).
+            if c["format"] == "raw" {
+                assert_eq!(
+                    c["compression_ratio"].as_f64().map(|r| r <= 1.0),
+                    Some(true),
+                    "{c}"
+                );
+            }
+        } else {
+            assert_eq!(damage, None, "{c}");
+        }
+    }
 
     let v = common::roverlog(&["validate".as_ref(), t.as_os_str()]);
     assert_eq!(v.code, 1, "validate: {}", v.text());
@@ -264,7 +293,16 @@ fn an_lzmaf_channel_cut_to_70_percent_reads_its_whole_frames() {
         "{:?}",
         damages[1]
     );
-    assert_binary(&t, "rng", &written, intact, intact, false, "lie within the");
+    assert_binary(
+        &t,
+        "rng",
+        &written,
+        intact,
+        intact,
+        false,
+        "lie within the",
+        &format!("holds {intact} of the {N} samples"),
+    );
 }
 
 #[test]
@@ -283,7 +321,16 @@ fn a_raw_channel_cut_inside_a_record_reads_its_whole_records() {
     let damages = assert_library_reads(&t, "iq", &written, 12, &[12, 13, N - 1]);
     assert_eq!(damages[0], Damage::Cut { have: 32, need: 64 });
     assert_eq!(damages[1], Damage::Cut { have: 0, need: 64 });
-    assert_binary(&t, "iq", &written, 12, 12, false, "torn tail: 32 bytes");
+    assert_binary(
+        &t,
+        "iq",
+        &written,
+        12,
+        12,
+        false,
+        "torn tail: 32 bytes",
+        "holds 12 of the 20 samples",
+    );
 }
 
 #[test]
@@ -325,6 +372,7 @@ fn a_jpg_channel_missing_a_file_in_the_middle_keeps_its_count_and_later_frames()
         7,
         false,
         "sample 7 is missing but sample 8 exists",
+        "2 of the 20 sample files ts counts are missing or empty",
     );
     // Every hole, not only the first.
     let v = common::roverlog(&["validate".as_ref(), t.as_os_str()]);
@@ -371,6 +419,7 @@ fn an_mjpg_video_cut_short_reads_its_whole_frames() {
         9,
         true,
         "cut by the end of the file",
+        "holds 9 of the 20 samples",
     );
 
     // Cut to 100 bytes: inside the header, no frame; every one ts counts is damaged.
@@ -420,5 +469,14 @@ fn a_whole_file_lzma_channel_cut_short_reads_what_decodes() {
         "{:?}",
         damages[0]
     );
-    assert_binary(&t, "h", &written, n, n, false, "xz:");
+    assert_binary(
+        &t,
+        "h",
+        &written,
+        n,
+        n,
+        false,
+        "xz:",
+        ".xz indexes do not read",
+    );
 }

@@ -122,6 +122,13 @@ fn info_reports_samples_duration_rate_and_sizes() {
         "{rng}"
     );
     assert!((rng["bytes_per_second"].as_f64().unwrap() - disk as f64 / 5.0).abs() < 1e-6);
+    // Nothing is damaged (tests/cli/damaged.rs marks what is).
+    assert_eq!(v["damaged"], false, "{v}");
+    assert!(s["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["damage"].is_null()));
 
     // The table form names every channel.
     let out = Command::new(common::roverlog_bin())
@@ -133,6 +140,10 @@ fn info_reports_samples_duration_rate_and_sizes() {
     for word in ["lidar", "101 samples", "acc", "rng", "lzmaf", "20.00 Hz"] {
         assert!(text.contains(word), "{word} missing from:\n{text}");
     }
+    assert!(
+        !text.contains("DAMAGED") && !text.contains("damaged"),
+        "{text}"
+    );
 }
 
 #[test]
