@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 from . import zarr
-from .errors import FormatError, MissingKeyError
+from .errors import FormatError, MissingKeyError, quoted
 
 FORMAT_VERSION = 2
 
@@ -90,7 +90,7 @@ class ChunkedDataset:
         partly are kept, up to `cache_size_bytes` per array (l5kit keeps that much of the
         compressed chunks)."""
         if mode != "r":
-            raise ValueError(f"roverlog.l5kit is read-only (mode {mode!r})")
+            raise ValueError(f"roverlog.l5kit is read-only (mode {quoted(mode)})")
         path = os.fspath(self.path)
         self.root = zarr.open(path)
         if not isinstance(self.root, zarr.Group):
@@ -99,7 +99,7 @@ class ChunkedDataset:
 
         def array(name):
             if name not in self.root:
-                raise MissingKeyError(f"{path}: no {name!r} array (not an L5Kit dataset)")
+                raise MissingKeyError(f"{path}: no {quoted(name)} array (not an L5Kit dataset)")
             return zarr.Array(os.path.join(path, name), cache_bytes=budget)
 
         self.frames = array(FRAME_ARRAY_KEY)

@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from . import _roverlog, _selection
-from .errors import FileError, FormatError, MissingKeyError, from_os_error
+from .errors import FileError, FormatError, MissingKeyError, from_os_error, quoted, quoted_list
 
 
 def _descr(d):
@@ -235,7 +235,7 @@ class Group:
     def __getitem__(self, name):
         # A missing member is a KeyError, as in zarr-python.
         if name not in self:
-            raise MissingKeyError(f"{self.path}: no array or group {name!r} (members: {self.keys()})")
+            raise MissingKeyError(f"{self.path}: no array or group {quoted(name)} (members: {quoted_list(self.keys())})")
         return open(os.path.join(self.path, *str(name).strip("/").split("/")))
 
     def __contains__(self, name):
@@ -261,7 +261,7 @@ class Group:
 def open(path, mode="r"):
     """Opens the group or array at `path` (read-only: `mode` must be "r")."""
     if mode != "r":
-        raise ValueError(f"roverlog.zarr is read-only (mode {mode!r})")
+        raise ValueError(f"roverlog.zarr is read-only (mode {quoted(mode)})")
     path = os.fspath(path)
     if os.path.exists(os.path.join(path, ".zarray")):
         return Array(path)
