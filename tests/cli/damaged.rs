@@ -1,10 +1,10 @@
 //! Damaged channels read up to the damage (issue 25): a trace written by the format library,
 //! then damaged the way a crash, a full disk or a careless copy leaves it (an `lzmaf` data
 //! file cut to 70%, a `raw` file cut inside a record, a `jpg` file deleted in the middle, an
-//! AVI cut short). The library and `roverlog cat`/`extract` give every intact sample as it
-//! was written; a sample `ts` counts that is damaged is an error naming the channel, the
-//! sample and `roverlog recover`; `info` still describes the trace and `validate` still
-//! reports the damage.
+//! AVI cut short, a JPEG zero-filled by a power cut). The library and `roverlog cat`/`extract`
+//! give every intact sample as it was written; a sample `ts` counts that is damaged is an
+//! error naming the channel, the sample and `roverlog recover`; `info` marks the channel and
+//! `validate` reports the damage.
 
 use crate::support::common;
 
@@ -478,5 +478,107 @@ fn a_whole_file_lzma_channel_cut_short_reads_what_decodes() {
         false,
         "xz:",
         ".xz indexes do not read",
+    );
+}
+
+/// `n` bytes of zeros over `len` bytes at `offset` of the file at `path`: what a power cut
+/// leaves of data whose blocks were allocated but never written.
+fn zero_fill(path: &Path, offset: u64, len: u64) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(&vec![0u8; len as usize], offset).unwrap();
+}
+
+/// A trace of real JPEGs (the gulp fixture's 31 frames, imported): `camera/img`, `jpg`.
+fn jpeg_trace(root: &Path) -> PathBuf {
+    let t = root.join("t");
+    let src = common::root().join("tests/data/gulp_small");
+    let r = common::roverlog(&["import".as_ref(), src.as_os_str(), t.as_os_str()]);
+    assert_eq!(r.code, 0, "import: {}", r.text());
+    t
+}
+
+#[test]
+fn a_zero_filled_jpg_file_is_reported_and_recover_cuts_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = jpeg_trace(tmp.path());
+    let file = t.join("camera/img/000005.jpg");
+    let len = std::fs::metadata(&file).unwrap().len();
+    zero_fill(&file, 0, len);
+
+    let v = common::roverlog(&["validate".as_ref(), t.as_os_str()]);
+    assert_eq!(v.code, 1, "{}", v.text());
+    assert!(v.out().contains("sample 5 is zero-filled"), "{}", v.out());
+    let r = common::roverlog(&["recover".as_ref(), t.as_os_str()]);
+    assert_eq!(r.code, 0, "recover: {}", r.text());
+    let s = Sensor::open(&t.join("camera")).unwrap();
+    assert_eq!(s.len().unwrap(), 5, "cut back to the samples before it");
+    assert!(!file.exists(), "{}", r.out());
+    let v = common::roverlog(&["validate".as_ref(), t.as_os_str()]);
+    assert_eq!(v.code, 0, "{}", v.text());
+}
+
+#[test]
+fn a_zero_filled_mjpg_frame_names_the_sample_and_recover_cuts_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = jpeg_trace(tmp.path());
+    let mjpg = tmp.path().join("v");
+    let r = common::roverlog(&[
+        "convert".as_ref(),
+        "--channel".as_ref(),
+        "camera/img=mjpg".as_ref(),
+        t.as_os_str(),
+        mjpg.as_os_str(),
+    ]);
+    assert_eq!(r.code, 0, "convert: {}", r.text());
+    let video = mjpg.join("camera/img");
+    let frames = format::avi::MjpgReader::open(&video)
+        .unwrap()
+        .layout()
+        .frames
+        .clone();
+    assert!(frames.len() > 6, "{} frames", frames.len());
+    // The fixture's videos differ in size: the first five frames' pixels, as decoded intact.
+    let before = cat(&mjpg, "camera/img", Some(":5"), false);
+    assert_eq!(before.code, 0, "{}", before.text());
+    let before = before.stdout;
+    // Frame 5's bytes zeroed from its second half on: its chunk header and SOI are there.
+    let f5 = &frames[5];
+    zero_fill(
+        &video,
+        f5.offset + u64::from(f5.len) / 2,
+        u64::from(f5.len) / 2 + 1,
+    );
+
+    // Decoding (cat's default for video) stops at frame 5, naming it and the way on.
+    let c = cat(&mjpg, "camera/img", None, false);
+    assert_eq!(c.code, 2, "{}", c.stderr);
+    for part in [
+        video.display().to_string(),
+        "sample 5 is damaged".into(),
+        "zero-filled".into(),
+        "roverlog recover".into(),
+    ] {
+        assert!(c.stderr.contains(&part), "{part:?} not in: {}", c.stderr);
+    }
+    assert!(
+        c.stdout == before,
+        "the frames before it: {} bytes, expected {}",
+        c.stdout.len(),
+        before.len()
+    );
+
+    let v = common::roverlog(&["validate".as_ref(), mjpg.as_os_str()]);
+    assert_eq!(v.code, 1, "{}", v.text());
+    assert!(v.out().contains("frame 5 is zero-filled"), "{}", v.out());
+    let r = common::roverlog(&["recover".as_ref(), mjpg.as_os_str()]);
+    assert_eq!(r.code, 0, "recover: {}", r.text());
+    let c = cat(&mjpg, "camera/img", None, false);
+    assert_eq!(c.code, 0, "{}", c.text());
+    assert!(
+        c.stdout == before,
+        "recover kept frames 0..5: {} bytes, expected {}",
+        c.stdout.len(),
+        before.len()
     );
 }

@@ -14,7 +14,7 @@ mod ros;
 mod zarr;
 
 pub use avi::AviProblem;
-pub use damage::Damage;
+pub use damage::{zero_filled, Damage, ZERO_RUN};
 pub use jpeg::JpegProblem;
 pub use lidar::LidarProblem;
 pub use ros::{DecodeProblem, RosProblem};
@@ -87,7 +87,7 @@ pub enum Error {
     /// A sample the sensor counts (in `ts`, or in the channel's own index or listing) that
     /// the channel cannot give: its bytes are missing, cut or do not decode. The readers
     /// still give every intact sample around it (docs/format.md "Damaged channels").
-    #[error("{}: sample {index} is damaged: {damage} (`roverlog validate` reports it; `roverlog recover` cuts the sensor back to the samples before the damage)", path.display())]
+    #[error("{}: sample {index} is damaged: {damage} ({})", path.display(), damage.advice())]
     DamagedSample {
         path: PathBuf,
         index: u64,

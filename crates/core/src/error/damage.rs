@@ -30,6 +30,42 @@ pub enum Damage {
     NoFrame { frames: u64 },
     /// Stored bytes that do not decode: the decoder's words.
     Undecodable(String),
+    /// A JPEG sample (`jpg` file, `mjpg` frame) whose bytes are there but zero-filled at its
+    /// start or end: how a power cut leaves a sample whose space was allocated and whose data
+    /// never reached the disk (see [`zero_filled`]). Recovery cuts it, as an empty file.
+    ZeroFilled,
+    /// A JPEG sample whose bytes look whole (not zero-filled) but do not decode: the
+    /// decoder's words. Recovery keeps it (it cuts what is missing, cut or zero-filled; it
+    /// does not decode every frame).
+    JpegUndecodable(String),
+}
+
+/// Bytes a JPEG sample ends or starts with when a power cut left its blocks unwritten: this
+/// many zeros (a JPEG starts with its SOI marker and ends with EOI, after which a writer pads
+/// with at most a few bytes).
+pub const ZERO_RUN: usize = 16;
+
+/// Whether a stored JPEG's bytes start or end with [`ZERO_RUN`] zero bytes (or are all zeros).
+pub fn zero_filled(bytes: &[u8]) -> bool {
+    let n = bytes.len().min(ZERO_RUN);
+    n > 0
+        && (bytes[..n].iter().all(|&b| b == 0) || bytes[bytes.len() - n..].iter().all(|&b| b == 0))
+}
+
+impl Damage {
+    /// Whether `roverlog recover` cuts the sensor back to the samples before this damage.
+    pub fn recover_cuts(&self) -> bool {
+        !matches!(self, Damage::JpegUndecodable(_))
+    }
+
+    /// What the user can do about it, for the error's message.
+    pub fn advice(&self) -> &'static str {
+        if self.recover_cuts() {
+            "`roverlog validate` reports it; `roverlog recover` cuts the sensor back to the samples before the damage"
+        } else {
+            "`roverlog recover` keeps it: its bytes are all there; read the samples around it"
+        }
+    }
 }
 
 impl fmt::Display for Damage {
@@ -56,6 +92,10 @@ impl fmt::Display for Damage {
                 write!(f, "the video file holds only {frames} whole frames")
             }
             Damage::Undecodable(msg) => write!(f, "it does not decode: {msg}"),
+            Damage::ZeroFilled => f.write_str(
+                "its bytes are zero-filled, not a JPEG (a power cut left its data unwritten)",
+            ),
+            Damage::JpegUndecodable(msg) => write!(f, "the JPEG does not decode: {msg}"),
         }
     }
 }
