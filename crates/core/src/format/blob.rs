@@ -318,18 +318,20 @@ pub fn scan(dir: &Path, ext: &str) -> Result<BlobScan> {
     Ok(out)
 }
 
-/// Whether the sample file at `path` (`len` bytes) is zero-filled at its start or end (see
+/// Whether the sample file at `path` (`len` bytes) is zero-filled (see
 /// [`crate::error::zero_filled`]): two reads of a few bytes.
 fn file_zero_filled(path: &Path, len: u64) -> Result<bool> {
     use std::os::unix::fs::FileExt;
     let run = crate::error::ZERO_RUN as u64;
+    if len < run {
+        return Ok(false);
+    }
     let f = File::open(path).at(path)?;
-    let n = len.min(run);
-    let mut head = vec![0u8; n as usize];
-    f.read_exact_at(&mut head, 0).at(path)?;
-    let mut tail = vec![0u8; n as usize];
-    f.read_exact_at(&mut tail, len - n).at(path)?;
-    Ok(crate::error::zero_filled(&head) || crate::error::zero_filled(&tail))
+    let mut ends = vec![0u8; 2 * run as usize];
+    let (head, tail) = ends.split_at_mut(run as usize);
+    f.read_exact_at(head, 0).at(path)?;
+    f.read_exact_at(tail, len - run).at(path)?;
+    Ok(crate::error::zero_filled(&ends))
 }
 
 /// What recovery must know to cut a blob channel.

@@ -107,7 +107,7 @@ pub enum Problem {
     EmptySample { index: u64 },
     /// A gap in the sample numbers.
     SampleGap { missing: u64, found: u64 },
-    /// A `jpg` sample file zero-filled at its start or end (how a power cut can leave a
+    /// A `jpg` sample file zero-filled at its end (how a power cut can leave a
     /// sample whose data never reached the disk; see [`crate::error::zero_filled`]).
     ZeroFilledSample { index: u64 },
     /// The writer's temporary file, left by a crash.
@@ -118,7 +118,7 @@ pub enum Problem {
     NotAvi,
     /// What the AVI parser found (`avi::parse::Layout::problems`).
     Avi(crate::format::avi::AviProblem),
-    /// A frame zero-filled at its start or end (as [`Problem::ZeroFilledSample`]).
+    /// A frame zero-filled at its end (as [`Problem::ZeroFilledSample`]).
     ZeroFilledFrame { frame: usize },
     /// A frame without JPEG start/end markers (`--deep`).
     FrameNotJpeg { frame: usize },

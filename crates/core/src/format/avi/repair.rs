@@ -79,23 +79,25 @@ pub(crate) fn check(
     })
 }
 
-/// The first frame of `l` zero-filled at its start or end (see
-/// [`crate::error::zero_filled`]): two reads of a few bytes per frame.
+/// The first frame of `l` that is zero-filled (see [`crate::error::zero_filled`]): two
+/// reads of a few bytes per frame.
 fn first_zero_filled(path: &Path, l: &Layout) -> Result<Option<usize>> {
     use std::os::unix::fs::FileExt;
+    const RUN: usize = crate::error::ZERO_RUN;
     if l.frames.is_empty() {
         return Ok(None);
     }
     let file = fs::File::open(path).at(path)?;
-    let mut buf = [0u8; crate::error::ZERO_RUN];
+    let mut ends = [0u8; 2 * RUN];
     for (k, f) in l.frames.iter().enumerate() {
-        let n = (f.len as usize).min(buf.len());
-        let b = &mut buf[..n];
-        file.read_exact_at(b, f.offset).at(path)?;
-        let head = crate::error::zero_filled(b);
-        file.read_exact_at(b, f.offset + u64::from(f.len) - n as u64)
+        if (f.len as usize) < RUN {
+            continue;
+        }
+        let (head, tail) = ends.split_at_mut(RUN);
+        file.read_exact_at(head, f.offset).at(path)?;
+        file.read_exact_at(tail, f.offset + u64::from(f.len) - RUN as u64)
             .at(path)?;
-        if head || crate::error::zero_filled(b) {
+        if crate::error::zero_filled(&ends) {
             return Ok(Some(k));
         }
     }
