@@ -377,3 +377,51 @@ fn autostart_on_a_read_only_data_root_says_why_in_status() {
         "{st}"
     );
 }
+
+/// Fills the filesystem holding `dir` to its last byte (a file `fill` in `dir`).
+fn fill_up(dir: &Path) {
+    let mut f = std::fs::File::create(dir.join("fill")).unwrap();
+    for chunk in [1 << 16, 4096, 1] {
+        let buf = vec![0xA5u8; chunk];
+        while f.write_all(&buf).is_ok() {}
+    }
+}
+
+/// Event lines written while the disk is full are kept, each whole: the log keeps space
+/// reserved past its end, so the lines that report a full disk (the sensor's error, the
+/// stop) and marks are written. Before, every line that needed a new block was lost (11 of
+/// these 40 were kept), and the ENOSPC cases above lost their error event whenever it was
+/// the line that crossed into a new page.
+#[test]
+fn event_lines_written_on_a_full_disk_are_kept_whole() {
+    let mnt = Mounted::tmpfs("4m");
+    let mut d = TestDaemon::start(json!({
+        "data_root": data_root(&mnt),
+        "min_free_bytes": 0,
+        "disk_check_interval_ms": 50,
+    }));
+    let trace = d.trace_dir();
+    fill_up(mnt.path());
+    // 40 lines of ~330 bytes: more than any page the log already holds has room for.
+    let text = "x".repeat(300);
+    for i in 0..40 {
+        let r = d.ctl(json!({"cmd": "mark", "text": format!("{i} {text}")}));
+        assert_eq!(r["ok"], true, "mark {i}: {r}");
+    }
+    assert_alive(&mut d);
+    assert!(d.stop().success(), "{}", d.log());
+    let marks: Vec<String> = events(&trace)
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::Mark { text } => Some(text),
+            _ => None,
+        })
+        .collect();
+    let want: Vec<String> = (0..40).map(|i| format!("{i} {text}")).collect();
+    assert!(
+        marks == want,
+        "{} of the 40 marks kept, the first {} of them in order",
+        marks.len(),
+        marks.iter().zip(&want).take_while(|(a, b)| a == b).count()
+    );
+}
