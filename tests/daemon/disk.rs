@@ -263,6 +263,11 @@ fn enospc_case(extra: Value) {
     let mut imu_sent = 0;
     let error = loop {
         match cam.send_and_sync(&cam_frames(sent, 20)) {
+            // `imu` met the full disk first: recording stopped, and cam's reply says why (its
+            // `durable` counts in no trace: the last one while recording stands).
+            Some(r) if r["ok"] == true && r["recording"] == false => {
+                break r["stopped_reason"].as_str().unwrap_or_default().to_owned();
+            }
             Some(r) if r["ok"] == true => {
                 durable = r["durable"].as_u64().unwrap();
                 sent += 20;
