@@ -235,3 +235,23 @@ fn cat_refuses_an_empty_rows_spec() {
         r.text()
     );
 }
+
+#[test]
+fn info_does_not_mark_a_channel_of_a_format_it_cannot_read_as_damaged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = small_trace(tmp.path(), "t", 3);
+    let meta = t.join("s/meta.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+    m["x"]["format"] = "blosc".into();
+    std::fs::write(&meta, serde_json::to_vec(&m).unwrap()).unwrap();
+    let r = common::roverlog(&["info".as_ref(), "--json".as_ref(), t.as_os_str()]);
+    assert!(r.ok(), "{}", r.text());
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["damaged"], false, "{v}");
+    let x = &v["sensors"][0]["channels"][1];
+    assert_eq!(
+        (&x["name"], &x["format"]),
+        (&"x".into(), &"blosc".into()),
+        "{v}"
+    );
+}
