@@ -38,6 +38,7 @@ import os
 import warnings
 
 from . import _roverlog
+from .errors import quoted
 
 FIXED = ("raw", "lzmaf")
 VARIABLE = ("jpg", "npz", "mjpg")
@@ -74,9 +75,9 @@ def _channel(c):
         d = {"name": name, "format": fmt, "type": typ, "shape": list(shape), "desc": desc[0] if desc else ""}
     for k in ("name", "format", "type", "shape"):
         if k not in d:
-            raise ValueError(f"channel {c!r}: no {k!r}")
+            raise ValueError(f"channel {quoted(c)}: no {quoted(k)}")
     if d["format"] not in FIXED + VARIABLE:
-        raise ValueError(f"channel {d['name']!r}: format {d['format']!r} cannot be sent ({', '.join(FIXED + VARIABLE)})")
+        raise ValueError(f"channel {quoted(d['name'])}: format {quoted(d['format'])} cannot be sent ({', '.join(FIXED + VARIABLE)})")
     return d
 
 

@@ -69,6 +69,31 @@ class DamagedSampleError(FormatError):
         return str(self.args[0])
 
 
+def quoted(name):
+    """`name` (a channel, sensor, id, key or code) quoted in a message as the Rust side quotes
+    it (`{:?}`): in double quotes, with `"`, `\\` and control characters escaped, so the
+    package's errors and the native library's read alike."""
+    out = []
+    for ch in str(name):
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif not ch.isprintable():
+            out.append(f"\\u{{{ord(ch):x}}}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0"}
+
+
+def quoted_list(names):
+    """Names quoted as `quoted` does, in brackets (as Rust prints a list of strings)."""
+    return "[" + ", ".join(quoted(n) for n in names) + "]"
+
+
 def from_os_error(e, path):
     """`e` (an `OSError` opening or reading `path`) as the roverlog error of its kind, with
     the operating system's reason."""

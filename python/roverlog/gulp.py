@@ -32,7 +32,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from . import _roverlog
-from .errors import FormatError, MissingKeyError, from_os_error
+from .errors import FormatError, MissingKeyError, from_os_error, quoted
 
 
 def _split(element):
@@ -61,7 +61,7 @@ class _Reader:
 
     def read(self, id_, slice_, jpeg_decoder):
         if id_ not in self.frames:
-            raise MissingKeyError(f"{self.where}: no id {id_!r}")
+            raise MissingKeyError(f"{self.where}: no id {quoted(id_)}")
         n = self.frames[id_]
         if slice_ is None:
             idx = list(range(n))
@@ -83,7 +83,7 @@ class _Reader:
             ]
         meta = self.meta[id_]["meta_data"]
         if not meta:
-            raise FormatError(f"{self.where}: id {id_!r}: meta_data is empty")
+            raise FormatError(f"{self.where}: id {quoted(id_)}: meta_data is empty")
         return frames, dict(meta[0])
 
 
@@ -109,7 +109,7 @@ class GulpChunk:
 
     def __init__(self, data_file_path, meta_file_path, serializer=None, jpeg_decoder=None):
         if serializer is not None and type(serializer).__name__ != "JSONSerializer":
-            raise ValueError(f"{meta_file_path}: roverlog.gulp reads JSON metadata only, not with {serializer!r}")
+            raise ValueError(f"{meta_file_path}: roverlog.gulp reads JSON metadata only, not with {quoted(serializer)}")
         self.data_file_path = os.fspath(data_file_path)
         self.meta_file_path = os.fspath(meta_file_path)
         reader = _Reader(_roverlog.GulpDir.chunk(self.data_file_path, self.meta_file_path), self.meta_file_path)
@@ -174,7 +174,7 @@ class GulpChunk:
         indices) selects."""
         id_ = str(id_)
         if id_ not in self._id_set:
-            raise MissingKeyError(f"{self.meta_file_path}: no id {id_!r}")
+            raise MissingKeyError(f"{self.meta_file_path}: no id {quoted(id_)}")
         return self._reader.read(id_, slice_, self.jpeg_decoder)
 
     def iter_all(self, accepted_ids=None, shuffle=False):

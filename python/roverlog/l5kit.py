@@ -39,7 +39,7 @@ from ._l5kit_filter import (PERCEPTION_LABEL_INDICES_TO_KEEP, PERCEPTION_LABEL_T
                             filter_tl_faces_by_status, get_agents_slice_from_frames,
                             get_frames_slice_from_scenes, get_other_agents_ids,
                             get_tl_faces_slice_from_frames)
-from .errors import FormatError, MissingKeyError
+from .errors import FormatError, MissingKeyError, quoted
 
 FORMAT_VERSION = 2
 
@@ -110,7 +110,7 @@ class ChunkedDataset:
         partly are kept, up to `cache_size_bytes` per array (l5kit keeps that much of the
         compressed chunks)."""
         if mode != "r":
-            raise ValueError(f"roverlog.l5kit is read-only (mode {mode!r})")
+            raise ValueError(f"roverlog.l5kit is read-only (mode {quoted(mode)})")
         path = os.fspath(self.path)
         self.root = zarr.open(path)
         if not isinstance(self.root, zarr.Group):
@@ -119,7 +119,7 @@ class ChunkedDataset:
 
         def array(name):
             if name not in self.root:
-                raise MissingKeyError(f"{path}: no {name!r} array (not an L5Kit dataset)")
+                raise MissingKeyError(f"{path}: no {quoted(name)} array (not an L5Kit dataset)")
             # As zarr-python opens them from the group: `path` "agents", `name` "/agents".
             return zarr.Array(os.path.join(path, name), cache_bytes=budget, _store=self.root.store, _key=name)
 

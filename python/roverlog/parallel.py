@@ -12,6 +12,7 @@ import multiprocessing
 import os
 
 from . import _roverlog
+from .errors import quoted
 
 ENV = "ROVERLOG_THREADS"
 
@@ -46,7 +47,7 @@ def configure_at_import():
         except ValueError:
             n = 0
         if n < 1:
-            raise ValueError(f"{ENV}={env!r}: a number of threads, at least 1")
+            raise ValueError(f"{ENV}={quoted(env)}: a number of threads, at least 1")
         set_threads(n)
     elif _in_child():
         _roverlog._mark_worker()

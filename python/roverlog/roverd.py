@@ -25,7 +25,7 @@ from functools import cached_property
 import numpy as np
 
 from . import _roverlog
-from .errors import FileError, FormatError, MissingKeyError, SampleIndexError, from_os_error
+from .errors import FileError, FormatError, MissingKeyError, SampleIndexError, from_os_error, quoted, quoted_list
 
 META_FILE = "meta.json"
 TS = "ts"
@@ -43,7 +43,7 @@ class _Names(dict):
         self._where, self._what = where, what
 
     def __missing__(self, key):
-        raise MissingKeyError(f"{self._where}: no {self._what} {key!r} ({self._what}s: {list(self)})")
+        raise MissingKeyError(f"{self._where}: no {self._what} {quoted(key)} ({self._what}s: {quoted_list(self)})")
 
     def __reduce__(self):
         return (_Names, (dict(self), self._where, self._what))
@@ -55,19 +55,19 @@ class Channel:
     def __init__(self, sensor_dir, name, meta, writable=False):
         self.sensor_dir = os.fspath(sensor_dir)
         self.name = name
-        where = f"{os.path.join(self.sensor_dir, META_FILE)}: channel {name!r}"
+        where = f"{os.path.join(self.sensor_dir, META_FILE)}: channel {quoted(name)}"
         try:
             self.meta = dict(meta)
             self.format = meta["format"]
             self.type = meta["type"]
             self.shape = tuple(int(d) for d in meta["shape"])
         except (KeyError, TypeError, ValueError) as e:
-            why = f"no {e.args[0]!r}" if isinstance(e, KeyError) else e
+            why = f"no {quoted(e.args[0])}" if isinstance(e, KeyError) else e
             raise FormatError(f"{where}: not a channel description ({why})") from None
         try:
             self.dtype = _dtype(self.type)
         except TypeError:
-            raise FormatError(f"{where}: unknown type code {self.type!r}") from None
+            raise FormatError(f"{where}: unknown type code {quoted(self.type)}") from None
         self.writable = writable
         self.path = os.path.join(self.sensor_dir, name)
 
@@ -94,7 +94,7 @@ class Channel:
         """Samples of a `raw` channel, counted by the file's size."""
         if self.sample_bytes == 0:
             raise FormatError(
-                f"{os.path.join(self.sensor_dir, META_FILE)}: channel {self.name!r}: shape "
+                f"{os.path.join(self.sensor_dir, META_FILE)}: channel {quoted(self.name)}: shape "
                 f"{list(self.shape)} holds no values (samples of 0 bytes cannot be counted)"
             )
         try:
@@ -332,7 +332,7 @@ class Nearest:
         if isinstance(margin, Mapping):
             for k, v in margin.items():
                 if len(v) != 2:
-                    raise TypeError(f"margin for sensor {k!r} must be (start, end), not {v!r}")
+                    raise TypeError(f"margin for sensor {quoted(k)} must be (start, end), not {v!r}")
             self._default, self._margin = (0, 0), dict(margin)
         else:
             if len(margin) != 2:
@@ -356,11 +356,11 @@ class Nearest:
     def reference_timestamps(self, timestamps):
         """The reference sensor's timestamps inside the span every sensor covers."""
         if self.reference not in timestamps:
-            raise KeyError(f"no reference sensor {self.reference!r} among {list(timestamps)}")
+            raise KeyError(f"no reference sensor {quoted(self.reference)} among {quoted_list(timestamps)}")
         first, last = [], []
         for name, ts in timestamps.items():
             if len(ts) == 0:
-                raise ValueError(f"sensor {name!r} has no sample to synchronise to")
+                raise ValueError(f"sensor {quoted(name)} has no sample to synchronise to")
             start, end = self._bounds(name, ts)
             first.append(ts[start])
             last.append(ts[end])

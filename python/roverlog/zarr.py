@@ -43,7 +43,7 @@ import numpy as np
 from . import _roverlog, _selection
 from . import _zarr_meta as _meta
 from ._zarr_meta import Attributes, Codec, DirectoryStore, InfoReporter, ReadOnlyError
-from .errors import FileError, FormatError, MissingKeyError, from_os_error
+from .errors import FileError, FormatError, MissingKeyError, from_os_error, quoted, quoted_list
 
 # zarr-python's `info` names the classes by module: these are roverlog.zarr's.
 for _cls in (Attributes, Codec, DirectoryStore, InfoReporter, ReadOnlyError):
@@ -387,7 +387,7 @@ class Group:
     def __getitem__(self, name):
         # A missing member is a KeyError, as in zarr-python.
         if name not in self:
-            raise MissingKeyError(f"{self._file}: no array or group {name!r} (members: {self.keys()})")
+            raise MissingKeyError(f"{self._file}: no array or group {quoted(name)} (members: {quoted_list(self.keys())})")
         return _open_at(self._member(name), self.store, _join(self.path, str(name).strip("/")))
 
     def __getattr__(self, name):
@@ -567,7 +567,7 @@ def _reopen_group(path, store, key):
 
 def _read_only(mode):
     if mode != "r":
-        raise ValueError(f"roverlog.zarr is read-only (mode {mode!r})")
+        raise ValueError(f"roverlog.zarr is read-only (mode {quoted(mode)})")
 
 
 def open(path, mode="r"):

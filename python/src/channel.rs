@@ -210,10 +210,20 @@ fn shared(r: &ChannelReader, i: u64) -> roverlog_core::Result<std::borrow::Cow<'
 
 /// Why sample `index` of the channel at `path` did not decode, naming both (the decoder's
 /// message names neither).
-fn in_sample(path: &Path, index: u64, e: roverlog_core::Error) -> roverlog_core::Error {
-    roverlog_core::Error::Corrupt {
-        path: path.to_path_buf(),
-        msg: format!("sample {index}: {e}"),
+fn in_sample(
+    path: &Path,
+    index: u64,
+    bytes: &[u8],
+    e: roverlog_core::Error,
+) -> roverlog_core::Error {
+    // A JPEG that does not decode is a damaged sample (naming `roverlog recover` when it cuts
+    // it); anything else is said of the sample.
+    match roverlog_core::format::bounds::undecodable_jpeg(path, index, bytes, e) {
+        e @ roverlog_core::Error::DamagedSample { .. } => e,
+        e => roverlog_core::Error::Corrupt {
+            path: path.to_path_buf(),
+            msg: format!("sample {index}: {e}"),
+        },
     }
 }
 
@@ -231,30 +241,32 @@ fn decode_frames(
     if count == 0 {
         return Ok((Vec::new(), [0, 0, 3]));
     }
-    let into_rgb = |frame: JpegFrame<'_>, dst: &mut [u8], i: u64| {
+    let into_rgb = |frame: JpegFrame<'_>, bytes: &[u8], dst: &mut [u8], i: u64| {
         if frame.channels() == 3 {
-            return frame.decode_into(dst).map_err(|e| in_sample(path, i, e));
+            return frame
+                .decode_into(dst)
+                .map_err(|e| in_sample(path, i, bytes, e));
         }
         // Grayscale: decoded to one channel, then each value repeated for R, G, B.
         let mut gray = vec![0u8; frame.len()];
         frame
             .decode_into(&mut gray)
-            .map_err(|e| in_sample(path, i, e))?;
+            .map_err(|e| in_sample(path, i, bytes, e))?;
         for (px, &g) in dst.chunks_exact_mut(3).zip(&gray) {
             px.fill(g);
         }
         Ok(())
     };
     let bytes = shared(r, start)?;
-    let first =
-        JpegFrame::open(&bytes, DEFAULT_MAX_PIXELS).map_err(|e| in_sample(path, start, e))?;
+    let first = JpegFrame::open(&bytes, DEFAULT_MAX_PIXELS)
+        .map_err(|e| in_sample(path, start, &bytes, e))?;
     let shape = [first.height(), first.width(), 3];
     let per = shape.iter().product::<usize>();
     let mut out = vec![0u8; count as usize * per];
     if count == 1 {
         // A single read: the headers just parsed (Huffman tables built, a fixed cost that
         // dominates small frames) decode the frame; no second open.
-        into_rgb(first, &mut out, start)?;
+        into_rgb(first, &bytes, &mut out, start)?;
         return Ok((out, shape));
     }
     drop(first);
@@ -263,8 +275,8 @@ fn decode_frames(
         for (k, i) in range.enumerate() {
             let bytes = shared(r, i)?;
             let dst = &mut chunk[k * per..(k + 1) * per];
-            let frame =
-                JpegFrame::open(&bytes, DEFAULT_MAX_PIXELS).map_err(|e| in_sample(path, i, e))?;
+            let frame = JpegFrame::open(&bytes, DEFAULT_MAX_PIXELS)
+                .map_err(|e| in_sample(path, i, &bytes, e))?;
             let (h, w) = (frame.height(), frame.width());
             if h * w * 3 != per {
                 return Err(roverlog_core::Error::Codec {
@@ -278,7 +290,7 @@ fn decode_frames(
                     ),
                 });
             }
-            into_rgb(frame, dst, i)?;
+            into_rgb(frame, &bytes, dst, i)?;
         }
         Ok(())
     })?;

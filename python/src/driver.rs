@@ -119,7 +119,7 @@ impl NativeDriver {
             let mut notice = |e: &roverlog_core::Error| {
                 let Some(cb) = &waiting else { return Ok(()) };
                 let why = match e {
-                    roverlog_core::Error::Io { source, .. } => source.to_string(),
+                    roverlog_core::Error::Io { error, .. } => error.to_string(),
                     e => e.to_string(),
                 };
                 let msg = format!(

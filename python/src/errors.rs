@@ -43,7 +43,7 @@ impl Kind {
     pub(crate) fn of(e: &roverlog_core::Error) -> Kind {
         use std::io::ErrorKind as Io;
         match e {
-            roverlog_core::Error::Io { source, .. } => match source.kind() {
+            roverlog_core::Error::Io { error, .. } => match error.kind() {
                 Io::NotFound | Io::NotADirectory | Io::IsADirectory => Kind::File,
                 _ => Kind::Read,
             },

@@ -225,3 +225,34 @@ def test_a_whole_file_lzma_channel_cut_short_reads_what_decodes(trace):
     np.testing.assert_array_equal(hist.read(), want[:n])
     assert_damaged(hist, n)
     assert_damaged(hist, N - 1)
+
+
+def test_a_zero_filled_jpeg_is_a_damaged_sample_that_recover_cuts(trace):
+    # A power cut can leave a sample file its full size with its blocks never written.
+    root, truth = trace
+    path = os.path.join(root, "camera", "img", "000005.jpg")
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        f.seek(size // 2)
+        f.write(bytes(size - size // 2))
+    img = roverlog.Trace(root)["camera"].channels["img"]
+    msg = assert_damaged(img, 5)
+    assert "zero-filled" in msg, msg
+    assert_damaged(img, 5, lambda: img.read(3, 4))
+    close(img[4], cv2.imdecode(np.frombuffer(truth["camera"]["img.jpeg"][4], np.uint8), cv2.IMREAD_COLOR)[..., ::-1])
+    # Its bytes still read undecoded.
+    assert len(img.read(5, 1, decode=False)[0]) == size
+
+
+def test_a_jpeg_that_does_not_decode_is_a_damaged_sample_recover_keeps(trace):
+    # Bytes all there (no zero run) but not a JPEG: recovery keeps it, and the message says so.
+    root, _ = trace
+    path = os.path.join(root, "camera", "img", "000005.jpg")
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        f.write(bytes(range(1, 200)) * (size // 199 + 1))
+    img = roverlog.Trace(root)["camera"].channels["img"]
+    with pytest.raises(roverlog.DamagedSampleError) as e:
+        img[5]
+    msg = str(e.value)
+    assert img.path in msg and "sample 5 is damaged" in msg and "recover` keeps it" in msg, msg

@@ -25,7 +25,7 @@ def test_each_error_is_a_roverlog_error_and_the_builtin_it_was():
     ]:
         assert issubclass(cls, roverlog.Error) and issubclass(cls, builtin), cls
     # KeyError quotes its argument; ours reads as the message.
-    assert str(roverlog.MissingKeyError("d: no channel 'x'")) == "d: no channel 'x'"
+    assert str(roverlog.MissingKeyError('d: no channel "x"')) == 'd: no channel "x"'
 
 
 def _set_meta(root, sensor, channel, **changes):
@@ -45,7 +45,7 @@ def test_a_channel_of_zero_sized_samples_names_its_meta_json(trace):
     for use in [lambda: len(acc), acc.read, lambda: acc[0]]:
         with pytest.raises(roverlog.FormatError) as e:
             use()
-        assert meta in str(e.value) and "'acc'" in str(e.value) and "[0]" in str(e.value)
+        assert meta in str(e.value) and '"acc"' in str(e.value) and "[0]" in str(e.value)
 
 
 @pytest.mark.parametrize("code", ["q9", "<q9"])
@@ -55,7 +55,7 @@ def test_an_unknown_type_code_names_the_file_and_channel(trace, code):
     with pytest.raises(roverlog.FormatError) as e:
         roverlog.Trace(root)
     assert isinstance(e.value, ValueError)
-    assert meta in str(e.value) and "'temp'" in str(e.value) and f"'{code}'" in str(e.value)
+    assert meta in str(e.value) and '"temp"' in str(e.value) and f'"{code}"' in str(e.value)
 
 
 def test_invalid_zarr_metadata_names_the_file(tmp_path):
@@ -73,7 +73,7 @@ def test_invalid_zarr_metadata_names_the_file(tmp_path):
         roverlog.zarr.open(str(tmp_path / "missing"))
     # A group's missing member: a KeyError, as zarr-python's, naming the group and members.
     (tmp_path / ".zgroup").write_text('{"zarr_format": 2}')
-    with pytest.raises(roverlog.MissingKeyError, match=f"{tmp_path}: no array or group 'b'") as e:
+    with pytest.raises(roverlog.MissingKeyError, match=f'{tmp_path}: no array or group "b"') as e:
         roverlog.zarr.open(str(tmp_path))["b"]
     assert isinstance(e.value, KeyError)
 
@@ -86,12 +86,25 @@ def test_a_wrong_channel_or_sensor_name_says_where_and_what_exists(trace):
         with pytest.raises(roverlog.MissingKeyError) as e:
             get()
         assert isinstance(e.value, KeyError)
-        assert str(e.value).startswith(f"{imu.path}: no channel 'nope'") and "'acc'" in str(e.value)
+        assert str(e.value).startswith(f'{imu.path}: no channel "nope"') and '"acc"' in str(e.value)
     for get in [lambda: t.sensors["gps"], lambda: t["gps"]]:
-        with pytest.raises(roverlog.MissingKeyError, match=f"{root}: no sensor 'gps'"):
+        with pytest.raises(roverlog.MissingKeyError, match=f'{root}: no sensor "gps"'):
             get()
     # `in` and `.get` stay those of a dict.
     assert "nope" not in imu.channels and imu.channels.get("nope") is None
+
+
+def test_the_package_and_the_native_library_quote_a_name_alike(trace):
+    # Both quote as Rust's `{:?}` does (they quoted 'acc' and "rng" before).
+    root, _ = trace
+    imu = roverlog.Trace(root)["imu"]
+    name = 'we"ird\tname\\'
+    with pytest.raises(roverlog.MissingKeyError) as py:
+        imu.channels[name]
+    with pytest.raises(roverlog.MissingKeyError) as native:
+        roverlog._roverlog.NativeChannel(imu.path, name)
+    assert str(native.value) == f'{imu.path}: no channel "we\\"ird\\tname\\\\"', str(native.value)
+    assert str(py.value).startswith(str(native.value) + " (channels: ["), str(py.value)
 
 
 def test_a_file_or_missing_directory_is_not_a_trace_and_says_so(tmp_path):
@@ -162,5 +175,5 @@ def test_a_truncated_gulp_frame_names_the_directory_id_and_frame(tmp_path):
     with pytest.raises(roverlog.FormatError) as e:
         g["v"]
     assert str(d) in str(e.value) and "id \"v\": frame 1: jpeg: truncated" in str(e.value), str(e.value)
-    with pytest.raises(roverlog.MissingKeyError, match=f"{d}: no id 'w'"):
+    with pytest.raises(roverlog.MissingKeyError, match=f'{d}: no id "w"'):
         g["w"]

@@ -212,7 +212,7 @@ def test_a_chunk_refuses_writes_and_names_what_is_wrong(gulp, tmp_path):
             write()
     with pytest.raises(NotImplementedError):
         c.open("r+").__enter__()
-    with pytest.raises(roverlog.MissingKeyError, match=f"{meta}: no id 'nope'"):
+    with pytest.raises(roverlog.MissingKeyError, match=f'{meta}: no id "nope"'):
         c.read_frames("nope")
     with pytest.raises(roverlog.FileError, match=str(tmp_path / "none.gulp")):
         GulpChunk(str(tmp_path / "none.gulp"), meta)

@@ -172,7 +172,7 @@ def test_missing_arrays_as_l5kit_reports_them(tmp_path):
     shutil.rmtree(os.path.join(no_agents, "agents"))
     with pytest.raises(KeyError):
         theirs.ChunkedDataset(no_agents).open()
-    with pytest.raises(roverlog.MissingKeyError, match=f"{no_agents}: no 'agents' array"):
+    with pytest.raises(roverlog.MissingKeyError, match=f'{no_agents}: no "agents" array'):
         ours.ChunkedDataset(no_agents).open()
     with pytest.raises(ValueError, match="read-only"):
         ours.ChunkedDataset(SCENE).open(mode="a")

@@ -119,7 +119,7 @@ def test_sensor_types_by_name_constructor_instance_or_auto(rover):
     assert "_camera" not in roverd.Trace.find_sensors(root)
     assert "_camera" in roverd.Trace.find_sensors(root, virtual=True)
     assert "_camera" in roverd.Trace.from_config(root, include_virtual=True).sensors
-    with pytest.raises(ValueError, match="unknown sensor type 'sonar'"):
+    with pytest.raises(ValueError, match='unknown sensor type "sonar"'):
         roverd.Trace.from_config(root, sensors={"radar": "sonar"})
     with pytest.raises(FileNotFoundError, match="no such trace"):
         roverd.Trace.from_config(os.path.join(root, "nope"))

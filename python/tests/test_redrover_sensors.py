@@ -277,7 +277,7 @@ def test_channels_read_like_upstreams(trace):
     assert raw.filesize == os.path.getsize(os.path.join(root, "imu", "acc"))
     with pytest.raises(IndexError, match="acc"):
         raw.read(N + 1, 1)
-    with pytest.raises(ValueError, match="unknown channel format 'tar'"):
+    with pytest.raises(ValueError, match='unknown channel format "tar"'):
         roverd.channels.from_config(os.path.join(root, "imu", "acc"), format="tar", type="u1", shape=[])
     with pytest.raises(NotImplementedError):
         raw.write(np.zeros((1, 3), np.float32))

@@ -135,7 +135,7 @@ def test_bad_input_raises_clear_exceptions(trace, tmp_path):
     with pytest.raises(FileNotFoundError, match="no such trace"):
         roverlog.Trace(str(tmp_path / "missing"))
     t = roverlog.Trace(root)
-    with pytest.raises(KeyError, match="no sensor 'gps'"):
+    with pytest.raises(KeyError, match='no sensor "gps"'):
         t["gps"]
     acc = t["imu"].channels["acc"]
     for bad in [lambda: acc[N], lambda: acc.read(20, 5), lambda: t["lidar"].channels["rng"].read(22, 2)]:

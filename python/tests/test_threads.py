@@ -45,7 +45,7 @@ def test_set_threads_and_the_environment_choose_the_count():
     out = _threads_in_a_new_interpreter({"ROVERLOG_THREADS": "5"})
     assert out.stdout.strip() == "5", out.stderr
     out = _threads_in_a_new_interpreter({"ROVERLOG_THREADS": "many"})
-    assert out.returncode != 0 and "ROVERLOG_THREADS='many'" in out.stderr
+    assert out.returncode != 0 and 'ROVERLOG_THREADS="many"' in out.stderr
 
 
 def _threads_here(_):

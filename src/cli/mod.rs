@@ -53,7 +53,8 @@ enum Command {
     /// Send a command to a running daemon (status, start, stop, rotate, mark).
     Ctl(ctl::Args),
     /// Describe a dataset: per sensor samples, duration, rate, size; per channel size,
-    /// compression ratio and data rate.
+    /// compression ratio and data rate; channels found damaged on opening (cut, an index past
+    /// the data, missing sample files) are marked, `validate` says more.
     Info(trace_cmds::InfoArgs),
     /// Check traces for torn tails, channels that disagree, bad indexes. Directories are
     /// searched recursively for traces.

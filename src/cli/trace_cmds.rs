@@ -136,6 +136,7 @@ fn describe_trace(path: &std::path::Path, all: bool, json: bool) -> Result<serde
                     "bytes": c.disk_bytes,
                     "compression_ratio": c.compression_ratio(),
                     "bytes_per_second": (duration > 0.0).then(|| c.disk_bytes as f64 / duration),
+                    "damage": c.damage.as_ref().map(ToString::to_string),
                 })
             })
             .collect();
@@ -149,7 +150,11 @@ fn describe_trace(path: &std::path::Path, all: bool, json: bool) -> Result<serde
             "channels": channels,
         }));
     }
-    let out = json!({"trace": path, "sensors": sensors_json});
+    let damaged = sensors_json
+        .iter()
+        .flat_map(|s| s["channels"].as_array().into_iter().flatten())
+        .any(|c| !c["damage"].is_null());
+    let out = json!({"trace": path, "sensors": sensors_json, "damaged": damaged});
     if json {
         return Ok(out);
     }
@@ -190,7 +195,17 @@ fn describe_trace(path: &std::path::Path, all: bool, json: bool) -> Result<serde
                 ratio,
                 rate
             );
+            if let Some(d) = c["damage"].as_str() {
+                println!("      DAMAGED: {d}");
+            }
         }
+    }
+    if damaged {
+        println!(
+            "  damaged channels: `roverlog validate {p}` says what is wrong, `roverlog recover {p}` \
+             cuts each sensor back to the samples all its channels hold",
+            p = path.display()
+        );
     }
     Ok(out)
 }

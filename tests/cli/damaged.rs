@@ -1,10 +1,10 @@
 //! Damaged channels read up to the damage (issue 25): a trace written by the format library,
 //! then damaged the way a crash, a full disk or a careless copy leaves it (an `lzmaf` data
 //! file cut to 70%, a `raw` file cut inside a record, a `jpg` file deleted in the middle, an
-//! AVI cut short). The library and `roverlog cat`/`extract` give every intact sample as it
-//! was written; a sample `ts` counts that is damaged is an error naming the channel, the
-//! sample and `roverlog recover`; `info` still describes the trace and `validate` still
-//! reports the damage.
+//! AVI cut short, a JPEG zero-filled by a power cut). The library and `roverlog cat`/`extract`
+//! give every intact sample as it was written; a sample `ts` counts that is damaged is an
+//! error naming the channel, the sample and `roverlog recover`; `info` marks the channel and
+//! `validate` reports the damage.
 
 use crate::support::common;
 
@@ -138,6 +138,7 @@ fn cat(t: &Path, item: &str, rows: Option<&str>, jpeg: bool) -> common::Run {
 /// damage when the channel holds fewer than `ts` counts), `cat --rows` of a damaged sample
 /// fails naming it, `info` describes the trace, `validate` reports `problem`, `extract` of
 /// a window before the damage copies it and one over it fails naming the sample.
+#[allow(clippy::too_many_arguments)] // each case's expectations, named where it calls
 fn assert_binary(
     t: &Path,
     ch: &str,
@@ -146,6 +147,7 @@ fn assert_binary(
     first_damaged: u64,
     jpeg: bool,
     problem: &str,
+    in_info: &str,
 ) {
     let item = format!("s/{ch}");
     let path = t.join("s").join(ch);
@@ -189,6 +191,33 @@ fn assert_binary(
     let info = common::roverlog(&["info".as_ref(), t.as_os_str()]);
     assert_eq!(info.code, 0, "info: {}", info.text());
     assert!(info.out().contains(&N.to_string()), "{}", info.out());
+    // The channel is marked, with what its reader found on opening, and the way on.
+    for part in ["DAMAGED", in_info, "roverlog validate", "roverlog recover"] {
+        assert!(
+            info.out().contains(part),
+            "{part:?} not in info:\n{}",
+            info.out()
+        );
+    }
+    let json = common::roverlog(&["info".as_ref(), "--json".as_ref(), t.as_os_str()]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("info --json");
+    assert_eq!(v["damaged"], true, "{v}");
+    for c in v["sensors"][0]["channels"].as_array().unwrap() {
+        let damage = c["damage"].as_str();
+        if c["name"] == ch {
+            assert!(damage.is_some_and(|d| d.contains(in_info)), "{c}");
+            // A raw channel's ratio counts only the samples it holds (a cut one read x1.6).
+            if c["format"] == "raw" {
+                assert_eq!(
+                    c["compression_ratio"].as_f64().map(|r| r <= 1.0),
+                    Some(true),
+                    "{c}"
+                );
+            }
+        } else {
+            assert_eq!(damage, None, "{c}");
+        }
+    }
 
     let v = common::roverlog(&["validate".as_ref(), t.as_os_str()]);
     assert_eq!(v.code, 1, "validate: {}", v.text());
@@ -264,7 +293,16 @@ fn an_lzmaf_channel_cut_to_70_percent_reads_its_whole_frames() {
         "{:?}",
         damages[1]
     );
-    assert_binary(&t, "rng", &written, intact, intact, false, "lie within the");
+    assert_binary(
+        &t,
+        "rng",
+        &written,
+        intact,
+        intact,
+        false,
+        "lie within the",
+        &format!("holds {intact} of the {N} samples"),
+    );
 }
 
 #[test]
@@ -283,7 +321,16 @@ fn a_raw_channel_cut_inside_a_record_reads_its_whole_records() {
     let damages = assert_library_reads(&t, "iq", &written, 12, &[12, 13, N - 1]);
     assert_eq!(damages[0], Damage::Cut { have: 32, need: 64 });
     assert_eq!(damages[1], Damage::Cut { have: 0, need: 64 });
-    assert_binary(&t, "iq", &written, 12, 12, false, "torn tail: 32 bytes");
+    assert_binary(
+        &t,
+        "iq",
+        &written,
+        12,
+        12,
+        false,
+        "torn tail: 32 bytes",
+        "holds 12 of the 20 samples",
+    );
 }
 
 #[test]
@@ -325,6 +372,7 @@ fn a_jpg_channel_missing_a_file_in_the_middle_keeps_its_count_and_later_frames()
         7,
         false,
         "sample 7 is missing but sample 8 exists",
+        "2 of the 20 sample files ts counts are missing or empty",
     );
     // Every hole, not only the first.
     let v = common::roverlog(&["validate".as_ref(), t.as_os_str()]);
@@ -371,6 +419,7 @@ fn an_mjpg_video_cut_short_reads_its_whole_frames() {
         9,
         true,
         "cut by the end of the file",
+        "holds 9 of the 20 samples",
     );
 
     // Cut to 100 bytes: inside the header, no frame; every one ts counts is damaged.
@@ -420,5 +469,116 @@ fn a_whole_file_lzma_channel_cut_short_reads_what_decodes() {
         "{:?}",
         damages[0]
     );
-    assert_binary(&t, "h", &written, n, n, false, "xz:");
+    assert_binary(
+        &t,
+        "h",
+        &written,
+        n,
+        n,
+        false,
+        "xz:",
+        ".xz indexes do not read",
+    );
+}
+
+/// `n` bytes of zeros over `len` bytes at `offset` of the file at `path`: what a power cut
+/// leaves of data whose blocks were allocated but never written.
+fn zero_fill(path: &Path, offset: u64, len: u64) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(&vec![0u8; len as usize], offset).unwrap();
+}
+
+/// A trace of real JPEGs (the gulp fixture's 31 frames, imported): `camera/img`, `jpg`.
+fn jpeg_trace(root: &Path) -> PathBuf {
+    let t = root.join("t");
+    let src = common::root().join("tests/data/gulp_small");
+    let r = common::roverlog(&["import".as_ref(), src.as_os_str(), t.as_os_str()]);
+    assert_eq!(r.code, 0, "import: {}", r.text());
+    t
+}
+
+#[test]
+fn a_zero_filled_jpg_file_is_reported_and_recover_cuts_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = jpeg_trace(tmp.path());
+    let file = t.join("camera/img/000005.jpg");
+    let len = std::fs::metadata(&file).unwrap().len();
+    zero_fill(&file, 0, len);
+
+    let v = common::roverlog(&["validate".as_ref(), t.as_os_str()]);
+    assert_eq!(v.code, 1, "{}", v.text());
+    assert!(v.out().contains("sample 5 is zero-filled"), "{}", v.out());
+    let r = common::roverlog(&["recover".as_ref(), t.as_os_str()]);
+    assert_eq!(r.code, 0, "recover: {}", r.text());
+    let s = Sensor::open(&t.join("camera")).unwrap();
+    assert_eq!(s.len().unwrap(), 5, "cut back to the samples before it");
+    assert!(!file.exists(), "{}", r.out());
+    let v = common::roverlog(&["validate".as_ref(), t.as_os_str()]);
+    assert_eq!(v.code, 0, "{}", v.text());
+}
+
+#[test]
+fn a_zero_filled_mjpg_frame_names_the_sample_and_recover_cuts_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = jpeg_trace(tmp.path());
+    let mjpg = tmp.path().join("v");
+    let r = common::roverlog(&[
+        "convert".as_ref(),
+        "--channel".as_ref(),
+        "camera/img=mjpg".as_ref(),
+        t.as_os_str(),
+        mjpg.as_os_str(),
+    ]);
+    assert_eq!(r.code, 0, "convert: {}", r.text());
+    let video = mjpg.join("camera/img");
+    let frames = format::avi::MjpgReader::open(&video)
+        .unwrap()
+        .layout()
+        .frames
+        .clone();
+    assert!(frames.len() > 6, "{} frames", frames.len());
+    // The fixture's videos differ in size: the first five frames' pixels, as decoded intact.
+    let before = cat(&mjpg, "camera/img", Some(":5"), false);
+    assert_eq!(before.code, 0, "{}", before.text());
+    let before = before.stdout;
+    // Frame 5's bytes zeroed from its second half on: its chunk header and SOI are there.
+    let f5 = &frames[5];
+    zero_fill(
+        &video,
+        f5.offset + u64::from(f5.len) / 2,
+        u64::from(f5.len) / 2 + 1,
+    );
+
+    // Decoding (cat's default for video) stops at frame 5, naming it and the way on.
+    let c = cat(&mjpg, "camera/img", None, false);
+    assert_eq!(c.code, 2, "{}", c.stderr);
+    for part in [
+        video.display().to_string(),
+        "sample 5 is damaged".into(),
+        "zero-filled".into(),
+        "roverlog recover".into(),
+    ] {
+        assert!(c.stderr.contains(&part), "{part:?} not in: {}", c.stderr);
+    }
+    assert!(
+        c.stdout == before,
+        "the frames before it: {} bytes, expected {}",
+        c.stdout.len(),
+        before.len()
+    );
+
+    let v = common::roverlog(&["validate".as_ref(), mjpg.as_os_str()]);
+    assert_eq!(v.code, 1, "{}", v.text());
+    assert!(v.out().contains("frame 5 is zero-filled"), "{}", v.out());
+    let r = common::roverlog(&["recover".as_ref(), mjpg.as_os_str()]);
+    assert_eq!(r.code, 0, "recover: {}", r.text());
+    let c = cat(&mjpg, "camera/img", None, false);
+    assert_eq!(c.code, 0, "{}", c.text());
+    assert!(
+        c.stdout == before,
+        "recover kept frames 0..5: {} bytes, expected {}",
+        c.stdout.len(),
+        before.len()
+    );
 }

@@ -1,7 +1,8 @@
 //! The `roverlog` verbs end to end on real files: `info`, `cat`, `validate` on traces, gulp
 //! and zarr; upstream's verbs (`list`, `extract`, `checksum`, `convert`); `compact` killed
 //! mid-way; `plot`, `export`, `replay`/`import` and `bench --quick`; damaged traces read up
-//! to the damage. Some check their output with the Python peers (`.venv`) and ffmpeg.
+//! to the damage; an OS error printed once (on a tmpfs the test mounts: root). Some check their
+//! output with the Python peers (`.venv`) and ffmpeg.
 
 // The helpers of tests/support/ this binary uses, compiled once for all its modules.
 // `common` and `daemon`: shared by several test binaries, each using its own part (the rest is not dead).
@@ -20,6 +21,7 @@ mod export_location;
 mod export_mcap;
 mod gulp;
 mod hour_trace;
+mod os_errors;
 mod plot;
 mod replay;
 mod rosbag;

@@ -122,6 +122,13 @@ fn info_reports_samples_duration_rate_and_sizes() {
         "{rng}"
     );
     assert!((rng["bytes_per_second"].as_f64().unwrap() - disk as f64 / 5.0).abs() < 1e-6);
+    // Nothing is damaged (tests/cli/damaged.rs marks what is).
+    assert_eq!(v["damaged"], false, "{v}");
+    assert!(s["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["damage"].is_null()));
 
     // The table form names every channel.
     let out = Command::new(common::roverlog_bin())
@@ -133,6 +140,10 @@ fn info_reports_samples_duration_rate_and_sizes() {
     for word in ["lidar", "101 samples", "acc", "rng", "lzmaf", "20.00 Hz"] {
         assert!(text.contains(word), "{word} missing from:\n{text}");
     }
+    assert!(
+        !text.contains("DAMAGED") && !text.contains("damaged"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -222,5 +233,25 @@ fn cat_refuses_an_empty_rows_spec() {
         r.stdout.is_empty() && r.text().contains("--rows"),
         "{}",
         r.text()
+    );
+}
+
+#[test]
+fn info_does_not_mark_a_channel_of_a_format_it_cannot_read_as_damaged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = small_trace(tmp.path(), "t", 3);
+    let meta = t.join("s/meta.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+    m["x"]["format"] = "blosc".into();
+    std::fs::write(&meta, serde_json::to_vec(&m).unwrap()).unwrap();
+    let r = common::roverlog(&["info".as_ref(), "--json".as_ref(), t.as_os_str()]);
+    assert!(r.ok(), "{}", r.text());
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["damaged"], false, "{v}");
+    let x = &v["sensors"][0]["channels"][1];
+    assert_eq!(
+        (&x["name"], &x["format"]),
+        (&"x".into(), &"blosc".into()),
+        "{v}"
     );
 }

@@ -9,61 +9,17 @@
 //! These tests need to mount a tmpfs or ramfs (root, or CAP_SYS_ADMIN). They fail, never skip,
 //! when they cannot: a skipped disk-full test is a disk-full path nobody has run.
 
+use crate::support::common::mount::Mounted;
 use crate::support::daemon;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use daemon::*;
 use roverlog_core::format::{check_sensor, Depth};
 use serde_json::{json, Value};
-
-/// A tmpfs (or ramfs) mounted on a temp directory, unmounted on drop.
-struct Mounted {
-    dir: tempfile::TempDir,
-}
-
-impl Mounted {
-    fn tmpfs(size: &str) -> Mounted {
-        Mounted::mount_fs("tmpfs", &["-o", &format!("size={size}")])
-    }
-
-    fn mount_fs(fstype: &str, opts: &[&str]) -> Mounted {
-        let dir = tempfile::tempdir().unwrap();
-        let out = Command::new("mount")
-            .args(["-t", fstype])
-            .args(opts)
-            .arg(fstype)
-            .arg(dir.path())
-            .output()
-            .expect("running mount(8)");
-        assert!(
-            out.status.success(),
-            "this test must mount a {fstype} {opts:?} on {} and could not (it needs root or \
-             CAP_SYS_ADMIN; CI runs as root): {}",
-            dir.path().display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Mounted { dir }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        // Lazy: a daemon that outlived a failed assertion must not make the unmount fail.
-        let _ = Command::new("umount")
-            .arg("-l")
-            .arg(self.dir.path())
-            .status();
-    }
-}
 
 /// Fills `path` with `bytes` of incompressible-enough data (tmpfs stores pages anyway).
 fn ballast(path: &Path, bytes: usize) {
@@ -307,6 +263,11 @@ fn enospc_case(extra: Value) {
     let mut imu_sent = 0;
     let error = loop {
         match cam.send_and_sync(&cam_frames(sent, 20)) {
+            // `imu` met the full disk first: recording stopped, and cam's reply says why (its
+            // `durable` counts in no trace: the last one while recording stands).
+            Some(r) if r["ok"] == true && r["recording"] == false => {
+                break r["stopped_reason"].as_str().unwrap_or_default().to_owned();
+            }
             Some(r) if r["ok"] == true => {
                 durable = r["durable"].as_u64().unwrap();
                 sent += 20;
@@ -419,5 +380,53 @@ fn autostart_on_a_read_only_data_root_says_why_in_status() {
             .as_str()
             .is_some_and(|r| r.contains("Read-only file system")),
         "{st}"
+    );
+}
+
+/// Fills the filesystem holding `dir` to its last byte (a file `fill` in `dir`).
+fn fill_up(dir: &Path) {
+    let mut f = std::fs::File::create(dir.join("fill")).unwrap();
+    for chunk in [1 << 16, 4096, 1] {
+        let buf = vec![0xA5u8; chunk];
+        while f.write_all(&buf).is_ok() {}
+    }
+}
+
+/// Event lines written while the disk is full are kept, each whole: the log keeps space
+/// reserved past its end, so the lines that report a full disk (the sensor's error, the
+/// stop) and marks are written. Before, every line that needed a new block was lost (11 of
+/// these 40 were kept), and the ENOSPC cases above lost their error event whenever it was
+/// the line that crossed into a new page.
+#[test]
+fn event_lines_written_on_a_full_disk_are_kept_whole() {
+    let mnt = Mounted::tmpfs("4m");
+    let mut d = TestDaemon::start(json!({
+        "data_root": data_root(&mnt),
+        "min_free_bytes": 0,
+        "disk_check_interval_ms": 50,
+    }));
+    let trace = d.trace_dir();
+    fill_up(mnt.path());
+    // 40 lines of ~330 bytes: more than any page the log already holds has room for.
+    let text = "x".repeat(300);
+    for i in 0..40 {
+        let r = d.ctl(json!({"cmd": "mark", "text": format!("{i} {text}")}));
+        assert_eq!(r["ok"], true, "mark {i}: {r}");
+    }
+    assert_alive(&mut d);
+    assert!(d.stop().success(), "{}", d.log());
+    let marks: Vec<String> = events(&trace)
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::Mark { text } => Some(text),
+            _ => None,
+        })
+        .collect();
+    let want: Vec<String> = (0..40).map(|i| format!("{i} {text}")).collect();
+    assert!(
+        marks == want,
+        "{} of the 40 marks kept, the first {} of them in order",
+        marks.len(),
+        marks.iter().zip(&want).take_while(|(a, b)| a == b).count()
     );
 }

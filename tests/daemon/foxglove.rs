@@ -127,9 +127,12 @@ fn watched(feed: Value) -> Watched {
         cfg[k] = v.clone();
     }
     let d = TestDaemon::start(cfg);
-    let url = d.status()["foxglove"]["url"]
+    // The control socket answers before the feed listens: wait for its address.
+    let url = d.wait_status("status has foxglove.url", |st| {
+        st["foxglove"]["url"].is_string()
+    })["foxglove"]["url"]
         .as_str()
-        .expect("status has foxglove.url")
+        .unwrap()
         .to_owned();
     let (imu, r) = d.connect(&imu_hello());
     assert_eq!(r["ok"], true, "{r}");

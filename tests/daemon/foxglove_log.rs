@@ -82,7 +82,13 @@ fn alarms_and_marks_arrive_as_logs_with_levels_and_a_mapped_gps_as_location_fixe
         },
         "sensors": {"gps": {"expected_hz": 10.0}},
     }));
-    let url = d.status()["foxglove"]["url"].as_str().unwrap().to_owned();
+    // The control socket answers before the feed listens: wait for its address.
+    let url = d.wait_status("status has foxglove.url", |st| {
+        st["foxglove"]["url"].is_string()
+    })["foxglove"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let (mut gps, r) = d.connect(&gps_hello("gps"));
     assert_eq!(r["ok"], true, "{r}");
     let mut ws = connect(&url);

@@ -76,6 +76,34 @@ fn several_sensors_write_exactly_what_was_sent() {
     assert!(matches!(ev[0].event, Event::Start { .. }), "{ev:?}");
 }
 
+/// A driver that closes its connection and reconnects at once is accepted, also while the
+/// daemon is still reading what the old connection sent: only a connection still open is
+/// refused (protocol.md 7). It was refused with `sensor "cam" already has a live
+/// connection` (`roverlog bench`'s dashboard scenario met it between rounds). Every frame
+/// sent before a close is kept.
+#[test]
+fn a_reconnect_right_after_a_close_waits_for_the_old_connection_instead_of_being_refused() {
+    let d = TestDaemon::start(json!({}));
+    const N: u64 = 400;
+    let mut total = 0u64;
+    for round in 0..6 {
+        let (mut a, r) = d.connect(&raw_hello("cam", 8192));
+        assert_eq!(r["ok"], true, "round {round}: {r}");
+        assert_eq!(r["samples"], total, "round {round}: {r}");
+        // 3 MiB: more than the socket holds, so the daemon is still reading at the close.
+        let mut batch = Vec::new();
+        for i in total..total + N {
+            batch.extend(frame(i as f64, None, &[(&sample(0, i, 8192), false)]));
+        }
+        a.send(&batch);
+        total += N;
+        drop(a);
+    }
+    let (mut a, r) = d.connect(&raw_hello("cam", 8192));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(a.sync(), total);
+}
+
 #[test]
 fn reconnect_continues_the_sensor_and_refuses_other_channels() {
     let d = TestDaemon::start(json!({}));

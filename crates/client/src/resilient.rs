@@ -462,13 +462,13 @@ impl ResilientDriver {
                     );
                 }
                 Err(e) if is_daemon_gone(&e) => {
-                    let missing = matches!(&e, Error::Io { source, .. }
-                        if source.kind() == std::io::ErrorKind::NotFound);
+                    let missing = matches!(&e, Error::Io { error, .. }
+                        if error.kind() == std::io::ErrorKind::NotFound);
                     return Err(Error::NoDaemon {
                         socket: self.socket.clone(),
                         waited: t0.elapsed(),
                         reason: match &e {
-                            Error::Io { source, .. } => source.to_string(),
+                            Error::Io { error, .. } => error.to_string(),
                             e => e.to_string(),
                         },
                         missing,

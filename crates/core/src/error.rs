@@ -14,7 +14,7 @@ mod ros;
 mod zarr;
 
 pub use avi::AviProblem;
-pub use damage::Damage;
+pub use damage::{zero_filled, Damage, ZERO_RUN};
 pub use jpeg::JpegProblem;
 pub use lidar::LidarProblem;
 pub use ros::{DecodeProblem, RosProblem};
@@ -28,20 +28,21 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     // ----- general ---------------------------------------------------------------------
+    // The OS's or parser's own error is part of a variant's message, never its `source`
+    // (as in [`Error::At`]): the binary prints errors with their chain (`{:#}`), which would
+    // print it twice. [`Error::io_error`] finds the `std::io::Error` behind an error.
     /// An operating-system I/O error on a named file.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 
     /// A JSON document that did not parse.
-    #[error("{}: invalid JSON: {source}", path.display())]
+    #[error("{}: invalid JSON: {error}", path.display())]
     Json {
         path: PathBuf,
-        #[source]
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
 
     /// An input larger than the limit we accept for it.
@@ -86,7 +87,7 @@ pub enum Error {
     /// A sample the sensor counts (in `ts`, or in the channel's own index or listing) that
     /// the channel cannot give: its bytes are missing, cut or do not decode. The readers
     /// still give every intact sample around it (docs/format.md "Damaged channels").
-    #[error("{}: sample {index} is damaged: {damage} (`roverlog validate` reports it; `roverlog recover` cuts the sensor back to the samples before the damage)", path.display())]
+    #[error("{}: sample {index} is damaged: {damage} ({})", path.display(), damage.advice())]
     DamagedSample {
         path: PathBuf,
         index: u64,
@@ -137,12 +138,11 @@ pub enum Error {
 
     /// A line of a trace's event log that is not an event (not JSON, not an object, or
     /// without `t` and `event`).
-    #[error("{}: line {line}: {source}", path.display())]
+    #[error("{}: line {line}: {error}", path.display())]
     EventLine {
         path: PathBuf,
         line: u64,
-        #[source]
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
 
     /// A line of a trace's event log longer than a reader accepts.
@@ -232,7 +232,7 @@ pub enum Error {
 
     /// A decoding stream that failed (bad checksum, bad framing).
     #[error("corrupt stream: {0}")]
-    CorruptStream(#[source] std::io::Error),
+    CorruptStream(std::io::Error),
 
     /// Chunk bytes that contradict their codec's framing (header, size prefix, padding).
     #[error("{0}")]
@@ -516,10 +516,22 @@ fn join(problems: &[AviProblem]) -> String {
 
 impl Error {
     /// Wraps an I/O error with the path it concerns.
-    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
-            source,
+            error,
+        }
+    }
+
+    /// The operating system's error behind this one, if there is one (through the variants
+    /// that hold another error as part of their message: [`Error::At`], [`Error::Chunk`],
+    /// [`Error::EarlierWriteFailed`]). None of them is a `source`; see [`Error::Io`].
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        match self {
+            Error::Io { error, .. } | Error::CorruptStream(error) => Some(error),
+            Error::At { inner, .. } | Error::Chunk { inner, .. } => inner.io_error(),
+            Error::EarlierWriteFailed(inner) => inner.io_error(),
+            _ => None,
         }
     }
 

@@ -86,7 +86,7 @@ impl LidarIntrinsics {
     pub fn parse(source: &Path, text: &[u8]) -> Result<LidarIntrinsics> {
         let doc: Value = serde_json::from_slice(text).map_err(|e| Error::Json {
             path: source.to_path_buf(),
-            source: e,
+            error: e,
         })?;
         from_value(source, &doc).map_err(|problem| Error::Lidar {
             path: source.to_path_buf(),

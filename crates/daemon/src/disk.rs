@@ -19,14 +19,6 @@ pub fn free_bytes(path: &Path) -> std::io::Result<u64> {
 
 /// Whether an error means the disk is full (ENOSPC, EDQUOT).
 pub fn is_disk_full(e: &roverlog_core::Error) -> bool {
-    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = src {
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            if matches!(io.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)) {
-                return true;
-            }
-        }
-        src = s.source();
-    }
-    false
+    e.io_error()
+        .is_some_and(|io| matches!(io.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)))
 }

@@ -32,13 +32,60 @@ pub fn now_epoch() -> f64 {
 /// thread (the health task, a control command), so it must not wait.
 pub type EventObserver = std::sync::Arc<dyn Fn(&EventLine) + Send + Sync>;
 
+/// Bytes the log keeps allocated past its end (`fallocate` with `FALLOC_FL_KEEP_SIZE`), so
+/// that the lines reporting a full disk (a sensor's error, the stop) and those written
+/// after it (marks) are written on a full disk. Taken again whenever less than half is left.
+const RESERVE: u64 = 64 << 10;
+
 /// One trace's event log.
 pub struct EventLog {
     path: PathBuf,
-    /// The file, and whether it may end in a torn line (a crash or a failed write left part
-    /// of one): the next line then starts with a newline, so it stays readable on its own.
-    file: Mutex<(File, bool)>,
+    file: Mutex<LogFile>,
     observer: Option<EventObserver>,
+}
+
+struct LogFile {
+    file: File,
+    /// Whether it may end in a torn line (a crash left part of one, or a failed write could
+    /// not be undone): the next line then starts with a newline, so it stays readable.
+    torn: bool,
+    /// Its length: what a failed write is cut back to.
+    len: u64,
+    /// The end of the space allocated for it (its length when nothing is reserved).
+    reserved: u64,
+}
+
+impl LogFile {
+    /// Allocates [`RESERVE`] bytes past the end when less than half of that is left. Best
+    /// effort: a filesystem without `fallocate`, or already full, writes as it can.
+    fn reserve(&mut self) {
+        if self.reserved >= self.len + RESERVE / 2 {
+            return;
+        }
+        use std::os::fd::AsRawFd;
+        // SAFETY: a valid descriptor; KEEP_SIZE allocates blocks without changing the size.
+        let r = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_KEEP_SIZE,
+                self.len as libc::off_t,
+                RESERVE as libc::off_t,
+            )
+        };
+        if r == 0 {
+            self.reserved = self.len + RESERVE;
+        }
+    }
+}
+
+impl Drop for EventLog {
+    /// Gives back the space reserved past the log's end (the log is complete).
+    fn drop(&mut self) {
+        let f = self.file.lock_or_recover();
+        if f.reserved > f.len {
+            let _ = f.file.set_len(f.len);
+        }
+    }
 }
 
 impl EventLog {
@@ -63,9 +110,17 @@ impl EventLog {
         let torn = last_byte(&file)
             .map_err(|e| Error::io(&path, e))?
             .is_some_and(|b| b != b'\n');
+        let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+        let mut log = LogFile {
+            file,
+            torn,
+            len,
+            reserved: len,
+        };
+        log.reserve();
         Ok(EventLog {
             path,
-            file: Mutex::new((file, torn)),
+            file: Mutex::new(log),
             observer: None,
         })
     }
@@ -88,11 +143,22 @@ impl EventLog {
         line.push(b'\n');
         {
             let mut f = self.file.lock_or_recover();
-            let line = if f.1 { &line[..] } else { &line[1..] };
-            f.1 = false;
-            if let Err(e) = f.0.write_all(line) {
-                f.1 = true;
-                tracing::error!(path = %self.path.display(), "writing an event: {e}");
+            let line = if f.torn { &line[..] } else { &line[1..] };
+            match f.file.write_all(line) {
+                Ok(()) => {
+                    f.torn = false;
+                    f.len += line.len() as u64;
+                    f.reserve();
+                }
+                Err(e) => {
+                    tracing::error!(path = %self.path.display(), "writing an event: {e}");
+                    // Part of the line may be written: cut it off (shrinking needs no space),
+                    // else the next line starts on a line of its own.
+                    let len = f.len;
+                    if f.file.set_len(len).is_err() {
+                        f.torn = true;
+                    }
+                }
             }
         }
         if let Some(o) = &self.observer {
@@ -103,7 +169,7 @@ impl EventLog {
     /// fsyncs the log (at stop and rotation).
     pub fn sync(&self) {
         let f = self.file.lock_or_recover();
-        if let Err(e) = f.0.sync_data() {
+        if let Err(e) = f.file.sync_data() {
             tracing::error!(path = %self.path.display(), "fsync of the event log: {e}");
         }
     }
@@ -192,13 +258,20 @@ mod repair_tests {
             })
             .collect();
         assert_eq!(kinds, ["start", "mark", "stop"], "{text:?}");
-        // An undamaged log is not rewritten.
-        let before = std::fs::metadata(&path).unwrap().modified().unwrap();
+        // An undamaged log is not rewritten: the same file (a repair renames a new one into
+        // place), the same bytes. (Its modification time is no witness: opening and closing
+        // a log takes and gives back its reserve, a truncate.)
+        use std::os::unix::fs::MetadataExt;
         drop(ev);
-        EventLog::open(dir.path()).unwrap();
-        assert_eq!(
-            std::fs::metadata(&path).unwrap().modified().unwrap(),
-            before
+        let before = (
+            std::fs::metadata(&path).unwrap().ino(),
+            std::fs::read(&path).unwrap(),
         );
+        EventLog::open(dir.path()).unwrap();
+        let after = (
+            std::fs::metadata(&path).unwrap().ino(),
+            std::fs::read(&path).unwrap(),
+        );
+        assert!(before == after, "the log was rewritten");
     }
 }

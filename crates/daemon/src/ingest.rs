@@ -9,6 +9,7 @@
 //! hello's opt-in `dedup`). At a clean shutdown a connection that opted in with `final_ack`
 //! gets its final durable count before it closes (`final_ack`).
 
+use std::os::fd::AsFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +26,7 @@ use super::events::{now_epoch, Event};
 use super::failure::WriterError;
 use super::poison::LockExt;
 use super::protocol::{accept_hello, error_line, line, Check, FrameLayout, Hello};
-use super::recording::{Recorder, Slot};
+use super::recording::{AttachError, Recorder, Slot};
 use super::shutdown::Shutdown;
 use super::writer::WriterMsg;
 
@@ -277,10 +278,33 @@ impl Connection {
 
     async fn run(&mut self) -> Result<(), ConnError> {
         let (hello, layout) = self.hello().await?;
-        let slot = self.rec.attach(&hello)?;
+        let slot = self.attach(&hello).await?;
         let r = self.serve(&hello, &layout, &slot).await;
         self.rec.detach(&slot);
         r
+    }
+
+    /// Attaches to the hello's sensor. A sensor whose connection is still attached refuses
+    /// the hello (protocol.md 7) unless that connection's driver has already closed it (a
+    /// driver that reconnects at once, before the old connection's task has read its end):
+    /// then the hello waits, within `hello_timeout_ms`, for its release.
+    async fn attach(&mut self, hello: &Hello) -> Result<Arc<Slot>, ConnError> {
+        let t0 = tokio::time::Instant::now();
+        let bound = self.rec.cfg.ingest.hello_timeout;
+        loop {
+            match self.rec.attach(hello) {
+                Err(AttachError::Busy { .. })
+                    if t0.elapsed() < bound && self.rec.holder_closed(&hello.sensor) =>
+                {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                Ok(slot) => {
+                    self.rec.set_connection(&slot, self.stream.as_fd());
+                    return Ok(slot);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     async fn serve(

@@ -2,6 +2,7 @@
 //! byte budget and counters. Kept apart from `recording` (which creates and forgets sensors)
 //! so that `health` can watch sensors without depending on the recorder.
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -11,6 +12,7 @@ use tokio::sync::{oneshot, Semaphore};
 use crate::dedup::SeqSeen;
 use crate::events::EventLog;
 use crate::failure::WriterError;
+use crate::poison::LockExt;
 use crate::protocol::Hello;
 use crate::stats::SensorStats;
 use crate::writer::WriterMsg;
@@ -27,9 +29,31 @@ pub struct Slot {
     /// Sequence numbers written in the open trace, for connections that opted in to `dedup`.
     pub seen: Mutex<SeqSeen>,
     pub thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// A duplicate of the live connection's socket (`None` when none is attached, or just
+    /// before it is set), so a hello for the sensor can tell a connection whose driver has
+    /// closed it, and is about to be released, from one still in use (docs/protocol.md 7).
+    pub conn: Mutex<Option<OwnedFd>>,
 }
 
 impl Slot {
+    /// Whether the attached connection's driver has closed its end (or the socket failed):
+    /// its task will release the sensor once it reads the end of the stream. False without a
+    /// socket to look at.
+    pub fn driver_closed(&self) -> bool {
+        let conn = self.conn.lock_or_recover();
+        let Some(fd) = conn.as_ref() else {
+            return false;
+        };
+        let mut p = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLRDHUP,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, owned by this slot while the lock is held; no wait.
+        let r = unsafe { libc::poll(&mut p, 1, 0) };
+        r == 1 && p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
+    }
+
     /// Sends `make(reply)` to the writer and waits for the count (or other value) it answers.
     pub async fn ask<T>(
         &self,

@@ -26,7 +26,7 @@ from functools import cached_property
 import numpy as np
 
 from .. import roverd as _roverd
-from ..errors import FormatError, SampleIndexError, from_os_error
+from ..errors import FormatError, SampleIndexError, from_os_error, quoted, quoted_list
 
 _INTERP = ("nearest", "linear", "cubic", "area", "lanczos")
 
@@ -182,7 +182,7 @@ class _Images(Channel):
     def __init__(self, path, dtype, shape, resolution=None, interp="area"):
         super().__init__(path, dtype, shape)
         if interp not in _INTERP:
-            raise ValueError(f"{self.path}: interp must be one of {_INTERP}, not {interp!r}")
+            raise ValueError(f"{self.path}: interp must be one of {quoted_list(_INTERP)}, not {quoted(interp)}")
         self.resolution = None if resolution is None else tuple(resolution)
         self.interp = interp
 
@@ -269,11 +269,11 @@ def from_config(path, format, type, shape, description=None, desc=None, args={},
     `args` go to the channel's constructor."""
     ctype = CHANNEL_TYPES.get(format)
     if ctype is None:
-        raise FormatError(f"{path}: unknown channel format {format!r} (known: {list(CHANNEL_TYPES)})")
+        raise FormatError(f"{path}: unknown channel format {quoted(format)} (known: {quoted_list(CHANNEL_TYPES)})")
     try:
         dtype = np.dtype("<" + type) if isinstance(type, str) and type[:1] not in "<>|=" else np.dtype(type)
     except TypeError:
-        raise FormatError(f"{path}: unknown type code {type!r}") from None
+        raise FormatError(f"{path}: unknown type code {quoted(type)}") from None
     return ctype(path, dtype, shape, **(args or {}))
 
 

@@ -217,8 +217,7 @@ pub(super) fn run_scenario(
             (rows, n as u64 * (queue + read_buf(0)))
         }
         "dashboard" | "foxglove" => {
-            let st = super::child::ctl(&cfg.sockets.control, json!({"cmd": "status"}))?;
-            let viewer = Viewer::of(scenario, &st)?;
+            let viewer = Viewer::when_listening(scenario, &cfg.sockets.control)?;
             // Ten times the imu scenario's samples: rounds of seconds, so each watched round
             // sees tens of requests or messages, not a handful.
             let mut spec = LoadSpec::new(n, Workload::Imu, 10 * sizes.imu_samples);
@@ -494,6 +493,21 @@ enum Watching {
 }
 
 impl Viewer {
+    /// The scenario's viewer once the daemon's `status` reports its address: the control
+    /// socket answers before the dashboard and the feed listen. At most 10 s.
+    fn when_listening(scenario: &str, control: &std::path::Path) -> Result<Viewer> {
+        let t0 = std::time::Instant::now();
+        loop {
+            let st = super::child::ctl(control, json!({"cmd": "status"}))?;
+            match Viewer::of(scenario, &st) {
+                Err(_) if t0.elapsed() < std::time::Duration::from_secs(10) => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                r => return r,
+            }
+        }
+    }
+
     /// The scenario's viewer, at the address the daemon's `status` reports.
     fn of(scenario: &str, status: &Value) -> Result<Viewer> {
         let section = if scenario == "dashboard" {

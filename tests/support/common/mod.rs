@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests.
 
+pub mod mount;
 pub mod video;
 
 use std::path::{Path, PathBuf};

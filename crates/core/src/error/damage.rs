@@ -30,6 +30,47 @@ pub enum Damage {
     NoFrame { frames: u64 },
     /// Stored bytes that do not decode: the decoder's words.
     Undecodable(String),
+    /// A JPEG sample (`jpg` file, `mjpg` frame) whose bytes are there but zero-filled: how a
+    /// power cut leaves a sample whose space was allocated and whose data
+    /// never reached the disk (see [`zero_filled`]). Recovery cuts it, as an empty file.
+    ZeroFilled,
+    /// A JPEG sample whose bytes look whole (not zero-filled) but do not decode: the
+    /// decoder's words. Recovery keeps it (it cuts what is missing, cut or zero-filled; it
+    /// does not decode every frame).
+    JpegUndecodable(String),
+}
+
+/// How many zero bytes at a stored JPEG's end (and, for one that is all zeros, at its
+/// start too) make it zero-filled ([`zero_filled`]). A JPEG ends with its EOI marker, after
+/// which a writer pads with at most a few bytes.
+pub const ZERO_RUN: usize = 16;
+
+/// Whether a stored JPEG's bytes are what a power cut leaves of a sample whose blocks were
+/// allocated but never written: at least [`ZERO_RUN`] bytes, ending with that many zeros, and
+/// starting either with the JPEG's SOI marker (its first blocks written) or with zeros too
+/// (none written). Bytes that are no JPEG at all otherwise (a `jpg` channel holds what its
+/// driver sent) are not taken for one.
+pub fn zero_filled(bytes: &[u8]) -> bool {
+    let zeros = |b: &[u8]| b.iter().all(|&x| x == 0);
+    bytes.len() >= ZERO_RUN
+        && zeros(&bytes[bytes.len() - ZERO_RUN..])
+        && (bytes.starts_with(&[0xFF, 0xD8]) || zeros(&bytes[..ZERO_RUN]))
+}
+
+impl Damage {
+    /// Whether `roverlog recover` cuts the sensor back to the samples before this damage.
+    pub fn recover_cuts(&self) -> bool {
+        !matches!(self, Damage::JpegUndecodable(_))
+    }
+
+    /// What the user can do about it, for the error's message.
+    pub fn advice(&self) -> &'static str {
+        if self.recover_cuts() {
+            "`roverlog validate` reports it; `roverlog recover` cuts the sensor back to the samples before the damage"
+        } else {
+            "`roverlog recover` keeps it: its bytes are all there; read the samples around it"
+        }
+    }
 }
 
 impl fmt::Display for Damage {
@@ -56,6 +97,39 @@ impl fmt::Display for Damage {
                 write!(f, "the video file holds only {frames} whole frames")
             }
             Damage::Undecodable(msg) => write!(f, "it does not decode: {msg}"),
+            Damage::ZeroFilled => f.write_str(
+                "its bytes are zero-filled, not a JPEG (a power cut left its data unwritten)",
+            ),
+            Damage::JpegUndecodable(msg) => write!(f, "the JPEG does not decode: {msg}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_filled_is_what_a_power_cut_leaves_of_a_jpeg_and_nothing_a_driver_sends() {
+        let mut jpeg = vec![0xFF, 0xD8];
+        jpeg.extend((0..200).map(|i| (i * 37 % 251 + 1) as u8));
+        jpeg.extend([0xFF, 0xD9, 0, 0]);
+        assert!(!zero_filled(&jpeg), "a whole JPEG, padded");
+        let mut cut = jpeg.clone();
+        cut[100..].fill(0);
+        assert!(zero_filled(&cut), "its end never written");
+        assert!(zero_filled(&[0u8; 300]), "nothing written");
+        // What a driver may send a jpg channel that is no JPEG is not taken for one.
+        assert!(!zero_filled(&[0u8; 15]), "shorter than the run");
+        assert!(!zero_filled(&[0]), "one zero byte");
+        let mut leading = vec![0u8; 20];
+        leading.extend([1, 2, 3]);
+        assert!(!zero_filled(&leading), "zeros at the start only");
+        let mut trailing = vec![7u8; 20];
+        trailing.extend([0u8; 20]);
+        assert!(
+            !zero_filled(&trailing),
+            "zeros at the end of bytes that are no JPEG"
+        );
     }
 }

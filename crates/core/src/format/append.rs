@@ -137,7 +137,7 @@ impl AppendFile {
             None => Ok(()),
             Some(msg) => Err(Error::Io {
                 path: self.path.clone(),
-                source: std::io::Error::other(format!("earlier failure, not retried: {msg}")),
+                error: std::io::Error::other(format!("earlier failure, not retried: {msg}")),
             }),
         }
     }

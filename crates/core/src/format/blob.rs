@@ -272,7 +272,14 @@ pub fn scan(dir: &Path, ext: &str) -> Result<BlobScan> {
     // give the samples after a hole, so each one matters).
     let mut next = 0;
     for (i, len, path) in indexed {
-        if !broken && i == out.contiguous && len > 0 {
+        // A `jpg` file a power cut left zero-filled breaks the sequence as an empty one does
+        // (the readers call it damaged; recovery removes it with everything after).
+        let zeroed = !broken
+            && i == out.contiguous
+            && len > 0
+            && ext == "jpg"
+            && file_zero_filled(&path, len)?;
+        if !broken && i == out.contiguous && len > 0 && !zeroed {
             out.contiguous += 1;
             out.bytes += len;
             next = out.contiguous;
@@ -293,6 +300,9 @@ pub fn scan(dir: &Path, ext: &str) -> Result<BlobScan> {
             if len == 0 {
                 out.problems.push(Problem::EmptySample { index: i });
             }
+            if zeroed {
+                out.problems.push(Problem::ZeroFilledSample { index: i });
+            }
             next = i + 1;
         }
         broken = true;
@@ -306,6 +316,22 @@ pub fn scan(dir: &Path, ext: &str) -> Result<BlobScan> {
         out.extra_samples.push(partial);
     }
     Ok(out)
+}
+
+/// Whether the sample file at `path` (`len` bytes) is zero-filled (see
+/// [`crate::error::zero_filled`]): two reads of a few bytes.
+fn file_zero_filled(path: &Path, len: u64) -> Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let run = crate::error::ZERO_RUN as u64;
+    if len < run {
+        return Ok(false);
+    }
+    let f = File::open(path).at(path)?;
+    let mut ends = vec![0u8; 2 * run as usize];
+    let (head, tail) = ends.split_at_mut(run as usize);
+    f.read_exact_at(head, 0).at(path)?;
+    f.read_exact_at(tail, len - run).at(path)?;
+    Ok(crate::error::zero_filled(&ends))
 }
 
 /// What recovery must know to cut a blob channel.

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::error::{Damage, Error};
+use crate::error::{zero_filled, Damage, Error, JpegProblem};
 
 /// The sensor's `ts` count a channel is read against, taken when its reader opened (before
 /// the channel's own files: `ts` trails the data, so a channel still being recorded is not
@@ -48,5 +48,23 @@ pub fn unreadable(
             index,
             len,
         }
+    }
+}
+
+/// Sample `index` of the channel at `path`, read whole (`bytes`) but not decoding as a JPEG
+/// (`error`, the decoder's): a damaged sample, zero-filled (recovery cuts it) or not. An
+/// error that says nothing of the bytes (an image over the pixel limit, an output buffer of
+/// another size) is returned as it is.
+pub fn undecodable_jpeg(path: &Path, index: u64, bytes: &[u8], error: Error) -> Error {
+    let damage = match &error {
+        Error::Jpeg(JpegProblem::TooLarge { .. } | JpegProblem::OutputSize { .. }) => return error,
+        _ if zero_filled(bytes) => Damage::ZeroFilled,
+        Error::Jpeg(_) => Damage::JpegUndecodable(error.to_string()),
+        _ => return error,
+    };
+    Error::DamagedSample {
+        path: path.to_path_buf(),
+        index,
+        damage,
     }
 }

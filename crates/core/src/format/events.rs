@@ -388,10 +388,10 @@ impl<R: BufRead> Iterator for EventReader<R> {
                 continue;
             }
             return Some(
-                serde_json::from_slice(&buf).map_err(|source| Error::EventLine {
+                serde_json::from_slice(&buf).map_err(|error| Error::EventLine {
                     path: self.path.clone(),
                     line,
-                    source,
+                    error,
                 }),
             );
         }
@@ -403,7 +403,7 @@ impl<R: BufRead> Iterator for EventReader<R> {
 pub fn read_events(trace: &Path) -> Result<Vec<EventLine>> {
     match EventReader::open(trace) {
         Ok(r) => r.collect(),
-        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+        Err(Error::Io { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
             Ok(Vec::new())
         }
         Err(e) => Err(e),

@@ -177,9 +177,9 @@ impl SensorMeta {
             path: path.to_path_buf(),
             msg,
         };
-        let value: Value = serde_json::from_slice(bytes).map_err(|source| Error::Json {
+        let value: Value = serde_json::from_slice(bytes).map_err(|error| Error::Json {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let Value::Object(obj) = value else {
             return Err(invalid("expected a JSON object of channels".into()));

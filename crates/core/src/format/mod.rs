@@ -8,7 +8,8 @@
 //!   `lzmaf` fallback); [`append`] is the buffered append-only file under
 //!   the writers; [`channel`] puts the formats behind one reader and one writer type;
 //!   [`bounds`]: what a reader answers for a sample that is damaged or past the end.
-//! - [`sensor`] ([`Sensor`], [`SensorWriter`]) and [`trace`] ([`Trace`]).
+//! - [`sensor`] ([`Sensor`], [`SensorWriter`]) and [`trace`] ([`Trace`]); [`stats`]: a
+//!   sensor's size figures per channel and the damage its readers find on opening.
 //! - [`events`]: the daemon's event log (`_roverlog/events.jsonl`): [`events::Event`] and its reader.
 //! - [`check`]: consistency checking and crash recovery of a sensor, over each format's own
 //!   check and cut (beside the format: `raw`, `lzma`, `lzmaf::check`, `blob`,
@@ -31,6 +32,7 @@ pub mod meta;
 pub mod problem;
 pub mod raw;
 pub mod sensor;
+pub mod stats;
 pub mod stored_xz;
 pub mod trace;
 pub mod xz_index;

@@ -107,6 +107,9 @@ pub enum Problem {
     EmptySample { index: u64 },
     /// A gap in the sample numbers.
     SampleGap { missing: u64, found: u64 },
+    /// A `jpg` sample file zero-filled at its end (how a power cut can leave a
+    /// sample whose data never reached the disk; see [`crate::error::zero_filled`]).
+    ZeroFilledSample { index: u64 },
     /// The writer's temporary file, left by a crash.
     PartialSample { path: PathBuf },
 
@@ -115,6 +118,8 @@ pub enum Problem {
     NotAvi,
     /// What the AVI parser found (`avi::parse::Layout::problems`).
     Avi(crate::format::avi::AviProblem),
+    /// A frame zero-filled at its end (as [`Problem::ZeroFilledSample`]).
+    ZeroFilledFrame { frame: usize },
     /// A frame without JPEG start/end markers (`--deep`).
     FrameNotJpeg { frame: usize },
     /// A frame that does not decode as JPEG (`--deep`, feature `jpeg`).
@@ -206,6 +211,14 @@ impl fmt::Display for Problem {
             Problem::SampleGap { missing, found } => {
                 write!(f, "sample {missing} is missing but sample {found} exists")
             }
+            Problem::ZeroFilledSample { index } => write!(
+                f,
+                "sample {index} is zero-filled, not a JPEG (a power cut left its data unwritten)"
+            ),
+            Problem::ZeroFilledFrame { frame } => write!(
+                f,
+                "frame {frame} is zero-filled, not a JPEG (a power cut left its data unwritten)"
+            ),
             Problem::PartialSample { path } => {
                 write!(f, "partial sample {} left by a crash", path.display())
             }

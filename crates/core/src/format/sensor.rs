@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use super::channel::{channel_files, channel_path, ChannelReader, ChannelWriter, WriterOptions};
+use super::channel::{channel_path, ChannelReader, ChannelWriter, WriterOptions};
 use super::check::{recover_sensor, Recovery};
 use super::dtype;
 use super::meta::{sync_dir, ChannelFormat, ChannelMeta, SensorMeta, TS_CHANNEL};
@@ -22,24 +22,7 @@ pub struct Sensor {
     ts_map: Mutex<Option<RawReader>>,
 }
 
-/// Size and rate figures of one channel.
-#[derive(Debug, Clone)]
-pub struct ChannelStats {
-    pub name: String,
-    pub format: String,
-    /// Bytes on disk (all the channel's files).
-    pub disk_bytes: u64,
-    /// Decoded bytes (`samples * sample size`), for fixed-size formats.
-    pub decoded_bytes: Option<u64>,
-}
-
-impl ChannelStats {
-    /// Decoded / on-disk bytes (1.0 for `raw`).
-    pub fn compression_ratio(&self) -> Option<f64> {
-        let d = self.decoded_bytes?;
-        (self.disk_bytes > 0).then(|| d as f64 / self.disk_bytes as f64)
-    }
-}
+pub use super::stats::ChannelStats;
 
 impl Sensor {
     /// Opens the sensor in `dir` (reads and validates `meta.json`).
@@ -133,43 +116,11 @@ impl Sensor {
         ChannelReader::open(&self.dir, name, ch)
     }
 
-    /// Size figures of every channel (`ts` included).
+    /// Size figures of every channel (`ts` included), and what each channel's reader finds
+    /// wrong when it opens (see [`super::stats`]).
     pub fn channel_stats(&self) -> Result<Vec<ChannelStats>> {
-        let n = self.len()?;
-        self.meta
-            .channels
-            .iter()
-            .map(|(name, ch)| {
-                let disk_bytes = match &ch.format {
-                    ChannelFormat::Blob(_) => dir_bytes(&channel_path(&self.dir, name))?,
-                    _ => channel_files(&self.dir, name, ch)
-                        .iter()
-                        .map(|p| fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-                        .sum(),
-                };
-                Ok(ChannelStats {
-                    name: name.clone(),
-                    format: ch.format.as_str().to_string(),
-                    disk_bytes,
-                    decoded_bytes: ch
-                        .format
-                        .is_fixed_size()
-                        .then(|| n * ch.sample_bytes() as u64),
-                })
-            })
-            .collect()
+        super::stats::channel_stats(self)
     }
-}
-
-fn dir_bytes(dir: &Path) -> Result<u64> {
-    let mut total = 0;
-    if let Ok(rd) = fs::read_dir(dir) {
-        for e in rd {
-            let e = e.at(dir)?;
-            total += e.metadata().at(&e.path())?.len();
-        }
-    }
-    Ok(total)
 }
 
 /// Appends whole samples to a sensor directory.

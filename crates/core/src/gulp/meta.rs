@@ -64,7 +64,7 @@ pub fn parse_gmeta(path: &Path, bytes: &[u8], max_frames_per_id: usize) -> Resul
         },
         _ => Error::Json {
             path: path.to_owned(),
-            source: e,
+            error: e,
         },
     })
 }

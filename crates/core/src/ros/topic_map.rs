@@ -57,9 +57,9 @@ impl TopicMap {
             });
         }
         let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let doc: Value = serde_json::from_slice(&text).map_err(|source| Error::Json {
+        let doc: Value = serde_json::from_slice(&text).map_err(|error| Error::Json {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         TopicMap::parse(&doc).map_err(|problem| Error::Ros {
             path: path.to_path_buf(),

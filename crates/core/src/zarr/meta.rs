@@ -48,9 +48,9 @@ pub struct ArrayMeta {
 impl ArrayMeta {
     /// Parses `.zarray` bytes; `path` is only used in errors.
     pub fn parse(bytes: &[u8], path: &Path) -> Result<ArrayMeta> {
-        let v: Value = serde_json::from_slice(bytes).map_err(|source| Error::Json {
+        let v: Value = serde_json::from_slice(bytes).map_err(|error| Error::Json {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let obj = v
             .as_object()
@@ -426,9 +426,9 @@ impl GroupMeta {
         let p = dir.join(".zgroup");
         let bytes = read_limited(&p, MAX_META_BYTES, "metadata file")?
             .ok_or_else(|| zerr(dir, "not a zarr group (no .zgroup)"))?;
-        let v: Value = serde_json::from_slice(&bytes).map_err(|source| Error::Json {
+        let v: Value = serde_json::from_slice(&bytes).map_err(|error| Error::Json {
             path: p.clone(),
-            source,
+            error,
         })?;
         if v.get("zarr_format").and_then(Value::as_u64) != Some(2) {
             return Err(zerr(
@@ -448,9 +448,9 @@ pub fn read_attrs(dir: &Path) -> Result<Map<String, Value>> {
     let Some(bytes) = read_limited(&p, MAX_META_BYTES, "metadata file")? else {
         return Ok(Map::new());
     };
-    let v: Value = serde_json::from_slice(&bytes).map_err(|source| Error::Json {
+    let v: Value = serde_json::from_slice(&bytes).map_err(|error| Error::Json {
         path: p.clone(),
-        source,
+        error,
     })?;
     match v {
         Value::Object(m) => Ok(m),

@@ -266,9 +266,9 @@ impl RawConfig {
     /// Reads a config file (JSON; a key missing from it keeps its default).
     pub fn load(path: &Path) -> Result<RawConfig> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        serde_json::from_slice(&bytes).map_err(|source| Error::Json {
+        serde_json::from_slice(&bytes).map_err(|error| Error::Json {
             path: path.to_path_buf(),
-            source,
+            error,
         })
     }
 }

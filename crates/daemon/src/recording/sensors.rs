@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
 
 use super::{Recorder, State};
+use crate::poison::LockExt;
 use crate::protocol::{FrameLayout, Hello};
 use crate::slot::Slot;
 use crate::stats::SensorStats;
@@ -128,6 +129,7 @@ impl Recorder {
             stats,
             seen: Mutex::default(),
             thread: Mutex::new(Some(thread)),
+            conn: Mutex::new(None),
         });
         if let Some(t) = &st.trace {
             slot.open_in(&t.dir, &t.events);
@@ -136,8 +138,24 @@ impl Recorder {
         Ok(slot)
     }
 
+    /// Gives `slot`, just attached, a duplicate of its connection's socket (see
+    /// [`Slot::driver_closed`]).
+    pub fn set_connection(&self, slot: &Slot, socket: std::os::fd::BorrowedFd<'_>) {
+        // Without a duplicate (no descriptor left) the connection counts as live, as before.
+        *slot.conn.lock_or_recover() = socket.try_clone_to_owned().ok();
+    }
+
+    /// Whether `sensor` has a connection whose driver has closed it (see
+    /// [`Slot::driver_closed`]): a hello for it waits for that connection's release instead
+    /// of being refused.
+    pub fn holder_closed(&self, sensor: &str) -> bool {
+        let slot = self.lock().slots.get(sensor).cloned();
+        slot.is_some_and(|s| s.stats.connected.load(Relaxed) && s.driver_closed())
+    }
+
     /// The connection of `slot` ended. A sensor without connection and trace is removed.
     pub fn detach(&self, slot: &Arc<Slot>) {
+        *slot.conn.lock_or_recover() = None;
         slot.stats.connected.store(false, Relaxed);
         let mut st = self.lock();
         if st.trace.is_none() {
@@ -147,6 +165,7 @@ impl Recorder {
 
     /// Forgets a sensor whose files could not be opened, so a corrected hello can retry.
     pub fn discard_failed(&self, slot: &Arc<Slot>) {
+        *slot.conn.lock_or_recover() = None;
         slot.stats.connected.store(false, Relaxed);
         forget(&mut self.lock(), slot);
     }

@@ -14,6 +14,7 @@
 `from_config(path, type)` opens a sensor from a name above, a constructor, an instance, or
 `None` (`DynamicSensor`).
 """
+from ...errors import quoted, quoted_list
 from .camera import Camera, Semseg
 from .generic import DynamicSensor, Sensor
 from .lidar import LidarMetadata, OSLidar, OSLidarDepth
@@ -39,7 +40,7 @@ def from_config(path, type):
         return DynamicSensor(path)
     if isinstance(type, str):
         if type not in SENSOR_TYPES:
-            raise ValueError(f"{path}: unknown sensor type {type!r} (known: {list(SENSOR_TYPES)})")
+            raise ValueError(f"{path}: unknown sensor type {quoted(type)} (known: {quoted_list(SENSOR_TYPES)})")
         return SENSOR_TYPES[type](path)
     return type(path)
 

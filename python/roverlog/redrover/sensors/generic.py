@@ -7,7 +7,7 @@ from functools import cached_property
 import numpy as np
 from abstract_dataloader import abstract, generic
 
-from ...errors import FormatError
+from ...errors import FormatError, quoted, quoted_list
 from .. import channels, timestamps
 
 
@@ -17,7 +17,7 @@ def _correction(correction):
     if isinstance(correction, str):
         found = getattr(timestamps, correction, None)
         if found is None or correction.startswith("_"):
-            raise ValueError(f"unknown timestamp correction {correction!r} (roverlog.redrover.timestamps has {timestamps.__all__})")
+            raise ValueError(f"unknown timestamp correction {quoted(correction)} (roverlog.redrover.timestamps has {quoted_list(timestamps.__all__)})")
         return found
     return correction
 

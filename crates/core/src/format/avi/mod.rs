@@ -171,7 +171,8 @@ impl MjpgReader {
     /// Frame `index` decoded to `height x width x 3` RGB bytes (gray frames are expanded).
     #[cfg(feature = "jpeg")]
     pub fn decode(&self, index: u64) -> Result<Vec<u8>> {
-        decode_rgb(self.frame(index)?)
+        let jpeg = self.frame(index)?;
+        decode_rgb(jpeg).map_err(|e| bounds::undecodable_jpeg(&self.path, index, jpeg, e))
     }
 }
 

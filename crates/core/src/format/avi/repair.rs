@@ -56,8 +56,15 @@ pub(crate) fn check(
     on_frames: OnFrames,
 ) -> Result<Checked<Option<AviState>>> {
     let state = AviState::read(path)?;
-    let (n, found) = state.summary();
+    let (mut n, found) = state.summary();
     problems.extend(found);
+    // A frame a power cut left zero-filled ends what recovery keeps, as a cut one does.
+    if let AviState::Parsed(l) = &state {
+        if let Some(k) = first_zero_filled(path, l)? {
+            problems.push(Problem::ZeroFilledFrame { frame: k });
+            n = k as u64;
+        }
+    }
     if depth == Depth::Deep {
         problems.extend(deep_check(path, &state, on_frames)?);
     }
@@ -70,6 +77,31 @@ pub(crate) fn check(
         disk_bytes: crate::io::file_len(path)?.unwrap_or(0),
         plan,
     })
+}
+
+/// The first frame of `l` that is zero-filled (see [`crate::error::zero_filled`]): two
+/// reads of a few bytes per frame.
+fn first_zero_filled(path: &Path, l: &Layout) -> Result<Option<usize>> {
+    use std::os::unix::fs::FileExt;
+    const RUN: usize = crate::error::ZERO_RUN;
+    if l.frames.is_empty() {
+        return Ok(None);
+    }
+    let file = fs::File::open(path).at(path)?;
+    let mut ends = [0u8; 2 * RUN];
+    for (k, f) in l.frames.iter().enumerate() {
+        if (f.len as usize) < RUN {
+            continue;
+        }
+        let (head, tail) = ends.split_at_mut(RUN);
+        file.read_exact_at(head, f.offset).at(path)?;
+        file.read_exact_at(tail, f.offset + u64::from(f.len) - RUN as u64)
+            .at(path)?;
+        if crate::error::zero_filled(&ends) {
+            return Ok(Some(k));
+        }
+    }
+    Ok(None)
 }
 
 /// `validate --deep`: every frame is a whole JPEG (starts with SOI, ends with EOI before any
