@@ -68,7 +68,8 @@ def test_without_libjpeg_turbo_auto_is_zune_and_turbo_an_error_naming_the_librar
     an empty file in a child's own mount namespace (the tests run as root, as scripts/test
     says)."""
     assert roverlog.jpeg_decoder() == "turbo"
-    (lib,) = {line.split()[-1] for line in open("/proc/self/maps") if "libturbojpeg" in line}
+    with open("/proc/self/maps") as maps:
+        (lib,) = {line.split()[-1] for line in maps if "libturbojpeg" in line}
     empty = tmp_path / "empty"
     empty.write_bytes(b"")
     gulp = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
