@@ -116,14 +116,17 @@ pub fn cat(args: CatArgs) -> Result<Outcome> {
     if (gulp || is_zarr(&args.dataset)) && roverd_only {
         bail!("--jpeg and --timestamps apply to roverd traces only");
     }
-    if gulp {
-        cat_gulp(&args, &mut out)?;
+    let done = if gulp {
+        cat_gulp(&args, &mut out)
     } else if is_zarr(&args.dataset) {
-        cat_zarr(&args, &mut out)?;
+        cat_zarr(&args, &mut out)
     } else {
-        cat_roverd(&args, &mut out)?;
-    }
-    out.flush().context("writing to stdout")?;
+        cat_roverd(&args, &mut out)
+    };
+    // Samples written before a failure (a damaged frame) still reach stdout.
+    let flushed = out.flush().context("writing to stdout");
+    done?;
+    flushed?;
     Ok(Outcome::Ok)
 }
 
