@@ -10,6 +10,7 @@ use std::path::Path;
 use roverlog_core::format::lzmaf::{intact_frames, parse_index, scan_frames, trusted_prefix};
 use roverlog_core::format::{lzma, stored_xz, SensorMeta};
 use roverlog_core::gulp::parse_gmeta;
+use roverlog_core::jpeg::{Backend, JpegFrame};
 use roverlog_core::ouster::{LidarIntrinsics, XyzLut, MAX_PIXELS};
 use roverlog_core::zarr::{blosc, ArrayMeta, Compressor};
 use roverlog_daemon::protocol::{accept_hello, Check, FrameLayout};
@@ -629,4 +630,32 @@ pub fn ros_cdr_channels(data: &[u8]) -> Option<usize> {
         }
     }
     Some(m.channels.len())
+}
+
+/// `jpeg`: one frame through zune-jpeg and through libjpeg-turbo (where it loads; zune-jpeg
+/// again elsewhere), with a pixel limit the fuzzer reaches. Neither may panic or decode past
+/// the limit; the output is exactly the frame's size; where both decode it, both give the
+/// same shape (a frame reads the same whichever decoder a machine has).
+pub fn jpeg(data: &[u8]) {
+    const MAX_PIXELS: usize = 1 << 16;
+    let mut shapes = Vec::new();
+    for with in [Backend::Zune, Backend::Auto] {
+        let Ok(f) = JpegFrame::open_with(data, MAX_PIXELS, with) else {
+            continue;
+        };
+        let shape = (f.height(), f.width(), f.channels());
+        assert!(shape.0 * shape.1 <= MAX_PIXELS, "{shape:?}");
+        assert!(matches!(shape.2, 1 | 3), "{shape:?}");
+        assert_eq!(f.len(), shape.0 * shape.1 * shape.2);
+        let mut out = vec![0u8; f.len()];
+        if f.decode_into(&mut out).is_ok() {
+            shapes.push(shape);
+        }
+    }
+    if let [a, b] = shapes[..] {
+        assert_eq!(
+            a, b,
+            "zune-jpeg and libjpeg-turbo disagree on the frame's shape"
+        );
+    }
 }

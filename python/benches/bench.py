@@ -4,7 +4,8 @@
     .venv/bin/python python/benches/bench.py [--quick] [--only gulp ...]   # ROVERLOG_BIN=target/release/roverlog for the driver row
 
 - gulp: every frame of every video decoded, ours (`roverlog.gulp`) vs gulpio2, each in its
-  own process; then both again with glibc malloc's thresholds pinned (no page faults); and
+  own process; then both again with glibc malloc's thresholds pinned (no page faults); the
+  same at 128x96; and
   6 videos of 60 frames of 1080p (reads of 373 MB, fresh memory on both sides);
 - L5Kit agents: the whole array, and 200 random 100-row slices, vs zarr-python (with, for
   reference, c-blosc alone decoding the same chunks into a pre-faulted array: the floor,
@@ -16,13 +17,17 @@
 - single reads (`--only single-reads`): `channel[i]` at random and `len(channel)` on a long
   channel against a 100-sample one of each format (the ratio long/short: the target is 1.5x
   at most), the mjpg channel made by `roverlog convert` (ROVERLOG_BIN);
-- JPEG per core (`--only jpeg-per-core`, not in the default run): zune-jpeg on one thread
-  against gulpio2 and bare simplejpeg (libjpeg-turbo), CPU time per frame;
+- JPEG per core (`--only jpeg-per-core`, not in the default run): ours on one thread, with
+  zune-jpeg and with libjpeg-turbo, against gulpio2 and bare simplejpeg (libjpeg-turbo), CPU
+  time per frame;
 - Ouster points (`--only ouster`): `transforms.ouster.PointCloud` on 128 x 2048 frames of an
   OS1-128 `lidar.json`, the native table vs upstream's numpy algorithm (`native=False`), per
   frame, in a process held to one core;
 - `Driver`: an IMU sent one `send()` per sample vs `examples/driver.py`'s `send()`, each
   followed by a sync and a check that every sample is on disk.
+
+A DataLoader-style loop over the rig's hour trace, ours against upstream roverd (by hand), is
+`python/benches/dataloader.py`.
 """
 import argparse
 import json
@@ -143,7 +148,8 @@ def bench_gulp(tmp, videos, frames, w=640, h=480, pinned=True):
         assert int(out[1]) == videos * frames
         return float(out[0])
 
-    row(f"gulp: {videos * frames} frames {w}x{h} decoded", side("ours"), side("theirs"))
+    row(f"gulp: {videos * frames} frames {w}x{h} decoded", side("ours"), side("theirs"),
+        f"(ours: {roverlog.threads()} threads, {roverlog.jpeg_decoder()})")
     if pinned:
         to, tt = side("ours", NO_TRIM), side("theirs", NO_TRIM)
         print(f"{'  (both: malloc thresholds pinned, no page faults)':<52} ours {to * 1e3:9.1f} ms   "
@@ -151,10 +157,11 @@ def bench_gulp(tmp, videos, frames, w=640, h=480, pinned=True):
 
 
 def bench_jpeg_per_core(tmp, sizes):
-    """Not a row against a target: JPEG decoding per core. Ours (`roverlog.gulp`, zune-jpeg,
-    `set_threads(1)`), gulpio2 (simplejpeg = libjpeg-turbo's SIMD, fast DCT and upsampling)
-    and bare `simplejpeg.decode_jpeg` on the same frames, the process's CPU time per frame,
-    best of 3 alternating rounds. Decides whether libjpeg-turbo would beat zune-jpeg."""
+    """Not a row against a target: JPEG decoding per core. Ours (`roverlog.gulp`,
+    `set_threads(1)`) with each decoder (`set_jpeg_decoder`: zune-jpeg, and libjpeg-turbo
+    where it loads), gulpio2 (simplejpeg = libjpeg-turbo's SIMD, fast DCT and upsampling) and
+    bare `simplejpeg.decode_jpeg` on the same frames, the process's CPU time per frame, best
+    of 3 alternating rounds."""
     from gulpio2 import GulpDirectory as Theirs
     import simplejpeg
 
@@ -163,6 +170,12 @@ def bench_jpeg_per_core(tmp, sizes):
         f()
         return time.process_time() - t0
 
+    try:
+        roverlog.set_jpeg_decoder("turbo")
+        ours_with = ["zune", "turbo"]
+    except OSError as e:
+        print(f"JPEG per core: ours with zune-jpeg only ({e})")
+        ours_with = ["zune"]
     roverlog.set_threads(1)
     for w, h, videos, frames in sizes:
         d = os.path.join(tmp, f"jpeg{w}x{h}")
@@ -172,16 +185,20 @@ def bench_jpeg_per_core(tmp, sizes):
         ours, theirs = roverlog.gulp.GulpDirectory(d), Theirs(d)
         ids = list(theirs.merged_meta_dict)
         blobs = [b for i in ids for b in Theirs(d, jpeg_decoder=lambda b: b)[i][0]]
-        t = {"ours": float("inf"), "gulpio2": float("inf"), "simplejpeg": float("inf")}
+        t = {f"ours-{k}": float("inf") for k in ours_with}
+        t.update({"gulpio2": float("inf"), "simplejpeg": float("inf")})
         for _ in range(3):
-            t["ours"] = min(t["ours"], cpu(lambda: [ours[i] for i in ids]))
+            for k in ours_with:
+                roverlog.set_jpeg_decoder(k)
+                t[f"ours-{k}"] = min(t[f"ours-{k}"], cpu(lambda: [ours[i] for i in ids]))
             t["gulpio2"] = min(t["gulpio2"], cpu(lambda: [theirs[i] for i in ids]))
             t["simplejpeg"] = min(t["simplejpeg"], cpu(lambda: [
                 simplejpeg.decode_jpeg(b, fastdct=True, fastupsample=True) for b in blobs]))
+        roverlog.set_jpeg_decoder("auto")
         n = len(blobs)
         print(f"JPEG per core, {n} frames {w}x{h}: CPU ms/frame "
               + ", ".join(f"{k} {v / n * 1e3:.3f}" for k, v in t.items())
-              + f"; gulpio2 / ours {t['gulpio2'] / t['ours']:.2f}x, simplejpeg / ours {t['simplejpeg'] / t['ours']:.2f}x")
+              + "; gulpio2 / ours: " + ", ".join(f"{k[5:]} {t['gulpio2'] / t[k]:.2f}x" for k in t if k.startswith("ours-")))
     roverlog.set_threads(None)
 
 
@@ -432,7 +449,12 @@ def single_reads_vs_upstream(root, n, reads):
     roverlog.set_threads(1)
     trace = roverlog.Trace(root)
     idx = [int(i) for i in np.random.default_rng(11).integers(0, n, reads)]
-    for fmt, up in (("lzmaf", up_lzmaf), ("jpg", up_jpg)):
+    # `jpg` once per JPEG decoder this machine has (libjpeg-turbo, where it loads, is what
+    # `auto` uses), then back to `auto`.
+    decoders = [roverlog.jpeg_decoder()] + (["zune"] if roverlog.jpeg_decoder() != "zune" else [])
+    for fmt, up, dec in [("lzmaf", up_lzmaf, None)] + [("jpg", up_jpg, d) for d in decoders]:
+        if dec:
+            roverlog.set_jpeg_decoder(dec)
         ch = trace[fmt].channels["x"]
         path = os.path.join(root, fmt, "x")
         a, b = ch[idx[0]], up(path, idx[0])
@@ -442,8 +464,10 @@ def single_reads_vs_upstream(root, n, reads):
         for _ in range(5):
             to = min(to, best(lambda: [ch[i] for i in idx])[0])
             tu = min(tu, best(lambda: [up(path, i) for i in idx])[0])
-        print(f"{f'single read {fmt} ch[i] @{n}, 1 thread, vs upstream':<52} ours {to / reads * 1e6:8.1f} us   "
+        what = fmt + (f" ({dec})" if dec else "")
+        print(f"{f'single read {what} ch[i] @{n}, 1 thread, vs upstream':<52} ours {to / reads * 1e6:8.1f} us   "
               f"theirs {tu / reads * 1e6:8.1f} us   {tu / to:6.2f}x (target >= 1.0x)")
+    roverlog.set_jpeg_decoder("auto")
     roverlog.set_threads(None)
 
 
@@ -511,6 +535,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         if "gulp" in run:
             bench_gulp(tmp, 20 if q else 100, 10 if q else 30)
+            # Small frames (issue 27's 96x128 target): per-frame costs dominate.
+            bench_gulp(tmp, 20 if q else 100, 10 if q else 30, 128, 96)
             # Long 1080p reads (373 MB a video): larger than any malloc threshold, so every read
             # gets fresh memory on both sides.
             bench_gulp(tmp, 2 if q else 6, 10 if q else 60, 1920, 1080, pinned=False)

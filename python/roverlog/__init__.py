@@ -7,7 +7,7 @@ driver for the roverlog daemon, over the roverlog Rust library.
   abstract-dataloader (`pip install 'roverlog[redrover]'`); imported only when asked for.
 - `roverlog.gulp.GulpDirectory`, `GulpChunk`: gulpio2's reading API (change the import).
 - `roverlog.zarr.open`, `roverlog.l5kit.ChunkedDataset`: zarr-python 2's reading (its selections
-  too) and l5kit's datasets.
+  and read-only attributes too), l5kit's datasets and its `l5kit.data.filter` functions.
 - `roverlog.Driver`: send samples to a running daemon (docs/protocol.md).
 
 Errors (`roverlog.errors`): everything roverlog raises about a file is a `roverlog.Error`
@@ -29,15 +29,22 @@ on one thread per core, or on one thread in a worker process (a `DataLoader` wor
 `multiprocessing` child, a process forked after the import). `roverlog.set_threads(n)` or
 the environment variable `ROVERLOG_THREADS=n` (read at import) choose `n` instead;
 `roverlog.threads()` says how many the next read uses.
+
+JPEG (`roverlog.jpeg`): frames decode with libjpeg-turbo where `libturbojpeg.so.0` loads, else
+with zune-jpeg (built in); `ROVERLOG_JPEG=auto|zune|turbo` (read at import) or
+`roverlog.set_jpeg_decoder(name)` chooses, `roverlog.jpeg_decoder()` says which is used.
 """
 from .errors import DamagedSampleError, Error, FileError, FormatError, MissingKeyError, ReadError, SampleIndexError
 from . import parallel
 from .parallel import set_threads, threads
+from . import jpeg
+from .jpeg import jpeg_decoder, set_jpeg_decoder
 from . import gulp, l5kit, zarr
 from .driver import DaemonWaitWarning, Driver, Durable, NotRecordingWarning
 from .roverd import Channel, Metadata, Nearest, Sensor, Trace
 
 parallel.configure_at_import()
+jpeg.configure_at_import()
 
 __all__ = [
     "Channel",
@@ -56,6 +63,8 @@ __all__ = [
     "SampleIndexError",
     "Sensor",
     "Trace",
+    "jpeg_decoder",
+    "set_jpeg_decoder",
     "set_threads",
     "threads",
 ]

@@ -104,7 +104,7 @@ class _Dims:
         n = self.arr.shape[dim]
         j = int(i) + n if i < 0 else int(i)
         if not 0 <= j < n:
-            raise SampleIndexError(f"{self.arr.path}: index {int(i)} out of bounds for dimension {dim} with length {n}")
+            raise SampleIndexError(f"{self.arr._file}: index {int(i)} out of bounds for dimension {dim} with length {n}")
         return j
 
     def ints(self, a, dim):
@@ -114,7 +114,7 @@ class _Dims:
         bad = (a < 0) | (a >= n)
         if bad.any():
             raise SampleIndexError(
-                f"{self.arr.path}: index {int(a[bad][0])} out of bounds for dimension {dim} with length {n}")
+                f"{self.arr._file}: index {int(a[bad][0])} out of bounds for dimension {dim} with length {n}")
         return a
 
     def slice(self, s, dim):
@@ -290,7 +290,7 @@ def block(arr, selection, fields=None):
             raise IndexError("unsupported selection item for block indexing; "
                              f"expected integer or slice, got {type(s)!r}")
         if not 0 <= start < n:
-            raise SampleIndexError(f"{arr.path}: block {s!r} out of bounds for dimension {d} ({blocks} blocks)")
+            raise SampleIndexError(f"{arr._file}: block {s!r} out of bounds for dimension {d} ({blocks} blocks)")
         rows.append(slice(start, stop))
     return basic(arr, tuple(rows), fields)
 

@@ -6,12 +6,25 @@
     print(ds)                                    # l5kit's summary table
     one = ds.get_scene_dataset(3)                # one scene in memory, intervals rebased
 
-and l5kit's interval helpers (`get_frames_slice_from_scenes`, `get_agents_slice_from_frames`,
-`get_tl_faces_slice_from_frames`) and dtypes (`SCENE_DTYPE`, `FRAME_DTYPE`, `AGENT_DTYPE`,
-`TL_FACE_DTYPE`). Read-only: `initialize` (which creates a dataset) is refused. As in
-l5kit, a dataset without `traffic_light_faces` opens with a `RuntimeWarning` and an empty
-`tl_faces`; one without `scenes`, `frames` or `agents` is a `MissingKeyError` (a `KeyError`,
-as zarr-python's) naming it.
+and l5kit's dtypes (`SCENE_DTYPE`, `FRAME_DTYPE`, `AGENT_DTYPE`, `TL_FACE_DTYPE`) and the
+functions and constants of `l5kit.data.filter` and `l5kit.data.labels` (`roverlog._l5kit_filter`),
+which take these arrays or numpy ones and need no l5kit:
+
+    from roverlog.l5kit import filter_agents_by_frames, filter_agents_by_labels
+    per_frame = filter_agents_by_frames(ds.frames[10:20], ds.agents)
+    cars = filter_agents_by_labels(per_frame[0], threshold=0.5)
+
+(`filter_agents_by_labels`, `filter_agents_by_distance`, `filter_agents_by_track_id`,
+`filter_agents_by_frames`, `filter_tl_faces_by_frames`, `filter_tl_faces_by_status`, `get_frames_slice_from_scenes`,
+`get_agents_slice_from_frames`, `get_tl_faces_slice_from_frames`, `get_other_agents_ids`,
+`PERCEPTION_LABELS`, `PERCEPTION_LABEL_TO_INDEX`, `TL_FACE_LABELS`, `TL_FACE_LABEL_TO_INDEX`,
+`PERCEPTION_LABELS_TO_KEEP`, `PERCEPTION_LABEL_INDICES_TO_KEEP`).
+
+Read-only: `initialize` (which creates a dataset) is refused. As in l5kit, a dataset without
+`traffic_light_faces` opens with a `RuntimeWarning` and an empty `tl_faces`; one without
+`scenes`, `frames` or `agents` is a `MissingKeyError` (a `KeyError`, as zarr-python's) naming
+it. The opened arrays are the group's, as zarr-python opens them (`ds.agents.path` is
+"agents", `ds.agents.name` "/agents").
 """
 import os
 import warnings
@@ -19,6 +32,13 @@ import warnings
 import numpy as np
 
 from . import zarr
+from ._l5kit_filter import (PERCEPTION_LABEL_INDICES_TO_KEEP, PERCEPTION_LABEL_TO_INDEX,  # noqa: F401
+                            PERCEPTION_LABELS, PERCEPTION_LABELS_TO_KEEP, TL_FACE_LABEL_TO_INDEX,
+                            TL_FACE_LABELS, filter_agents_by_distance, filter_agents_by_frames,
+                            filter_agents_by_labels, filter_agents_by_track_id, filter_tl_faces_by_frames,
+                            filter_tl_faces_by_status, get_agents_slice_from_frames,
+                            get_frames_slice_from_scenes, get_other_agents_ids,
+                            get_tl_faces_slice_from_frames)
 from .errors import FormatError, MissingKeyError
 
 FORMAT_VERSION = 2
@@ -100,7 +120,8 @@ class ChunkedDataset:
         def array(name):
             if name not in self.root:
                 raise MissingKeyError(f"{path}: no {name!r} array (not an L5Kit dataset)")
-            return zarr.Array(os.path.join(path, name), cache_bytes=budget)
+            # As zarr-python opens them from the group: `path` "agents", `name` "/agents".
+            return zarr.Array(os.path.join(path, name), cache_bytes=budget, _store=self.root.store, _key=name)
 
         self.frames = array(FRAME_ARRAY_KEY)
         self.agents = array(AGENT_ARRAY_KEY)
@@ -189,24 +210,3 @@ def _centre(text, width):
     left = excess // 2 + (excess % 2 if len(text) % 2 == 0 else 0)
     return " " * left + text + " " * (excess - left)
 
-
-def get_frames_slice_from_scenes(scene_a, scene_b=None):
-    """The frames of `scene_a` (through `scene_b`) as a slice."""
-    if scene_b is None:
-        scene_b = scene_a
-    return slice(scene_a["frame_index_interval"][0], scene_b["frame_index_interval"][1])
-
-
-def get_agents_slice_from_frames(frame_a, frame_b=None):
-    """The agents of `frame_a` (through `frame_b`) as a slice."""
-    if frame_b is None:
-        frame_b = frame_a
-    return slice(frame_a["agent_index_interval"][0], frame_b["agent_index_interval"][1])
-
-
-def get_tl_faces_slice_from_frames(frame_a, frame_b=None):
-    """The traffic light faces of `frame_a` (through `frame_b`) as a slice."""
-    if frame_b is None:
-        frame_b = frame_a
-    return slice(frame_a["traffic_light_faces_index_interval"][0],
-                 frame_b["traffic_light_faces_index_interval"][1])

@@ -6,6 +6,17 @@ library's reader (Blosc, zstd, zlib, gzip, lz4 and what else it decodes; structu
     agents = root["agents"]
     agents.shape, agents.dtype, agents.chunks
     rows = agents[1000:2000]                     # the numpy array zarr-python returns
+    print(agents.info, root.tree())              # zarr-python's reports
+
+`zarr.open`, `open_group` and `open_array` (mode "r"). Arrays and groups have zarr-python 2's
+read-only attributes and reading methods (`Array` and `Group` list them): `path`/`name`/
+`basename` as zarr-python sets them (`root["agents"].path == "agents"`, `.name == "/agents"`),
+`store` (a read-only `DirectoryStore`), `attrs` (read-only `Attributes`), `compressor` and
+`filters` (numcodecs' codecs; without numcodecs, `Codec`s with numcodecs' `repr` and
+`get_config()`), `fill_value` decoded as zarr-python does, `nbytes_stored`,
+`nchunks_initialized`, `info`/`info_items()`, `digest()`, `tree()`, `visit...`. Where ours says
+something else: `info`'s `Type` and `Store type` name roverlog's classes
+(`roverlog.zarr.Array`, `roverlog.zarr.DirectoryStore`), and the `repr`s name the directory.
 
 Selections are zarr-python 2's (`roverlog._selection`): basic (`a[5]`, `a[10:20, 2]`,
 `a[::3]`), field names (`a["track_id"]`, `a[0:3, "ego_translation"]`), integer arrays
@@ -13,20 +24,30 @@ Selections are zarr-python 2's (`roverlog._selection`): basic (`a[5]`, `a[10:20,
 dimension), `a.vindex[...]`/`get_coordinate_selection`/`get_mask_selection`, `a.blocks[...]`, with
 zarr-python's dtypes, shapes and values; `np.asarray(a)` is one bulk read. Only the rows a
 selection touches are read; reads decode chunks on several threads with the GIL released.
-Arrays are read-only. Objects pickle by path. Errors about the files are `roverlog.Error`s
+Arrays are read-only (writing to `attrs` or `store` is a `ReadOnlyError`, a `PermissionError` as
+zarr-python's). Objects pickle by path. Errors about the files are `roverlog.Error`s
 naming the file (`roverlog.errors`): invalid metadata is a `FormatError` (a `ValueError`), a
 missing path a `FileError` (a `FileNotFoundError`), a missing member of a group a
 `MissingKeyError` (a `KeyError`, as in zarr-python), an index past the end a
 `SampleIndexError` (an `IndexError`, as zarr-python's `BoundsCheckError`).
 """
 import builtins
+import hashlib
+import itertools
 import json
 import os
+import re
 
 import numpy as np
 
 from . import _roverlog, _selection
+from . import _zarr_meta as _meta
+from ._zarr_meta import Attributes, Codec, DirectoryStore, InfoReporter, ReadOnlyError
 from .errors import FileError, FormatError, MissingKeyError, from_os_error
+
+# zarr-python's `info` names the classes by module: these are roverlog.zarr's.
+for _cls in (Attributes, Codec, DirectoryStore, InfoReporter, ReadOnlyError):
+    _cls.__module__ = __name__
 
 
 def _descr(d):
@@ -51,26 +72,31 @@ def _json(path):
         raise FormatError(f"{path}: invalid JSON: {e}") from None
 
 
-def _attrs(path):
-    p = os.path.join(path, ".zattrs")
-    if not os.path.exists(p):
-        return {}
-    return _json(p)
-
-
 class Array:
     """A Zarr v2 array (a directory holding `.zarray`). Decoded chunks that a read uses only
     partly are kept in an LRU of `cache_bytes` (the library's default when `None`; 0: off),
-    so neighbouring slices do not decode the same chunk again."""
+    so neighbouring slices do not decode the same chunk again.
 
-    def __init__(self, path, cache_bytes=None):
-        self.path = os.fspath(path)
+    zarr-python 2's read-only attributes: `store` (a read-only `DirectoryStore`), `path` (the
+    array's key in it: `"agents"` when opened from its group, `""` when opened by its own
+    directory), `name`, `basename`, `read_only`, `chunk_store`, `shape`, `chunks`, `dtype`,
+    `compressor`, `filters`, `fill_value` (decoded as zarr-python decodes it), `order`,
+    `attrs`, `ndim`, `size`, `itemsize`, `nbytes`, `nbytes_stored`, `cdata_shape`, `nchunks`,
+    `nchunks_initialized` (`initialized`), `is_view`, `write_empty_chunks`, `synchronizer`,
+    `meta_array`, `info` and `info_items()`, `digest()` and `hexdigest()`."""
+
+    def __init__(self, path, cache_bytes=None, *, _store=None, _key=""):
+        # `path` is the array's directory; a group opens its members with its store and
+        # their key in it.
+        self._file = os.fspath(path)
+        self.store = _store if _store is not None else DirectoryStore(self._file)
+        self.path = _key
         self.cache_bytes = cache_bytes
         # The library checks `.zarray` first, and says what is wrong with it and where.
-        self._native = _roverlog.ZarrArr(self.path)
+        self._native = _roverlog.ZarrArr(self._file)
         if cache_bytes is not None:
             self._native.set_cache_bytes(int(cache_bytes))
-        zarray = os.path.join(self.path, ".zarray")
+        zarray = os.path.join(self._file, ".zarray")
         meta = _json(zarray)
         try:
             self.shape = tuple(meta["shape"])
@@ -78,16 +104,124 @@ class Array:
             self.dtype = np.dtype(_descr(meta["dtype"]))
         except (KeyError, TypeError, ValueError) as e:
             raise FormatError(f"{zarray}: {e!r} (not Zarr v2 array metadata numpy can read)") from None
+        self._meta = meta
         self.order = meta.get("order", "C")
-        self.fill_value = meta.get("fill_value")
-        self.attrs = _attrs(self.path)
+        try:
+            self.fill_value = _meta.decode_fill_value(meta.get("fill_value"), self.dtype)
+        except FormatError as e:
+            raise FormatError(f"{zarray}: {e}") from None
+        self._separator = meta.get("dimension_separator") or "."
+        self.attrs = _meta.Attributes(self.store, _join(self.path, ".zattrs"))
         self._le = self.dtype.newbyteorder("<") if self.dtype.fields is None else _little(self.dtype)
 
     def __reduce__(self):
-        return (Array, (self.path, self.cache_bytes))
+        return (_reopen_array, (self._file, self.cache_bytes, self.store.path, self.path))
 
     def __repr__(self):
-        return f"<roverlog.zarr.Array {self.path!r} {self.shape} {self.dtype}>"
+        return f"<roverlog.zarr.Array {self._file!r} {self.shape} {self.dtype}>"
+
+    def __eq__(self, other):
+        return isinstance(other, Array) and self.store == other.store and self.path == other.path
+
+    def __hash__(self):
+        return hash((self.store.path, self.path))
+
+    @property
+    def name(self):
+        """The array's path with a leading `/`, or `None` for an array opened by its own
+        directory (zarr-python's)."""
+        return "/" + self.path.lstrip("/") if self.path else None
+
+    @property
+    def basename(self):
+        return self.name.split("/")[-1] if self.name is not None else None
+
+    @property
+    def chunk_store(self):
+        return self.store
+
+    @property
+    def compressor(self):
+        """numcodecs' codec of the `.zarray` compressor (`Blosc(cname='lz4', clevel=5,
+        shuffle=SHUFFLE, blocksize=0)`), a `roverlog.zarr.Codec` equal to it in `repr` and
+        `get_config()` where numcodecs is not installed, or `None`."""
+        return _meta.codec(self._meta.get("compressor"))
+
+    @property
+    def filters(self):
+        """The `.zarray` filters as codecs (as `compressor`), or `None`."""
+        filters = self._meta.get("filters")
+        return [_meta.codec(f) for f in filters] if filters else None
+
+    @property
+    def nbytes_stored(self):
+        """The bytes of the files directly in the array's directory, metadata included
+        (zarr-python's count for a directory store)."""
+        return self.store.getsize(self.path)
+
+    @property
+    def nchunks_initialized(self):
+        """How many chunks are stored (zarr-python's count: the names in the array's directory
+        that start with a digit)."""
+        pattern = re.compile(r"\d+" if self.ndim else "")
+        return sum(1 for k in self.store.listdir(self.path) if pattern.match(k))
+
+    initialized = nchunks_initialized
+
+    @property
+    def is_view(self):
+        return False
+
+    @property
+    def write_empty_chunks(self):
+        return True
+
+    @property
+    def synchronizer(self):
+        return None
+
+    @property
+    def meta_array(self):
+        return np.empty(())
+
+    @property
+    def info(self):
+        """zarr-python's report (`print(a.info)`): the `info_items()`, one per line."""
+        return _meta.InfoReporter(self)
+
+    def info_items(self):
+        """zarr-python 2's `(name, value)` pairs; `Type` and `Store type` name roverlog's
+        classes (`roverlog.zarr.Array`, `roverlog.zarr.DirectoryStore`)."""
+        items = [("Name", self.name)] if self.name is not None else []
+        items += [
+            ("Type", _meta.typestr(self)),
+            ("Data type", str(self.dtype)),
+            ("Shape", str(self.shape)),
+            ("Chunk shape", str(self.chunks)),
+            ("Order", self.order),
+            ("Read-only", str(self.read_only)),
+        ]
+        items += [(f"Filter [{i}]", repr(f)) for i, f in enumerate(self.filters or [])]
+        items += [("Compressor", repr(self.compressor)), ("Store type", _meta.typestr(self.store))]
+        nbytes, stored = self.nbytes, self.nbytes_stored
+        items += [("No. bytes", _meta.human_size(nbytes))]
+        if stored > 0:
+            items += [("No. bytes stored", _meta.human_size(stored)), ("Storage ratio", f"{nbytes / stored:.1f}")]
+        items += [("Chunks initialized", f"{self.nchunks_initialized}/{self.nchunks}")]
+        return items
+
+    def digest(self, hashname="sha1"):
+        """zarr-python's checksum: every chunk's stored bytes (empty for a missing one) in
+        chunk order, then `.zarray` and `.zattrs`."""
+        h = hashlib.new(hashname)
+        for coords in itertools.product(*[range(n) for n in self.cdata_shape]):
+            h.update(self.store.get(_join(self.path, self._separator.join(map(str, coords))), b""))
+        h.update(self.store.get(_join(self.path, ".zarray"), b""))
+        h.update(self.store.get(_join(self.path, ".zattrs"), b""))
+        return h.digest()
+
+    def hexdigest(self, hashname="sha1"):
+        return self.digest(hashname).hex()
 
     @property
     def ndim(self):
@@ -175,6 +309,8 @@ class Array:
 
     @property
     def cdata_shape(self):
+        if not self.shape:
+            return (1,)  # a 0-d array is one chunk (zarr-python's)
         return tuple(-(-n // c) for n, c in zip(self.shape, self.chunks))
 
     @property
@@ -220,36 +356,80 @@ def _little(dt):
 
 
 class Group:
-    """A Zarr v2 group (a directory holding `.zgroup`)."""
+    """A Zarr v2 group (a directory holding `.zgroup`), read-only, with zarr-python 2's
+    reading API: `g["agents"]`, `g.agents`, `"agents" in g`, `len(g)`, iteration over the
+    member names, `keys`/`values`/`items`/`get`, `array_keys`/`arrays`/`group_keys`/`groups`,
+    `visit`/`visitkeys`/`visitvalues`/`visititems`, and the attributes `store`, `path`, `name`,
+    `basename`, `read_only`, `chunk_store`, `attrs`, `synchronizer`, `meta_array`, `info` and
+    `info_items()`."""
 
-    def __init__(self, path):
-        self.path = os.fspath(path)
-        self.attrs = _attrs(self.path)
+    def __init__(self, path, *, _store=None, _key=""):
+        self._file = os.fspath(path)
+        self.store = _store if _store is not None else DirectoryStore(self._file)
+        self.path = _key
+        self.attrs = _meta.Attributes(self.store, _join(self.path, ".zattrs"))
 
     def __reduce__(self):
-        return (Group, (self.path,))
+        return (_reopen_group, (self._file, self.store.path, self.path))
 
     def __repr__(self):
-        return f"<roverlog.zarr.Group {self.path!r}>"
+        return f"<roverlog.zarr.Group {self._file!r}>"
+
+    def __eq__(self, other):
+        return isinstance(other, Group) and self.store == other.store and self.path == other.path
+
+    def __hash__(self):
+        return hash((self.store.path, self.path))
+
+    def _member(self, name):
+        return os.path.join(self._file, *str(name).strip("/").split("/"))
 
     def __getitem__(self, name):
         # A missing member is a KeyError, as in zarr-python.
         if name not in self:
-            raise MissingKeyError(f"{self.path}: no array or group {name!r} (members: {self.keys()})")
-        return open(os.path.join(self.path, *str(name).strip("/").split("/")))
+            raise MissingKeyError(f"{self._file}: no array or group {name!r} (members: {self.keys()})")
+        return _open_at(self._member(name), self.store, _join(self.path, str(name).strip("/")))
+
+    def __getattr__(self, name):
+        # Members by attribute (`g.agents`), as zarr-python allows.
+        if not name.startswith("_") and name in self:
+            return self[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __contains__(self, name):
-        p = os.path.join(self.path, *str(name).strip("/").split("/"))
+        p = self._member(name)
         return os.path.exists(os.path.join(p, ".zarray")) or os.path.exists(os.path.join(p, ".zgroup"))
 
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self.keys())
+
+    def _ipython_key_completions_(self):
+        return self.keys()
+
     def keys(self):
-        return sorted(n for n in os.listdir(self.path) if n in self)
+        try:
+            names = os.listdir(self._file)
+        except OSError as e:
+            raise from_os_error(e, self._file) from None
+        return sorted(n for n in names if n in self)
+
+    def values(self):
+        return [self[n] for n in self.keys()]
+
+    def items(self):
+        return [(n, self[n]) for n in self.keys()]
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
 
     def array_keys(self):
-        return [n for n in self.keys() if os.path.exists(os.path.join(self.path, n, ".zarray"))]
+        return [n for n in self.keys() if os.path.exists(os.path.join(self._file, n, ".zarray"))]
 
     def group_keys(self):
-        return [n for n in self.keys() if os.path.exists(os.path.join(self.path, n, ".zgroup"))]
+        return [n for n in self.keys() if os.path.exists(os.path.join(self._file, n, ".zgroup"))]
 
     def arrays(self):
         return [(n, self[n]) for n in self.array_keys()]
@@ -257,14 +437,159 @@ class Group:
     def groups(self):
         return [(n, self[n]) for n in self.group_keys()]
 
+    def visitvalues(self, func):
+        """`func(member)` for every member below the group, depth first in name order; stops
+        at (and returns) the first value other than `None`."""
+        def walk(obj):
+            for name in (obj.keys() if isinstance(obj, Group) else []):
+                child = obj[name]
+                yield child
+                yield from walk(child)
+
+        for obj in walk(self):
+            out = func(obj)
+            if out is not None:
+                return out
+        return None
+
+    def visit(self, func):
+        """`func(path)` with every member's path relative to the group (as `visitvalues`)."""
+        base = len(self.name)
+        return self.visitvalues(lambda o: func(o.name[base:].lstrip("/")))
+
+    visitkeys = visit
+
+    def visititems(self, func):
+        """`func(path, member)` for every member (as `visit`)."""
+        base = len(self.name)
+        return self.visitvalues(lambda o: func(o.name[base:].lstrip("/"), o))
+
+    def tree(self, expand=False, level=None):
+        """zarr-python's text tree of the members (`print(g.tree())`), `level` deep at most
+        (`expand` only matters to zarr-python's notebook widget)."""
+        return _Tree(self, level)
+
+    @property
+    def name(self):
+        return "/" + self.path.lstrip("/") if self.path else "/"
+
+    @property
+    def basename(self):
+        return self.name.split("/")[-1]
+
+    @property
+    def read_only(self):
+        return True
+
+    @property
+    def chunk_store(self):
+        return self.store
+
+    @property
+    def synchronizer(self):
+        return None
+
+    @property
+    def meta_array(self):
+        return np.empty(())
+
+    @property
+    def info(self):
+        return _meta.InfoReporter(self)
+
+    def info_items(self):
+        """zarr-python 2's `(name, value)` pairs (`Type` and `Store type` name roverlog's
+        classes)."""
+        arrays, groups = sorted(self.array_keys()), sorted(self.group_keys())
+        items = [("Name", self.name), ("Type", _meta.typestr(self)), ("Read-only", str(self.read_only)),
+                 ("Store type", _meta.typestr(self.store)), ("No. members", len(self)),
+                 ("No. arrays", len(arrays)), ("No. groups", len(groups))]
+        if arrays:
+            items += [("Arrays", ", ".join(arrays))]
+        if groups:
+            items += [("Groups", ", ".join(groups))]
+        return items
+
+
+class _Tree:
+    """`Group.tree()`: prints as zarr-python's tree (box-drawing characters; `bytes()` gives
+    the ASCII one)."""
+
+    def __init__(self, group, level):
+        self.group, self.level = group, level
+
+    def _lines(self, gfx):
+        up_right, horizontal, vertical, vertical_right = gfx
+
+        def label(obj):
+            text = obj.name.split("/")[-1] or "/"
+            return f"{text} {obj.shape} {obj.dtype}" if isinstance(obj, Array) else text
+
+        def draw(obj, depth):
+            lines = [label(obj)]
+            kids = obj.values() if isinstance(obj, Group) and (self.level is None or depth < self.level) else []
+            for k, kid in enumerate(kids):
+                last = k == len(kids) - 1
+                sub = draw(kid, depth + 1)
+                lines.append(" " + (up_right if last else vertical_right) + horizontal * 2 + " " + sub[0])
+                lines += [" " + (" " if last else vertical) + "  " + line for line in sub[1:]]
+            return lines
+
+        return "\n".join(draw(self.group, 0))
+
+    def __repr__(self):
+        return self._lines(("\u2514", "\u2500", "\u2502", "\u251c"))
+
+    def __bytes__(self):
+        return self._lines(("+", "-", "|", "+")).encode()
+
+
+def _join(*parts):
+    """Store keys joined with `/` (empty parts dropped)."""
+    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+
+
+def _open_at(path, store, key):
+    if os.path.exists(os.path.join(path, ".zarray")):
+        return Array(path, _store=store, _key=key)
+    if os.path.exists(os.path.join(path, ".zgroup")):
+        return Group(path, _store=store, _key=key)
+    raise FileError(f"{path}: no .zarray or .zgroup (not a Zarr v2 array or group)")
+
+
+def _reopen_array(path, cache_bytes, store, key):
+    return Array(path, cache_bytes, _store=DirectoryStore(store), _key=key)
+
+
+def _reopen_group(path, store, key):
+    return Group(path, _store=DirectoryStore(store), _key=key)
+
+
+def _read_only(mode):
+    if mode != "r":
+        raise ValueError(f"roverlog.zarr is read-only (mode {mode!r})")
+
 
 def open(path, mode="r"):
     """Opens the group or array at `path` (read-only: `mode` must be "r")."""
-    if mode != "r":
-        raise ValueError(f"roverlog.zarr is read-only (mode {mode!r})")
+    _read_only(mode)
     path = os.fspath(path)
-    if os.path.exists(os.path.join(path, ".zarray")):
-        return Array(path)
-    if os.path.exists(os.path.join(path, ".zgroup")):
-        return Group(path)
-    raise FileError(f"{path}: no .zarray or .zgroup (not a Zarr v2 array or group)")
+    return _open_at(path, DirectoryStore(path), "")
+
+
+def open_group(path, mode="r"):
+    """Opens the group at `path` (zarr-python's `open_group`, read-only)."""
+    _read_only(mode)
+    path = os.fspath(path)
+    if not os.path.exists(os.path.join(path, ".zgroup")):
+        raise FileError(f"{path}: no .zgroup (not a Zarr v2 group)")
+    return Group(path)
+
+
+def open_array(path, mode="r"):
+    """Opens the array at `path` (zarr-python's `open_array`, read-only)."""
+    _read_only(mode)
+    path = os.fspath(path)
+    if not os.path.exists(os.path.join(path, ".zarray")):
+        raise FileError(f"{path}: no .zarray (not a Zarr v2 array)")
+    return Array(path)

@@ -20,6 +20,7 @@ mod channel;
 mod driver;
 mod errors;
 mod gulp;
+mod jpeg;
 mod ouster;
 mod threads;
 mod zarr;
@@ -100,6 +101,8 @@ fn _roverlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(threads::threads, m)?)?;
     m.add_function(wrap_pyfunction!(threads::_mark_worker, m)?)?;
     m.add_function(wrap_pyfunction!(check_sensor, m)?)?;
+    m.add_function(wrap_pyfunction!(jpeg::set_jpeg_decoder, m)?)?;
+    m.add_function(wrap_pyfunction!(jpeg::jpeg_decoder, m)?)?;
     m.add_class::<channel::NativeChannel>()?;
     m.add_class::<driver::NativeDriver>()?;
     m.add_class::<gulp::GulpDir>()?;

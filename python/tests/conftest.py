@@ -21,8 +21,29 @@ try:
 except ImportError as e:
     raise pytest.UsageError(f"roverlog is not installed ({e}): run `pip install ./python` from the repository root") from None
 
+
+
+def pytest_configure(config):
+    # A file left open (by the package or a test) fails the test that opened it, as it does
+    # under `python -W error -m pytest`: the ResourceWarning becomes an unraisable
+    # exception, which pytest reports as a warning made an error here.
+    config.addinivalue_line("filterwarnings", "error::ResourceWarning")
+    config.addinivalue_line("filterwarnings", "error::pytest.PytestUnraisableExceptionWarning")
+
+
 N = 23
 T0 = 1.7e9
+
+
+@pytest.fixture(params=["zune", "turbo"])
+def each_jpeg_decoder(request):
+    """Runs a JPEG test once on each decoder (`roverlog.jpeg`): zune-jpeg, and libjpeg-turbo,
+    which must load here (scripts/test installs libturbojpeg0; `set_jpeg_decoder("turbo")`
+    raises an `OSError` naming it otherwise). Then back to `auto`."""
+    roverlog.set_jpeg_decoder(request.param)
+    assert roverlog.jpeg_decoder() == request.param
+    yield request.param
+    roverlog.set_jpeg_decoder("auto")
 
 
 def pattern(k, n, shape, dtype):

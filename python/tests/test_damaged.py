@@ -48,7 +48,8 @@ def test_an_lzmaf_channel_cut_to_70_percent_reads_the_frames_upstream_reads(trac
     offsets = np.fromfile(path + "_i", dtype="<u8")
     at = os.path.getsize(path) * 7 // 10 + 3
     cut(path, at)
-    data = open(path, "rb").read()
+    with open(path, "rb") as f:
+        data = f.read()
     # Upstream decodes frame k from [off[k], off[k+1]): whole up to the cut, then it fails.
     intact = 0
     for a, b in zip(offsets[:-1], offsets[1:]):
@@ -107,6 +108,7 @@ def test_a_raw_channel_cut_inside_a_record_reads_its_whole_records(trace):
     np.testing.assert_array_equal(imu.channels["rot"][15], truth["imu"]["rot"][15])
 
 
+@pytest.mark.usefixtures("each_jpeg_decoder")
 def test_a_blob_file_missing_in_the_middle_keeps_the_count_and_the_later_frames(trace):
     root, truth = trace
     os.remove(os.path.join(root, "camera", "img", "000007.jpg"))
@@ -153,10 +155,12 @@ def _opencv_frames(path):
     return frames
 
 
+@pytest.mark.usefixtures("each_jpeg_decoder")
 def test_a_cut_video_reads_its_whole_frames(trace):
     root, truth = trace
     path = os.path.join(root, "video", "video.avi")
-    original = open(path, "rb").read()
+    with open(path, "rb") as f:
+        original = f.read()
     whole = len(original)
     for at in [whole // 2, whole * 7 // 10]:
         with open(path, "wb") as f:

@@ -28,8 +28,9 @@ class Daemon:
     def start(self):
         binary = os.environ.get("ROVERLOG_BIN")
         assert binary, "ROVERLOG_BIN is not set: run these tests through `cargo test --test python`"
-        log = open(os.path.join(self.dir, "daemon.log"), "ab")
-        self.proc = subprocess.Popen([binary, "daemon", "--config", self.config], stdout=log, stderr=log)
+        # The child holds the log open; ours closes once the child has it.
+        with open(os.path.join(self.dir, "daemon.log"), "ab") as log:
+            self.proc = subprocess.Popen([binary, "daemon", "--config", self.config], stdout=log, stderr=log)
         deadline = time.monotonic() + 30
         while not os.path.exists(self.socket):
             assert self.proc.poll() is None, f"the daemon exited: {self.log()}"

@@ -115,6 +115,7 @@ def _cut(jpeg):
     return cut
 
 
+@pytest.mark.usefixtures("each_jpeg_decoder")
 def test_a_truncated_jpeg_names_the_channel_and_sample(trace):
     root, truth = trace
     img = roverlog.Trace(root)["camera"].channels["img"]
@@ -139,6 +140,7 @@ def test_a_missing_blob_channel_directory_is_a_file_not_found_error(trace):
         assert isinstance(e.value, FileNotFoundError) and img.path in str(e.value), str(e.value)
 
 
+@pytest.mark.usefixtures("each_jpeg_decoder")
 def test_a_truncated_gulp_frame_names_the_directory_id_and_frame(tmp_path):
     frames = []
     for im in images(2):

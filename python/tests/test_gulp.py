@@ -15,6 +15,9 @@ from roverlog.gulp import GulpDirectory
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# Every test here decodes frames: each runs on zune-jpeg and on libjpeg-turbo.
+pytestmark = pytest.mark.usefixtures("each_jpeg_decoder")
+
 
 @pytest.fixture(scope="module")
 def gulp(tmp_path_factory):
@@ -216,6 +219,7 @@ def test_a_chunk_refuses_writes_and_names_what_is_wrong(gulp, tmp_path):
     with pytest.raises(roverlog.FileError, match=str(tmp_path / "none.gmeta")):
         GulpChunk(data, str(tmp_path / "none.gmeta"))
     short = tmp_path / "short.gulp"
-    short.write_bytes(open(data, "rb").read()[:100])
+    with open(data, "rb") as f:
+        short.write_bytes(f.read()[:100])
     with pytest.raises(roverlog.FormatError, match="short.gulp"):
         GulpChunk(str(short), meta)

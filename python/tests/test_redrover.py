@@ -236,3 +236,21 @@ def test_the_examples_in_upstreams_docs_run(rover, tmp_path):
     s = radar[42]
     assert (s.iq.dtype, s.iq.shape[:2], s.timestamps.shape, s.valid.shape) == (np.int16, (1, 1), (1, 1), (1, 1))
     assert s.range_resolution.shape == s.doppler_resolution.shape == (1,)
+
+
+def test_a_video_channel_with_fps_in_its_args_opens(trace):
+    """roverlog before 2026-11-26 kept the AVI header's `fps` in a converted or imported
+    video channel's `args` (now left out of `meta.json`); upstream's VideoChannel raises
+    TypeError on it, ours takes it, so such traces still open."""
+    root, truth = trace
+    path = os.path.join(root, "video", "meta.json")
+    with open(path) as f:
+        meta = json.load(f)
+    meta["video.avi"]["args"] = {"fps": 30.0}
+    with open(path, "w") as f:
+        json.dump(meta, f)
+    s = roverd.sensors.DynamicSensor(os.path.join(root, "video"))
+    assert s.channels["video.avi"].fps == 30.0
+    frame = s[3]["video.avi"]
+    assert frame.shape == (1, 48, 64, 3)
+    np.testing.assert_array_equal(frame[0], roverlog.Trace(root)["video"].channels["video.avi"][3])

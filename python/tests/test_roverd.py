@@ -58,6 +58,7 @@ def test_raw_is_a_zero_copy_view_of_the_file_and_writable_copies_on_request(trac
     np.testing.assert_array_equal(acc.read(), mm)
 
 
+@pytest.mark.usefixtures("each_jpeg_decoder")
 def test_jpeg_channels_decode_like_libjpeg_and_give_bytes_on_request(trace):
     root, truth = trace
     t = roverlog.Trace(root)
@@ -146,9 +147,11 @@ def test_bad_input_raises_clear_exceptions(trace, tmp_path):
         t[0]
     # A corrupt lzmaf frame: the library's message, as roverlog.Error (a ValueError).
     path = os.path.join(root, "lidar", "rng")
-    data = bytearray(open(path, "rb").read())
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
     data[40:60] = b"\0" * 20
-    open(path, "wb").write(data)
+    with open(path, "wb") as f:
+        f.write(data)
     with pytest.raises(roverlog.Error, match="rng") as e:
         t["lidar"].channels["rng"].read()
     assert isinstance(e.value, ValueError)
@@ -215,6 +218,7 @@ def test_an_open_channel_sees_the_samples_a_live_trace_appends(trace):
     close(cam[N], cam[0])
 
 
+@pytest.mark.usefixtures("each_jpeg_decoder")
 def test_gray_jpegs_read_one_at_a_time_and_whole_as_rgb(tmp_path):
     # Grayscale frames decode to one channel and are spread to R, G, B in place; a single
     # read takes its shape from the headers and decodes the frame once.

@@ -27,6 +27,7 @@ mod dashboard;
 mod disk;
 mod foxglove;
 mod full_size;
+mod hour_trace;
 mod peers;
 mod report;
 pub(super) mod rig;
@@ -50,6 +51,8 @@ const SCENARIOS: [&str; 7] = [
 ];
 /// The one-hour rig trace read at full size ([`full_size`]): run only when named.
 const FULL_SIZE: &str = "full-size";
+/// The one-hour rig trace written and kept, nothing measured ([`hour_trace`]).
+const HOUR_TRACE: &str = "hour-trace";
 /// The crew's day with everything on ([`soak`]): run only when named, alone.
 const SOAK: &str = "soak";
 /// Bytes of one frame in the large-frame scenario.
@@ -76,6 +79,8 @@ const PER_WRITE: usize = 256;
 /// full-size (only when named, alone: no daemon): the red-rover rig's one-hour trace
 /// generated, single-sample reads per format against a 100-sample trace (ratio), and the
 /// verbs' peak RSS and seconds on it against cat of its files.
+/// hour-trace (only when named, alone): writes that hour trace (2 minutes with --quick) into
+/// a fresh directory under --dir, keeps it and prints its path (for python/benches).
 /// soak (only when named, alone; not in CI): steady imu 200 Hz, gps 10 Hz and camera 10 Hz
 /// with expected_hz, snapshot mode with a trigger, a rotation and the trigger's stop every
 /// --minutes*60/12 s (at most 5 min), the dashboard polled every second, a live Foxglove
@@ -133,7 +138,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf,
-    /// dashboard, foxglove; or full-size, soak, rig or rosbag alone.
+    /// dashboard, foxglove; or full-size, hour-trace, soak, rig or rosbag alone.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// How long `--only soak` runs, minutes (the rotation period is a twelfth of it, at
@@ -407,6 +412,14 @@ fn run(args: Args) -> Result<bool> {
             let _ = std::fs::remove_dir_all(&work);
         }
         return Ok(ok);
+    }
+    if args.only.iter().any(|s| s == HOUR_TRACE) {
+        if args.only.len() > 1 {
+            bail!("--only {HOUR_TRACE} runs alone");
+        }
+        let work = make_work_dir(args.dir.as_deref())?;
+        println!("{}", hour_trace::run(&work, args.quick)?.display());
+        return Ok(true);
     }
     if args.only.iter().any(|s| s == SOAK) {
         if args.only.len() > 1 {

@@ -72,3 +72,50 @@ fn hour_shape_has_the_rigs_counts() {
         (108_000, 36_000, 72_000, 360_000)
     );
 }
+
+/// `roverlog bench --only hour-trace` (what `python/benches/dataloader.py` samples) runs
+/// alone, keeps the rig trace it wrote and prints its path; the trace is valid, holds the
+/// counts asked for, and its video channel has no `args` (upstream roverd's video channel
+/// refuses `fps`, so the same trace can be read by both sides of the bench).
+#[test]
+fn bench_hour_trace_keeps_a_valid_trace_and_prints_its_path() {
+    use std::process::Command;
+
+    let base = tempfile::tempdir().unwrap();
+    let run = |only: &str| {
+        Command::new(common::roverlog_bin())
+            .args(["bench", "--only", only, "--quick", "--dir"])
+            .arg(base.path())
+            .output()
+            .unwrap()
+    };
+    let alone = run("hour-trace,imu");
+    assert_eq!(alone.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&alone.stderr).contains("runs alone"));
+
+    let out = run("hour-trace");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench --only hour-trace: {stderr}");
+    let path = std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    assert!(
+        path.starts_with(base.path().canonicalize().unwrap()) && path.join("config.yaml").is_file(),
+        "printed {path:?}; stderr: {stderr}"
+    );
+    let check = common::roverlog(&["validate".as_ref(), path.as_os_str()]);
+    assert!(check.ok(), "validate: {}", check.text());
+    let shape = RigShape::seconds(120);
+    let trace = Trace::open(&path).unwrap();
+    for (sensor, want) in [
+        ("camera", shape.camera),
+        ("lidar", shape.lidar),
+        ("imu", shape.imu),
+    ] {
+        assert_eq!(
+            trace.sensor(sensor).unwrap().len().unwrap(),
+            want,
+            "{sensor}"
+        );
+    }
+    let camera = Sensor::open(&path.join("camera")).unwrap();
+    assert_eq!(camera.meta().get("video.avi").unwrap().args, None);
+}

@@ -34,6 +34,12 @@ fn frame_seeds() {
     run_seeds("frame", checks::frame);
 }
 
+#[cfg(feature = "jpeg")]
+#[test]
+fn jpeg_seeds() {
+    run_seeds("jpeg", checks::jpeg);
+}
+
 #[test]
 fn lidar_json_seeds() {
     run_seeds("lidar_json", checks::lidar_json);

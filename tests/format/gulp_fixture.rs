@@ -4,11 +4,13 @@
 use crate::support::common;
 
 use roverlog_core::gulp::{sanity_check, FrameSelection, GulpDirectory, GulpOptions};
+#[cfg(feature = "jpeg")]
+use roverlog_core::jpeg::Backend;
 use serde_json::Value;
 
 /// The expected means come from gulpio2's decoder: simplejpeg with `fastdct=True`, i.e.
-/// libjpeg-turbo's fast, less accurate integer IDCT (JDCT_IFAST). zune-jpeg uses an accurate
-/// IDCT; on these frames its means are 0.8 levels above gulpio2's and within 0.01 of
+/// libjpeg-turbo's fast, less accurate integer IDCT (JDCT_IFAST). zune-jpeg and our
+/// libjpeg-turbo path use an accurate IDCT; on these frames its means are 0.8 levels above gulpio2's and within 0.01 of
 /// simplejpeg with `fastdct=False` (checked by hand with the venv). A tolerance of 1.0
 /// levels covers the IDCT difference and still catches a wrong channel order, colour
 /// conversion or frame. The largest difference seen is printed.
@@ -63,6 +65,17 @@ fn ids_chunks_meta_and_frame_bytes_match_gulpio2() {
 #[cfg(feature = "jpeg")]
 #[test]
 fn decoded_frames_match_simplejpeg() {
+    // Both decoders: zune-jpeg, and libjpeg-turbo (scripts/test installs it; a machine
+    // without it fails here, as `jpeg_decoders::libjpeg_turbo_loads_and_auto_picks_it` says).
+    for with in [Backend::Zune, Backend::Turbo] {
+        decoded_frames_match_simplejpeg_with(with);
+    }
+}
+
+#[cfg(feature = "jpeg")]
+fn decoded_frames_match_simplejpeg_with(with: Backend) {
+    use roverlog_core::gulp::decode_jpeg_with;
+    use roverlog_core::jpeg::DEFAULT_MAX_PIXELS;
     let (dir, expected) = fixture();
     let mut worst = 0.0f64;
     for (id, want) in expected["videos"].as_object().unwrap() {
@@ -70,7 +83,7 @@ fn decoded_frames_match_simplejpeg() {
         let v = dir.video(id).unwrap();
         assert_eq!(means.len(), v.frame_count());
         for (i, (frame, mean)) in v.frames().zip(means).enumerate() {
-            let img = roverlog_core::gulp::decode_jpeg(frame).unwrap();
+            let img = decode_jpeg_with(frame, DEFAULT_MAX_PIXELS, with).unwrap();
             assert_eq!(img.height as u64, want["height"].as_u64().unwrap(), "{id}");
             assert_eq!(img.width as u64, want["width"].as_u64().unwrap(), "{id}");
             assert_eq!(img.channels, 3, "{id}");
@@ -79,17 +92,17 @@ fn decoded_frames_match_simplejpeg() {
             worst = worst.max(diff);
             assert!(
                 diff <= MEAN_TOLERANCE,
-                "{id} frame {i}: mean {} vs {mean}",
+                "{with:?}: {id} frame {i}: mean {} vs {mean}",
                 img.mean()
             );
         }
     }
-    println!("largest |mean - simplejpeg mean| = {worst:.4}");
+    println!("{with:?}: largest |mean - simplejpeg mean| = {worst:.4}");
     // The pixel limit is checked from the header, before decoding.
     let frame = dir.video("video001").unwrap().frame(0).unwrap();
-    let err = roverlog_core::gulp::decode_jpeg_limited(frame, 48 * 32 - 1).unwrap_err();
-    assert!(err.to_string().contains("48x32"), "{err}");
-    assert!(roverlog_core::gulp::decode_jpeg_limited(frame, 48 * 32).is_ok());
+    let err = decode_jpeg_with(frame, 48 * 32 - 1, with).unwrap_err();
+    assert!(err.to_string().contains("48x32"), "{with:?}: {err}");
+    assert!(decode_jpeg_with(frame, 48 * 32, with).is_ok());
 }
 
 #[test]
@@ -257,24 +270,27 @@ fn read_all_handles_large_scattered_and_reordered_records() {
 #[cfg(feature = "jpeg")]
 #[test]
 fn a_frame_decodes_into_a_callers_buffer_as_decode_jpeg_decodes_it() {
-    use roverlog_core::gulp::JpegFrame;
+    use roverlog_core::gulp::{decode_jpeg_with, JpegFrame};
     use roverlog_core::jpeg::DEFAULT_MAX_PIXELS;
     let (dir, _) = fixture();
     let frame = dir.video("video001").unwrap().frame(0).unwrap();
-    let want = roverlog_core::gulp::decode_jpeg(frame).unwrap();
-    let f = JpegFrame::open(frame, DEFAULT_MAX_PIXELS).unwrap();
-    assert_eq!(
-        (f.width(), f.height(), f.channels()),
-        (want.width, want.height, 3)
-    );
-    assert_eq!(f.len(), want.pixels.len());
-    // The buffer is not zeroed first by the decoder: every byte must be written.
-    let mut out = vec![0xa5; f.len()];
-    f.decode_into(&mut out).unwrap();
-    assert_eq!(out, want.pixels);
-    // A buffer of the wrong size is refused, not partly written.
-    let f = JpegFrame::open(frame, DEFAULT_MAX_PIXELS).unwrap();
-    let mut short = vec![0; f.len() - 1];
-    assert!(f.decode_into(&mut short).is_err());
-    assert!(JpegFrame::open(frame, 48 * 32 - 1).is_err());
+    for with in [Backend::Zune, Backend::Turbo] {
+        let want = decode_jpeg_with(frame, DEFAULT_MAX_PIXELS, with).unwrap();
+        let f = JpegFrame::open_with(frame, DEFAULT_MAX_PIXELS, with).unwrap();
+        assert_eq!(f.decoder(), with);
+        assert_eq!(
+            (f.width(), f.height(), f.channels()),
+            (want.width, want.height, 3)
+        );
+        assert_eq!(f.len(), want.pixels.len());
+        // The buffer is not zeroed first by the decoder: every byte must be written.
+        let mut out = vec![0xa5; f.len()];
+        f.decode_into(&mut out).unwrap();
+        assert_eq!(out, want.pixels, "{with:?}");
+        // A buffer of the wrong size is refused, not partly written.
+        let f = JpegFrame::open_with(frame, DEFAULT_MAX_PIXELS, with).unwrap();
+        let mut short = vec![0; f.len() - 1];
+        assert!(f.decode_into(&mut short).is_err(), "{with:?}");
+        assert!(JpegFrame::open_with(frame, 48 * 32 - 1, with).is_err());
+    }
 }

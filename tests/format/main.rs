@@ -14,6 +14,8 @@ mod support {
 mod crash;
 mod fuzz_corpus;
 mod gulp_fixture;
+#[cfg(feature = "jpeg")]
+mod jpeg_decoders;
 mod roundtrip;
 mod zarr_corrupt;
 mod zarr_fixture;

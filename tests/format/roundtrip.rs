@@ -545,3 +545,31 @@ fn deep_check_reports_progress_through_each_decoded_channel() {
         .unwrap();
     assert_eq!(structure, 0, "a structure check decodes nothing");
 }
+
+/// A driver (or `convert`) may declare `args.fps` for an `mjpg` channel: it sets the AVI
+/// header's rate, stays out of `meta.json` (upstream refuses an unknown channel argument),
+/// and resuming with the same declaration is not a mismatch.
+#[test]
+fn mjpg_fps_hint_is_not_kept_and_resume_still_matches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut video = ChannelMeta::new(ChannelFormat::Mjpg, DType::U1, vec![8, 8, 3], "");
+    let mut args = serde_json::Map::new();
+    args.insert("fps".into(), serde_json::json!(10.0));
+    video.args = Some(args);
+    let m = meta(vec![("video.avi", video)]);
+    let dir = tmp.path().join("camera");
+    SensorWriter::create(&dir, m.clone(), &WriterOptions::default())
+        .unwrap()
+        .finish()
+        .unwrap();
+    let text = std::fs::read_to_string(dir.join("meta.json")).unwrap();
+    assert!(!text.contains("fps") && !text.contains("args"), "{text}");
+    let avi = std::fs::read(dir.join("video.avi")).unwrap();
+    // avih's first field: microseconds per frame.
+    let at = avi.windows(4).position(|w| w == b"avih").unwrap() + 8;
+    let us = u32::from_le_bytes(avi[at..at + 4].try_into().unwrap());
+    assert_eq!(us, 100_000, "10 fps in the header");
+    let (w, rec) = SensorWriter::resume(&dir, m, &WriterOptions::default()).unwrap();
+    assert!(rec.cuts.is_empty());
+    assert_eq!(w.len(), 0);
+}

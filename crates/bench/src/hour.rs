@@ -108,15 +108,14 @@ pub fn write_rig_trace(dir: &Path, shape: &RigShape, progress: &mut dyn FnMut(u6
 
     // camera
     let jpegs: Vec<Vec<u8>> = (0..VARIANTS).map(jpeg_frame).collect();
-    let mut camera_meta = ChannelMeta::new(
+    // No `args`: the collector writes none, and upstream roverd's VideoChannel takes no
+    // `fps` (a `meta.json` with `args.fps` fails there); the AVI header's default is 30 fps.
+    let camera_meta = ChannelMeta::new(
         ChannelFormat::Mjpg,
         DType::U1,
         vec![CAMERA_H, CAMERA_W, 3],
         "camera video (MJPEG AVI)",
     );
-    let mut args = serde_json::Map::new();
-    args.insert("fps".into(), 30.0.into());
-    camera_meta.args = Some(args);
     let mut w = SensorWriter::create(
         &dir.join("camera"),
         sensor_meta(vec![("video.avi", camera_meta)]),

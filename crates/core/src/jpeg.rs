@@ -1,8 +1,20 @@
-//! JPEG frames to pixels with zune-jpeg (pure Rust), behind the `jpeg` feature.
+//! JPEG frames to pixels, behind the `jpeg` feature: with libjpeg-turbo where the system has
+//! it (loaded at run time, module `turbo`), else with zune-jpeg (pure Rust); [`backend`] picks,
+//! and `ROVERLOG_JPEG=auto|zune|turbo` or [`set_backend`] overrides.
 //!
-//! Colour frames decode to interleaved RGB, grayscale frames to one channel, as gulpio2's
-//! default decoder (simplejpeg) returns them. Pixel values may differ from simplejpeg's by a
-//! little: gulpio2 asks libjpeg-turbo for its fast DCT and fast upsampling.
+//! Both decoders behave the same to a caller: colour frames decode to interleaved RGB,
+//! grayscale frames to one channel, as gulpio2's default decoder (simplejpeg) returns them; a
+//! frame cut short, one whose headers do not parse and one over the size limit are errors,
+//! damage inside the entropy-coded data is not (libjpeg only warns of it, zune-jpeg decodes
+//! on, OpenCV returns such a frame), so a frame reads alike on both. Pixel values may
+//! differ by a little: zune-jpeg's IDCT and upsampling are not libjpeg's, and gulpio2 asks
+//! libjpeg-turbo for its fast DCT and fast upsampling (we use its default, accurate ones, as
+//! OpenCV and Pillow do).
+
+mod backend;
+mod turbo;
+
+pub use backend::{backend, set_backend, turbo_unavailable, Backend, ENV};
 
 use zune_core::bytestream::ZCursor;
 use zune_core::colorspace::ColorSpace;
@@ -42,7 +54,12 @@ pub fn decode_jpeg(bytes: &[u8]) -> Result<DecodedFrame> {
 
 /// Decodes one JPEG, refusing (before allocating) one of more than `max_pixels` pixels.
 pub fn decode_jpeg_limited(bytes: &[u8], max_pixels: usize) -> Result<DecodedFrame> {
-    let frame = JpegFrame::open(bytes, max_pixels)?;
+    decode_jpeg_with(bytes, max_pixels, backend()?)
+}
+
+/// [`decode_jpeg_limited`] with the decoder `with`, whatever [`backend`] says.
+pub fn decode_jpeg_with(bytes: &[u8], max_pixels: usize, with: Backend) -> Result<DecodedFrame> {
+    let frame = JpegFrame::open_with(bytes, max_pixels, with)?;
     let (width, height, channels) = (frame.width(), frame.height(), frame.channels());
     let mut pixels = vec![0; frame.len()];
     frame.decode_into(&mut pixels)?;
@@ -79,45 +96,94 @@ fn jpeg_err(e: zune_jpeg::errors::DecodeErrors) -> Error {
     Error::Jpeg(JpegProblem::Decode(e))
 }
 
+fn turbo_err(msg: String) -> Error {
+    Error::Jpeg(JpegProblem::Turbo(msg))
+}
+
+fn check_size(width: usize, height: usize, max_pixels: usize) -> Result<()> {
+    if width.saturating_mul(height) > max_pixels {
+        return Err(Error::Jpeg(JpegProblem::TooLarge {
+            width,
+            height,
+            max_pixels,
+        }));
+    }
+    Ok(())
+}
+
 /// A JPEG whose headers have been read: its decoded size is known before any pixel is
 /// decoded, so a caller can lay out one buffer for many frames (a numpy array's memory) and
 /// decode each straight into its place, with no per-frame allocation or copy.
 pub struct JpegFrame<'a> {
-    dec: JpegDecoder<ZCursor<&'a [u8]>>,
+    decoder: FrameDecoder<'a>,
     width: usize,
     height: usize,
     channels: usize,
 }
 
+enum FrameDecoder<'a> {
+    Zune(Box<JpegDecoder<ZCursor<&'a [u8]>>>),
+    Turbo(&'static turbo::Turbo, &'a [u8]),
+}
+
 impl<'a> JpegFrame<'a> {
-    /// Reads the headers of `bytes`, refusing an image of more than `max_pixels` pixels.
-    /// Colour images decode to RGB, grayscale ones to one channel.
+    /// Reads the headers of `bytes` with the decoder [`backend`] picks, refusing an image of
+    /// more than `max_pixels` pixels. Colour images decode to RGB, grayscale ones to one
+    /// channel.
     pub fn open(bytes: &'a [u8], max_pixels: usize) -> Result<JpegFrame<'a>> {
+        JpegFrame::open_with(bytes, max_pixels, backend()?)
+    }
+
+    /// [`JpegFrame::open`] with the decoder `with` (resolved as [`Backend::resolve`] does).
+    pub fn open_with(bytes: &'a [u8], max_pixels: usize, with: Backend) -> Result<JpegFrame<'a>> {
         check_complete(bytes)?;
+        if with.resolve()? == Backend::Turbo {
+            let t = turbo::get().expect("resolved to Turbo: loaded");
+            let head = turbo::header(t, bytes).map_err(turbo_err)?;
+            check_size(head.width, head.height, max_pixels)?;
+            if head.width == 0 || head.height == 0 {
+                return Err(Error::Jpeg(JpegProblem::NoDimensions));
+            }
+            if let Some(channels) = head.channels {
+                return Ok(JpegFrame {
+                    decoder: FrameDecoder::Turbo(t, bytes),
+                    width: head.width,
+                    height: head.height,
+                    channels,
+                });
+            }
+            // CMYK or YCCK: libjpeg-turbo does not convert them to RGB; zune-jpeg does.
+        }
+        JpegFrame::open_zune(bytes, max_pixels)
+    }
+
+    fn open_zune(bytes: &'a [u8], max_pixels: usize) -> Result<JpegFrame<'a>> {
         let opts = DecoderOptions::default().jpeg_set_out_colorspace(ColorSpace::RGB);
         let mut dec = JpegDecoder::new_with_options(ZCursor::new(bytes), opts);
         dec.decode_headers().map_err(jpeg_err)?;
         let (w, h) = dec
             .dimensions()
             .ok_or(Error::Jpeg(JpegProblem::NoDimensions))?;
-        if w.saturating_mul(h) > max_pixels {
-            return Err(Error::Jpeg(JpegProblem::TooLarge {
-                width: w,
-                height: h,
-                max_pixels,
-            }));
-        }
+        check_size(w, h, max_pixels)?;
         if dec.input_colorspace() == Some(ColorSpace::Luma) {
             let gray = dec.options().jpeg_set_out_colorspace(ColorSpace::Luma);
             dec.set_options(gray);
         }
         let channels = dec.options().jpeg_get_out_colorspace().num_components();
         Ok(JpegFrame {
-            dec,
+            decoder: FrameDecoder::Zune(Box::new(dec)),
             width: w,
             height: h,
             channels,
         })
+    }
+
+    /// The decoder that will decode this frame: `Zune` or `Turbo`, never `Auto`.
+    pub fn decoder(&self) -> Backend {
+        match self.decoder {
+            FrameDecoder::Zune(_) => Backend::Zune,
+            FrameDecoder::Turbo(..) => Backend::Turbo,
+        }
     }
 
     /// Pixels per row.
@@ -146,7 +212,7 @@ impl<'a> JpegFrame<'a> {
     }
 
     /// Decodes the image into `out`, which must be exactly [`JpegFrame::len`] bytes.
-    pub fn decode_into(mut self, out: &mut [u8]) -> Result<()> {
+    pub fn decode_into(self, out: &mut [u8]) -> Result<()> {
         if out.len() != self.len() {
             return Err(Error::Jpeg(JpegProblem::OutputSize {
                 len: out.len(),
@@ -155,7 +221,13 @@ impl<'a> JpegFrame<'a> {
                 channels: self.channels,
             }));
         }
-        self.dec.decode_into(out).map_err(jpeg_err)
+        match self.decoder {
+            FrameDecoder::Zune(mut dec) => dec.decode_into(out).map_err(jpeg_err),
+            FrameDecoder::Turbo(t, bytes) => {
+                turbo::decode_into(t, bytes, self.width, self.height, self.channels, out)
+                    .map_err(turbo_err)
+            }
+        }
     }
 }
 

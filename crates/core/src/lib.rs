@@ -8,7 +8,8 @@
 //! - [`format`](mod@format): the roverd on-disk format: `meta.json`, channel writers and readers
 //!   (`raw`, `lzma`, `lzmaf`, blob directories, `mjpg` AVI video), [`format::Sensor`],
 //!   [`format::Trace`], and the consistency check / crash recovery.
-//! - [`jpeg`] (feature `jpeg`): JPEG frames to pixels, for gulp frames and `mjpg` video.
+//! - [`jpeg`] (feature `jpeg`): JPEG frames to pixels (libjpeg-turbo where it loads, else
+//!   zune-jpeg), for gulp frames and `mjpg` video.
 //! - [`gulp`]: reader for GulpIO2 video datasets (`data_<n>.gulp` + `meta_<n>.gmeta`):
 //!   zero-copy JPEG frames from mapped files, sanity check, summary.
 //! - [`zarr`]: Zarr v2 reader (Blosc and the numcodecs compressors, structured dtypes) and

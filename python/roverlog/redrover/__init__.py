@@ -31,8 +31,9 @@ and `Channel.write`/`consume` raise `NotImplementedError`), the channel helper m
 `channels.abstract`/`channels.utils`, and upstream's runtime type checks (jaxtyping/beartype). Differences from upstream, all where upstream fails or
 disagrees with itself: errors are `roverlog.Error`s naming the file; a video read starting
 at frame `i > 0` gives frame `i` (upstream seeks OpenCV to `i - 1` and gives that frame);
-`Camera` resizes `jpg` channels too; `len(Pose)` works; the timestamp corrections raise a
-`ValueError` for fewer than two timestamps or an interval holding no sample (upstream
+`Camera` resizes `jpg` channels too; a video channel whose `args` hold `fps` (as roverlog's
+`convert` and ROS `import` write) opens (upstream raises `TypeError`); `len(Pose)` works; the
+timestamp corrections raise a `ValueError` for fewer than two timestamps or an interval holding no sample (upstream
 divides by zero or loops forever).
 
 `roverlog.Trace` (module `roverlog.roverd`) is roverlog's own, lower-level reader; this

@@ -200,9 +200,15 @@ class _Images(Channel):
 
 class VideoChannel(_Images):
     """`mjpg`: an MJPEG AVI; frames decoded to RGB, optionally resized to `resolution`
-    (width, height) with OpenCV's `interp` method."""
+    (width, height) with OpenCV's `interp` method. `fps` (which roverlog's writers keep in
+    the channel's `args` for the AVI header; upstream's VideoChannel takes no such argument)
+    is accepted and kept as `self.fps`: `ts` is the truth for time."""
 
     format = "mjpg"
+
+    def __init__(self, path, dtype, shape, resolution=None, interp="area", fps=None):
+        super().__init__(path, dtype, shape, resolution, interp)
+        self.fps = fps
 
 
 class BlobChannel(Channel):

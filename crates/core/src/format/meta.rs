@@ -274,12 +274,37 @@ impl SensorMeta {
     }
 
     /// Writes `<dir>/meta.json` atomically: a temporary file, fsync, rename, fsync of `dir`.
-    /// A crash leaves either the old or the new file, never a torn one.
+    /// A crash leaves either the old or the new file, never a torn one. What is written is
+    /// [`SensorMeta::for_disk`]: upstream must be able to open it.
     pub fn write_atomic(&self, dir: &Path) -> Result<()> {
         self.validate()?;
-        write_file_atomic(&dir.join(META_FILE), &self.to_json_bytes())
+        write_file_atomic(&dir.join(META_FILE), &self.for_disk().to_json_bytes())
+    }
+
+    /// These channels as `meta.json` holds them: without the `args` keys only roverlog's
+    /// writers read ([`WRITER_ONLY_ARGS`]), and without an `args` left empty. Upstream
+    /// passes a channel's `args` to its channel class as keyword arguments, and a key the
+    /// class does not take makes the whole trace unreadable there.
+    pub fn for_disk(&self) -> SensorMeta {
+        let mut m = self.clone();
+        for (_, ch) in &mut m.channels {
+            if let Some(args) = &mut ch.args {
+                for k in WRITER_ONLY_ARGS {
+                    args.remove(*k);
+                }
+                if args.is_empty() {
+                    ch.args = None;
+                }
+            }
+        }
+        m
     }
 }
+
+/// `args` keys roverlog's writers take and upstream's channel classes do not: `fps`, the
+/// frame rate a new MJPEG file's header gets (`ts` is the truth for time). A driver or a
+/// converter may pass them; [`SensorMeta::write_atomic`] leaves them out of `meta.json`.
+pub const WRITER_ONLY_ARGS: &[&str] = &["fps"];
 
 /// One channel's description; the caller names the channel in the error.
 fn parse_channel(spec: &Value) -> std::result::Result<ChannelMeta, ChannelSpecProblem> {
@@ -539,5 +564,30 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["meta.json"]);
+    }
+
+    /// Upstream opens a channel with `Class(path, dtype, shape, **args)`: an `fps` there
+    /// (which only our MJPEG writer reads) made the whole trace unreadable upstream.
+    #[test]
+    fn writer_only_args_stay_out_of_meta_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = parse(
+            r#"{"ts": {"format": "raw", "type": "f8", "shape": [], "desc": "t"},
+                "video.avi": {"format": "mjpg", "type": "u1", "shape": [4, 6, 3], "desc": "v",
+                              "args": {"fps": 10}},
+                "small.avi": {"format": "mjpg", "type": "u1", "shape": [4, 6, 3], "desc": "v",
+                              "args": {"fps": 10, "interp": "area"}}}"#,
+        )
+        .unwrap();
+        m.write_atomic(dir.path()).unwrap();
+        let text = fs::read_to_string(dir.path().join(META_FILE)).unwrap();
+        assert!(!text.contains("fps"), "{text}");
+        let back = SensorMeta::read(dir.path()).unwrap();
+        assert_eq!(back.get("video.avi").unwrap().args, None);
+        let small = back.get("small.avi").unwrap().args.clone().unwrap();
+        assert_eq!(small.len(), 1, "{small:?}");
+        assert_eq!(small["interp"], "area");
+        assert_eq!(back, m.for_disk());
+        assert_ne!(back, m);
     }
 }

@@ -209,7 +209,8 @@ impl SensorWriter {
     }
 
     /// Reopens an existing sensor to append: its `meta.json` must equal `meta` (with `ts`
-    /// added when absent). Torn tails are recovered first; the report says what was cut.
+    /// added when absent; writer-only `args` such as `fps` are not compared: `meta.json`
+    /// does not keep them). Torn tails are recovered first; the report says what was cut.
     pub fn resume(
         dir: &Path,
         mut meta: SensorMeta,
@@ -220,7 +221,7 @@ impl SensorWriter {
                 .insert(0, (TS_CHANNEL.to_string(), ChannelMeta::timestamps()));
         }
         let on_disk = SensorMeta::read(dir)?;
-        if on_disk != meta {
+        if on_disk.for_disk() != meta.for_disk() {
             return Err(Error::InvalidMeta {
                 path: dir.join(super::meta::META_FILE),
                 msg: "the channels on disk differ from the ones requested".into(),

@@ -28,7 +28,9 @@ use memmap2::Mmap;
 use serde_json::Value;
 
 #[cfg(feature = "jpeg")]
-pub use crate::jpeg::{decode_jpeg, decode_jpeg_limited, DecodedFrame, JpegFrame};
+pub use crate::jpeg::{
+    decode_jpeg, decode_jpeg_limited, decode_jpeg_with, DecodedFrame, JpegFrame,
+};
 pub use check::{sanity_check, ChunkSummary, GulpSummary, SanityProblem, SanityReport};
 pub use meta::{parse_gmeta, FrameInfo, GmetaEntry};
 pub use select::FrameSelection;

@@ -117,7 +117,7 @@ impl Writer {
                 ),
             );
         }
-        if on_disk.as_ref() == Some(&without_ts) {
+        if on_disk.map(|m| m.for_disk()) == Some(without_ts.for_disk()) {
             *recv = false;
             return without;
         }
