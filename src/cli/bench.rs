@@ -31,6 +31,7 @@ mod hour_trace;
 mod peers;
 mod report;
 pub(super) mod rig;
+mod rosbag;
 mod scenario;
 mod soak;
 
@@ -93,6 +94,9 @@ const PER_WRITE: usize = 256;
 /// its last line: x real time, daemon CPU s per rig s, the writers' figures, drops, peak RSS.
 /// The daemon's resident memory is sampled throughout and compared with its configured
 /// budgets.
+/// rosbag (run alone: `--only rosbag`): `roverlog rosbag` on a trace of --lidar-frames
+/// 128x2048 lidar frames and a 100 Hz IMU against upstream's `roverd rosbag` in
+/// --upstream-python, rounds alternating; CPU and wall of each, and the ratios.
 ///
 /// Exit codes: 0 every scenario ran and the data checks passed (targets may be missed: that
 /// is reported, not an error); 1 a scenario failed, data was lost, or the daemon did not exit
@@ -134,7 +138,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf,
-    /// dashboard, foxglove; or full-size, hour-trace, soak or rig alone.
+    /// dashboard, foxglove; or full-size, hour-trace, soak, rig or rosbag alone.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// How long `--only soak` runs, minutes (the rotation period is a twelfth of it, at
@@ -169,6 +173,9 @@ pub struct Args {
     /// rounds average out more noise. Default 3 (1 with --quick; 1 for rig).
     #[arg(long)]
     rounds: Option<usize>,
+    /// rosbag: lidar frames (128 x 2048) in the trace it converts (ten IMU samples each).
+    #[arg(long, default_value_t = 300)]
+    lidar_frames: usize,
 }
 
 /// How much each scenario sends.
@@ -436,6 +443,12 @@ fn run(args: Args) -> Result<bool> {
             let _ = std::fs::remove_dir_all(&work);
         }
         return Ok(ok);
+    }
+    if args.only.iter().any(|s| s == "rosbag") {
+        if args.only.len() > 1 {
+            bail!("--only rosbag runs alone (it drives no daemon)");
+        }
+        return rosbag::run_bench(&args);
     }
     if args.only.iter().any(|s| s == "rig") {
         if args.only.len() > 1 {

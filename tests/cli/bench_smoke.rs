@@ -468,3 +468,47 @@ fn soak_bench_reports_no_false_alarm() {
         assert!(r["rss_bytes"][k].as_u64().unwrap() > 0, "{r:#}");
     }
 }
+
+/// `bench --only rosbag` on a 3-frame trace without upstream (not installable in CI, which the
+/// report says): ours runs twice and reports its CPU and wall; no speed is asserted.
+#[test]
+fn rosbag_bench_runs_ours_and_says_upstream_was_not_run() {
+    assert_usage_error(&["--only", "rosbag,imu"], "runs alone");
+    assert_usage_error(
+        &["--only", "rosbag", "--lidar-frames", "0"],
+        "--lidar-frames",
+    );
+    let base = tempfile::tempdir().unwrap();
+    let out = Command::new(common::roverlog_bin())
+        .args([
+            "bench",
+            "--only",
+            "rosbag",
+            "--lidar-frames",
+            "3",
+            "--rounds",
+            "2",
+        ])
+        .arg("--dir")
+        .arg(base.path())
+        .env_remove("ROVERLOG_UPSTREAM_PYTHON")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = stdout
+        .lines()
+        .find(|l| l.starts_with("roverlog rosbag: CPU "))
+        .unwrap_or_else(|| panic!("no line for ours: {stdout}"));
+    assert_eq!(
+        ours.matches(" / ").count(),
+        2,
+        "two rounds for CPU and wall: {ours}"
+    );
+    assert!(stdout.contains("upstream not run"), "{stdout}");
+    assert!(stdout.contains("3 lidar frames"), "{stdout}");
+}

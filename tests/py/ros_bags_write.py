@@ -7,6 +7,8 @@ usage: ros_bags_write.py OUTDIR
 - OUTDIR/rosbag2/: a rosbag2 directory (MCAP storage) written by rosbags, messages serialized
   by rosbags' own CDR serializer;
 - OUTDIR/rosbag2_sqlite/: the same with sqlite3 storage (`.db3`, message definitions stored);
+- OUTDIR/rosbag2_sqlite_humble/: that database without its message_definitions table, as
+  rosbag2 before Iron writes it;
 - OUTDIR/ros1.bag: a ROS 1 bag written by rosbags (bz2 chunks, ROS 1 serialization of the
   ROS 2 types, as upstream's `rosbag` verb writes);
 - OUTDIR/ros1.mcap: ROS 1 messages in an MCAP file (`ros1`/`ros1msg`), lz4 chunks, written
@@ -19,6 +21,8 @@ usage: ros_bags_write.py OUTDIR
 
 import base64
 import json
+import shutil
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -285,6 +289,14 @@ def main(out: Path):
             t = topics[name][0]
             w.write(conns[name], log_ns(i), store.serialize_cdr(objs[(name, i)], t))
 
+    # A sqlite3 recording from before Iron (Humble's rosbag2): the same database without
+    # its message_definitions table, which rosbag2 added in Iron.
+    humble = out / "rosbag2_sqlite_humble"
+    shutil.copytree(out / "rosbag2_sqlite", humble)
+    for db in humble.glob("*.db3"):
+        with sqlite3.connect(db) as c:
+            c.execute("DROP TABLE message_definitions")
+
     w = Ros1Writer(out / "ros1.bag")
     w.set_compression(Ros1Writer.CompressionFormat.BZ2)
     with w:
@@ -334,6 +346,18 @@ def main(out: Path):
         exp["stamps"] = (exp["log"] if exp.pop("unstamped", False)
                          else [s + n * 1e-9 for s, n in (stamp(i) for i in range(N))])
         expected["topics"][name] = exp
+    # Without stored definitions only the standard types roverlog ships decode; every
+    # other topic is skipped for that reason.
+    standard = {f"sensor_msgs/msg/{t}" for t in
+                ("Imu", "NavSatFix", "Image", "CompressedImage", "PointCloud2", "LaserScan")}
+    pre_iron = {"skipped": dict(expected["skipped"]), "not_imported": []}
+    for name, (t, _, _, _) in topics.items():
+        if t not in standard:
+            pre_iron["skipped"][name] = "stores no message definition"
+            if name in expected["topics"]:
+                pre_iron["not_imported"].append(name)
+    assert pre_iron["not_imported"], "the test needs a non-standard topic"
+    expected["pre_iron"] = pre_iron
     (out / "expected.json").write_text(json.dumps(expected))
 
 

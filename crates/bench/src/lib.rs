@@ -21,6 +21,7 @@ pub mod lidar;
 pub mod load;
 pub mod procfs;
 pub mod rig;
+pub mod rosbag_trace;
 
 pub use roverlog_core::noise;
 

@@ -8,7 +8,7 @@
 //! - [`container`]: what the containers share (mapped file, chunks, decompression with a
 //!   bound, message locations); [`mcap`] and [`ros1bag`] read the two containers;
 //!   [`rosbag2`] the directory's `metadata.yaml`; `sqlite` (feature `sqlite`) rosbag2's
-//!   sqlite3 storage.
+//!   sqlite3 storage, with [`standard_msgs`]' definitions for a recording that stores none.
 //! - [`mapping`]: the default mapping of standard messages to channels (docs/ros.md);
 //!   [`topic_map`]: the optional mapping file (per topic: skip, names, stamp, images).
 //! - [`source`]: the recording as sensors, one per topic; topics we cannot import are listed
@@ -26,6 +26,7 @@ pub mod schema;
 pub mod source;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod standard_msgs;
 pub mod topic_map;
 
 use std::path::Path;

@@ -1,7 +1,9 @@
 //! rosbag2's sqlite3 storage (`.db3`, feature `sqlite`): table `topics` (id, name, type,
 //! serialization_format), `messages` (id, topic_id, timestamp, data) and, from rosbag2 Iron
 //! on, `message_definitions` (topic_type, encoding, encoded_message_definition). A recording
-//! from before Iron stores no definitions: its topics are reported as ones we cannot decode.
+//! from before Iron stores no definitions: a topic of a standard type the default mapping
+//! understands is decoded with the definition roverlog ships ([`super::standard_msgs`]); any
+//! other is reported as one we cannot decode.
 //!
 //! The database is opened read-only; a message is read again by its row id.
 
@@ -93,10 +95,16 @@ impl Db3 {
                     String::new(),
                     Err(format!("its definition is {enc:?} (we read ros2msg)")),
                 ),
-                ("cdr", None) => (
-                    String::new(),
-                    Err("the recording stores no message definition for its type (rosbag2 sqlite3 before Iron)".into()),
-                ),
+                ("cdr", None) => match super::standard_msgs::definition(&msgtype) {
+                    Some(text) => (text, Ok(Wire::Cdr)),
+                    None => (
+                        String::new(),
+                        Err(format!(
+                            "the recording stores no message definition for its type (rosbag2 sqlite3 before Iron), and it is not one of the standard messages roverlog knows ({})",
+                            super::standard_msgs::known().collect::<Vec<_>>().join(", ")
+                        )),
+                    ),
+                },
                 (f, _) => (String::new(), Err(format!("serialization format {f:?} is not cdr"))),
             };
             sink.connection(Topic {

@@ -10,8 +10,9 @@
 //!
 //! A record is `header_len: u32`, header fields (`field_len: u32`, `name=value`), `data_len:
 //! u32`, data; the `op` field says what it is. Times are `secs: u32, nsecs: u32`. A chunk is
-//! kept in memory until it passes [`CHUNK_BYTES`] (a message larger than that makes a chunk of
-//! its own), so memory holds one chunk plus a few bytes per chunk for the index.
+//! kept in memory until the next message would take it past [`CHUNK_BYTES`]; that message
+//! closes it and is written from the caller's buffer, not copied in (a point cloud is
+//! megabytes), so memory holds one chunk plus a few bytes per chunk for the index.
 
 use std::collections::BTreeMap;
 use std::io::{self, Seek, SeekFrom, Write};
@@ -164,21 +165,25 @@ impl<W: Write + Seek> Bag1Writer<W> {
             (conn as usize) < self.connections.len(),
             "unknown connection"
         );
+        let mut head = Vec::with_capacity(64);
+        Fields::new(Some(OP_MSG_DATA))
+            .u32("conn", conn)
+            .time("time", ns)
+            .write_to(&mut head)?;
+        data_len(&mut head, data.len())?;
         let offset = self.chunk.len() as u32;
         self.index.entry(conn).or_default().push((ns, offset));
         self.span = Some(match self.span {
             Some((a, b)) => (a.min(ns), b.max(ns)),
             None => (ns, ns),
         });
-        Fields::new(Some(OP_MSG_DATA))
-            .u32("conn", conn)
-            .time("time", ns)
-            .write_to(&mut self.chunk)?;
-        data_len(&mut self.chunk, data.len())?;
-        self.chunk.extend_from_slice(data);
-        if self.chunk.len() > CHUNK_BYTES {
-            self.close_chunk()?;
+        if self.chunk.len() + head.len() + data.len() > CHUNK_BYTES {
+            // The message closes the chunk: written straight from `data` after the chunk's
+            // bytes (a point cloud's megabytes are not copied into the chunk buffer).
+            return self.close_chunk_with(&head, data);
         }
+        self.chunk.extend_from_slice(&head);
+        self.chunk.extend_from_slice(data);
         Ok(())
     }
 
@@ -187,16 +192,29 @@ impl<W: Write + Seek> Bag1Writer<W> {
         if self.chunk.is_empty() {
             return Ok(());
         }
+        self.close_chunk_with(&[], &[])
+    }
+
+    /// Writes the open chunk followed by `head` and `tail` (the last message's record
+    /// header and data, already indexed), and its index data records.
+    fn close_chunk_with(&mut self, head: &[u8], tail: &[u8]) -> io::Result<()> {
         let pos = self.pos;
-        let mut head = Vec::new();
+        let size = self.chunk.len() + head.len() + tail.len();
+        let mut rec = Vec::with_capacity(64);
         Fields::new(Some(OP_CHUNK))
             .field("compression", b"none")
-            .u32("size", self.chunk.len() as u32)
-            .write_to(&mut head)?;
-        data_len(&mut head, self.chunk.len())?;
-        self.out.write_all(&head)?;
+            .u32(
+                "size",
+                u32::try_from(size).map_err(|_| io::Error::other("chunk over 4 GiB"))?,
+            )
+            .write_to(&mut rec)?;
+        data_len(&mut rec, size)?;
+        self.out.write_all(&rec)?;
         self.out.write_all(&self.chunk)?;
-        self.pos += (head.len() + self.chunk.len()) as u64;
+        self.out.write_all(head)?;
+        self.out.write_all(tail)?;
+        self.pos += (rec.len() + size) as u64;
+        self.chunk.clear();
         let mut idx = Vec::new();
         let mut counts = Vec::new();
         for (&conn, entries) in &self.index {
@@ -221,7 +239,6 @@ impl<W: Write + Seek> Bag1Writer<W> {
             end,
             counts,
         });
-        self.chunk.clear();
         self.index.clear();
         self.span = None;
         Ok(())

@@ -16,9 +16,11 @@
 //! cloud's `width` is its number of points and `row_step` its whole row (upstream writes
 //! `width` 1 and `row_step` 12: its points array is `(1, 1, N, 3)`, so `shape[0]` is 1; the
 //! data is the same), and the output is written under a temporary name and renamed when
-//! complete. Frames are decoded (the bulk of the work: `lzma`) and projected by one thread
-//! per core (up to 4) while the calling thread serialises and writes in order; memory holds
-//! up to two frames per worker and one chunk, whatever the trace's length.
+//! complete. Frames are decoded (the bulk of the work: `lzma`), projected and serialised by
+//! one thread per core (up to 4), each into buffers it reuses, while the calling thread
+//! writes them in order with the IMU (a point cloud goes from the worker's buffer to the
+//! file without another copy, see [`bag1`]); memory holds up to two messages per worker and
+//! one chunk, whatever the trace's length.
 
 pub mod bag1;
 pub mod bag2;
@@ -31,7 +33,7 @@ use std::sync::mpsc;
 
 use roverlog_core::error::{Error, IoContext, Result};
 use roverlog_core::format::dtype::{decode_vec, view, Element};
-use roverlog_core::format::{DType, Sensor, Trace};
+use roverlog_core::format::{ChannelReader, DType, Sensor, Trace};
 use roverlog_core::ouster::{LidarIntrinsics, XyzLut};
 use roverlog_core::timestamps::{self, Model};
 
@@ -225,39 +227,88 @@ impl Sink {
     }
 }
 
-/// The message to write next.
-enum Msg<'a> {
-    Imu(Imu),
-    Cloud(PointCloud<'a>),
-}
-
 impl Sink {
-    fn write(&mut self, tmp: &Path, ns: u64, m: &Msg, buf: &mut Vec<u8>) -> Result<()> {
+    /// Writes an IMU message at bag time `ns`, serialised into `buf`.
+    fn write_imu(&mut self, tmp: &Path, ns: u64, m: &Imu, buf: &mut Vec<u8>) -> Result<()> {
         buf.clear();
         let bad_stamp = |e: msg::StampRange| unexportable(tmp, e.to_string());
         match self {
-            Sink::Ros1 { w, imu, points } => {
-                let conn = match m {
-                    Msg::Imu(m) => m.ros1(buf).map(|_| *imu),
-                    Msg::Cloud(m) => m.ros1(buf).map(|_| *points),
-                }
-                .map_err(bad_stamp)?;
-                w.write(conn, ns, buf).at(tmp)
+            Sink::Ros1 { w, imu, .. } => {
+                m.ros1(buf).map_err(bad_stamp)?;
+                w.write(*imu, ns, buf).at(tmp)
             }
-            Sink::Ros2 { w, imu, points } => {
-                let id = match m {
-                    Msg::Imu(m) => m.cdr(buf).map(|_| *imu),
-                    Msg::Cloud(m) => m.cdr(buf).map(|_| *points),
-                }
-                .map_err(bad_stamp)?;
-                w.write(id, ns, buf).at(tmp)
+            Sink::Ros2 { w, imu, .. } => {
+                m.cdr(buf).map_err(bad_stamp)?;
+                w.write(*imu, ns, buf).at(tmp)
             }
+        }
+    }
+
+    /// Writes a point cloud a worker serialised in this sink's wire (CDR for ROS 2).
+    fn write_cloud(&mut self, tmp: &Path, ns: u64, data: &[u8]) -> Result<()> {
+        match self {
+            Sink::Ros1 { w, points, .. } => w.write(*points, ns, data).at(tmp),
+            Sink::Ros2 { w, points, .. } => w.write(*points, ns, data).at(tmp),
         }
     }
 }
 
-/// One lidar frame's points, projected on the reader thread.
-type Frame = Result<Vec<[f32; 3]>>;
+/// One lidar frame as a serialised `PointCloud2` message, made by a worker thread.
+struct Cloud {
+    msg: Vec<u8>,
+    points: usize,
+}
+
+/// Buffers a worker keeps from frame to frame.
+#[derive(Default)]
+struct WorkerBufs {
+    /// The decompressed frame (`lzmaf`).
+    raw: Vec<u8>,
+    /// The projected points.
+    points: Vec<[f32; 3]>,
+}
+
+/// Decodes, projects and serialises lidar frame `j` into `msg` (cleared first).
+#[allow(clippy::too_many_arguments)]
+fn cloud(
+    rng: &mut ChannelReader,
+    dir: &Path,
+    j: usize,
+    rng_type: DType,
+    lut: &XyzLut,
+    min_range: Option<f32>,
+    stamp: Stamp,
+    ros2: bool,
+    bufs: &mut WorkerBufs,
+    mut msg: Vec<u8>,
+) -> Result<Cloud> {
+    let WorkerBufs { raw, points } = bufs;
+    points.clear();
+    let mut project = |bytes: &[u8]| match rng_type {
+        DType::U2 => project_frame::<u16>(lut, bytes, min_range, points),
+        _ => project_frame::<u32>(lut, bytes, min_range, points),
+    };
+    match rng {
+        ChannelReader::Lzmaf(r) => {
+            r.get_into(j as u64, raw)?;
+            project(raw)?;
+        }
+        other => project(&other.get(j as u64)?)?,
+    }
+    msg.clear();
+    msg.reserve(points.len() * 12 + 256);
+    let m = PointCloud { stamp, points };
+    if ros2 {
+        m.cdr(&mut msg)
+    } else {
+        m.ros1(&mut msg)
+    }
+    .map_err(|e| unexportable(dir, e.to_string()))?;
+    Ok(Cloud {
+        points: points.len(),
+        msg,
+    })
+}
 
 fn project_frame<T: Element + Into<f64>>(
     lut: &XyzLut,
@@ -339,21 +390,25 @@ pub fn export_rosbag(
     let lidar_dir = lidar.dir().to_path_buf();
 
     let result = std::thread::scope(|scope| -> Result<RosbagReport> {
-        // Frames are decoded and projected by `workers` threads, worker `k` taking frames
-        // `k, k + workers, ...`, each up to two ahead; the buffers come back for reuse.
+        // Frames are decoded, projected and serialised by `workers` threads, worker `k`
+        // taking frames `k, k + workers, ...`, each up to two ahead; the message buffers
+        // come back for reuse.
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .clamp(1, MAX_WORKERS)
             .min(n_lidar.max(1));
+        let ros2 = opts.format == BagFormat::Ros2Mcap;
         let mut frames = Vec::with_capacity(workers);
         let mut spares = Vec::with_capacity(workers);
         for k in 0..workers {
-            let (frames_tx, frames_rx) = mpsc::sync_channel::<Frame>(2);
-            let (spare_tx, spare) = mpsc::channel::<Vec<[f32; 3]>>();
+            let (frames_tx, frames_rx) = mpsc::sync_channel::<Result<Cloud>>(2);
+            let (spare_tx, spare) = mpsc::channel::<Vec<u8>>();
             frames.push(frames_rx);
             spares.push(spare_tx);
             let lidar = &lidar;
             let lut = &lut;
+            let lidar_ts = &lidar_ts;
+            let lidar_dir = &lidar_dir;
             scope.spawn(move || {
                 let mut rng = match lidar.channel("rng") {
                     Ok(r) => r,
@@ -362,15 +417,16 @@ pub fn export_rosbag(
                         return;
                     }
                 };
+                let mut bufs = WorkerBufs::default();
                 for j in (k..n_lidar).step_by(workers) {
-                    let mut pts = spare.try_recv().unwrap_or_default();
-                    pts.clear();
-                    let r = rng.get(j as u64).and_then(|bytes| match rng_type {
-                        DType::U2 => project_frame::<u16>(lut, &bytes, min_range, &mut pts),
-                        _ => project_frame::<u32>(lut, &bytes, min_range, &mut pts),
-                    });
+                    let msg = spare.try_recv().unwrap_or_default();
+                    let stamp = Stamp::from_secs(lidar_ts[j]);
+                    let r = cloud(
+                        &mut rng, lidar_dir, j, rng_type, lut, min_range, stamp, ros2, &mut bufs,
+                        msg,
+                    );
                     let stop = r.is_err();
-                    if frames_tx.send(r.map(|_| pts)).is_err() || stop {
+                    if frames_tx.send(r).is_err() || stop {
                         return;
                     }
                 }
@@ -388,28 +444,24 @@ pub fn export_rosbag(
                     v[k] = triple(&r.get(i as u64)?, *dtype);
                 }
                 let stamp = Stamp::from_secs(imu_ts[i]);
-                let m = Msg::Imu(Imu {
+                let m = Imu {
                     stamp,
                     orientation: quat_from_intrinsic_xyz(v[0]),
                     linear_acceleration: v[1],
                     angular_velocity: v[2],
-                });
-                sink.write(&tmp, bag_time(imu.dir(), i, stamp)?, &m, &mut buf)?;
+                };
+                sink.write_imu(&tmp, bag_time(imu.dir(), i, stamp)?, &m, &mut buf)?;
                 report.imu_messages += 1;
                 i += 1;
             } else {
-                let points = frames[j % workers].recv().map_err(|_| {
+                let c = frames[j % workers].recv().map_err(|_| {
                     unexportable(&lidar_dir, format!("frame {j}: the reader thread stopped"))
                 })??;
                 let stamp = Stamp::from_secs(lidar_ts[j]);
-                let m = Msg::Cloud(PointCloud {
-                    stamp,
-                    points: &points,
-                });
-                sink.write(&tmp, bag_time(&lidar_dir, j, stamp)?, &m, &mut buf)?;
+                sink.write_cloud(&tmp, bag_time(&lidar_dir, j, stamp)?, &c.msg)?;
                 report.cloud_messages += 1;
-                report.points += points.len() as u64;
-                let _ = spares[j % workers].send(points);
+                report.points += c.points as u64;
+                let _ = spares[j % workers].send(c.msg);
                 j += 1;
             }
             progress((i + j) as u64, total);

@@ -163,11 +163,12 @@ fn f64s(out: &mut Vec<u8>, v: &[f64]) {
 }
 
 fn points_bytes(out: &mut Vec<u8>, points: &[[f32; 3]]) {
-    out.reserve(points.len() * 12);
-    for p in points {
-        for v in p {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
+    let start = out.len();
+    out.resize(start + points.len() * 12, 0);
+    for (o, p) in out[start..].chunks_exact_mut(12).zip(points) {
+        o[..4].copy_from_slice(&p[0].to_le_bytes());
+        o[4..8].copy_from_slice(&p[1].to_le_bytes());
+        o[8..].copy_from_slice(&p[2].to_le_bytes());
     }
 }
 

@@ -359,14 +359,22 @@ impl LzmafReader {
 
     /// Sample `index`, decompressed.
     pub fn get(&self, index: u64) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.get_into(index, &mut out)?;
+        Ok(out)
+    }
+
+    /// Sample `index`, decompressed into `out` (replacing what it held; its allocation is
+    /// reused, so a loop over frames allocates once).
+    pub fn get_into(&self, index: u64, out: &mut Vec<u8>) -> Result<()> {
         let frame = self.compressed(index)?;
         let damaged = |why: String| Error::DamagedSample {
             path: self.path.clone(),
             index,
             damage: Damage::Undecodable(why),
         };
-        let out = match lzma::decompress(frame, self.sample_bytes, &self.path) {
-            Ok(out) => out,
+        match lzma::decompress_into(frame, self.sample_bytes, &self.path, out) {
+            Ok(()) => {}
             Err(Error::Corrupt { msg, .. }) => return Err(damaged(msg)),
             Err(e) => return Err(damaged(e.to_string())),
         };
@@ -377,7 +385,7 @@ impl LzmafReader {
                 self.sample_bytes
             )));
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -1,5 +1,6 @@
 //! Stored frames must read back as what was stored through every decoder a trace meets: ours
-//! (lzma-rust2), liblzma's (the `liblzma` crate) and upstream's (Python's `lzma`).
+//! (`lzma::decompress`, liblzma), lzma-rust2's (the crate our encoder is from) and upstream's
+//! (Python's `lzma`).
 
 use super::*;
 use crate::format::lzma;
@@ -52,11 +53,11 @@ fn our_decoder_reads_stored_frames() {
 }
 
 #[test]
-fn liblzma_reads_stored_frames() {
+fn lzma_rust2_reads_stored_frames() {
     for s in samples() {
         let frame = store(&s);
         let mut back = Vec::new();
-        liblzma::read::XzDecoder::new(&frame[..])
+        lzma_rust2::XzReader::new(&frame[..], true)
             .read_to_end(&mut back)
             .unwrap_or_else(|e| panic!("{} bytes: {e}", s.len()));
         assert_eq!(back, s, "{} bytes", s.len());
