@@ -248,45 +248,84 @@ pub fn intact_frames(offsets: &[u64], data_len: u64) -> (u64, u64) {
     (ordered.min(within) as u64, ordered as u64)
 }
 
-/// A random-access `lzmaf` channel (data mapped, index in memory).
+/// What a reader takes of an index (its file's bytes) against a data file of `data_len`
+/// bytes, deciding in O(1) when it can: (frames counted, frames before the first entry known
+/// to be out of order). When the index starts at 0 and its last whole entry lies within the
+/// data (every crash leaves it so: entries reach the disk after their frames), every frame
+/// it lists is counted and each read checks its own two entries ([`LzmafReader::compressed`]);
+/// an index that ends past its data (a data file cut short, a power cut that reordered the
+/// writes) or does not start at 0 is walked whole: [`intact_frames`].
+pub fn reader_frames(index: &[u8], data_len: u64) -> (u64, u64) {
+    let listed = (index.len() / 8).saturating_sub(1);
+    if listed == 0 {
+        return (0, 0);
+    }
+    let (first, last) = (entry_at(index, 0), entry_at(index, listed));
+    if first == Some(0) && last.is_some_and(|end| end <= data_len) {
+        (listed as u64, listed as u64)
+    } else {
+        intact_frames(&parse_index(index), data_len)
+    }
+}
+
+/// Entry `k` of index bytes.
+fn entry_at(index: &[u8], k: usize) -> Option<u64> {
+    let b = index.get(k.checked_mul(8)?..k.checked_mul(8)?.checked_add(8)?)?;
+    Some(u64::from_le_bytes(b.try_into().ok()?))
+}
+
+/// Maps an index file; a missing or empty one is `None`.
+fn map_index(path: &Path) -> Result<Option<Mmap>> {
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        // SAFETY: as for the data file: an index is append-only while readable.
+        _ => Ok(unsafe { crate::io::map_possibly_empty(path) }?.0),
+    }
+}
+
+/// A random-access `lzmaf` channel (data and index mapped).
 ///
-/// Frames are read as far as the index can be trusted: from 0, never going back, within the
-/// data file (upstream reads frame `k` from `[off[k], off[k+1])` the same way). A frame the
-/// index or `ts` lists past that (a data file cut short, an index entry out of order) or one
-/// that does not decode is a [`Error::DamagedSample`]; the frames before it read as ever.
+/// Frames are read as far as the index can be trusted (see [`reader_frames`]): from 0,
+/// never going back, within the data file (upstream reads frame `k` from `[off[k], off[k+1])`
+/// the same way). A frame the index or `ts` lists past that (a data file cut short, an index
+/// entry out of order) or one that does not decode is a [`Error::DamagedSample`]; the frames
+/// before it read as ever. Opening costs the same for an hour as for a second when the index
+/// ends within its data: only its first and last entries are read then.
 pub struct LzmafReader {
     path: PathBuf,
     map: Option<Mmap>,
-    offsets: Vec<u64>,
+    /// The `_i` file, mapped (`None`: missing or empty).
+    index: Option<Mmap>,
     sample_bytes: usize,
     /// Bytes of the data file when mapped.
     data_len: u64,
-    /// Frames whose index entries are in order (from 0) and whose bytes are all in the data.
+    /// Frames counted: see [`reader_frames`].
     intact: u64,
-    /// Frames before the first index entry out of order (`offsets[0]` not 0 counts as one).
+    /// Frames before the first index entry known to be out of order.
     ordered: u64,
     expected: Expected,
+    /// Pages behind a read in order are released (see [`crate::mem::ReleaseBehind`]).
+    behind: crate::mem::ReleaseBehind,
 }
 
 impl LzmafReader {
-    /// Opens the channel: the index read whole, the data mapped.
+    /// Opens the channel: index and data mapped (the index first: it trails the data, so a
+    /// channel being recorded is never taken for a damaged one).
     pub fn open(path: &Path, sample_bytes: usize) -> Result<LzmafReader> {
-        let mut offsets = read_index(&index_path(path))?;
+        let index = map_index(&index_path(path))?;
         // SAFETY: as for raw channels, lzmaf files are append-only while readable.
         let (map, data_len) = unsafe { crate::io::map_possibly_empty(path) }?;
-        if offsets.is_empty() {
-            offsets.push(0);
-        }
-        let (intact, ordered) = intact_frames(&offsets, data_len);
+        let (intact, ordered) = reader_frames(index.as_deref().unwrap_or_default(), data_len);
         Ok(LzmafReader {
             path: path.to_path_buf(),
             map,
-            offsets,
+            index,
             sample_bytes,
             data_len,
             intact,
             ordered,
             expected: None,
+            behind: Default::default(),
         })
     }
 
@@ -308,7 +347,19 @@ impl LzmafReader {
 
     /// Frames the index lists (intact or not).
     pub fn listed(&self) -> u64 {
-        self.offsets.len() as u64 - 1
+        (self.index_bytes().len() / 8).saturating_sub(1) as u64
+    }
+
+    fn index_bytes(&self) -> &[u8] {
+        self.index.as_deref().unwrap_or_default()
+    }
+
+    /// Frame `index`'s entries `(start, end)` (both exist for a frame below [`listed`](Self::listed)).
+    fn entries(&self, index: u64) -> (u64, u64) {
+        let k = usize::try_from(index).unwrap_or(usize::MAX);
+        let b = self.index_bytes();
+        let at = |k: usize| entry_at(b, k).unwrap_or(u64::MAX);
+        (at(k), at(k.saturating_add(1)))
     }
 
     /// Frame `index`'s compressed bytes, borrowed from the map. Every intact frame can be
@@ -324,11 +375,24 @@ impl LzmafReader {
                 || self.damage(index),
             ));
         }
-        let (a, b) = (
-            self.offsets[index as usize] as usize,
-            self.offsets[index as usize + 1] as usize,
-        );
-        Ok(self.map.as_deref().map(|m| &m[a..b]).unwrap_or_default())
+        let (a, b) = self.entries(index);
+        if a > b || b > self.data_len {
+            // Counted without walking the index (see `reader_frames`): its own entries are
+            // checked here. Out of order (an entry past the data is followed by a smaller one,
+            // as the last is within it).
+            return Err(Error::DamagedSample {
+                path: self.path.clone(),
+                index,
+                damage: Damage::BadIndex { start: a, end: b },
+            });
+        }
+        Ok(match &self.map {
+            Some(m) => {
+                self.behind.read(m, index, a);
+                &m[a as usize..b as usize]
+            }
+            None => &[],
+        })
     }
 
     /// Why frame `index`, past the intact ones, cannot be read.
@@ -338,10 +402,7 @@ impl LzmafReader {
                 frames: self.listed(),
             };
         }
-        let (start, end) = (
-            self.offsets[index as usize],
-            self.offsets[index as usize + 1],
-        );
+        let (start, end) = self.entries(index);
         if index >= self.ordered {
             Damage::BadIndex { start, end }
         } else if start < self.data_len {
