@@ -260,12 +260,17 @@ pub fn reader_frames(index: &[u8], data_len: u64) -> (u64, u64) {
     if listed == 0 {
         return (0, 0);
     }
-    let (first, last) = (entry_at(index, 0), entry_at(index, listed));
-    if first == Some(0) && last.is_some_and(|end| end <= data_len) {
+    if counts_every_frame(entry_at(index, 0), entry_at(index, listed), data_len) {
         (listed as u64, listed as u64)
     } else {
         intact_frames(&parse_index(index), data_len)
     }
+}
+
+/// The O(1) rule of [`reader_frames`]: the index's first entry is 0 and its last whole one
+/// lies within the data.
+fn counts_every_frame(first: Option<u64>, last: Option<u64>, data_len: u64) -> bool {
+    first == Some(0) && last.is_some_and(|end| end <= data_len)
 }
 
 /// Entry `k` of index bytes.
@@ -274,16 +279,68 @@ fn entry_at(index: &[u8], k: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.try_into().ok()?))
 }
 
-/// Maps an index file; a missing or empty one is `None`.
-fn map_index(path: &Path) -> Result<Option<Mmap>> {
-    match std::fs::metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        // SAFETY: as for the data file: an index is append-only while readable.
-        _ => Ok(unsafe { crate::io::map_possibly_empty(path) }?.0),
+/// What a reader keeps of the `_i` file.
+enum Index {
+    /// Every frame counted ([`reader_frames`]): the file, each read takes its two entries.
+    File(std::fs::File),
+    /// Walked whole at open (an index ending past its data, or not starting at 0).
+    Entries(Vec<u64>),
+}
+
+impl Index {
+    /// Entries `k` and `k + 1` (`None` past the index).
+    fn pair(&self, k: u64) -> std::io::Result<Option<(u64, u64)>> {
+        match self {
+            Index::Entries(v) => {
+                let k = usize::try_from(k).unwrap_or(usize::MAX);
+                Ok(v.get(k)
+                    .zip(v.get(k.saturating_add(1)))
+                    .map(|(a, b)| (*a, *b)))
+            }
+            Index::File(f) => {
+                use std::os::unix::fs::FileExt;
+                let mut b = [0u8; 16];
+                match f.read_exact_at(&mut b, k.saturating_mul(8)) {
+                    Ok(()) => Ok(entry_at(&b, 0).zip(entry_at(&b, 1))),
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+        }
     }
 }
 
-/// A random-access `lzmaf` channel (data and index mapped).
+/// Decides what a reader counts of the index `f` (at `path`, `len` bytes when measured)
+/// against `data_len` bytes of data: [`reader_frames`]'s rule, reading its first and last
+/// entries, or all of it when that rule does not hold. Returns (the index, frames listed,
+/// counted, ordered).
+fn open_index(
+    f: std::fs::File,
+    len: u64,
+    path: &Path,
+    data_len: u64,
+) -> Result<(Index, u64, u64, u64)> {
+    use std::os::unix::fs::FileExt;
+    let listed = (len / 8).saturating_sub(1);
+    let entry = |k: u64| -> Result<u64> {
+        let mut b = [0u8; 8];
+        f.read_exact_at(&mut b, k * 8)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(u64::from_le_bytes(b))
+    };
+    if listed > 0 && counts_every_frame(Some(entry(0)?), Some(entry(listed)?), data_len) {
+        return Ok((Index::File(f), listed, listed, listed));
+    }
+    // The whole listed part, as it was measured (a live index may have grown since).
+    let mut bytes = vec![0u8; (len / 8 * 8) as usize];
+    f.read_exact_at(&mut bytes, 0)
+        .map_err(|e| Error::io(path, e))?;
+    let entries = parse_index(&bytes);
+    let (intact, ordered) = intact_frames(&entries, data_len);
+    Ok((Index::Entries(entries), listed, intact, ordered))
+}
+
+/// A random-access `lzmaf` channel (data mapped; the index read as reads need it).
 ///
 /// Frames are read as far as the index can be trusted (see [`reader_frames`]): from 0,
 /// never going back, within the data file (upstream reads frame `k` from `[off[k], off[k+1])`
@@ -294,8 +351,10 @@ fn map_index(path: &Path) -> Result<Option<Mmap>> {
 pub struct LzmafReader {
     path: PathBuf,
     map: Option<Mmap>,
-    /// The `_i` file, mapped (`None`: missing or empty).
-    index: Option<Mmap>,
+    /// The `_i` file, or its entries.
+    index: Index,
+    /// Frames the index lists (its whole entries, less the leading 0).
+    listed: u64,
     sample_bytes: usize,
     /// Bytes of the data file when mapped.
     data_len: u64,
@@ -309,17 +368,30 @@ pub struct LzmafReader {
 }
 
 impl LzmafReader {
-    /// Opens the channel: index and data mapped (the index first: it trails the data, so a
-    /// channel being recorded is never taken for a damaged one).
+    /// Opens the channel: the index's length taken, then the data mapped (in that order: the
+    /// index trails the data, so a channel being recorded is never taken for a damaged one),
+    /// then what the index lets a reader count (see [`reader_frames`]).
     pub fn open(path: &Path, sample_bytes: usize) -> Result<LzmafReader> {
-        let index = map_index(&index_path(path))?;
+        let ipath = index_path(path);
+        let index_file = match std::fs::File::open(&ipath) {
+            Ok(f) => {
+                let len = f.metadata().map_err(|e| Error::io(&ipath, e))?.len();
+                Some((f, len))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Error::io(&ipath, e)),
+        };
         // SAFETY: as for raw channels, lzmaf files are append-only while readable.
         let (map, data_len) = unsafe { crate::io::map_possibly_empty(path) }?;
-        let (intact, ordered) = reader_frames(index.as_deref().unwrap_or_default(), data_len);
+        let (index, listed, intact, ordered) = match index_file {
+            Some((f, len)) => open_index(f, len, &ipath, data_len)?,
+            None => (Index::Entries(Vec::new()), 0, 0, 0),
+        };
         Ok(LzmafReader {
             path: path.to_path_buf(),
             map,
             index,
+            listed,
             sample_bytes,
             data_len,
             intact,
@@ -347,19 +419,7 @@ impl LzmafReader {
 
     /// Frames the index lists (intact or not).
     pub fn listed(&self) -> u64 {
-        (self.index_bytes().len() / 8).saturating_sub(1) as u64
-    }
-
-    fn index_bytes(&self) -> &[u8] {
-        self.index.as_deref().unwrap_or_default()
-    }
-
-    /// Frame `index`'s entries `(start, end)` (both exist for a frame below [`listed`](Self::listed)).
-    fn entries(&self, index: u64) -> (u64, u64) {
-        let k = usize::try_from(index).unwrap_or(usize::MAX);
-        let b = self.index_bytes();
-        let at = |k: usize| entry_at(b, k).unwrap_or(u64::MAX);
-        (at(k), at(k.saturating_add(1)))
+        self.listed
     }
 
     /// Frame `index`'s compressed bytes, borrowed from the map. Every intact frame can be
@@ -375,7 +435,12 @@ impl LzmafReader {
                 || self.damage(index),
             ));
         }
-        let (a, b) = self.entries(index);
+        let pair = self
+            .index
+            .pair(index)
+            .map_err(|e| Error::io(index_path(&self.path), e))?;
+        // Below `intact`, so within the index as measured at open (which only grows).
+        let (a, b) = pair.unwrap_or((u64::MAX, 0));
         if a > b || b > self.data_len {
             // Counted without walking the index (see `reader_frames`): its own entries are
             // checked here. Out of order (an entry past the data is followed by a smaller one,
@@ -402,7 +467,8 @@ impl LzmafReader {
                 frames: self.listed(),
             };
         }
-        let (start, end) = self.entries(index);
+        // Below `listed` but not `intact`: only an index walked whole at open has such frames.
+        let (start, end) = self.index.pair(index).ok().flatten().unwrap_or_default();
         if index >= self.ordered {
             Damage::BadIndex { start, end }
         } else if start < self.data_len {
