@@ -7,7 +7,9 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use roverlog_core::format::lzmaf::{intact_frames, parse_index, scan_frames, trusted_prefix};
+use roverlog_core::format::lzmaf::{
+    intact_frames, parse_index, reader_frames, scan_frames, trusted_prefix,
+};
 use roverlog_core::format::{lzma, stored_xz, SensorMeta};
 use roverlog_core::gulp::parse_gmeta;
 use roverlog_core::jpeg::{Backend, JpegFrame};
@@ -170,7 +172,8 @@ pub fn lidar_json(data: &[u8]) {
 /// `lzmaf_index`: `u16` index length, a sample-size byte, the index bytes, the data bytes.
 /// The trusted prefix recovery keeps must start at 0, ascend, stay within the data and never
 /// list more frames than the index; the frames a reader takes as intact (`intact_frames`) must
-/// be exactly those; frames re-found past it must be whole and decompress to exactly one
+/// be exactly those (an open reader, `reader_frames`, counts them or every listed frame);
+/// frames re-found past it must be whole and decompress to exactly one
 /// sample.
 pub fn lzmaf_index(data: &[u8]) {
     if data.len() < 3 {
@@ -199,6 +202,14 @@ pub fn lzmaf_index(data: &[u8]) {
                 "reader and recovery disagree"
             );
             assert!(intact <= ordered);
+            // An open reader counts at least those, and more only when it took the index's
+            // last entry within the data for the whole (each read then checks its entries).
+            let (counted, _) = reader_frames(index, bytes.len() as u64);
+            let listed = (index.len() / 8).saturating_sub(1) as u64;
+            assert!(counted >= intact && counted <= listed, "{counted} {intact}");
+            if counted > intact {
+                assert_eq!(counted, listed);
+            }
         }
         if !exists {
             continue;

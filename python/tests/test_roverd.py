@@ -43,6 +43,20 @@ def test_fixed_size_channels_equal_what_was_written(trace):
             np.testing.assert_array_equal(np.concatenate(batches), want)
 
 
+def test_a_whole_file_lzma_channel_reads_single_samples_in_any_order(trace):
+    """Single reads and small batches of a whole-file `lzma` channel decode the stream once and
+    keep it with the open channel (issue 25: streaming to each index decoded everything before
+    it, every time); a read of most of the channel streams. Any order, any mix, same samples."""
+    root, truth = trace
+    hist = roverlog.Trace(root)["lidar"].channels["hist"]
+    want = truth["lidar"]["hist"]
+    np.testing.assert_array_equal(hist.read(1), want[1:])  # most of it: streamed
+    for i in np.random.default_rng(3).permutation(len(want)):
+        np.testing.assert_array_equal(hist[int(i)], want[i])
+    np.testing.assert_array_equal(hist.read(7, 3), want[7:10])
+    np.testing.assert_array_equal(hist.read(), want)
+
+
 def test_raw_is_a_zero_copy_view_of_the_file_and_writable_copies_on_request(trace):
     root, _ = trace
     acc = roverlog.Trace(root)["imu"].channels["acc"]

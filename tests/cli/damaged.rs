@@ -305,6 +305,50 @@ fn an_lzmaf_channel_cut_to_70_percent_reads_its_whole_frames() {
     );
 }
 
+/// An `lzmaf` channel opens without walking its index when the last entry lies within the
+/// data (issue 25: open costs the same for an hour): each read checks its own entries.
+fn lzmaf_trace(root: &Path) -> (PathBuf, Vec<Vec<u8>>, PathBuf) {
+    let (t, written) = trace(
+        root,
+        "rng",
+        ChannelFormat::Lzmaf,
+        DType::U2,
+        vec![128],
+        |i| sample(i, 256),
+    );
+    let index = format::lzmaf::index_path(&t.join("s/rng"));
+    (t, written, index)
+}
+
+#[test]
+fn an_lzmaf_channel_with_a_torn_index_reads_up_to_the_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (t, written, index) = lzmaf_trace(tmp.path());
+    // A torn last entry (a disk that lost the index's last write): the frame it ended is
+    // not indexed, every frame before it reads.
+    cut(&index, std::fs::metadata(&index).unwrap().len() - 3);
+    let damages = assert_library_reads(&t, "rng", &written, N - 1, &[N - 1]);
+    assert_eq!(damages, [Damage::NotIndexed { frames: N - 1 }]);
+    assert_binary(&t, "rng", &written, N - 1, N - 1, false, "torn entry");
+}
+
+#[test]
+fn an_lzmaf_index_entry_out_of_order_damages_only_the_frames_it_bounds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (t, written, index) = lzmaf_trace(tmp.path());
+    // Entry 6 (the end of frame 5, the start of frame 6) points far past the data; the last
+    // entry is still within it, so the count is every listed frame and the reads of frames
+    // 5 and 6 find the entry (as upstream, which reads each frame from its own entries).
+    let mut bytes = std::fs::read(&index).unwrap();
+    bytes[6 * 8..7 * 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    std::fs::write(&index, &bytes).unwrap();
+    let damages = assert_library_reads(&t, "rng", &written, N, &[5, 6]);
+    for d in &damages {
+        assert!(matches!(d, Damage::BadIndex { .. }), "{d:?}");
+    }
+    assert_binary(&t, "rng", &written, N, 5, false, "in order");
+}
+
 #[test]
 fn a_raw_channel_cut_inside_a_record_reads_its_whole_records() {
     let tmp = tempfile::tempdir().unwrap();

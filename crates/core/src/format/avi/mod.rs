@@ -65,7 +65,7 @@ impl MjpgReader {
         let lazy = lazy::Idx1View::new(b, &outline);
         let full = OnceLock::new();
         if lazy.is_none() {
-            let _ = full.set(Box::new(parse::complete(b, outline.clone())));
+            let _ = full.set(Box::new(complete_mapped(map.as_ref(), outline.clone())));
         }
         Ok(MjpgReader {
             path: path.to_path_buf(),
@@ -97,7 +97,7 @@ impl MjpgReader {
     /// opened lazily.
     pub fn layout(&self) -> &Layout {
         self.full
-            .get_or_init(|| Box::new(parse::complete(self.bytes(), (*self.outline).clone())))
+            .get_or_init(|| Box::new(complete_mapped(self.map.as_ref(), (*self.outline).clone())))
     }
 
     /// Whether the frame list is read from the index as frames are asked for (the file
@@ -174,6 +174,21 @@ impl MjpgReader {
         let jpeg = self.frame(index)?;
         decode_rgb(jpeg).map_err(|e| bounds::undecodable_jpeg(&self.path, index, jpeg, e))
     }
+}
+
+/// [`parse::complete`] over a mapped file, releasing the pages behind the walk as it goes
+/// ([`crate::mem::ReleaseBehind`]): the whole parse touches every frame's chunk header, so
+/// without this an hour of video would stay resident (`validate`, a damaged file's reader).
+pub(crate) fn complete_mapped(map: Option<&Mmap>, outline: Layout) -> Layout {
+    let Some(m) = map else {
+        return parse::complete(&[], outline);
+    };
+    let behind = crate::mem::ReleaseBehind::default();
+    let mut k = 0;
+    parse::complete_with(m, outline, &mut |pos| {
+        behind.read(m, k, pos);
+        k += 1;
+    })
 }
 
 /// A JPEG decoded to interleaved RGB (`H x W x 3`), as upstream's reader returns a video
@@ -314,6 +329,49 @@ mod tests {
             }
             assert_eq!(last, 0);
         }
+    }
+
+    /// `validate` reads the file through a map whose pages it releases behind the parse
+    /// (issue 25): it must find exactly what parsing the file's bytes finds, for every cut
+    /// of a plain and of an OpenDML file, and the walk must come to the frames in file order
+    /// (what lets it release them).
+    #[test]
+    fn the_mapped_state_finds_what_parsing_the_bytes_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        for limit in [None, Some(4096)] {
+            let p = dir.path().join("v.avi");
+            let _ = std::fs::remove_file(&p);
+            write(&p, 30, limit);
+            let whole = std::fs::read(&p).unwrap();
+            let cut_path = dir.path().join("cut.avi");
+            for cut in (0..whole.len()).step_by(29).chain([whole.len()]) {
+                std::fs::write(&cut_path, &whole[..cut]).unwrap();
+                let want = parse(&whole[..cut]).unwrap();
+                match AviState::read(&cut_path).unwrap() {
+                    AviState::Parsed(l) => assert_eq!(*l, want, "cut at {cut}"),
+                    other => panic!("cut at {cut}: {other:?}"),
+                }
+                let mut seen = Vec::new();
+                let o = parse::outline(&whole[..cut]).unwrap();
+                parse::complete_with(&whole[..cut], o, &mut |pos| seen.push(pos));
+                let frames: Vec<u64> = seen
+                    .iter()
+                    .copied()
+                    .filter(|&pos| want.frames.iter().any(|f| f.chunk_start() == pos))
+                    .collect();
+                assert!(frames.is_sorted(), "cut at {cut}: {seen:?}");
+                assert!(frames.len() >= want.frames.len(), "cut at {cut}");
+            }
+        }
+        assert!(matches!(
+            AviState::read(&dir.path().join("none.avi")).unwrap(),
+            AviState::Missing
+        ));
+        std::fs::write(dir.path().join("gif.avi"), b"GIF89a......").unwrap();
+        assert!(matches!(
+            AviState::read(&dir.path().join("gif.avi")).unwrap(),
+            AviState::Foreign
+        ));
     }
 
     #[test]

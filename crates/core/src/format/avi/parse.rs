@@ -198,9 +198,17 @@ pub fn parse(b: &[u8]) -> Result<Layout> {
 }
 
 /// The frame list of a layout [`outline`] read from `b`: what [`parse`] adds to it.
-pub fn complete(b: &[u8], mut l: Layout) -> Layout {
+pub fn complete(b: &[u8], l: Layout) -> Layout {
+    complete_with(b, l, &mut |_| {})
+}
+
+/// [`complete`], telling `passed` the offset of each frame chunk (and index chunk) the walk
+/// comes to, in the order it reads them (file order for a file written in order): a caller
+/// reading `b` through a map releases the pages behind the walk, so checking an hour of
+/// video holds no more of it than a second ([`super::complete_mapped`]).
+pub fn complete_with(b: &[u8], mut l: Layout, passed: &mut dyn FnMut(u64)) -> Layout {
     if !l.segments.is_empty() {
-        find_frames(b, &mut l);
+        find_frames(b, &mut l, passed);
     }
     l
 }
@@ -412,16 +420,16 @@ fn parse_strl(b: &[u8], mut pos: u64, end: u64, h: &mut Header) -> bool {
 
 /// Fills `l.frames`: the index's frames while they match the data, then whatever whole frame
 /// chunks a scan finds after them.
-fn find_frames(b: &[u8], l: &mut Layout) {
+fn find_frames(b: &[u8], l: &mut Layout, passed: &mut dyn FnMut(u64)) {
     let from_odml = match l.header.indx {
-        Some((pos, size, true)) => odml_frames(b, pos, size, l),
+        Some((pos, size, true)) => odml_frames(b, pos, size, l, passed),
         _ => None,
     };
     if let Some(frames) = from_odml {
         l.frames = frames;
         l.source = IndexSource::OpenDml;
     } else if let Some((pos, size)) = l.idx1 {
-        l.frames = idx1_frames(b, pos, size, l);
+        l.frames = idx1_frames(b, pos, size, l, passed);
         l.source = IndexSource::Idx1;
     }
     l.indexed = l.frames.len();
@@ -438,7 +446,7 @@ fn find_frames(b: &[u8], l: &mut Layout) {
             seg.movi_pos + 12
         };
         let range = from..seg.movi_end;
-        if !scan(b, range, s, l) {
+        if !scan(b, range, s, l, passed) {
             break;
         }
     }
@@ -455,9 +463,16 @@ fn find_frames(b: &[u8], l: &mut Layout) {
 
 /// Scans frame chunks in `range` of segment `s`; false when it stopped at a cut or at
 /// bytes that are no chunk.
-fn scan(b: &[u8], range: Range<u64>, s: usize, l: &mut Layout) -> bool {
+fn scan(
+    b: &[u8],
+    range: Range<u64>,
+    s: usize,
+    l: &mut Layout,
+    passed: &mut dyn FnMut(u64),
+) -> bool {
     let (mut pos, end) = (range.start, range.end);
     while pos + 8 <= end {
+        passed(pos);
         let (id, size) = chunk_at(b, pos).unwrap_or_default();
         let body = pos + 8;
         let cend = body + u64::from(size);
@@ -525,7 +540,13 @@ pub(crate) fn chunk_matches(b: &[u8], chunk: u64, len: u32, l: &Layout) -> bool 
 }
 
 /// The frames `idx1` lists while they match the data.
-fn idx1_frames(b: &[u8], pos: u64, size: u32, l: &mut Layout) -> Vec<Frame> {
+fn idx1_frames(
+    b: &[u8],
+    pos: u64,
+    size: u32,
+    l: &mut Layout,
+    passed: &mut dyn FnMut(u64),
+) -> Vec<Frame> {
     let movi = l.segments[0].movi_pos + 8;
     let entries = (size / 16) as usize;
     let mut frames = Vec::new();
@@ -554,6 +575,7 @@ fn idx1_frames(b: &[u8], pos: u64, size: u32, l: &mut Layout) -> Vec<Frame> {
             }
         });
         let chunk = base + u64::from(off);
+        passed(chunk);
         if !chunk_matches(b, chunk, len, l) {
             l.problems.push(AviProblem::Idx1Mismatch {
                 entry: k,
@@ -572,7 +594,13 @@ fn idx1_frames(b: &[u8], pos: u64, size: u32, l: &mut Layout) -> Vec<Frame> {
 
 /// The frames the OpenDML indexes list, or `None` (with a problem) when the super index is
 /// unusable.
-fn odml_frames(b: &[u8], pos: u64, size: u32, l: &mut Layout) -> Option<Vec<Frame>> {
+fn odml_frames(
+    b: &[u8],
+    pos: u64,
+    size: u32,
+    l: &mut Layout,
+    passed: &mut dyn FnMut(u64),
+) -> Option<Vec<Frame>> {
     let body = pos + 8;
     let longs = u16_at(b, body)?;
     let kind = *b.get(usize::try_from(body + 3).ok()?)?;
@@ -591,7 +619,7 @@ fn odml_frames(b: &[u8], pos: u64, size: u32, l: &mut Layout) -> Option<Vec<Fram
     for k in 0..u64::from(used) {
         let e = body + 24 + 16 * k;
         let ix = u64_at(b, e)?;
-        let Some(ok) = ix_frames(b, ix, l, &mut frames) else {
+        let Some(ok) = ix_frames(b, ix, l, &mut frames, passed) else {
             l.problems
                 .push(AviProblem::IndexChunkUnreadable { entry: k, pos: ix });
             break;
@@ -607,7 +635,13 @@ fn odml_frames(b: &[u8], pos: u64, size: u32, l: &mut Layout) -> Option<Vec<Fram
 
 /// Appends the frames of the standard index chunk at `pos`; `Some(false)` when an entry did
 /// not match the data, `None` when the chunk is not a standard index.
-fn ix_frames(b: &[u8], pos: u64, l: &mut Layout, frames: &mut Vec<Frame>) -> Option<bool> {
+fn ix_frames(
+    b: &[u8],
+    pos: u64,
+    l: &mut Layout,
+    frames: &mut Vec<Frame>,
+    passed: &mut dyn FnMut(u64),
+) -> Option<bool> {
     let (id, size) = chunk_at(b, pos)?;
     let body = pos + 8;
     if id[..2] != *b"ix" || u64::from(size) < 24 || body + u64::from(size) > l.file_len {
@@ -625,6 +659,7 @@ fn ix_frames(b: &[u8], pos: u64, l: &mut Layout, frames: &mut Vec<Frame>) -> Opt
         let off = u32_at(b, e)?;
         let len = u32_at(b, e + 4)? & 0x7fff_ffff;
         let offset = base.checked_add(u64::from(off))?;
+        passed(offset.saturating_sub(8));
         if frames.len() >= MAX_FRAMES || offset < 8 || !chunk_matches(b, offset - 8, len, l) {
             l.problems
                 .push(AviProblem::IndexEntryMismatch { entry: k, pos });

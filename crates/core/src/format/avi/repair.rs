@@ -21,15 +21,20 @@ pub enum AviState {
 }
 
 impl AviState {
-    /// Reads the file at `path`.
+    /// Reads the file at `path`: mapped, its pages released behind the parse, so the
+    /// memory this takes does not grow with the video (only its frame list does, 16 bytes a
+    /// frame).
     pub fn read(path: &Path) -> Result<AviState> {
-        let bytes = match fs::read(path) {
-            Ok(b) => b,
+        match fs::metadata(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(AviState::Missing),
             Err(e) => return Err(Error::io(path, e)),
-        };
-        Ok(match parse::parse(&bytes) {
-            Ok(l) => AviState::Parsed(Box::new(l)),
+            Ok(_) => {}
+        }
+        // SAFETY: as for the reader (`MjpgReader::open`): a video is append-only while it is
+        // read; `recover` cuts it only after this map is gone (the state keeps no bytes).
+        let (map, _) = unsafe { crate::io::map_possibly_empty(path) }?;
+        Ok(match parse::outline(map.as_deref().unwrap_or_default()) {
+            Ok(o) => AviState::Parsed(Box::new(super::complete_mapped(map.as_ref(), o))),
             Err(_not_avi) => AviState::Foreign,
         })
     }

@@ -51,12 +51,25 @@ pub(crate) fn check(
         exists,
         problems,
     );
+    // The data mapped, its pages released behind the frames decoded in order: `--deep`
+    // over an hour's channel holds no more of it than over a second's.
+    // SAFETY: as for the reader: a channel's files are append-only while it is checked;
+    // `recover` cuts them only after this map is gone.
+    let map = || -> Result<Option<memmap2::Mmap>> {
+        Ok(unsafe { crate::io::map_possibly_empty(path) }?.0)
+    };
     let mut data = None;
     if depth == Depth::Deep && good.len() > 1 {
-        let bytes = fs::read(path).at(path)?;
+        let m = map()?;
+        let bytes = m.as_deref().unwrap_or_default();
+        let behind = crate::mem::ReleaseBehind::default();
         let total = good.len() as u64 - 1;
         for k in 0..good.len() - 1 {
             on_frames(k as u64, total, good[k] - good[0]);
+            if let Some(m) = &m {
+                behind.read(m, k as u64, good[k]);
+            }
+            // Within `data_len`, which the map covers (the file only grows).
             let frame = &bytes[good[k] as usize..good[k + 1] as usize];
             let bad = match lzma::decompress(frame, sample_bytes, path) {
                 Ok(v) if v.len() == sample_bytes => None,
@@ -75,7 +88,7 @@ pub(crate) fn check(
         }
         let last = good.len() - 1;
         on_frames(last as u64, total, good[last] - good[0]);
-        data = Some(bytes);
+        data = Some(m);
     }
     let indexed = good.len() as u64 - 1;
     let end = *good.last().unwrap_or(&0);
@@ -83,9 +96,10 @@ pub(crate) fn check(
         // Frames past the index: whole ones (a crash between data and index, or a lost
         // index) are found by their xz framing and kept; the rest is a torn frame.
         let bytes = match data {
-            Some(b) => b,
-            None => fs::read(path).at(path)?,
+            Some(m) => m,
+            None => map()?,
         };
+        let bytes = bytes.as_deref().unwrap_or_default();
         let mut reindexed = 0;
         for e in scan_frames(&bytes[end as usize..], sample_bytes) {
             good.push(end + e as u64);

@@ -248,45 +248,156 @@ pub fn intact_frames(offsets: &[u64], data_len: u64) -> (u64, u64) {
     (ordered.min(within) as u64, ordered as u64)
 }
 
-/// A random-access `lzmaf` channel (data mapped, index in memory).
+/// What a reader takes of an index (its file's bytes) against a data file of `data_len`
+/// bytes, deciding in O(1) when it can: (frames counted, frames before the first entry known
+/// to be out of order). When the index starts at 0 and its last whole entry lies within the
+/// data (every crash leaves it so: entries reach the disk after their frames), every frame
+/// it lists is counted and each read checks its own two entries ([`LzmafReader::compressed`]);
+/// an index that ends past its data (a data file cut short, a power cut that reordered the
+/// writes) or does not start at 0 is walked whole: [`intact_frames`].
+pub fn reader_frames(index: &[u8], data_len: u64) -> (u64, u64) {
+    let listed = (index.len() / 8).saturating_sub(1);
+    if listed == 0 {
+        return (0, 0);
+    }
+    if counts_every_frame(entry_at(index, 0), entry_at(index, listed), data_len) {
+        (listed as u64, listed as u64)
+    } else {
+        intact_frames(&parse_index(index), data_len)
+    }
+}
+
+/// The O(1) rule of [`reader_frames`]: the index's first entry is 0 and its last whole one
+/// lies within the data.
+fn counts_every_frame(first: Option<u64>, last: Option<u64>, data_len: u64) -> bool {
+    first == Some(0) && last.is_some_and(|end| end <= data_len)
+}
+
+/// Entry `k` of index bytes.
+fn entry_at(index: &[u8], k: usize) -> Option<u64> {
+    let b = index.get(k.checked_mul(8)?..k.checked_mul(8)?.checked_add(8)?)?;
+    Some(u64::from_le_bytes(b.try_into().ok()?))
+}
+
+/// What a reader keeps of the `_i` file.
+enum Index {
+    /// Every frame counted ([`reader_frames`]): the file, each read takes its two entries.
+    File(std::fs::File),
+    /// Walked whole at open (an index ending past its data, or not starting at 0).
+    Entries(Vec<u64>),
+}
+
+impl Index {
+    /// Entries `k` and `k + 1` (`None` past the index).
+    fn pair(&self, k: u64) -> std::io::Result<Option<(u64, u64)>> {
+        match self {
+            Index::Entries(v) => {
+                let k = usize::try_from(k).unwrap_or(usize::MAX);
+                Ok(v.get(k)
+                    .zip(v.get(k.saturating_add(1)))
+                    .map(|(a, b)| (*a, *b)))
+            }
+            Index::File(f) => {
+                use std::os::unix::fs::FileExt;
+                let mut b = [0u8; 16];
+                match f.read_exact_at(&mut b, k.saturating_mul(8)) {
+                    Ok(()) => Ok(entry_at(&b, 0).zip(entry_at(&b, 1))),
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+}
+
+/// Decides what a reader counts of the index `f` (at `path`, `len` bytes when measured)
+/// against `data_len` bytes of data: [`reader_frames`]'s rule, reading its first and last
+/// entries, or all of it when that rule does not hold. Returns (the index, frames listed,
+/// counted, ordered).
+fn open_index(
+    f: std::fs::File,
+    len: u64,
+    path: &Path,
+    data_len: u64,
+) -> Result<(Index, u64, u64, u64)> {
+    use std::os::unix::fs::FileExt;
+    let listed = (len / 8).saturating_sub(1);
+    let entry = |k: u64| -> Result<u64> {
+        let mut b = [0u8; 8];
+        f.read_exact_at(&mut b, k * 8)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(u64::from_le_bytes(b))
+    };
+    if listed > 0 && counts_every_frame(Some(entry(0)?), Some(entry(listed)?), data_len) {
+        return Ok((Index::File(f), listed, listed, listed));
+    }
+    // The whole listed part, as it was measured (a live index may have grown since).
+    let mut bytes = vec![0u8; (len / 8 * 8) as usize];
+    f.read_exact_at(&mut bytes, 0)
+        .map_err(|e| Error::io(path, e))?;
+    let entries = parse_index(&bytes);
+    let (intact, ordered) = intact_frames(&entries, data_len);
+    Ok((Index::Entries(entries), listed, intact, ordered))
+}
+
+/// A random-access `lzmaf` channel (data mapped; the index read as reads need it).
 ///
-/// Frames are read as far as the index can be trusted: from 0, never going back, within the
-/// data file (upstream reads frame `k` from `[off[k], off[k+1])` the same way). A frame the
-/// index or `ts` lists past that (a data file cut short, an index entry out of order) or one
-/// that does not decode is a [`Error::DamagedSample`]; the frames before it read as ever.
+/// Frames are read as far as the index can be trusted (see [`reader_frames`]): from 0,
+/// never going back, within the data file (upstream reads frame `k` from `[off[k], off[k+1])`
+/// the same way). A frame the index or `ts` lists past that (a data file cut short, an index
+/// entry out of order) or one that does not decode is a [`Error::DamagedSample`]; the frames
+/// before it read as ever. Opening costs the same for an hour as for a second when the index
+/// ends within its data: only its first and last entries are read then.
 pub struct LzmafReader {
     path: PathBuf,
     map: Option<Mmap>,
-    offsets: Vec<u64>,
+    /// The `_i` file, or its entries.
+    index: Index,
+    /// Frames the index lists (its whole entries, less the leading 0).
+    listed: u64,
     sample_bytes: usize,
     /// Bytes of the data file when mapped.
     data_len: u64,
-    /// Frames whose index entries are in order (from 0) and whose bytes are all in the data.
+    /// Frames counted: see [`reader_frames`].
     intact: u64,
-    /// Frames before the first index entry out of order (`offsets[0]` not 0 counts as one).
+    /// Frames before the first index entry known to be out of order.
     ordered: u64,
     expected: Expected,
+    /// Pages behind a read in order are released (see [`crate::mem::ReleaseBehind`]).
+    behind: crate::mem::ReleaseBehind,
 }
 
 impl LzmafReader {
-    /// Opens the channel: the index read whole, the data mapped.
+    /// Opens the channel: the index's length taken, then the data mapped (in that order: the
+    /// index trails the data, so a channel being recorded is never taken for a damaged one),
+    /// then what the index lets a reader count (see [`reader_frames`]).
     pub fn open(path: &Path, sample_bytes: usize) -> Result<LzmafReader> {
-        let mut offsets = read_index(&index_path(path))?;
+        let ipath = index_path(path);
+        let index_file = match std::fs::File::open(&ipath) {
+            Ok(f) => {
+                let len = f.metadata().map_err(|e| Error::io(&ipath, e))?.len();
+                Some((f, len))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Error::io(&ipath, e)),
+        };
         // SAFETY: as for raw channels, lzmaf files are append-only while readable.
         let (map, data_len) = unsafe { crate::io::map_possibly_empty(path) }?;
-        if offsets.is_empty() {
-            offsets.push(0);
-        }
-        let (intact, ordered) = intact_frames(&offsets, data_len);
+        let (index, listed, intact, ordered) = match index_file {
+            Some((f, len)) => open_index(f, len, &ipath, data_len)?,
+            None => (Index::Entries(Vec::new()), 0, 0, 0),
+        };
         Ok(LzmafReader {
             path: path.to_path_buf(),
             map,
-            offsets,
+            index,
+            listed,
             sample_bytes,
             data_len,
             intact,
             ordered,
             expected: None,
+            behind: Default::default(),
         })
     }
 
@@ -308,7 +419,7 @@ impl LzmafReader {
 
     /// Frames the index lists (intact or not).
     pub fn listed(&self) -> u64 {
-        self.offsets.len() as u64 - 1
+        self.listed
     }
 
     /// Frame `index`'s compressed bytes, borrowed from the map. Every intact frame can be
@@ -324,11 +435,29 @@ impl LzmafReader {
                 || self.damage(index),
             ));
         }
-        let (a, b) = (
-            self.offsets[index as usize] as usize,
-            self.offsets[index as usize + 1] as usize,
-        );
-        Ok(self.map.as_deref().map(|m| &m[a..b]).unwrap_or_default())
+        let pair = self
+            .index
+            .pair(index)
+            .map_err(|e| Error::io(index_path(&self.path), e))?;
+        // Below `intact`, so within the index as measured at open (which only grows).
+        let (a, b) = pair.unwrap_or((u64::MAX, 0));
+        if a > b || b > self.data_len {
+            // Counted without walking the index (see `reader_frames`): its own entries are
+            // checked here. Out of order (an entry past the data is followed by a smaller one,
+            // as the last is within it).
+            return Err(Error::DamagedSample {
+                path: self.path.clone(),
+                index,
+                damage: Damage::BadIndex { start: a, end: b },
+            });
+        }
+        Ok(match &self.map {
+            Some(m) => {
+                self.behind.read(m, index, a);
+                &m[a as usize..b as usize]
+            }
+            None => &[],
+        })
     }
 
     /// Why frame `index`, past the intact ones, cannot be read.
@@ -338,10 +467,8 @@ impl LzmafReader {
                 frames: self.listed(),
             };
         }
-        let (start, end) = (
-            self.offsets[index as usize],
-            self.offsets[index as usize + 1],
-        );
+        // Below `listed` but not `intact`: only an index walked whole at open has such frames.
+        let (start, end) = self.index.pair(index).ok().flatten().unwrap_or_default();
         if index >= self.ordered {
             Damage::BadIndex { start, end }
         } else if start < self.data_len {
