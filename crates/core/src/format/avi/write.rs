@@ -338,8 +338,16 @@ impl MjpgWriter {
     /// cut and written again at finish). A file with problems other than a missing trailer
     /// must be recovered first.
     pub fn open_append(path: &Path, buffer_bytes: usize) -> Result<MjpgWriter> {
-        let bytes = std::fs::read(path).at(path)?;
-        let l = parse::parse(&bytes).map_err(|e| Error::at(path, e))?;
+        // Mapped, its pages released behind the walk (as `validate` reads it): resuming an
+        // hour of video after a crash holds its frame list (16 bytes a frame), not the video.
+        // SAFETY: nothing else writes the file while its recorder resumes it, and the map
+        // is gone before the patches below.
+        let l = {
+            let (map, _) = unsafe { crate::io::map_possibly_empty(path) }?;
+            let outline = parse::outline(map.as_deref().unwrap_or_default())
+                .map_err(|e| Error::at(path, e))?;
+            super::complete_mapped(map.as_ref(), outline)
+        };
         if l.torn_at.is_some() || !l.header_ok {
             return Err(Error::AviNeedsRecovery {
                 path: path.to_path_buf(),
