@@ -20,6 +20,7 @@ mod export_location;
 mod export_mcap;
 mod gulp;
 mod hour_trace;
+mod import_trace;
 mod plot;
 mod replay;
 mod rosbag;
