@@ -32,6 +32,7 @@ mod report;
 pub(super) mod rig;
 mod scenario;
 mod soak;
+mod verb_floor;
 
 use scenario::{check_data, python_writer, run_scenario};
 
