@@ -110,9 +110,9 @@ impl Floors {
 /// verb that decodes nothing (`import` copies `lzmaf` frames as stored).
 pub(super) fn decodes(verb: &str) -> Option<fn(&str) -> bool> {
     Some(match verb {
-        "validate --deep" | "replay (into a daemon)" => |_| true,
-        // MCAP gets JPEG frames as they are (`foxglove.CompressedImage`).
-        "export" => |c| c.starts_with("lidar/"),
+        "validate --deep" => |_| true,
+        // MCAP and the ingest socket get JPEG frames as they are (`foxglove.CompressedImage`).
+        "export" | "replay (into a daemon)" => |c| c.starts_with("lidar/"),
         "convert" => |c| c == "lidar/rng",
         _ => return None,
     })
