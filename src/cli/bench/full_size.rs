@@ -7,7 +7,8 @@
 //!   most); `Sensor::index_at(t)` likewise.
 //! - The verbs on the hour trace, each as a child process: peak RSS (`wait4`'s `ru_maxrss`)
 //!   against a stated budget, and seconds against `cat` of the same files to `/dev/null`
-//!   measured in the same run.
+//!   measured in the same run, and against each decoding verb's decode floor; `replay` into
+//!   a real daemon as one more row ([`super::verb_floor`]).
 //!
 //! Nothing is timed in tests; the figures go to BENCHMARKS.md.
 
