@@ -34,6 +34,7 @@ pub(super) mod rig;
 mod rosbag;
 mod scenario;
 mod soak;
+mod verb_floor;
 
 use scenario::{check_data, python_writer, run_scenario};
 

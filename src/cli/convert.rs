@@ -58,6 +58,7 @@ pub fn convert(args: ConvertArgs) -> Result<Outcome> {
         copy_events: true,
     };
     let pb = super::progress::bar("convert", "samples");
+    let t0 = std::time::Instant::now();
     let done = copy_trace(&args.src, &args.dst, &plan, |d, t| {
         pb.set_length(t);
         pb.set_position(d);
@@ -70,6 +71,17 @@ pub fn convert(args: ConvertArgs) -> Result<Outcome> {
         )
     })?;
     pb.finish_and_clear();
+    let samples = done.iter().map(|(_, n)| n).sum();
+    eprintln!(
+        "{}",
+        super::progress::rate(
+            "convert",
+            samples,
+            "samples",
+            t0.elapsed().as_secs_f64(),
+            None
+        )
+    );
     for (name, n) in done {
         println!("{}: {n} samples", args.dst.join(name).display());
     }

@@ -136,6 +136,7 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
         locations,
     };
     let pb = super::progress::bar("export", "samples");
+    let t0 = std::time::Instant::now();
     let report = export_mcap(&args.trace, &args.out, &opts, |d, t| {
         pb.set_length(t);
         pb.set_position(d);
@@ -148,6 +149,17 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
         )
     })?;
     pb.finish_and_clear();
+    let messages = report.topics.iter().map(|(_, n)| n).sum();
+    eprintln!(
+        "{}",
+        super::progress::rate(
+            "export",
+            messages,
+            "messages",
+            t0.elapsed().as_secs_f64(),
+            None
+        )
+    );
     for (topic, n) in &report.topics {
         println!("{topic}: {n} messages");
     }

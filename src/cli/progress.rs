@@ -22,3 +22,20 @@ pub fn bar(what: &str, unit: &str) -> ProgressBar {
     b.set_prefix(what.to_string());
     b
 }
+
+/// The summary line of a verb that decodes: `count` `unit` in `seconds` and their rate
+/// (printed whether or not stderr is a terminal: the rate is part of what the verb reports).
+pub fn rate(what: &str, count: u64, unit: &str, seconds: f64, bytes: Option<u64>) -> String {
+    let s = seconds.max(1e-9);
+    let mb = bytes.map_or(String::new(), |b| {
+        format!(
+            ", {:.1} MB at {:.1} MB/s",
+            b as f64 / 1e6,
+            b as f64 / s / 1e6
+        )
+    });
+    format!(
+        "{what}: {count} {unit} in {seconds:.2} s ({:.0} {unit}/s{mb})",
+        count as f64 / s
+    )
+}

@@ -304,6 +304,7 @@ pub fn import(args: ImportArgs) -> Result<Outcome> {
     }
     let mut source = open_source(&args.source, &args.sensors, args.fps, args.timestamps, ros)?;
     let pb = super::progress::bar("import", "samples");
+    let t0 = std::time::Instant::now();
     let r = replay::import(
         source.as_mut(),
         &args.out,
@@ -321,6 +322,17 @@ pub fn import(args: ImportArgs) -> Result<Outcome> {
         )
     })?;
     pb.finish_and_clear();
+    let samples = r.sensors.iter().map(|(_, n)| n).sum();
+    eprintln!(
+        "{}",
+        super::progress::rate(
+            "import",
+            samples,
+            "samples",
+            t0.elapsed().as_secs_f64(),
+            None
+        )
+    );
     for (n, samples) in &r.sensors {
         println!("{}: {samples} samples", args.out.join(n).display());
     }

@@ -263,8 +263,28 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
             checked += 1;
             let sensor = dir.file_name().unwrap_or_default().to_string_lossy();
             let mut current = String::new();
+            // The frames a channel's decoding got through, and since when: its rate.
+            let mut decoded = (std::time::Instant::now(), 0u64, 0u64);
+            let rate_of = |channel: &str, (t0, frames, bytes): (std::time::Instant, u64, u64)| {
+                if frames > 0 {
+                    pb.suspend(|| {
+                        eprintln!(
+                            "{}",
+                            super::progress::rate(
+                                &format!("validate --deep {sensor}/{channel} decoded"),
+                                frames,
+                                "frames",
+                                t0.elapsed().as_secs_f64(),
+                                Some(bytes),
+                            )
+                        )
+                    });
+                }
+            };
             let c = format::check_sensor_with_progress(&dir, depth, &mut |p| {
                 if p.channel != current {
+                    rate_of(&current, decoded);
+                    decoded = (std::time::Instant::now(), 0, 0);
                     current = p.channel.to_string();
                     pb.reset();
                     pb.set_length(p.total);
@@ -274,7 +294,9 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
                     ));
                 }
                 pb.set_position(p.done);
+                (decoded.1, decoded.2) = (p.done, p.bytes);
             });
+            rate_of(&current, decoded);
             // Lines print above the bar, not through it.
             pb.suspend(|| match c {
                 Ok(c) => {

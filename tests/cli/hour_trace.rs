@@ -119,3 +119,57 @@ fn bench_hour_trace_keeps_a_valid_trace_and_prints_its_path() {
     let camera = Sensor::open(&path.join("camera")).unwrap();
     assert_eq!(camera.meta().get("video.avi").unwrap().args, None);
 }
+
+/// `bench --only full-size --quick` (two minutes of the rig, figures meaningless) runs end to
+/// end: every verb exits 0, each decoding verb has its decode floor, and the replay into a
+/// real daemon drops nothing and leaves every sensor's count the source's.
+#[test]
+fn full_size_bench_floors_the_decoding_verbs_and_replays_into_a_daemon() {
+    let base = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(common::roverlog_bin())
+        .args(["bench", "--only", "full-size", "--quick", "--json", "--dir"])
+        .arg(base.path())
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "bench failed: {:?}\n{stderr}",
+        out.status
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(r["ok"], true, "{r:#}");
+    let rows = r["verbs"]["rows"].as_array().unwrap();
+    let row = |verb: &str| {
+        rows.iter()
+            .find(|v| v["verb"] == verb)
+            .unwrap_or_else(|| panic!("no row {verb}: {rows:#?}"))
+    };
+    for verb in [
+        "validate --deep",
+        "export",
+        "convert",
+        "replay (into a daemon)",
+    ] {
+        let v = row(verb);
+        assert!(v["floor_seconds"].as_f64().unwrap() > 0.0, "{v:#}");
+        assert!(v["decoded_frames"].as_u64().unwrap() > 0, "{v:#}");
+    }
+    assert!(
+        row("import").get("floor_seconds").is_none(),
+        "import decodes nothing"
+    );
+    let replay = row("replay (into a daemon)");
+    assert_eq!(replay["drops"], 0, "{replay:#}");
+    assert_eq!(replay["counts_equal"], true, "{replay:#}");
+    let counts = replay["counts"].as_array().unwrap();
+    assert_eq!(counts.len(), 4, "{counts:#?}");
+    assert!(
+        counts.iter().all(|c| c["source"].as_u64() > Some(0)),
+        "{counts:#?}"
+    );
+    // Every lidar and camera frame has a floor of its own.
+    assert_eq!(r["verbs"]["floors"].as_array().unwrap().len(), 4, "{r:#}");
+}

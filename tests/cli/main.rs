@@ -21,6 +21,7 @@ mod export_location;
 mod export_mcap;
 mod gulp;
 mod hour_trace;
+mod import_trace;
 mod os_errors;
 mod plot;
 mod replay;

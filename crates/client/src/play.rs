@@ -9,8 +9,8 @@
 //! the first connections fail fast (no daemon, no replay), but later the drivers reconnect
 //! with back-off for up to [`PlayOptions::reconnect_timeout`] and resend what the daemon did
 //! not keep. Every sample is written as it is due (no batching); to keep the retain buffer
-//! bounded, a sensor asks for durability whenever half of [`PlayOptions::max_retained`] has
-//! accumulated since its last request.
+//! bounded, a sensor asks for durability whenever half of its share of
+//! [`PlayOptions::max_retained`] has accumulated since its last request.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,8 +34,9 @@ pub struct PlayOptions {
     pub looped: bool,
     /// How long each sensor tries to reach a daemon that went away mid-replay.
     pub reconnect_timeout: Duration,
-    /// Per sensor, bytes of samples kept until acknowledged durable (for resending after a
-    /// reconnect).
+    /// Bytes of samples kept until acknowledged durable (for resending after a reconnect),
+    /// over all sensors together: each gets an even share, so a replay's memory does not
+    /// grow with its sensor count.
     pub max_retained: usize,
 }
 
@@ -47,7 +48,7 @@ impl Default for PlayOptions {
             duration: None,
             looped: false,
             reconnect_timeout: Duration::from_secs(30),
-            max_retained: 64 << 20,
+            max_retained: 128 << 20,
         }
     }
 }
@@ -187,9 +188,11 @@ pub fn play(
     };
     let loop_shift = (last.min(until) - from).max(0.0) + period.max(1e-6);
 
+    // Each sensor's share of the retain budget.
+    let max_retained = opts.max_retained / source.sensors().len().max(1);
     let resilient = ResilientOptions {
         max_bytes: 1,
-        max_retained: opts.max_retained,
+        max_retained,
         reconnect_timeout: opts.reconnect_timeout,
         ..ResilientOptions::default()
     };
@@ -243,7 +246,7 @@ pub fn play(
             let seq = sent_per_sensor[m.sensor];
             let d = &mut drivers[m.sensor];
             d.send(ts, Some(seq), &refs)?;
-            if d.retained_bytes() >= retained_at_sync[m.sensor] + opts.max_retained / 2 {
+            if d.retained_bytes() >= retained_at_sync[m.sensor] + max_retained / 2 {
                 d.sync()?;
                 retained_at_sync[m.sensor] = d.retained_bytes();
             }

@@ -89,6 +89,9 @@ fn mcap_err(out: &Path, e: mcap::McapError) -> Error {
     Error::io(out, std::io::Error::other(format!("mcap: {e}")))
 }
 
+/// Messages read and encoded ahead of the writer, per channel.
+const QUEUE: usize = 256;
+
 /// Writes the trace in `trace` to the MCAP file `out` (written under a temporary name and
 /// renamed when complete: a failure leaves no file). `progress(done, total)` counts samples.
 pub fn export_mcap(
@@ -171,25 +174,43 @@ pub fn export_mcap(
                     .map_err(|e| mcap_err(out, e))?;
                 let mut r = s.channel(ch_name)?;
                 let mut n = 0u64;
-                for i in range.clone() {
-                    let sample = r.get(i as u64)?;
-                    let t = ts[i];
-                    let data = k.encode(name, t, &sample);
-                    let publish = recv.as_ref().and_then(|r| r.get(i).copied()).unwrap_or(t);
-                    let header = mcap::records::MessageHeader {
-                        channel_id: channel,
-                        sequence: n as u32,
-                        log_time: nanos(t),
-                        publish_time: nanos(publish),
-                    };
-                    w.write_to_known_channel(&header, &data)
-                        .map_err(|e| mcap_err(out, e))?;
-                    n += 1;
-                    done += 1;
-                    if done % 256 == 0 {
-                        progress(done, total);
+                // Reading and encoding (an `lzmaf` frame's decoding, the message's bytes) on
+                // a thread of its own, compressing and writing the MCAP on this one, with a
+                // bounded queue between: both cores, memory that does not grow.
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(usize, Vec<u8>)>>(QUEUE);
+                let (ts, k, range) = (&ts, &k, range.clone());
+                std::thread::scope(|scope| -> Result<()> {
+                    scope.spawn(move || {
+                        for i in range {
+                            let m = r
+                                .get(i as u64)
+                                .map(|sample| (i, k.encode(name, ts[i], &sample)));
+                            let failed = m.is_err();
+                            if tx.send(m).is_err() || failed {
+                                return;
+                            }
+                        }
+                    });
+                    for m in rx {
+                        let (i, data) = m?;
+                        let t = ts[i];
+                        let publish = recv.as_ref().and_then(|r| r.get(i).copied()).unwrap_or(t);
+                        let header = mcap::records::MessageHeader {
+                            channel_id: channel,
+                            sequence: n as u32,
+                            log_time: nanos(t),
+                            publish_time: nanos(publish),
+                        };
+                        w.write_to_known_channel(&header, &data)
+                            .map_err(|e| mcap_err(out, e))?;
+                        n += 1;
+                        done += 1;
+                        if done % 256 == 0 {
+                            progress(done, total);
+                        }
                     }
-                }
+                    Ok(())
+                })?;
                 report.topics.push((topic, n));
             }
             if let Some((mapping, loc)) = location {

@@ -7,7 +7,8 @@
 //!   most); `Sensor::index_at(t)` likewise.
 //! - The verbs on the hour trace, each as a child process: peak RSS (`wait4`'s `ru_maxrss`)
 //!   against a stated budget, and seconds against `cat` of the same files to `/dev/null`
-//!   measured in the same run.
+//!   measured in the same run, and against each decoding verb's decode floor; `replay` into
+//!   a real daemon as one more row ([`super::verb_floor`]).
 //!
 //! Nothing is timed in tests; the figures go to BENCHMARKS.md.
 
@@ -22,6 +23,8 @@ use serde_json::{json, Value};
 use roverlog_bench::hour::{self, RigShape};
 use roverlog_bench::procfs;
 use roverlog_core::format::Sensor;
+
+use super::verb_floor;
 
 /// Peak resident memory a verb may use on the hour trace, whatever its length.
 pub(super) const RSS_BUDGET: u64 = 256 << 20;
@@ -81,9 +84,14 @@ pub(super) fn run(work: &Path, quick: bool, json_out: bool) -> Result<bool> {
 
     progress("verbs on the hour trace");
     let verbs = run_verbs(work, &long.rig)?;
-    let ok = verbs["rows"]
-        .as_array()
-        .is_some_and(|r| r.iter().all(|v| v["exit"] == 0));
+    let ok = verbs["rows"].as_array().is_some_and(|r| {
+        r.iter().all(|v| {
+            // replay's row: nothing dropped, every sensor's count the source's.
+            v["exit"] == 0
+                && v["drops"].as_u64().is_none_or(|d| d == 0)
+                && v["counts_equal"] != false
+        })
+    });
     let report = json!({
         "hour": {"camera": long_shape.camera, "lidar": long_shape.lidar,
                  "radar": long_shape.radar, "imu": long_shape.imu},
@@ -289,6 +297,8 @@ fn run_verbs(work: &Path, trace: &Path) -> Result<Value> {
     // Warm the page cache as the generator left it, then the baseline.
     measure(cat(), &out.join("cat-warm.log"))?;
     let cat_s = measure(cat(), &out.join("cat.log"))?.seconds;
+    progress("decode floors (every lzmaf and mjpg frame decoded once, one thread)");
+    let floors = verb_floor::Floors::measure(trace)?;
 
     let t = trace.as_os_str();
     let o = |name: &str| out.join(name).into_os_string();
@@ -348,11 +358,28 @@ fn run_verbs(work: &Path, trace: &Path) -> Result<Value> {
         }
         rows.push(json!({
             "verb": name, "exit": m.exit, "seconds": m.seconds, "max_rss_bytes": m.max_rss, "ru_maxrss_bytes": m.ru_maxrss,
-            "x_cat": m.seconds / cat_s.max(1e-9), "within_budget": m.max_rss <= RSS_BUDGET,
         }));
+    }
+    progress("verb replay into a daemon");
+    rows.push(verb_floor::replay_row(work, trace, |cmd, log| {
+        let m = measure(cmd, log)?;
+        Ok((m.seconds, m.max_rss, m.exit))
+    })?);
+    for row in &mut rows {
+        let seconds = row["seconds"].as_f64().unwrap_or(0.0);
+        row["x_cat"] = json!(seconds / cat_s.max(1e-9));
+        row["within_budget"] = json!(row["max_rss_bytes"].as_u64().unwrap_or(0) <= RSS_BUDGET);
+        let decoded = row["verb"].as_str().and_then(verb_floor::decodes);
+        if let Some(floor) = decoded.map(|keep| floors.of(keep)) {
+            row["floor_seconds"] = json!(floor.seconds);
+            row["x_floor"] = json!(seconds / floor.seconds.max(1e-9));
+            row["decoded_frames"] = json!(floor.frames);
+            row["frames_per_second"] = json!(floor.frames as f64 / seconds.max(1e-9));
+        }
     }
     Ok(json!({
         "trace_bytes": bytes, "trace_files": files.len(), "cat_seconds": cat_s, "rows": rows,
+        "floors": floors.json(),
     }))
 }
 
@@ -406,14 +433,25 @@ fn print_table(r: &Value) {
         v["cat_seconds"].as_f64().unwrap_or(0.0),
         RSS_BUDGET >> 20
     );
-    println!("| verb | exit | peak RSS | seconds | x cat | within budget |");
-    println!("| --- | ---: | ---: | ---: | ---: | --- |");
+    println!(
+        "| verb | exit | peak RSS | seconds | x cat | decode floor | x floor | frames/s | within budget |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
+    let mib = |v: &Value| v.as_f64().unwrap_or(0.0) / (1 << 20) as f64;
     for row in v["rows"].as_array().into_iter().flatten() {
+        let (floor, x_floor, rate) = match row["floor_seconds"].as_f64() {
+            Some(f) => (
+                format!("{f:.2} s"),
+                format!("{:.2}x", row["x_floor"].as_f64().unwrap_or(0.0)),
+                format!("{:.0}", row["frames_per_second"].as_f64().unwrap_or(0.0)),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
         println!(
-            "| {} | {} | {:.1} MiB | {:.2} | {:.1}x | {} |",
+            "| {} | {} | {:.1} MiB | {:.2} | {:.1}x | {floor} | {x_floor} | {rate} | {} |",
             row["verb"].as_str().unwrap_or("?"),
             row["exit"],
-            row["max_rss_bytes"].as_f64().unwrap_or(0.0) / (1 << 20) as f64,
+            mib(&row["max_rss_bytes"]),
             row["seconds"].as_f64().unwrap_or(0.0),
             row["x_cat"].as_f64().unwrap_or(0.0),
             if row["within_budget"] == true {
@@ -421,6 +459,29 @@ fn print_table(r: &Value) {
             } else {
                 "NO"
             },
+        );
+    }
+    for row in v["rows"].as_array().into_iter().flatten() {
+        if row.get("daemon_hwm_bytes").is_some() {
+            println!();
+            println!(
+                "replay into a daemon: daemon peak RSS {:.1} MiB, drops {}, lzmaf frames stored uncompressed {}, counts equal to the source: {}",
+                mib(&row["daemon_hwm_bytes"]),
+                row["drops"],
+                row["lzmaf_stored_uncompressed"],
+                if row["counts_equal"] == true { "yes" } else { "NO" },
+            );
+        }
+    }
+    println!();
+    println!("decode floors (one thread, every frame once):");
+    for f in v["floors"].as_array().into_iter().flatten() {
+        println!(
+            "  {:<18} {:>7} frames {:>7.2} s {:>8.0} frames/s",
+            f["channel"].as_str().unwrap_or("?"),
+            f["frames"],
+            f["seconds"].as_f64().unwrap_or(0.0),
+            f["frames_per_second"].as_f64().unwrap_or(0.0)
         );
     }
 }

@@ -22,6 +22,7 @@ pub mod bounds;
 pub mod channel;
 pub mod check;
 pub mod copy;
+mod deep;
 pub mod direct;
 pub mod dtype;
 pub mod durable;

@@ -31,17 +31,19 @@ pub fn import(
     let mut done = 0;
     let mut report = ImportReport::default();
     let mut buf = Vec::new();
+    let opts = WriterOptions::default();
     for (i, ts) in all_ts.iter().enumerate() {
         let sensor = source.sensors()[i].clone();
         let dir = out.join(&sensor.name);
-        let mut w = SensorWriter::create(&dir, sensor.meta.clone(), &WriterOptions::default())?;
+        let mut w = SensorWriter::create(&dir, sensor.meta.clone(), &opts)?;
         for (name, bytes) in source.extra_files(i) {
             write_file_atomic(&dir.join(name), &bytes)?;
         }
         for (k, &t) in ts.iter().enumerate() {
-            source.read(i, k as u64, &mut buf)?;
+            // Stored `lzmaf` frames are copied, not decoded and compressed again.
+            source.read_encoded(i, k as u64, opts.lzmaf_preset, &mut buf)?;
             let refs: Vec<&[u8]> = buf.iter().map(Vec::as_slice).collect();
-            w.append(t, &refs)?;
+            w.append_encoded(t, &refs)?;
             done += 1;
             if done % 256 == 0 {
                 progress(done, total);

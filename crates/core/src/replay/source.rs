@@ -29,6 +29,26 @@ pub trait Source {
     /// Sample `index` of `sensor`: one buffer per data channel, in declared order. `out` is
     /// resized and reused between calls.
     fn read(&mut self, sensor: usize, index: u64, out: &mut Vec<Vec<u8>>) -> Result<()>;
+    /// Sample `index` of `sensor` as [`crate::format::SensorWriter::append_encoded`] takes
+    /// it: like [`Source::read`], with every `lzmaf` channel's sample an `.xz` frame
+    /// compressed at `preset`. A source that stores such frames compressed gives them as
+    /// stored (import then neither decodes nor re-encodes them).
+    fn read_encoded(
+        &mut self,
+        sensor: usize,
+        index: u64,
+        preset: u32,
+        out: &mut Vec<Vec<u8>>,
+    ) -> Result<()> {
+        self.read(sensor, index, out)?;
+        let meta = &self.sensors()[sensor].meta;
+        for ((_, ch), buf) in meta.data_channels().zip(out.iter_mut()) {
+            if ch.format == ChannelFormat::Lzmaf {
+                *buf = crate::format::lzma::compress(buf, preset);
+            }
+        }
+        Ok(())
+    }
     /// Extra files for the sensor's directory on import (name, contents), e.g. an index of
     /// the videos a camera sensor was made from.
     fn extra_files(&self, _sensor: usize) -> Vec<(String, Vec<u8>)> {
@@ -127,6 +147,34 @@ impl Source for TraceSource {
         for (r, buf) in readers.iter_mut().zip(out.iter_mut()) {
             buf.clear();
             buf.extend_from_slice(&r.get(index)?);
+        }
+        Ok(())
+    }
+
+    /// An `lzmaf` channel's frames are copied as stored (its format is kept on import).
+    fn read_encoded(
+        &mut self,
+        sensor: usize,
+        index: u64,
+        preset: u32,
+        out: &mut Vec<Vec<u8>>,
+    ) -> Result<()> {
+        let readers = &mut self.readers[sensor];
+        let meta = &self.sensors[sensor].meta;
+        out.resize_with(readers.len(), Vec::new);
+        for ((r, buf), (_, ch)) in readers
+            .iter_mut()
+            .zip(out.iter_mut())
+            .zip(meta.data_channels())
+        {
+            buf.clear();
+            match r {
+                ChannelReader::Lzmaf(l) => buf.extend_from_slice(l.compressed(index)?),
+                r if ch.format == ChannelFormat::Lzmaf => {
+                    buf.extend_from_slice(&crate::format::lzma::compress(&r.get(index)?, preset))
+                }
+                r => buf.extend_from_slice(&r.get(index)?),
+            }
         }
         Ok(())
     }

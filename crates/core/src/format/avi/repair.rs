@@ -122,31 +122,52 @@ pub(crate) fn deep_check(
     if l.frames.is_empty() {
         return Ok(Vec::new());
     }
-    let r = super::MjpgReader::open(path)?;
-    let mut problems = Vec::new();
+    // SAFETY: an `mjpg` file is appended to, and cut only by `recover`, which a deep check
+    // does not run beside (the readers map it under the same contract).
+    let (map, _) = unsafe { crate::io::map_possibly_empty(path)? };
+    let bytes: &[u8] = map.as_deref().unwrap_or_default();
     let total = l.frames.len() as u64;
-    let mut bytes = 0u64;
-    for (k, f) in r.frames().enumerate() {
-        on_frames(k as u64, total, bytes);
-        bytes += f.len() as u64;
-        let body = match f.iter().rposition(|&b| b != 0) {
-            Some(end) => &f[..=end],
-            None => f,
-        };
-        if !f.starts_with(&[0xFF, 0xD8]) || !body.ends_with(&[0xFF, 0xD9]) {
-            problems.push(Problem::FrameNotJpeg { frame: k });
-            continue;
-        }
-        #[cfg(feature = "jpeg")]
-        if let Err(e) = super::decode_rgb(f) {
-            problems.push(Problem::JpegUndecodable {
-                frame: k,
-                source: e,
-            });
-        }
+    // The parse checked every frame against the bytes it read; a file cut since is no frame.
+    let frame = |k: u64| {
+        let f = l.frames[k as usize];
+        bytes.get(f.offset as usize..f.offset as usize + f.len as usize)
+    };
+    // Every frame, on every core; each bad one is reported.
+    let bad = crate::format::deep::check_frames(
+        total,
+        false,
+        |k| frame(k).map_or(0, |f| f.len() as u64),
+        |k| check_frame(frame(k), k as usize),
+        &mut |done, b| on_frames(done, total, b),
+    );
+    let bytes_total = (0..total)
+        .map(|k| frame(k).map_or(0, |f| f.len() as u64))
+        .sum();
+    on_frames(total, total, bytes_total);
+    Ok(bad.into_iter().map(|(_, p)| p).collect())
+}
+
+/// A frame is a whole JPEG (starts with SOI, ends with EOI before any padding) and, with the
+/// `jpeg` feature, decodes.
+fn check_frame(f: Option<&[u8]>, k: usize) -> Option<Problem> {
+    let Some(f) = f else {
+        return Some(Problem::FrameNotJpeg { frame: k });
+    };
+    let body = match f.iter().rposition(|&b| b != 0) {
+        Some(end) => &f[..=end],
+        None => f,
+    };
+    if !f.starts_with(&[0xFF, 0xD8]) || !body.ends_with(&[0xFF, 0xD9]) {
+        return Some(Problem::FrameNotJpeg { frame: k });
     }
-    on_frames(total, total, bytes);
-    Ok(problems)
+    #[cfg(feature = "jpeg")]
+    if let Err(e) = super::decode_rgb(f) {
+        return Some(Problem::JpegUndecodable {
+            frame: k,
+            source: e,
+        });
+    }
+    None
 }
 
 /// The frame size and rate a new file for `meta` gets: shape `[height, width, 3]`, `fps`

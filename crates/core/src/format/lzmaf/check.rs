@@ -64,27 +64,39 @@ pub(crate) fn check(
         let bytes = m.as_deref().unwrap_or_default();
         let behind = crate::mem::ReleaseBehind::default();
         let total = good.len() as u64 - 1;
-        for k in 0..good.len() - 1 {
-            on_frames(k as u64, total, good[k] - good[0]);
-            if let Some(m) = &m {
-                behind.read(m, k as u64, good[k]);
-            }
-            // Within `data_len`, which the map covers (the file only grows).
-            let frame = &bytes[good[k] as usize..good[k + 1] as usize];
-            let bad = match lzma::decompress(frame, sample_bytes, path) {
+        // Every frame decoded, on every core; the first that fails ends the channel. Pages
+        // well behind the frames done are released (frames are handed out in order, a chunk
+        // at a time: a page dropped while a slow chunk still reads it is faulted in again).
+        let mut calls = 0u64;
+        let frame = |k: u64| &bytes[good[k as usize] as usize..good[k as usize + 1] as usize];
+        let bad = crate::format::deep::check_frames(
+            total,
+            true,
+            |k| frame(k).len() as u64,
+            |k| match lzma::decompress(frame(k), sample_bytes, path) {
                 Ok(v) if v.len() == sample_bytes => None,
                 Ok(v) => Some(Problem::FrameSize {
-                    frame: k,
+                    frame: k as usize,
                     got: v.len(),
                     expected: sample_bytes,
                 }),
-                Err(source) => Some(Problem::FrameUndecodable { frame: k, source }),
-            };
-            if let Some(p) = bad {
-                problems.push(p);
-                good.truncate(k + 1);
-                break;
-            }
+                Err(source) => Some(Problem::FrameUndecodable {
+                    frame: k as usize,
+                    source,
+                }),
+            },
+            &mut |done, b| {
+                on_frames(done, total, b);
+                if let Some(m) = &m {
+                    let behind_all = done.saturating_sub(crate::format::deep::MAX_IN_FLIGHT);
+                    behind.read(m, calls, good[behind_all as usize]);
+                    calls += 1;
+                }
+            },
+        );
+        if let Some((k, p)) = bad.into_iter().next() {
+            problems.push(p);
+            good.truncate(k as usize + 1);
         }
         let last = good.len() - 1;
         on_frames(last as u64, total, good[last] - good[0]);
