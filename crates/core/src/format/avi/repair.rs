@@ -132,13 +132,27 @@ pub(crate) fn deep_check(
         let f = l.frames[k as usize];
         bytes.get(f.offset as usize..f.offset as usize + f.len as usize)
     };
-    // Every frame, on every core; each bad one is reported.
+    // Every frame, on every core; each bad one is reported. Pages well behind the frames
+    // done are released, so an hour of video holds no more of it than a second (as in
+    // `lzmaf::check`: a page dropped while a slow chunk still reads it is faulted in again).
+    let behind = crate::mem::ReleaseBehind::default();
+    let mut calls = 0u64;
     let bad = crate::format::deep::check_frames(
         total,
         false,
         |k| frame(k).map_or(0, |f| f.len() as u64),
         |k| check_frame(frame(k), k as usize),
-        &mut |done, b| on_frames(done, total, b),
+        &mut |done, b| {
+            on_frames(done, total, b);
+            if let (Some(m), Some(f)) = (
+                &map,
+                l.frames
+                    .get(done.saturating_sub(crate::format::deep::MAX_IN_FLIGHT) as usize),
+            ) {
+                behind.read(m, calls, f.offset);
+                calls += 1;
+            }
+        },
     );
     let bytes_total = (0..total)
         .map(|k| frame(k).map_or(0, |f| f.len() as u64))
