@@ -125,7 +125,7 @@ fn describe_trace(path: &std::path::Path, all: bool, json: bool) -> Result<serde
         } else {
             0.0
         };
-        let stats = s.channel_stats()?;
+        let stats = format::stats::channel_stats(&s)?;
         let total: u64 = stats.iter().map(|c| c.disk_bytes).sum();
         let channels: Vec<_> = stats
             .iter()

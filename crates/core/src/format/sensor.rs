@@ -22,8 +22,6 @@ pub struct Sensor {
     ts_map: Mutex<Option<RawReader>>,
 }
 
-pub use super::stats::ChannelStats;
-
 impl Sensor {
     /// Opens the sensor in `dir` (reads and validates `meta.json`).
     pub fn open(dir: &Path) -> Result<Sensor> {
@@ -114,12 +112,6 @@ impl Sensor {
             expected: "channel declared in meta.json",
         })?;
         ChannelReader::open(&self.dir, name, ch)
-    }
-
-    /// Size figures of every channel (`ts` included), and what each channel's reader finds
-    /// wrong when it opens (see [`super::stats`]).
-    pub fn channel_stats(&self) -> Result<Vec<ChannelStats>> {
-        super::stats::channel_stats(self)
     }
 }
 
