@@ -205,7 +205,7 @@ pub fn complete(b: &[u8], l: Layout) -> Layout {
 /// [`complete`], telling `passed` the offset of each frame chunk (and index chunk) the walk
 /// comes to, in the order it reads them (file order for a file written in order): a caller
 /// reading `b` through a map releases the pages behind the walk, so checking an hour of
-/// video holds no more of it than a second ([`super::complete_mapped`]).
+/// video holds no more of it than a second (`avi::complete_mapped`).
 pub fn complete_with(b: &[u8], mut l: Layout, passed: &mut dyn FnMut(u64)) -> Layout {
     if !l.segments.is_empty() {
         find_frames(b, &mut l, passed);
