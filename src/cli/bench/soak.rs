@@ -16,8 +16,9 @@
 //! `alarm_command` invocations: every sensor is steady, so each is false and the run fails
 //! unless both are 0) and the daemon's RSS at start (after the first period), middle and end.
 //! On a starved machine the bench's own drivers can stall (two frames more than
-//! [`STALL_S`] apart): an alarm for that sensor within [`STALL_EXPLAINS_S`] of the stall is
-//! true and reported apart, and a `rotate` that would race the trigger's own stop is skipped
+//! [`STALL_S`] apart): an alarm for that sensor within [`STALL_EXPLAINS_S`] of the stall, or
+//! raised once the bench has stopped its drivers (they sync, then disconnect, while a
+//! triggered trace may still record), is true and reported apart, and a `rotate` that would race the trigger's own stop is skipped
 //! and counted (the daemon's `trigger_stops_in_s` says how long the trace has left).
 
 use std::os::unix::fs::PermissionsExt;
@@ -334,6 +335,9 @@ pub(super) fn run(work: &Path, minutes: f64) -> Result<(Value, bool)> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    // From here the drivers stop sending (and sync) while the daemon still records: a
+    // `silent` raised now is true.
+    let drivers_stopped = now_epoch();
     stop.store(true, Relaxed);
     let mut failures: Vec<String> = Vec::new();
     let mut sent = serde_json::Map::new();
@@ -373,15 +377,17 @@ pub(super) fn run(work: &Path, minutes: f64) -> Result<(Value, bool)> {
     let mut dirs = Vec::new();
     traces(&work.join("data-soak"), &mut dirs);
     dirs.sort();
-    // An alarm for a sensor whose driver had just stalled (see STALL_S) is true: the driver
-    // did stop sending. Every other alarm is false (the sensors are steady).
+    // An alarm for a sensor whose driver had just stalled (see STALL_S), or raised after the
+    // bench stopped its drivers, is true: the driver did stop sending. Every other alarm is
+    // false (the sensors are steady).
     let explained = |sensor: &str, start: f64| {
-        stalls.iter().any(|(name, gaps)| {
-            *name == sensor
-                && gaps
-                    .iter()
-                    .any(|&(a, b)| a <= start && start <= b + STALL_EXPLAINS_S)
-        })
+        start >= drivers_stopped
+            || stalls.iter().any(|(name, gaps)| {
+                *name == sensor
+                    && gaps
+                        .iter()
+                        .any(|&(a, b)| a <= start && start <= b + STALL_EXPLAINS_S)
+            })
     };
     let mut alarm_events = Vec::new();
     let mut explained_alarms = Vec::new();
@@ -478,7 +484,7 @@ pub(super) fn print(r: &Value) {
     let n = e["alarm_events"].as_array().map_or(0, Vec::len);
     if n > 0 || r["rotations_skipped_late"].as_u64().unwrap_or(0) > 0 {
         println!(
-            "the machine starved the bench: driver stalls {}, {n} alarms after them (true, not counted), {} rotations skipped (the trace was about to stop)",
+            "true alarms, not counted: {n} after a driver stalled (stalls: {}) or after the bench stopped its drivers; {} rotations skipped (the trace was about to stop)",
             r["driver_stalls"], r["rotations_skipped_late"]
         );
     }
