@@ -1,7 +1,7 @@
 //! Receive buffers for large frames, reused instead of handed back to the kernel.
 //!
 //! A multi-MiB frame buffer freed by a writer goes back to the kernel (the daemon fixes
-//! glibc's mmap threshold, see `cli/daemon.rs`), so the next frame's buffer is fresh memory:
+//! glibc's mmap threshold, see the `malloc_policy` module), so the next frame's buffer is fresh memory:
 //! the kernel zeroes and maps it page by page on first touch. Measured with 4 MiB frames,
 //! those faults cost as much CPU as the socket copy itself and held `direct_io` at 0.5-0.7x
 //! of `dd oflag=direct`; reusing buffers brought it to 0.9x (BENCHMARKS.md). The pool keeps
