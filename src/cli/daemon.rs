@@ -36,15 +36,8 @@ pub struct Args {
 }
 
 pub fn main(args: Args) -> ExitCode {
-    // glibc raises its mmap threshold as large buffers are freed, after which 1-6 MiB frame
-    // buffers come from the heap and stay in the process when freed: RSS then grows past the
-    // configured queue budgets (measured: 197 MiB peak against a 142 MiB budget). A fixed
-    // threshold hands every buffer of 128 KiB or more back to the kernel on free.
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator tuning; called before any thread starts.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
-    }
+    // Before any thread starts: glibc's thresholds (RSS vs the encoder's per-frame tables).
+    roverlog_daemon::malloc_policy::apply();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

@@ -26,6 +26,7 @@ mod foxglove_log;
 mod health;
 mod http;
 mod ingest;
+mod lzmaf_bytes;
 mod lzmaf_fallback;
 mod malformed;
 mod notify;

@@ -11,6 +11,12 @@
 //! time (`CLOCK_THREAD_CPUTIME_ID`, so other work on a shared machine does not count), with
 //! the wall-clock rate beside it.
 //!
+//! Last, the writer's own `lzma::compress` under the daemon's glibc allocator thresholds
+//! (`roverlog_daemon::malloc_policy`) against the ones it had before (every allocation of
+//! 128 KiB or more its own mapping): the encoder allocates its tables afresh per frame, so
+//! what those thresholds decide is whether each frame faults fresh pages in (system CPU, minor
+//! faults per frame) or reuses the last frame's. Both must give the same bytes.
+//!
 //! Run: `cargo bench --bench lzma_codec` (needs the project venv: `scripts/py-env.sh`).
 
 use std::io::Write;
@@ -18,7 +24,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use roverlog_bench::lidar::{lidar_frame, RIG_SHAPE};
-use roverlog_core::format::stored_xz;
+use roverlog_core::format::{lzma, stored_xz};
 
 /// This thread's CPU time, seconds.
 fn thread_cpu() -> f64 {
@@ -196,4 +202,109 @@ fn main() {
     out.clear();
     let lzrs_ok = lzma_rs::xz_decompress(&mut &two[..], &mut out).is_ok() && out.len() == whole;
     println!("multi-stream .xz read whole: lzma-rust2 {rust2_ok}, lzma-rs {lzrs_ok}");
+    allocator_policies(&jobs, n);
+}
+
+/// glibc's thresholds as the daemon set them before issue 25: every allocation of 128 KiB or
+/// more its own mapping, unmapped on free.
+fn policy_before() {
+    // SAFETY: mallopt only changes allocator tuning.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 128 << 10);
+    }
+}
+
+/// This thread's minor page faults so far.
+fn thread_faults() -> i64 {
+    // SAFETY: rusage is plain data; a valid `who` and out-pointer.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_THREAD, &mut u);
+        u.ru_minflt
+    }
+}
+
+/// One policy's run: the thread's CPU s (user and system: `getrusage`'s split is counted in
+/// whole ticks, too coarse here), minor faults, and the frames it wrote.
+struct PolicyRun {
+    cpu: f64,
+    faults: i64,
+    out: Vec<Vec<u8>>,
+}
+
+/// `lzma::compress` (the `lzmaf` writer's) over `jobs` under the thresholds `set` makes, on a
+/// thread of its own: a thread arena, as the daemon's compress threads have.
+fn under(set: fn(), jobs: &[&[u8]]) -> PolicyRun {
+    set();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let (c, f) = (thread_cpu(), thread_faults());
+            let out: Vec<Vec<u8>> = jobs
+                .iter()
+                .map(|j| lzma::compress(j, lzma::DEFAULT_PRESET))
+                .collect();
+            PolicyRun {
+                cpu: thread_cpu() - c,
+                faults: thread_faults() - f,
+                out,
+            }
+        })
+        .join()
+        .expect("compress thread")
+    })
+}
+
+/// The daemon's thresholds before and after issue 25, rounds alternating, the best round of
+/// each (least CPU); the frames must be the same bytes under both.
+fn allocator_policies(jobs: &[&[u8]], frames: u64) {
+    use roverlog_daemon::malloc_policy::{MMAP_THRESHOLD, TRIM_THRESHOLD};
+    let mut best: [Option<PolicyRun>; 2] = [None, None];
+    for _ in 0..ROUNDS {
+        let sets: [fn(); 2] = [policy_before, roverlog_daemon::malloc_policy::apply];
+        for (slot, set) in best.iter_mut().zip(sets) {
+            let r = under(set, jobs);
+            if slot.as_ref().is_none_or(|b| r.cpu < b.cpu) {
+                *slot = Some(r);
+            }
+        }
+    }
+    let [Some(before), Some(after)] = best else {
+        unreachable!("ROUNDS > 0")
+    };
+    assert!(
+        before.out == after.out,
+        "the allocator thresholds changed the encoder's output"
+    );
+    let fresh: Vec<Vec<u8>> = jobs.iter().map(|j| lzma_rust2_xz(j)).collect();
+    assert!(
+        after.out == fresh,
+        "lzma::compress differs from a fresh XzWriter"
+    );
+    println!(
+        "lzma::compress under the daemon's glibc thresholds, per rig frame ({} channel frames), \
+         best of {ROUNDS} alternating rounds:",
+        jobs.len()
+    );
+    println!(
+        "{:<44} {:>8} {:>13}",
+        "thresholds", "CPU ms", "minor faults"
+    );
+    let f = frames as f64;
+    let now = format!(
+        "now: mmap >= {} KiB, trim {} KiB",
+        MMAP_THRESHOLD >> 10,
+        TRIM_THRESHOLD >> 10
+    );
+    for (name, r) in [
+        ("before: mmap >= 128 KiB, trim 128 KiB", &before),
+        (now.as_str(), &after),
+    ] {
+        println!(
+            "{:<44} {:>8.1} {:>13.0}",
+            name,
+            r.cpu * 1e3 / f,
+            r.faults as f64 / f
+        );
+    }
 }

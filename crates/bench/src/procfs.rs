@@ -24,19 +24,49 @@ fn parse_status_field(text: &str, field: &str) -> Option<u64> {
 
 /// A process's CPU time so far (user + system, all its threads), from `/proc/<pid>/stat`.
 pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    cpu_split(pid).map(|c| c.user + c.system)
+}
+
+/// A process's CPU time so far split into user and system, and its minor page faults (all
+/// its threads).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CpuSplit {
+    pub user: f64,
+    pub system: f64,
+    pub minor_faults: u64,
+}
+
+impl CpuSplit {
+    /// What was spent since `before`.
+    pub fn since(self, before: CpuSplit) -> CpuSplit {
+        CpuSplit {
+            user: self.user - before.user,
+            system: self.system - before.system,
+            minor_faults: self.minor_faults.saturating_sub(before.minor_faults),
+        }
+    }
+}
+
+/// [`CpuSplit`] from `/proc/<pid>/stat`.
+pub fn cpu_split(pid: u32) -> Option<CpuSplit> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // SAFETY: sysconf has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     parse_stat_cpu(&text, ticks as f64)
 }
 
-/// `utime` and `stime` are fields 14 and 15; the command name (field 2, in parentheses) may
-/// hold spaces, so fields are counted after its closing parenthesis.
-fn parse_stat_cpu(text: &str, ticks_per_s: f64) -> Option<f64> {
+/// `minflt`, `utime` and `stime` are fields 10, 14 and 15; the command name (field 2, in
+/// parentheses) may hold spaces, so fields are counted after its closing parenthesis.
+fn parse_stat_cpu(text: &str, ticks_per_s: f64) -> Option<CpuSplit> {
     let rest = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     let (u, s): (f64, f64) = (f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?);
-    (ticks_per_s > 0.0).then(|| (u + s) / ticks_per_s)
+    let minor_faults = f.get(7)?.parse().ok()?;
+    (ticks_per_s > 0.0).then(|| CpuSplit {
+        user: u / ticks_per_s,
+        system: s / ticks_per_s,
+        minor_faults,
+    })
 }
 
 /// Polls a process's `VmRSS` every `period` on its own thread and keeps the largest value
@@ -159,7 +189,12 @@ mod tests {
     #[test]
     fn cpu_time_is_read_from_stat() {
         let line = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 1 1 1";
-        assert_eq!(parse_stat_cpu(line, 100.0), Some(3.0));
+        let want = CpuSplit {
+            user: 2.5,
+            system: 0.5,
+            minor_faults: 100,
+        };
+        assert_eq!(parse_stat_cpu(line, 100.0), Some(want));
         assert_eq!(parse_stat_cpu("garbage", 100.0), None);
         assert!(cpu_seconds(std::process::id()).is_some());
     }

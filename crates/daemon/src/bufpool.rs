@@ -1,7 +1,7 @@
 //! Receive buffers for large frames, reused instead of handed back to the kernel.
 //!
 //! A multi-MiB frame buffer freed by a writer goes back to the kernel (the daemon fixes
-//! glibc's mmap threshold, see `cli/daemon.rs`), so the next frame's buffer is fresh memory:
+//! glibc's mmap threshold, see the `malloc_policy` module), so the next frame's buffer is fresh memory:
 //! the kernel zeroes and maps it page by page on first touch. Measured with 4 MiB frames,
 //! those faults cost as much CPU as the socket copy itself and held `direct_io` at 0.5-0.7x
 //! of `dd oflag=direct`; reusing buffers brought it to 0.9x (BENCHMARKS.md). The pool keeps
@@ -52,10 +52,16 @@ impl BufPool {
     }
 
     /// Call periodically: drops every free buffer if nothing was taken since the last call.
-    pub fn release_idle(&self) {
-        if !self.used.swap(false, Relaxed) {
-            self.free.lock().expect("pool lock").clear();
+    /// True when that dropped any: the first idle tick after large frames came in, when the
+    /// caller may hand the process's freed memory back (`malloc_policy::trim`).
+    pub fn release_idle(&self) -> bool {
+        if self.used.swap(false, Relaxed) {
+            return false;
         }
+        let mut free = self.free.lock().expect("pool lock");
+        let dropped = !free.is_empty();
+        free.clear();
+        dropped
     }
 
     /// Bytes of free buffers held.
@@ -128,10 +134,11 @@ mod tests {
         drop((b, c));
         assert_eq!(pool.free_bytes(), 5 << 20);
         // Used since the last tick: kept; idle for a whole tick: released.
-        pool.release_idle();
+        assert!(!pool.release_idle());
         assert_eq!(pool.free_bytes(), 5 << 20);
-        pool.release_idle();
+        assert!(pool.release_idle(), "says it dropped buffers");
         assert_eq!(pool.free_bytes(), 0);
+        assert!(!pool.release_idle(), "nothing left to drop");
     }
 
     #[test]

@@ -54,7 +54,11 @@ pub async fn accept_loop(
         let accepted = tokio::select! {
             r = listener.accept() => r,
             _ = idle_tick.tick() => {
-                pool.release_idle();
+                if pool.release_idle() {
+                    // Large frames' buffers freed into the heap (below the mmap threshold)
+                    // go back to the kernel once the load is over.
+                    tokio::task::spawn_blocking(crate::malloc_policy::trim);
+                }
                 continue;
             }
             _ = shutdown.recv() => return,

@@ -15,6 +15,7 @@
 //! - [`control`]: the control socket. [`http`]: the dashboard (page and JSON API).
 //!   [`foxglove_live`]: the live Foxglove feed. [`events`]: `events.jsonl`. [`stats`]: counters.
 //! - [`notify`]: systemd `sd_notify` (READY, STATUS, WATCHDOG, STOPPING) without libsystemd.
+//! - [`malloc_policy`]: the glibc allocator thresholds the daemon sets at start.
 //! - [`shutdown`]: the shutdown signal. [`sockets`]: atomic socket creation. [`disk`]: free
 //!   space.
 //!
@@ -35,6 +36,7 @@ pub mod foxglove_live;
 pub mod health;
 pub mod http;
 pub mod ingest;
+pub mod malloc_policy;
 pub mod notify;
 pub mod poison;
 pub mod protocol;

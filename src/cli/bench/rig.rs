@@ -5,10 +5,11 @@
 //!
 //! Figures: rig seconds recorded per wall second ("x real time", the slowest stream decides),
 //! the daemon's CPU seconds (from `/proc/<pid>/stat`, go to the last durable reply) per rig
-//! second, its peak RSS (`VmHWM`), drops (`status` and `events.jsonl`), the lidar samples it
-//! stored uncompressed because compression fell behind (`lzmaf_stored`: pushed as fast as it
-//! takes them, the lidar's queue fills, so the fallback decides part of the figure), and the
-//! writers' x real time and CPU seconds (their own `getrusage`) per rig second.
+//! second (with the system's part and the minor page faults), its peak RSS (`VmHWM`), drops
+//! (`status` and `events.jsonl`), the lidar samples it stored uncompressed because compression
+//! fell behind (`lzmaf_stored`: pushed as fast as it takes them, the lidar's queue fills, so
+//! the fallback decides part of the figure), and the writers' x real time and CPU seconds
+//! (their own `getrusage`) per rig second.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -192,10 +193,13 @@ pub(super) fn run(args: &Args) -> Result<bool> {
             progress(&format!("rig: the Python writers failed: {e:#}"));
         }
         progress(&format!(
-            "rig: round {}: ours {:.2}x real time, {:.2} daemon CPU s per rig s; theirs {}",
+            "rig: round {}: ours {:.2}x real time, {:.2} daemon CPU s per rig s ({:.2} system, \
+             {} minor faults); theirs {}",
             round + 1,
             o.side.x_real_time(seconds),
             o.daemon_cpu / seconds,
+            o.daemon_system / seconds,
+            o.daemon_minor_faults,
             match &t {
                 Ok(t) => format!(
                     "{:.2}x, {:.2} CPU s",
@@ -275,6 +279,8 @@ pub(super) fn run(args: &Args) -> Result<bool> {
             "side": ours.side.to_json(seconds),
             "daemon_cpu_seconds": ours.daemon_cpu,
             "daemon_cpu_per_rig_second": cpu_per_s,
+            "daemon_system_cpu_seconds": ours.daemon_system,
+            "daemon_minor_faults": ours.daemon_minor_faults,
             "drivers_cpu_seconds": ours.side.own_cpu(),
             "rss": {"idle_bytes": ours.idle, "during_max_bytes": ours.during, "hwm_bytes": ours.hwm},
             "drops": {"status": ours.drops_status, "events": ours.drops_events},
@@ -320,6 +326,9 @@ fn first_line(s: &str) -> &str {
 struct Ours {
     side: Side,
     daemon_cpu: f64,
+    /// Of `daemon_cpu`, the kernel's (page faults, for one).
+    daemon_system: f64,
+    daemon_minor_faults: u64,
     idle: u64,
     during: u64,
     hwm: u64,
@@ -338,6 +347,8 @@ impl Ours {
     fn absorb(&mut self, o: Ours) {
         self.side.rounds.extend(o.side.rounds);
         self.daemon_cpu += o.daemon_cpu;
+        self.daemon_system += o.daemon_system;
+        self.daemon_minor_faults += o.daemon_minor_faults;
         self.idle = self.idle.max(o.idle);
         self.during = self.during.max(o.during);
         self.hwm = self.hwm.max(o.hwm);
@@ -400,11 +411,12 @@ fn run_ours(
         })
         .collect();
     progress("rig: our drivers into the daemon");
-    let mut cpu0 = 0.0;
+    let mut cpu0 = procfs::CpuSplit::default();
     let streams = run_together(&name, commands, work, deadline(seconds), || {
-        cpu0 = procfs::cpu_seconds(pid).unwrap_or(0.0);
+        cpu0 = procfs::cpu_split(pid).unwrap_or_default();
     })?;
-    let daemon_cpu = procfs::cpu_seconds(pid).unwrap_or(0.0) - cpu0;
+    let split = procfs::cpu_split(pid).unwrap_or_default().since(cpu0);
+    let daemon_cpu = split.user + split.system;
     let during = sampler.take_max();
     let status = ctl(&cfg.sockets.control, json!({"cmd": "status"}))?;
     let drops_status = status["sensors"].as_object().map_or(0, |m| {
@@ -468,6 +480,8 @@ fn run_ours(
             rounds: vec![streams],
         },
         daemon_cpu,
+        daemon_system: split.system,
+        daemon_minor_faults: split.minor_faults,
         idle,
         during,
         hwm,
@@ -611,8 +625,10 @@ fn print_report(
     println!();
     let wall: f64 = ours.side.rounds.iter().map(|r| Side::round_wall(r)).sum();
     println!(
-        "daemon: {:.1} CPU s over {wall:.1} wall s ({:.2} cores), RSS idle {}, max sampled {}, peak {}; drivers' own CPU {:.1} s",
+        "daemon: {:.1} CPU s ({:.1} system, {} minor faults) over {wall:.1} wall s ({:.2} cores), RSS idle {}, max sampled {}, peak {}; drivers' own CPU {:.1} s",
         ours.daemon_cpu,
+        ours.daemon_system,
+        ours.daemon_minor_faults,
         ours.daemon_cpu / wall.max(1e-9),
         mib(ours.idle),
         mib(ours.during),
