@@ -81,8 +81,7 @@ impl Sensor {
     }
 
     /// The first sample at or after `time` (epoch seconds), by a search over `ts`
-    /// ([`first_at_or_after`]);
-    /// `len()` when every sample is earlier. Assumes `ts` ascends (a clock step backwards makes
+    /// (interpolation, then bisection); `len()` when every sample is earlier. Assumes `ts` ascends (a clock step backwards makes
     /// the answer one of the valid positions, not necessarily the first).
     ///
     /// `ts` stays mapped between calls, so a search touches pages already resident. An
