@@ -16,48 +16,11 @@ use roverlog_core::format::{DType, SensorWriter, WriterOptions};
 use serde_json::{json, Value};
 
 const T0: f64 = 1.7e9;
-const BEAMS: usize = 128;
-const COLUMNS: usize = 2048;
+// The OS1-128 `lidar.json` the rosbag bench writes too (ouster-sdk's layout, the keys the
+// projection does not read included).
+use roverlog_bench::rosbag_trace::{lidar_json, BEAMS, COLUMNS};
 const FRAMES: usize = 9;
 const IMU_SAMPLES: usize = 130;
-
-/// An OS1-128's `lidar.json` in ouster-sdk's layout (the keys the projection does not read
-/// too): altitudes spread over +-22.5 degrees, the azimuth offsets and stagger of four beam
-/// columns, the beam origin 15.8 mm off the axis, the sensor frame flipped about z and lifted.
-fn lidar_json() -> Value {
-    let alt: Vec<f64> = (0..BEAMS)
-        .map(|b| 22.5 - 45.0 * (b as f64 / (BEAMS - 1) as f64).powf(1.05))
-        .collect();
-    let az: Vec<f64> = (0..BEAMS)
-        .map(|b| [4.23, 1.41, -1.41, -4.23][b % 4] + 0.01 * (b / 4) as f64)
-        .collect();
-    let shift: Vec<i64> = (0..BEAMS).map(|b| [72, 24, -24, -72][b % 4]).collect();
-    json!({
-        "sensor_info": {"prod_line": "OS-1-128", "prod_sn": "992109000000",
-                        "build_rev": "v2.3.0", "status": "RUNNING"},
-        "config_params": {"lidar_mode": "2048x10", "udp_port_lidar": 7502},
-        "lidar_data_format": {
-            "pixels_per_column": BEAMS,
-            "columns_per_frame": COLUMNS,
-            "pixel_shift_by_row": shift,
-            "column_window": [0, COLUMNS - 1],
-            "udp_profile_lidar": "RNG19_RFL8_SIG16_NIR16",
-            "fps": 10,
-        },
-        "beam_intrinsics": {
-            "beam_altitude_angles": alt,
-            "beam_azimuth_angles": az,
-            "beam_to_lidar_transform": [1, 0, 0, 15.806, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1],
-            "lidar_origin_to_beam_origin_mm": 15.806,
-        },
-        "lidar_intrinsics": {
-            "lidar_to_sensor_transform": [-1, 0, 0, 0, 0, -1, 0, 0, 0, 0, 1, 36.18, 0, 0, 0, 1],
-        },
-        "imu_intrinsics": {
-            "imu_to_sensor_transform": [1, 0, 0, 6.253, 0, 1, 0, -11.775, 0, 0, 1, 7.645, 0, 0, 0, 1],
-        },
-    })
-}
 
 /// Frame `f`: a smooth scene (2-40 m) with no-return pixels and a few returns under 0.5 m.
 fn frame(f: usize) -> Vec<u16> {
