@@ -233,3 +233,48 @@ fn bad_input_is_named_and_leaves_no_bag() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// Upstream itself as ground truth: `tests/data/rosbag_upstream/` holds a trace written by
+/// upstream roverd's own channel writers and the two ROS 1 bags its `roverd rosbag` wrote from
+/// it (with `--min_range 0.5` and without; provenance in tests/data/README.md). Ours, from the
+/// same trace, must hold the same messages: bag times, stamps, frame ids, IMU values and every
+/// point bit for bit (`tests/py/rosbag_upstream_check.py`).
+#[test]
+fn the_bags_match_upstream_roverd_rosbag_on_its_own_trace() {
+    let data = common::root().join("tests/data/rosbag_upstream");
+    let dir = tempfile::tempdir().unwrap();
+    let script =
+        std::fs::read_to_string(common::root().join("tests/py/rosbag_upstream_check.py")).unwrap();
+    for (upstream, extra) in [
+        ("min_range_0.5.bag", &[os("--min_range"), os("0.5")][..]),
+        ("no_min_range.bag", &[][..]),
+    ] {
+        let ours = dir.path().join(upstream);
+        let trace = data.join("trace");
+        let mut args = vec![
+            os("rosbag"),
+            trace.as_os_str(),
+            os("--out"),
+            ours.as_os_str(),
+        ];
+        args.extend_from_slice(extra);
+        let r = roverlog(&args);
+        assert!(r.ok(), "{}", r.text());
+        let out = run_python(
+            &script,
+            &[data.join(upstream).as_os_str(), ours.as_os_str()],
+        );
+        let s: Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(
+            (s["/imu"].as_u64(), s["/points2"].as_u64()),
+            (Some(70), Some(6)),
+            "{upstream}: {s}"
+        );
+        // The points upstream's bags hold (their `data` sizes / 12): the script compared
+        // them all, not none.
+        let want = if extra.is_empty() { 45159 } else { 44161 };
+        assert_eq!(s["points"].as_u64(), Some(want), "{upstream}: {s}");
+    }
+    // The trace is read only: nothing written into the fixture (no `_scratch`).
+    assert!(!data.join("trace/_scratch").exists());
+}
