@@ -2,8 +2,8 @@
 //! forms ROS 2 writers use: `tests/py/ros_wstring_write.py` builds the CDR by hand (no Python
 //! ROS serializer writes a wstring) into an MCAP file with the `mcap` package's writer. The
 //! numbers after each wstring come out right only when its bytes were read in the right form;
-//! a message that fits neither form, and a ROS 1 definition with a wstring, are skipped with
-//! the reason said.
+//! a message that fits neither form, a topic whose form changes after its first non-empty
+//! wstring told it, and a ROS 1 definition with a wstring are skipped with the reason said.
 
 use crate::support::common;
 

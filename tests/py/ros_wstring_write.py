@@ -12,6 +12,9 @@ own form). Written with the `mcap` package's writer.
   decide nothing), the next ones hold non-ASCII text and a surrogate pair;
 - /label2: 2-byte characters, big-endian;
 - /label_bad: a wstring whose bytes fit neither form: skipped, the reason naming the field;
+- /label_mixed: 4-byte characters, then from message 2 on 2-byte ones: the form its first
+  non-empty wstring told holds for the topic, so message 2 does not decode and the topic is
+  skipped, as any topic with a message that does not decode;
 - /label_ros1: the same type as a ROS 1 (`ros1msg`) definition: ROS 1 has no wstring, skipped.
 
 OUTDIR/wstring.mcap and OUTDIR/expected.json: per topic the sensor, header stamps and the
@@ -103,6 +106,7 @@ def main():
             "/label4": w.register_channel("/label4", "cdr", ros2),
             "/label2": w.register_channel("/label2", "cdr", ros2),
             "/label_bad": w.register_channel("/label_bad", "cdr", ros2),
+            "/label_mixed": w.register_channel("/label_mixed", "cdr", ros2),
             "/label_ros1": w.register_channel("/label_ros1", "ros1", ros1),
         }
         for i in range(N):
@@ -110,6 +114,7 @@ def main():
             msgs = {
                 "/label4": message(i, 4, False),
                 "/label2": message(i, 2, True),
+                "/label_mixed": message(i, 4 if i < 2 else 2, False),
                 "/label_ros1": bytes(8),
             }
             # Three characters in 9 bytes: neither 4-byte (12) nor 2-byte (6 + padding).
@@ -131,7 +136,8 @@ def main():
     expected = {
         "topics": {"/label4": dict(topic, sensor="label4"),
                    "/label2": dict(topic, sensor="label2")},
-        "skipped": {"/label_bad": "wstring label", "/label_ros1": "ROS 1 has no wide strings"},
+        "skipped": {"/label_bad": "wstring label", "/label_ros1": "ROS 1 has no wide strings",
+                    "/label_mixed": "message 2 does not decode"},
     }
     (out / "expected.json").write_text(json.dumps(expected))
 

@@ -21,9 +21,10 @@
 //!   `CDR_Legacy`), 4 bytes on Linux.
 //! - **2 bytes** (a uint16 per code unit): Fast-CDR 2.x's own `serialize(const wchar_t*)`
 //!   (<https://github.com/eProsima/Fast-CDR/blob/v2.3.5/src/cpp/Cdr.cpp>, `wchar_t` as
-//!   uint16; a DDS program's own types, or a ROS 2 build between Fast-CDR 2 and the fix
-//!   above), and rmw_cyclonedds built where `wchar_t` is 2 bytes (Windows).
-//! - Cyclone's XCDR2 form counts bytes, but it comes with another encapsulation (which
+//!   uint16: a DDS program's own types), and rmw_cyclonedds built where `wchar_t` is 2 bytes
+//!   (Windows).
+//! - Only rmw_cyclonedds' non-legacy encoding counts bytes; its writer is always made
+//!   `CDR_Legacy`, and the other would carry another encapsulation header (which
 //!   [`super::decode`] refuses), so in what we read the length always counts characters.
 //!
 //! So [`super::decode::decode_detect`] tries 4 bytes first: see its rule. A 4-byte unit up to
