@@ -67,3 +67,22 @@ text = b"int32 a\nstring s\nuint8[] d\nfuzz/N n\n===\nMSG: fuzz/N\nfloat64 x\n"
 msg = bytes([0, 1, 0, 0]) + (7).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"hi\0"
 msg += b"\0" + (2).to_bytes(4, "little") + b"ab" + bytes(6) + np.float64(2.5).tobytes()
 (out / "inline-schema-cdr").write_bytes(bytes([0]) + text + b"\0" + msg)
+# wstring (rosbags cannot write one): both wire forms, little- and big-endian, a surrogate pair,
+# and a float64 after the string so the padding after it matters.
+W_TEXT = b"uint32 a\nwstring w\nfloat64 x\nwstring<=8 b\nwstring[] l\n"
+
+
+def wstring_seed(word, size, big):
+    order = "big" if big else "little"
+    units = np.frombuffer(word.encode("utf-16-le"), dtype="<u2").tolist()
+    body = (7).to_bytes(4, order) + len(units).to_bytes(4, order)
+    body += b"".join(u.to_bytes(size, order) for u in units)
+    body += bytes(-len(body) % 8) + np.array([2.5], dtype=">f8" if big else "<f8").tobytes()
+    body += (1).to_bytes(4, order) + (0x41).to_bytes(size, order)  # b = "A"
+    body += bytes(-len(body) % 4) + (0).to_bytes(4, order)  # l = []
+    head = bytes([0, 0 if big else 1, 0, 0])
+    return bytes([0]) + W_TEXT + b"\0" + head + body
+
+
+(out / "wstring-4byte-le").write_bytes(wstring_seed("wé\U0001d11e", 4, False))
+(out / "wstring-2byte-be").write_bytes(wstring_seed("wé\U0001d11e", 2, True))

@@ -564,7 +564,7 @@ pub fn ros_cdr(data: &[u8]) {
 /// decode or map), so the seeds' test can check they reach the mapping.
 pub fn ros_cdr_channels(data: &[u8]) -> Option<usize> {
     use roverlog_core::format::ChannelFormat;
-    use roverlog_core::ros::decode::{decode, Limits, Value, Wire};
+    use roverlog_core::ros::decode::{decode, decode_detect, Limits, Value, Wire};
     use roverlog_core::ros::mapping::{map, ImageFormat};
     use roverlog_core::ros::schema::{normalize_type, Dialect, Schema};
     let (&sel, rest) = data.split_first()?;
@@ -597,7 +597,7 @@ pub fn ros_cdr_channels(data: &[u8]) -> Option<usize> {
         max_elements: 4096,
         max_depth: 8,
     };
-    let v = decode(&schema, msg, wire, &limits).ok()?;
+    let (v, wide) = decode_detect(&schema, msg, wire, &limits).ok()?;
     fn within(v: &Value, msg: &[u8]) {
         let range = msg.as_ptr_range();
         let inside = |b: &[u8]| {
@@ -612,16 +612,30 @@ pub fn ros_cdr_channels(data: &[u8]) -> Option<usize> {
                 assert!(*array || bytes.len() == prim.size());
             }
             Value::Str(b) => assert!(inside(b), "a string outside the message"),
+            Value::WStr {
+                wide,
+                big_endian,
+                bytes,
+            } => {
+                assert!(inside(bytes), "a wide string outside the message");
+                assert_eq!(bytes.len() % wide.size(), 0);
+                let mut chars = roverlog_core::ros::wide::Chars::new(bytes, *wide, *big_endian);
+                assert!(chars.all(|c| c.is_ok()), "a wide string that is not text");
+            }
             Value::List(items) => items.iter().for_each(|i| within(i, msg)),
             Value::Msg(fields) => fields.iter().for_each(|(_, f)| within(f, msg)),
         }
     }
     within(&v, msg);
     assert_eq!(
-        decode(&schema, msg, wire, &limits).unwrap(),
-        v,
+        decode_detect(&schema, msg, wire, &limits).unwrap(),
+        (v.clone(), wide),
         "decodes differently twice"
     );
+    if let Some(w) = wide {
+        // The form found decodes the message by itself, to the same value.
+        assert_eq!(decode(&schema, msg, wire, w, &limits).unwrap(), v);
+    }
     let m = map(&normalize_type(name), &v, ImageFormat::Jpg).ok()?;
     {
         assert_eq!(m.channels.len(), m.data.len());

@@ -105,4 +105,21 @@ pub enum DecodeProblem {
     /// Bytes left after the last field (the schema does not describe this message).
     #[error("{left} bytes left after the last field (the schema does not fit the message)")]
     Trailing { left: usize },
+    /// A `wstring` whose characters are not text (an unpaired UTF-16 surrogate, a value past
+    /// U+10FFFF), or one in a ROS 1 message (which has none).
+    #[error("wstring {field} at byte {at}: {msg}")]
+    BadWide {
+        field: String,
+        at: usize,
+        msg: String,
+    },
+    /// A message with a non-empty `wstring` that decodes with neither 4-byte nor 2-byte
+    /// characters (the two forms ROS 2 writers use; see `ros::wide`): `field` is the first
+    /// non-empty wstring, `four` and `two` why each form failed.
+    #[error("wstring {field}: the message decodes neither with 4-byte characters ({four}) nor with 2-byte ones ({two})")]
+    WideForm {
+        field: String,
+        four: Box<DecodeProblem>,
+        two: Box<DecodeProblem>,
+    },
 }

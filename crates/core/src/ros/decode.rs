@@ -4,8 +4,12 @@
 //! without NUL). Every length read from the message is checked against its limit and against
 //! the bytes left before anything is allocated; arrays of numbers are not copied but kept as
 //! slices of the message ([`Value::Prims`]), so a megapixel image costs nothing to decode.
+//! A ROS 2 `wstring` has two wire forms ([`WideChars`]): [`decode`] is told which,
+//! [`decode_detect`] finds it.
 
 use super::schema::{Base, Count, Prim, Schema};
+use super::wide::Chars;
+pub use super::wide::WideChars;
 use crate::error::DecodeProblem;
 
 /// Limits on what one message may declare.
@@ -52,6 +56,13 @@ pub enum Value<'a> {
     },
     /// A string's bytes (NUL dropped; not checked to be UTF-8).
     Str(&'a [u8]),
+    /// A wide string's (`wstring`) bytes, its characters `wide` units in the message's byte
+    /// order, checked to be valid UTF-16 (or UTF-32) when decoded.
+    WStr {
+        wide: WideChars,
+        big_endian: bool,
+        bytes: &'a [u8],
+    },
     /// An array of strings or messages.
     List(Vec<Value<'a>>),
     /// A message: its fields by name, in schema order.
@@ -162,49 +173,94 @@ impl<'a> Value<'a> {
         Some((*prim, bytes.len() / prim.size(), out))
     }
 
-    /// A string field's text (lossy).
+    /// A string field's text (lossy; a wide string's text).
     pub fn as_str(&self) -> Option<String> {
         match self {
             Value::Str(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            Value::WStr {
+                wide,
+                big_endian,
+                bytes,
+            } => Some(
+                Chars::new(bytes, *wide, *big_endian)
+                    .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+                    .collect(),
+            ),
             _ => None,
         }
     }
 }
 
-/// Decodes `data`, one message of `schema`'s root type.
+/// Decodes `data`, one message of `schema`'s root type, its `wstring`s (if any) in the form
+/// `wide`.
 pub fn decode<'a>(
     schema: &'a Schema,
     data: &'a [u8],
     wire: Wire,
+    wide: WideChars,
     limits: &Limits,
 ) -> Result<Value<'a>, DecodeProblem> {
+    run(schema, data, wire, wide, limits).0
+}
+
+/// Decodes `data` as [`decode`] does, finding the form of its `wstring`s: the form under
+/// which the whole message decodes, its bytes used up to the trailing padding [`decode`]
+/// allows, with no NUL character in a wstring (4-byte characters read as 2-byte ones give a
+/// NUL for every other one); if both do, 4-byte characters, as every ROS 2 rmw writes them on
+/// Linux (see [`super::wide`]); if neither, the one that decodes with a NUL, 4-byte first.
+/// Returns the form found, or `None` when the message has no non-empty wstring (both forms
+/// read it the same). A message that fails to decode before any non-empty wstring fails as
+/// it would in [`decode`]; one that decodes in neither form is
+/// [`DecodeProblem::WideForm`], naming its first non-empty wstring field.
+pub fn decode_detect<'a>(
+    schema: &'a Schema,
+    data: &'a [u8],
+    wire: Wire,
+    limits: &Limits,
+) -> Result<(Value<'a>, Option<WideChars>), DecodeProblem> {
+    let (four, seen, nul4) = run(schema, data, wire, WideChars::U32, limits);
+    let Some(field) = seen else {
+        return four.map(|v| (v, None));
+    };
+    if four.is_ok() && !nul4 {
+        return four.map(|v| (v, Some(WideChars::U32)));
+    }
+    let (two, _, nul2) = run(schema, data, wire, WideChars::U16, limits);
+    match (four, two) {
+        (_, Ok(v)) if !nul2 => Ok((v, Some(WideChars::U16))),
+        (Ok(v), _) => Ok((v, Some(WideChars::U32))),
+        (Err(_), Ok(v)) => Ok((v, Some(WideChars::U16))),
+        (Err(four), Err(two)) => Err(DecodeProblem::WideForm {
+            field,
+            four: Box::new(four),
+            two: Box::new(two),
+        }),
+    }
+}
+
+/// One decoding: the message, the name of its first non-empty wstring field (if it got that
+/// far), and whether a wstring held a NUL character.
+fn run<'a>(
+    schema: &'a Schema,
+    data: &'a [u8],
+    wire: Wire,
+    wide: WideChars,
+    limits: &Limits,
+) -> (Result<Value<'a>, DecodeProblem>, Option<String>, bool) {
     let mut r = Reader {
         data,
         pos: 0,
         origin: 0,
         big_endian: false,
         wire,
+        wide,
+        first_wide: None,
+        wide_nul: false,
         limits,
         schema,
     };
-    if wire == Wire::Cdr {
-        let head = r.take(4, "the CDR encapsulation header", 1)?;
-        let kind = u16::from_be_bytes([head[0], head[1]]);
-        r.big_endian = match kind {
-            0 => true,
-            1 => false,
-            k => return Err(DecodeProblem::Encapsulation(k)),
-        };
-        r.origin = 4;
-    }
-    let v = r.message(0, 0)?;
-    let left = data.len() - r.pos;
-    // CDR writers pad the message to a multiple of 4 (rmw) or 8; ROS 1 has no padding.
-    let slack = if wire == Wire::Cdr { 7 } else { 0 };
-    if left > slack {
-        return Err(DecodeProblem::Trailing { left });
-    }
-    Ok(v)
+    let v = r.whole();
+    (v, r.first_wide, r.wide_nul)
 }
 
 struct Reader<'a, 'l> {
@@ -214,11 +270,39 @@ struct Reader<'a, 'l> {
     origin: usize,
     big_endian: bool,
     wire: Wire,
+    /// The form `wstring`s are read in.
+    wide: WideChars,
+    /// The first non-empty wstring field met, by name.
+    first_wide: Option<String>,
+    /// Whether a wstring held a NUL character.
+    wide_nul: bool,
     limits: &'l Limits,
     schema: &'a Schema,
 }
 
 impl<'a> Reader<'a, '_> {
+    /// The encapsulation header (CDR), the root message, and what may be left after it.
+    fn whole(&mut self) -> Result<Value<'a>, DecodeProblem> {
+        if self.wire == Wire::Cdr {
+            let head = self.take(4, "the CDR encapsulation header", 1)?;
+            let kind = u16::from_be_bytes([head[0], head[1]]);
+            self.big_endian = match kind {
+                0 => true,
+                1 => false,
+                k => return Err(DecodeProblem::Encapsulation(k)),
+            };
+            self.origin = 4;
+        }
+        let v = self.message(0, 0)?;
+        let left = self.left();
+        // CDR writers pad the message to a multiple of 4 (rmw) or 8; ROS 1 has no padding.
+        let slack = if self.wire == Wire::Cdr { 7 } else { 0 };
+        if left > slack {
+            return Err(DecodeProblem::Trailing { left });
+        }
+        Ok(v)
+    }
+
     fn left(&self) -> usize {
         self.data.len() - self.pos
     }
@@ -361,8 +445,58 @@ impl<'a> Reader<'a, '_> {
                 };
                 Ok(Value::Str(b))
             }
+            Base::WString(bound) => self.wstring(*bound, name),
             Base::Msg(t) => self.message(*t, depth + 1),
         }
+    }
+
+    /// A `wstring` in the form `self.wide`: a uint32 count of characters, then each one.
+    fn wstring(&mut self, bound: Option<usize>, name: &str) -> Result<Value<'a>, DecodeProblem> {
+        let at = self.pos;
+        if self.wire != Wire::Cdr {
+            return Err(DecodeProblem::BadWide {
+                field: name.to_string(),
+                at,
+                msg: "ROS 1 has no wide strings".into(),
+            });
+        }
+        let n = self.u32(name)? as usize;
+        let unit = self.wide.size();
+        // The string limit counts bytes on the wire.
+        let limit = bound
+            .map_or(usize::MAX, |b| b)
+            .min(self.limits.max_string / unit);
+        if n > limit {
+            return Err(DecodeProblem::TooLong {
+                what: format!("wstring {name}"),
+                at,
+                got: n as u64,
+                limit: limit as u64,
+                unit: "characters",
+            });
+        }
+        if n > 0 && self.first_wide.is_none() {
+            self.first_wide = Some(name.to_string());
+        }
+        let bytes = self.take(n * unit, name, unit)?;
+        for c in Chars::new(bytes, self.wide, self.big_endian) {
+            match c {
+                Ok('\0') => self.wide_nul = true,
+                Ok(_) => {}
+                Err(msg) => {
+                    return Err(DecodeProblem::BadWide {
+                        field: name.to_string(),
+                        at,
+                        msg: format!("{msg} (read as {})", self.wide.describe()),
+                    })
+                }
+            }
+        }
+        Ok(Value::WStr {
+            wide: self.wide,
+            big_endian: self.big_endian,
+            bytes,
+        })
     }
 }
 
@@ -399,7 +533,7 @@ mod tests {
     fn decodes_cdr_with_alignment() {
         let s = schema();
         let m = cdr();
-        let v = decode(&s, &m, Wire::Cdr, &Limits::default()).unwrap();
+        let v = decode(&s, &m, Wire::Cdr, WideChars::U32, &Limits::default()).unwrap();
         assert_eq!(v.get("a").unwrap().as_u64(), Some(7));
         assert_eq!(v.get("b").unwrap().as_f64(), Some(2.5));
         assert_eq!(v.get("s").unwrap().as_str().as_deref(), Some("hi"));
@@ -420,7 +554,7 @@ mod tests {
         m.extend((-0.5f64).to_be_bytes());
         m.extend(3u32.to_be_bytes());
         m.extend(b"ok\0");
-        let v = decode(&s, &m, Wire::Cdr, &Limits::default()).unwrap();
+        let v = decode(&s, &m, Wire::Cdr, WideChars::U32, &Limits::default()).unwrap();
         assert_eq!(v.get("a").unwrap().as_u64(), Some(513));
         assert_eq!(v.get("b").unwrap().as_f64(), Some(-0.5));
         let (_, _, le) = v.get("a").unwrap().le_bytes().unwrap();
@@ -429,7 +563,7 @@ mod tests {
         let n = m.len();
         m[n - 7..n - 3].copy_from_slice(&4u32.to_be_bytes());
         m.push(0);
-        let e = decode(&s, &m, Wire::Cdr, &Limits::default()).unwrap_err();
+        let e = decode(&s, &m, Wire::Cdr, WideChars::U32, &Limits::default()).unwrap_err();
         assert!(matches!(e, DecodeProblem::TooLong { .. }), "{e}");
     }
 
@@ -438,7 +572,7 @@ mod tests {
         let s = schema();
         let m = cdr();
         for cut in 0..m.len() {
-            assert!(decode(&s, &m[..cut], Wire::Cdr, &Limits::default()).is_err());
+            assert!(decode(&s, &m[..cut], Wire::Cdr, WideChars::U32, &Limits::default()).is_err());
         }
     }
 
@@ -447,12 +581,12 @@ mod tests {
         let s = Schema::parse("p/M", "string s\nuint64[] v\n", Dialect::Ros1).unwrap();
         let mut m = u32::MAX.to_le_bytes().to_vec();
         m.extend([0; 16]);
-        let e = decode(&s, &m, Wire::Ros1, &Limits::default()).unwrap_err();
+        let e = decode(&s, &m, Wire::Ros1, WideChars::U32, &Limits::default()).unwrap_err();
         assert!(matches!(e, DecodeProblem::TooLong { .. }), "{e}");
         let mut m = 0u32.to_le_bytes().to_vec();
         m.extend(3u32.to_le_bytes());
         m.extend([0; 16]);
-        let e = decode(&s, &m, Wire::Ros1, &Limits::default()).unwrap_err();
+        let e = decode(&s, &m, Wire::Ros1, WideChars::U32, &Limits::default()).unwrap_err();
         assert!(e.to_string().contains("sequence v"), "{e}");
     }
 }

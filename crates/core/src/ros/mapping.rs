@@ -8,7 +8,7 @@
 //! | `sensor_msgs/NavSatFix` | `latitude`, `longitude`, `altitude` (`f8`), `status` (`i1`), `service` (`u2`), `position_covariance` (`f8[9]`), `position_covariance_type` (`u1`) |
 //! | `sensor_msgs/PointCloud2` | one raw channel per field (`[h*w]` or `[h, w]`, `[.., count]`), in the field's type |
 //! | `sensor_msgs/LaserScan` | `ranges`, `intensities` (when not empty) (`f4[n]`), and its scalars (`angle_min` ... `range_max`, `f4`) |
-//! | anything else | its numeric fields by dotted path (`pose.position.x`), fixed arrays and sequences of numbers shaped by their length; strings are left out; a sequence of messages or strings makes the topic one we do not import |
+//! | anything else | its numeric fields by dotted path (`pose.position.x`), fixed arrays and sequences of numbers shaped by their length; strings (and `wstring`s) are left out; a sequence of messages or strings makes the topic one we do not import |
 //!
 //! A message maps to a [`Mapped`]: channels with their type and shape, and the bytes of each.
 //! A topic keeps the channels of its first message; a later message that maps to others
@@ -554,10 +554,10 @@ fn flatten(prefix: &str, v: &Value, m: &mut Mapped, top: bool) -> Result<(), Str
             let shape = if *array { vec![n] } else { vec![] };
             m.push(&channel_name(prefix)?, dtype_of(*prim), shape, prefix, b);
         }
-        Value::Str(_) => {}
+        Value::Str(_) | Value::WStr { .. } => {}
         Value::List(items) if items.is_empty() => {}
         Value::List(items) => {
-            let what = if matches!(items[0], Value::Str(_)) {
+            let what = if matches!(items[0], Value::Str(_) | Value::WStr { .. }) {
                 "strings"
             } else {
                 "messages"

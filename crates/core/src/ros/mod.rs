@@ -4,7 +4,8 @@
 //!
 //! - [`schema`]: `.msg` definition text (stored with every topic) as types.
 //! - [`decode`]: one message against its schema, CDR or ROS 1 serialization, every length
-//!   checked against its limit and the bytes left.
+//!   checked against its limit and the bytes left; [`wide`]: ROS 2 `wstring`'s two wire
+//!   forms and how a topic's is told.
 //! - [`container`]: what the containers share (mapped file, chunks, decompression with a
 //!   bound, message locations); [`mcap`] and [`ros1bag`] read the two containers;
 //!   [`rosbag2`] the directory's `metadata.yaml`; `sqlite` (feature `sqlite`) rosbag2's
@@ -28,6 +29,7 @@ pub mod source;
 pub mod sqlite;
 pub mod standard_msgs;
 pub mod topic_map;
+pub mod wide;
 
 use std::path::Path;
 

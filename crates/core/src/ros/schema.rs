@@ -7,7 +7,8 @@
 //! Types are `bool byte char int8..uint64 float32 float64 string wstring` (ROS 1 adds `time`
 //! and `duration`), a message type (`pkg/Type`, `pkg/msg/Type`, or a bare name in the same
 //! package; ROS 1's bare `Header` is `std_msgs/Header`), each optionally an array: `T[]`,
-//! `T[N]`, `T[<=N]`; strings may be bounded: `string<=N`.
+//! `T[N]`, `T[<=N]`; strings may be bounded: `string<=N`, `wstring<=N`. `wstring` is ROS 2
+//! only (ROS 1 has none): a ROS 1 definition with one does not parse.
 
 use std::collections::HashMap;
 
@@ -54,6 +55,9 @@ pub enum Base {
     Prim(Prim),
     /// A string, with its bound (`string<=N`) if any.
     String(Option<usize>),
+    /// A wide string (ROS 2 `wstring`), with its bound (`wstring<=N`, in characters) if any.
+    /// Its wire form is one of two ([`super::wide::WideChars`]).
+    WString(Option<usize>),
     /// A message type: its index in [`Schema::types`].
     Msg(usize),
 }
@@ -248,7 +252,7 @@ impl Schema {
     pub fn min_size(&self, base: &Base) -> usize {
         match base {
             Base::Prim(p) => p.size(),
-            Base::String(_) => 4,
+            Base::String(_) | Base::WString(_) => 4,
             Base::Msg(t) => self.types[*t]
                 .fields
                 .iter()
@@ -320,11 +324,14 @@ fn parse_line(line: &str, package: &str, dialect: Dialect) -> Result<Option<RawF
         "float32" => prim(Prim::F32),
         "float64" => prim(Prim::F64),
         "string" => Some(Base::String(None)),
-        "wstring" => return Err(format!("{ty:?}: wide strings are not supported")),
-        s if s.starts_with("string<=") => Some(Base::String(Some(parse_len(&s[8..], ty)?))),
-        s if s.starts_with("wstring<=") => {
-            return Err(format!("{ty:?}: wide strings are not supported"))
+        s if dialect == Dialect::Ros1 && (s == "wstring" || s.starts_with("wstring<=")) => {
+            return Err(format!(
+                "{ty:?}: ROS 1 has no wide strings (wstring is a ROS 2 type)"
+            ))
         }
+        "wstring" => Some(Base::WString(None)),
+        s if s.starts_with("string<=") => Some(Base::String(Some(parse_len(&s[8..], ty)?))),
+        s if s.starts_with("wstring<=") => Some(Base::WString(Some(parse_len(&s[9..], ty)?))),
         _ => None,
     };
     let type_name = match (&base, elem) {
@@ -388,6 +395,35 @@ MSG: geometry_msgs/Quaternion\nfloat64 x 0\nfloat64 y 0\nfloat64 z 0\nfloat64 w 
         };
         assert_eq!(s.types[t].name, "time");
         assert_eq!(s.root().fields[2].base, Base::Prim(Prim::I8));
+    }
+
+    #[test]
+    fn wide_strings_in_ros2_only() {
+        let text = "wstring a\nwstring<=8 b\nwstring[] c\nwstring<=4[<=2] d\nwstring[3] e\n";
+        let s = Schema::parse("p/W", text, Dialect::Ros2).unwrap();
+        let got: Vec<_> = s.root().fields.iter().map(|f| (&f.base, f.count)).collect();
+        assert_eq!(
+            got,
+            [
+                (&Base::WString(None), Count::One),
+                (&Base::WString(Some(8)), Count::One),
+                (&Base::WString(None), Count::Seq(None)),
+                (&Base::WString(Some(4)), Count::Seq(Some(2))),
+                (&Base::WString(None), Count::Fixed(3)),
+            ]
+        );
+        assert_eq!(s.min_size(&Base::Msg(0)), 4 * 4 + 3 * 4);
+        for line in ["wstring w\n", "wstring<=4[] w\n"] {
+            let e = Schema::parse("p/W", line, Dialect::Ros1).unwrap_err();
+            assert!(e.to_string().contains("ROS 1 has no wide strings"), "{e}");
+        }
+        // A message type whose name starts with "wstring" is still a message type.
+        let s = Schema::parse(
+            "p/W",
+            "wstringy w\n===\nMSG: p/wstringy\nint8 x\n",
+            Dialect::Ros1,
+        );
+        assert!(s.is_ok(), "{s:?}");
     }
 
     #[test]

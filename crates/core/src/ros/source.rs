@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::container::{BagFile, Connection, MsgRef};
-use super::decode::{decode, Limits, Wire};
+use super::decode::{decode, decode_detect, Limits, WideChars, Wire};
 use super::mapping::{self, ImageFormat, Mapped, Stamp};
 use super::mcap::Sink;
 use super::schema::{Dialect, Schema};
@@ -55,6 +55,9 @@ struct Topic {
     msgtype: String,
     wire: Wire,
     schema: Option<Schema>,
+    /// The form of its `wstring`s, once a message with a non-empty one has told it
+    /// ([`decode_detect`]); until then every wstring was empty and either form reads it.
+    wide: Option<WideChars>,
     /// Why it is skipped, once it is.
     skip: Option<String>,
     messages: u64,
@@ -169,6 +172,7 @@ impl Sink for Collector<'_> {
             msgtype: c.msgtype,
             wire,
             schema,
+            wide: None,
             skip,
             messages: 0,
             refs: Vec::new(),
@@ -204,7 +208,14 @@ impl Sink for Collector<'_> {
             .schema
             .as_ref()
             .expect("a topic without a schema is skipped");
-        let outcome = decode(schema, data, t.wire, &self.limits)
+        let decoded = match t.wide {
+            Some(w) => decode(schema, data, t.wire, w, &self.limits),
+            None => decode_detect(schema, data, t.wire, &self.limits).map(|(v, found)| {
+                t.wide = found;
+                v
+            }),
+        };
+        let outcome = decoded
             .map_err(|e| format!("message {k} does not decode: {e}"))
             .and_then(|v| {
                 let m = mapping::map(&t.msgtype, &v, t.images)
@@ -611,7 +622,8 @@ impl Source for RosSource {
             index,
             problem: Box::new(problem),
         };
-        let v = decode(schema, data, t.wire, &limits).map_err(err)?;
+        let wide = t.wide.unwrap_or_default();
+        let v = decode(schema, data, t.wire, wide, &limits).map_err(err)?;
         let m = mapping::map(&t.msgtype, &v, images).map_err(|msg| Error::Corrupt {
             path: path.clone(),
             msg: format!(
