@@ -7,7 +7,8 @@
 //!   checked against its limit and the bytes left.
 //! - [`container`]: what the containers share (mapped file, chunks, decompression with a
 //!   bound, message locations); [`mcap`] and [`ros1bag`] read the two containers;
-//!   [`rosbag2`] the directory's `metadata.yaml`; `sqlite` (feature `sqlite`) rosbag2's
+//!   [`rosbag2`] the directory's `metadata.yaml`, [`rosbag2_zstd`] its zstd compression (per
+//!   message, or whole files decompressed to a temporary directory); `sqlite` (feature `sqlite`) rosbag2's
 //!   sqlite3 storage, with [`standard_msgs`]' definitions for a recording that stores none.
 //! - [`mapping`]: the default mapping of standard messages to channels (docs/ros.md);
 //!   [`topic_map`]: the optional mapping file (per topic: skip, names, stamp, images).
@@ -22,6 +23,7 @@ pub mod mapping;
 pub mod mcap;
 pub mod ros1bag;
 pub mod rosbag2;
+pub mod rosbag2_zstd;
 pub mod schema;
 pub mod source;
 #[cfg(feature = "sqlite")]

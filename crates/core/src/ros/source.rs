@@ -12,10 +12,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::container::{BagFile, Connection, MsgRef};
+use super::container::{BagFile, Connection, MsgRef, MAX_CHUNK};
 use super::decode::{decode, Limits, Wire};
 use super::mapping::{self, ImageFormat, Mapped, Stamp};
 use super::mcap::Sink;
+use super::rosbag2::Compression;
+use super::rosbag2_zstd::{FrameDecoder, Scratch};
 use super::schema::{Dialect, Schema};
 use crate::error::{Error, Result};
 use crate::format::{ChannelFormat, SensorMeta};
@@ -102,6 +104,11 @@ pub struct RosSource {
     /// The last message read from a database.
     #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     row: Vec<u8>,
+    /// Messages are zstd frames (rosbag2 `compression_mode: message`).
+    frames: Option<FrameDecoder>,
+    /// Where files compressed whole were decompressed to; last, so removed after the files
+    /// are closed.
+    _scratch: Option<Scratch>,
 }
 
 struct Collector<'o> {
@@ -110,6 +117,12 @@ struct Collector<'o> {
     progress: &'o mut dyn FnMut(usize, u64, u64),
     limits: Limits,
     file_no: u16,
+    /// The file being read (as the recording names it), for errors.
+    file: PathBuf,
+    /// Messages are zstd frames (rosbag2 `compression_mode: message`).
+    frames: Option<FrameDecoder>,
+    /// A message that could not be read (its frame does not decompress): the scan stops.
+    failed: Option<Error>,
     by_conn: HashMap<(u16, u32), usize>,
     by_topic: HashMap<String, usize>,
     topics: Vec<Topic>,
@@ -191,7 +204,7 @@ impl Sink for Collector<'_> {
         let Some(&i) = self.by_conn.get(&(self.file_no, conn)) else {
             return false;
         };
-        if i == usize::MAX {
+        if i == usize::MAX || self.failed.is_some() {
             return true;
         }
         let t = &mut self.topics[i];
@@ -200,6 +213,23 @@ impl Sink for Collector<'_> {
         if t.skip.is_some() {
             return true;
         }
+        // A frame that does not decompress is a damaged recording (as a chunk that does not
+        // decompress is), not a message that does not fit its schema: the import fails.
+        let data = match &mut self.frames {
+            None => data,
+            Some(f) => match f.decompress(data) {
+                Ok(d) => d,
+                Err(p) => {
+                    self.failed = Some(Error::RosMessage {
+                        path: self.file.clone(),
+                        topic: t.topic.clone(),
+                        index: k,
+                        problem: Box::new(p),
+                    });
+                    return true;
+                }
+            },
+        };
         let schema = t
             .schema
             .as_ref()
@@ -306,17 +336,28 @@ impl RosSource {
         opts: RosOptions,
         mut progress: impl FnMut(usize, u64, u64),
     ) -> Result<RosSource> {
-        let files: Vec<PathBuf> = if path.is_dir() {
-            super::rosbag2::files(path)?
+        let (files, compression) = if path.is_dir() {
+            let b = super::rosbag2::open(path)?;
+            (b.files, b.compression)
         } else {
-            vec![path.to_path_buf()]
+            (vec![path.to_path_buf()], Compression::None)
         };
+        // Dropped (the directory removed) on every return, the errors' included.
+        let scratch = match compression {
+            Compression::ZstdFile => Some(Scratch::new()?),
+            _ => None,
+        };
+        let frames =
+            || (compression == Compression::ZstdMessage).then(|| FrameDecoder::new(MAX_CHUNK));
         let limits = opts.limits.unwrap_or_default();
         let mut c = Collector {
             opts: &opts,
             progress: &mut progress,
             limits,
             file_no: 0,
+            file: PathBuf::new(),
+            frames: frames(),
+            failed: None,
             by_conn: HashMap::new(),
             by_topic: HashMap::new(),
             topics: Vec::new(),
@@ -330,20 +371,43 @@ impl RosSource {
                 },
             })?;
             c.file_no = no;
-            let storage = match kind_of(f)? {
-                Kind::Mcap => {
-                    let mut bag = BagFile::open(f)?;
-                    super::mcap::scan(&mut bag, no, &mut c)?;
-                    Storage::Mapped(bag)
+            c.file = f.clone();
+            // A file compressed whole is read from its decompressed copy; errors still name
+            // the file the recording lists (offsets in them are in the decompressed bytes).
+            let plain = match &scratch {
+                Some(s) => s.decompress(no.into(), f, &mut |d, t| c.progress(d, t))?,
+                None => f.clone(),
+            };
+            let kind = match kind_of(&plain) {
+                Err(_) if scratch.is_some() => {
+                    return Err(Error::Ros {
+                        path: f.clone(),
+                        problem: crate::error::RosProblem::BadMagic {
+                            expected: "an MCAP or sqlite3 file once decompressed",
+                        },
+                    })
                 }
-                Kind::Bag => {
-                    let mut bag = BagFile::open(f)?;
-                    super::ros1bag::scan(&mut bag, no, &mut c)?;
+                k => k?,
+            };
+            let storage = match kind {
+                Kind::Mcap | Kind::Bag => {
+                    let mut bag = BagFile::open(&plain)?;
+                    bag.path = f.clone();
+                    if plain != *f {
+                        // Mapped: the name can go now, so nothing is left behind even if the
+                        // process is killed (the space is freed when the map is).
+                        let _ = std::fs::remove_file(&plain);
+                    }
+                    match kind {
+                        Kind::Mcap => super::mcap::scan(&mut bag, no, &mut c)?,
+                        _ => super::ros1bag::scan(&mut bag, no, &mut c)?,
+                    }
                     Storage::Mapped(bag)
                 }
                 #[cfg(feature = "sqlite")]
                 Kind::Sqlite => {
-                    let db = super::sqlite::Db3::open(f)?;
+                    let mut db = super::sqlite::Db3::open(&plain)?;
+                    db.path = f.clone();
                     db.scan(no, &mut c)?;
                     Storage::Db3(db)
                 }
@@ -358,6 +422,9 @@ impl RosSource {
                 }
             };
             bags.push(storage);
+            if let Some(e) = c.failed.take() {
+                return Err(e);
+            }
         }
         let mut topics = c.topics;
         let map_err = |topic: &str, msg: String| Error::Ros {
@@ -455,6 +522,8 @@ impl RosSource {
             cache: Vec::new(),
             decompressed: 0,
             row: Vec::new(),
+            frames: frames(),
+            _scratch: scratch,
         })
     }
 
@@ -529,14 +598,20 @@ impl RosSource {
         }
     }
 
-    /// The bytes of `r`, after [`RosSource::load`].
-    fn bytes(&self, r: MsgRef) -> &[u8] {
+    /// The bytes of `r` as stored, after [`RosSource::load`]. Not a method: the caller
+    /// borrows `frames` mutably beside it.
+    fn stored<'a>(
+        files: &'a [Storage],
+        cache: &'a [(u16, u32, Vec<u8>)],
+        #[cfg_attr(not(feature = "sqlite"), allow(unused_variables))] row: &'a [u8],
+        r: MsgRef,
+    ) -> &'a [u8] {
         let range = r.start as usize..r.start as usize + r.len as usize;
-        match &self.files[r.file as usize] {
+        match &files[r.file as usize] {
             #[cfg(feature = "sqlite")]
-            Storage::Db3(_) => &self.row,
+            Storage::Db3(_) => row,
             Storage::Mapped(f) if r.chunk == MsgRef::NO_CHUNK => &f.map[range],
-            Storage::Mapped(_) => &self.cache.first().expect("load fills the cache").2[range],
+            Storage::Mapped(_) => &cache.first().expect("load fills the cache").2[range],
         }
     }
 }
@@ -602,7 +677,7 @@ impl Source for RosSource {
         let limits = self.limits;
         let path = self.files[r.file as usize].path().to_path_buf();
         self.load(r)?;
-        let data = self.bytes(r);
+        let data = Self::stored(&self.files, &self.cache, &self.row, r);
         let t = &self.topics[ti];
         let schema = t.schema.as_ref().expect("a sensor's topic has a schema");
         let err = |problem| Error::RosMessage {
@@ -610,6 +685,10 @@ impl Source for RosSource {
             topic: t.topic.clone(),
             index,
             problem: Box::new(problem),
+        };
+        let data = match &mut self.frames {
+            None => data,
+            Some(f) => f.decompress(data).map_err(err)?,
         };
         let v = decode(schema, data, t.wire, &limits).map_err(err)?;
         let m = mapping::map(&t.msgtype, &v, images).map_err(|msg| Error::Corrupt {
