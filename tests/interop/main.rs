@@ -19,6 +19,7 @@ mod format;
 mod gulp;
 mod mjpg;
 mod ros_import;
+mod ros_zstd;
 mod timestamps;
 mod webdriver;
 mod zarr;
