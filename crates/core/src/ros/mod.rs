@@ -12,6 +12,8 @@
 //!   sqlite3 storage, with [`standard_msgs`]' definitions for a recording that stores none.
 //! - [`mapping`]: the default mapping of standard messages to channels (docs/ros.md);
 //!   [`topic_map`]: the optional mapping file (per topic: skip, names, stamp, images).
+//! - `storage`: one file opened as the storage it holds (decompressed first when compressed
+//!   whole) and read once.
 //! - [`source`]: the recording as sensors, one per topic; topics we cannot import are listed
 //!   with the reason, never dropped without a word; [`import`] writes them as events.
 //!
@@ -29,12 +31,14 @@ pub mod source;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod standard_msgs;
+mod storage;
 pub mod topic_map;
 
 use std::path::Path;
 
 pub use mapping::{ImageFormat, Stamp};
-pub use source::{is_ros_recording, RosOptions, RosSource, SkippedTopic};
+pub use source::{RosOptions, RosSource, SkippedTopic};
+pub use storage::is_ros_recording;
 pub use topic_map::{TopicMap, TopicRule};
 
 use crate::error::{IoContext, Result};

@@ -12,13 +12,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::container::{BagFile, Connection, MsgRef, MAX_CHUNK};
+use super::container::{Connection, MsgRef, MAX_CHUNK};
 use super::decode::{decode, Limits, Wire};
 use super::mapping::{self, ImageFormat, Mapped, Stamp};
 use super::mcap::Sink;
 use super::rosbag2::Compression;
 use super::rosbag2_zstd::{FrameDecoder, Scratch};
 use super::schema::{Dialect, Schema};
+use super::storage::{open_and_scan, Storage};
 use crate::error::{Error, Result};
 use crate::format::{ChannelFormat, SensorMeta};
 use crate::replay::{Source, SourceSensor};
@@ -67,25 +68,6 @@ struct Topic {
     stamp: Stamp,
     images: ImageFormat,
     frame_id: String,
-}
-
-/// One file of a recording.
-enum Storage {
-    /// An MCAP file or a ROS 1 bag, mapped.
-    Mapped(BagFile),
-    /// A rosbag2 sqlite3 database.
-    #[cfg(feature = "sqlite")]
-    Db3(super::sqlite::Db3),
-}
-
-impl Storage {
-    fn path(&self) -> &Path {
-        match self {
-            Storage::Mapped(f) => &f.path,
-            #[cfg(feature = "sqlite")]
-            Storage::Db3(d) => &d.path,
-        }
-    }
 }
 
 /// A ROS recording (MCAP file, ROS 1 bag, rosbag2 directory) as sensors.
@@ -284,44 +266,6 @@ impl Sink for Collector<'_> {
     }
 }
 
-/// What a path holds.
-enum Kind {
-    Mcap,
-    Bag,
-    Sqlite,
-}
-
-fn kind_of(path: &Path) -> Result<Kind> {
-    use std::io::Read;
-    let mut head = [0u8; 16];
-    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let n = f.read(&mut head).map_err(|e| Error::io(path, e))?;
-    let head = &head[..n];
-    if super::mcap::is_mcap(head) {
-        Ok(Kind::Mcap)
-    } else if super::ros1bag::is_bag(head) {
-        Ok(Kind::Bag)
-    } else if head.starts_with(b"SQLite format 3\0") {
-        Ok(Kind::Sqlite)
-    } else {
-        Err(Error::Ros {
-            path: path.to_path_buf(),
-            problem: crate::error::RosProblem::BadMagic {
-                expected: "an MCAP file, a ROS 1 bag or a rosbag2 directory",
-            },
-        })
-    }
-}
-
-/// Whether `path` looks like a ROS recording: a rosbag2 directory (`metadata.yaml`), or a
-/// file starting with the MCAP or ROS 1 bag magic.
-pub fn is_ros_recording(path: &Path) -> bool {
-    if path.is_dir() {
-        return path.join("metadata.yaml").is_file();
-    }
-    path.is_file() && matches!(kind_of(path), Ok(Kind::Mcap | Kind::Bag))
-}
-
 impl RosSource {
     /// Opens and reads `path`: a rosbag2 directory, an `.mcap` file or a ROS 1 `.bag`.
     pub fn open(path: &Path, opts: RosOptions) -> Result<RosSource> {
@@ -372,56 +316,7 @@ impl RosSource {
             })?;
             c.file_no = no;
             c.file = f.clone();
-            // A file compressed whole is read from its decompressed copy; errors still name
-            // the file the recording lists (offsets in them are in the decompressed bytes).
-            let plain = match &scratch {
-                Some(s) => s.decompress(no.into(), f, &mut |d, t| c.progress(d, t))?,
-                None => f.clone(),
-            };
-            let kind = match kind_of(&plain) {
-                Err(_) if scratch.is_some() => {
-                    return Err(Error::Ros {
-                        path: f.clone(),
-                        problem: crate::error::RosProblem::BadMagic {
-                            expected: "an MCAP or sqlite3 file once decompressed",
-                        },
-                    })
-                }
-                k => k?,
-            };
-            let storage = match kind {
-                Kind::Mcap | Kind::Bag => {
-                    let mut bag = BagFile::open(&plain)?;
-                    bag.path = f.clone();
-                    if plain != *f {
-                        // Mapped: the name can go now, so nothing is left behind even if the
-                        // process is killed (the space is freed when the map is).
-                        let _ = std::fs::remove_file(&plain);
-                    }
-                    match kind {
-                        Kind::Mcap => super::mcap::scan(&mut bag, no, &mut c)?,
-                        _ => super::ros1bag::scan(&mut bag, no, &mut c)?,
-                    }
-                    Storage::Mapped(bag)
-                }
-                #[cfg(feature = "sqlite")]
-                Kind::Sqlite => {
-                    let mut db = super::sqlite::Db3::open(&plain)?;
-                    db.path = f.clone();
-                    db.scan(no, &mut c)?;
-                    Storage::Db3(db)
-                }
-                #[cfg(not(feature = "sqlite"))]
-                Kind::Sqlite => {
-                    return Err(Error::Ros {
-                        path: f.clone(),
-                        problem: crate::error::RosProblem::Storage {
-                            name: "sqlite3".into(),
-                        },
-                    })
-                }
-            };
-            bags.push(storage);
+            bags.push(open_and_scan(f, no, scratch.as_ref(), &mut c)?);
             if let Some(e) = c.failed.take() {
                 return Err(e);
             }
