@@ -684,3 +684,45 @@ pub fn jpeg(data: &[u8]) {
         );
     }
 }
+
+/// `rosbag2_meta`: byte 0 even: the rest is a rosbag2 `metadata.yaml`
+/// (`ros::rosbag2::parse`): never panics; what parses, written back out (every value quoted,
+/// each key once) parses to the same keys; a compression it accepts is zstd. Byte 0 odd: the
+/// rest is one message of a `compression_mode: message` bag through `FrameDecoder` with a
+/// 64 KiB limit: never more than the limit out, and the same outcome twice with one reused
+/// zstd context.
+pub fn rosbag2_meta(data: &[u8]) {
+    use roverlog_core::ros::rosbag2::{parse, Compression};
+    use roverlog_core::ros::rosbag2_zstd::FrameDecoder;
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
+    if sel & 1 == 1 {
+        const LIMIT: u64 = 64 << 10;
+        let mut d = FrameDecoder::new(LIMIT);
+        let first = d.decompress(rest).map(<[u8]>::to_vec);
+        if let Ok(out) = &first {
+            assert!(out.len() as u64 <= LIMIT, "{} bytes out", out.len());
+        }
+        let again = d.decompress(rest).map(<[u8]>::to_vec);
+        assert_eq!(first, again, "a reused context decodes differently");
+        return;
+    }
+    let text = String::from_utf8_lossy(rest);
+    let Ok(m) = parse(&text) else {
+        return;
+    };
+    if let Ok(c) = m.compression() {
+        if c != Compression::None {
+            assert!(m.compression_format.eq_ignore_ascii_case("zstd"), "{m:?}");
+        }
+    }
+    let mut out = format!(
+        "rosbag2_bagfile_information:\n  storage_identifier: \"{}\"\n  compression_format: \"{}\"\n  compression_mode: \"{}\"\n  relative_file_paths:\n",
+        m.storage_identifier, m.compression_format, m.compression_mode
+    );
+    for f in &m.relative_file_paths {
+        out.push_str(&format!("  - \"{f}\"\n"));
+    }
+    assert_eq!(parse(&out).as_ref(), Ok(&m), "written back:\n{out}");
+}

@@ -96,6 +96,11 @@ fn http_host_seeds() {
 }
 
 #[test]
+fn rosbag2_meta_seeds() {
+    run_seeds("rosbag2_meta", checks::rosbag2_meta);
+}
+
+#[test]
 fn ros_cdr_seeds() {
     run_seeds("ros_cdr", checks::ros_cdr);
     // The seeds reach the mapping (they are messages rosbags serialized, not noise).

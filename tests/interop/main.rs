@@ -20,6 +20,7 @@ mod gulp;
 mod mjpg;
 mod ros_import;
 mod ros_wstring;
+mod ros_zstd;
 mod timestamps;
 mod webdriver;
 mod zarr;

@@ -15,13 +15,13 @@ use roverlog_core::format::events::{read_events, Event};
 use roverlog_core::format::{DType, Trace};
 use serde_json::Value;
 
-struct Bags {
+pub(crate) struct Bags {
     _dir: tempfile::TempDir,
-    dir: PathBuf,
-    expected: Value,
+    pub dir: PathBuf,
+    pub expected: Value,
 }
 
-fn write_bags() -> Bags {
+pub(crate) fn write_bags() -> Bags {
     let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(common::python())
         .arg(common::root().join("tests/py/ros_bags_write.py"))
@@ -60,14 +60,14 @@ fn values(dtype: DType, b: &[u8]) -> Vec<f64> {
         .collect()
 }
 
-fn import(src: &Path, out: &Path, extra: &[&str]) -> common::Run {
+pub(crate) fn import(src: &Path, out: &Path, extra: &[&str]) -> common::Run {
     let mut args = vec!["import".as_ref(), src.as_os_str(), out.as_os_str()];
     args.extend(extra.iter().map(std::ffi::OsStr::new));
     common::roverlog(&args)
 }
 
 /// Imports `name` and checks every topic, channel and value against expected.json.
-fn check_import(bags: &Bags, name: &str, log_stamps: bool) {
+pub(crate) fn check_import(bags: &Bags, name: &str, log_stamps: bool) {
     check_import_as(bags, name, log_stamps, false)
 }
 
@@ -434,10 +434,12 @@ fn replay_into_a_daemon_gives_what_import_gives() {
     }
     let recorded = d.trace_dir();
     assert!(d.stop().success(), "{}", d.log());
-    let (a, b) = (
-        Trace::open(&imported).unwrap(),
-        Trace::open(&recorded).unwrap(),
-    );
+    assert_same_samples(&imported, &recorded);
+}
+
+/// The traces `a` and `b` have the same sensors, timestamps and samples.
+pub(crate) fn assert_same_samples(a: &Path, b: &Path) {
+    let (a, b) = (Trace::open(a).unwrap(), Trace::open(b).unwrap());
     assert_eq!(a.sensor_names(), b.sensor_names());
     for name in a.sensor_names() {
         let (sa, sb) = (a.sensor(name).unwrap(), b.sensor(name).unwrap());

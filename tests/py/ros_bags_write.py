@@ -9,6 +9,11 @@ usage: ros_bags_write.py OUTDIR
 - OUTDIR/rosbag2_sqlite/: the same with sqlite3 storage (`.db3`, message definitions stored);
 - OUTDIR/rosbag2_sqlite_humble/: that database without its message_definitions table, as
   rosbag2 before Iron writes it;
+- OUTDIR/rosbag2_{mcap,sqlite}_zstd_{file,message}/: the same messages, rosbag2 compression
+  (zstd) of whole files (`.mcap.zstd`, `.db3.zstd`) or of every message, by rosbags; the
+  sqlite3 FILE one's metadata.yaml says `FILE` in capitals, as rosbag2 itself writes it;
+- OUTDIR/rosbag2_sqlite_zstd_message_cut/: that MESSAGE bag (sqlite3) with the first /imu
+  message's zstd frame cut in half;
 - OUTDIR/ros1.bag: a ROS 1 bag written by rosbags (bz2 chunks, ROS 1 serialization of the
   ROS 2 types, as upstream's `rosbag` verb writes);
 - OUTDIR/ros1.mcap: ROS 1 messages in an MCAP file (`ros1`/`ros1msg`), lz4 chunks, written
@@ -33,7 +38,7 @@ from mcap.writer import CompressionType
 from mcap.writer import Writer as McapWriter
 from mcap_ros2.writer import Writer as McapRos2Writer
 from rosbags.rosbag1 import Writer as Ros1Writer
-from rosbags.rosbag2 import StoragePlugin
+from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin
 from rosbags.rosbag2 import Writer as Ros2Writer
 from rosbags.typesys import Stores, get_typestore
 from scipy.spatial.transform import Rotation
@@ -274,20 +279,37 @@ def main(out: Path):
            for i, m in enumerate(msgs)}
     objs = {k: store.deserialize_cdr(v, topics[k[0]][0]) for k, v in cdr.items()}
 
-    with Ros2Writer(out / "rosbag2", version=8, storage_plugin=StoragePlugin.MCAP) as w:
-        conns = {name: w.add_connection(name, t, typestore=store)
-                 for name, (t, _, _, _) in topics.items()}
-        for i, name in order:
-            t = topics[name][0]
-            w.write(conns[name], log_ns(i), store.serialize_cdr(objs[(name, i)], t))
+    def rosbag2(path, storage, compression=None):
+        w = Ros2Writer(path, version=8, storage_plugin=storage)
+        if compression is not None:
+            w.set_compression(compression, CompressionFormat.ZSTD)
+        with w:
+            conns = {name: w.add_connection(name, t, typestore=store)
+                     for name, (t, _, _, _) in topics.items()}
+            for i, name in order:
+                t = topics[name][0]
+                w.write(conns[name], log_ns(i), store.serialize_cdr(objs[(name, i)], t))
 
-    with Ros2Writer(out / "rosbag2_sqlite", version=8,
-                    storage_plugin=StoragePlugin.SQLITE3) as w:
-        conns = {name: w.add_connection(name, t, typestore=store)
-                 for name, (t, _, _, _) in topics.items()}
-        for i, name in order:
-            t = topics[name][0]
-            w.write(conns[name], log_ns(i), store.serialize_cdr(objs[(name, i)], t))
+    rosbag2(out / "rosbag2", StoragePlugin.MCAP)
+    rosbag2(out / "rosbag2_sqlite", StoragePlugin.SQLITE3)
+    for storage, sname in [(StoragePlugin.MCAP, "mcap"), (StoragePlugin.SQLITE3, "sqlite")]:
+        for mode, mname in [(CompressionMode.FILE, "file"), (CompressionMode.MESSAGE, "message")]:
+            rosbag2(out / f"rosbag2_{sname}_zstd_{mname}", storage, mode)
+    files = sorted(p.name for p in (out / "rosbag2_sqlite_zstd_file").iterdir())
+    assert files == ["metadata.yaml", "rosbag2_sqlite_zstd_file.db3.zstd"], files
+    meta = out / "rosbag2_sqlite_zstd_file" / "metadata.yaml"
+    text = meta.read_text()
+    assert "compression_mode: file" in text, text
+    meta.write_text(text.replace("compression_mode: file", "compression_mode: FILE"))
+
+    cut = out / "rosbag2_sqlite_zstd_message_cut"
+    shutil.copytree(out / "rosbag2_sqlite_zstd_message", cut)
+    for db in cut.glob("*.db3"):
+        with sqlite3.connect(db) as c:
+            (row, data), = c.execute(
+                "SELECT m.id, m.data FROM messages m JOIN topics t ON m.topic_id = t.id "
+                "WHERE t.name = '/imu' ORDER BY m.id LIMIT 1")
+            c.execute("UPDATE messages SET data = ? WHERE id = ?", (data[:len(data) // 2], row))
 
     # A sqlite3 recording from before Iron (Humble's rosbag2): the same database without
     # its message_definitions table, which rosbag2 added in Iron.

@@ -57,6 +57,10 @@ pub enum RosProblem {
     /// Something the SQLite storage refused (rosbag2 `.db3`).
     #[error("sqlite: {msg}")]
     Sqlite { msg: String },
+    /// A file rosbag2 compressed whole (`compression_mode: file`) that does not decompress:
+    /// how far it got, and why.
+    #[error("compressed file (compression_mode: file): {msg} after {written} bytes decompressed")]
+    CompressedFile { written: u64, msg: String },
 }
 
 /// Why one message did not decode against its schema, or why a schema text does not parse.
@@ -122,4 +126,8 @@ pub enum DecodeProblem {
         four: Box<DecodeProblem>,
         two: Box<DecodeProblem>,
     },
+    /// A message of a rosbag2 recording compressed per message (`compression_mode: message`)
+    /// whose zstd frame does not decompress, or decompresses to more than the limit.
+    #[error("its zstd frame (compression_mode: message) does not decompress: {msg}")]
+    Frame { msg: String },
 }

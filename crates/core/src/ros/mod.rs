@@ -8,10 +8,13 @@
 //!   forms and how a topic's is told.
 //! - [`container`]: what the containers share (mapped file, chunks, decompression with a
 //!   bound, message locations); [`mcap`] and [`ros1bag`] read the two containers;
-//!   [`rosbag2`] the directory's `metadata.yaml`; `sqlite` (feature `sqlite`) rosbag2's
+//!   [`rosbag2`] the directory's `metadata.yaml`, [`rosbag2_zstd`] its zstd compression (per
+//!   message, or whole files decompressed to a temporary directory); `sqlite` (feature `sqlite`) rosbag2's
 //!   sqlite3 storage, with [`standard_msgs`]' definitions for a recording that stores none.
 //! - [`mapping`]: the default mapping of standard messages to channels (docs/ros.md);
 //!   [`topic_map`]: the optional mapping file (per topic: skip, names, stamp, images).
+//! - `storage`: one file opened as the storage it holds (decompressed first when compressed
+//!   whole) and read once.
 //! - [`source`]: the recording as sensors, one per topic; topics we cannot import are listed
 //!   with the reason, never dropped without a word; [`import`] writes them as events.
 //!
@@ -23,18 +26,21 @@ pub mod mapping;
 pub mod mcap;
 pub mod ros1bag;
 pub mod rosbag2;
+pub mod rosbag2_zstd;
 pub mod schema;
 pub mod source;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod standard_msgs;
+mod storage;
 pub mod topic_map;
 pub mod wide;
 
 use std::path::Path;
 
 pub use mapping::{ImageFormat, Stamp};
-pub use source::{is_ros_recording, RosOptions, RosSource, SkippedTopic};
+pub use source::{RosOptions, RosSource, SkippedTopic};
+pub use storage::is_ros_recording;
 pub use topic_map::{TopicMap, TopicRule};
 
 use crate::error::{IoContext, Result};

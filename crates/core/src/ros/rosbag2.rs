@@ -1,8 +1,12 @@
-//! rosbag2 directories: `metadata.yaml` names the storage plugin and the files in order.
+//! rosbag2 directories: `metadata.yaml` names the storage plugin, the files in order and how
+//! they are compressed.
 //!
-//! We read only the two keys we need, line by line (the file is written by rosbag2 itself in
-//! a fixed layout; a YAML library would be a dependency for two keys):
-//! `storage_identifier: mcap` and the `relative_file_paths:` list.
+//! We read only the keys we need, line by line (the file is written by rosbag2 itself, or by
+//! `rosbags`, in a fixed layout; a YAML library would be a dependency for four keys):
+//! `storage_identifier: mcap`, the `relative_file_paths:` list, and `compression_format:` /
+//! `compression_mode:` (rosbag2 writes `zstd` and `FILE` or `MESSAGE`, rosbags `file` or
+//! `message`; empty, `none` or absent is no compression). zstd is the only compressor rosbag2
+//! ships (`rosbag2_compression_zstd`); any other name is refused, never read as if plain.
 
 use std::path::{Path, PathBuf};
 
@@ -11,8 +15,63 @@ use crate::error::{Error, Result, RosProblem};
 /// The longest `metadata.yaml` we read.
 const MAX_METADATA: u64 = 16 << 20;
 
-/// The recording files of the rosbag2 directory `dir`, in order.
-pub fn files(dir: &Path) -> Result<Vec<PathBuf>> {
+/// How rosbag2 compressed a recording (`compression_mode`, with `compression_format: zstd`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    #[default]
+    None,
+    /// Every listed file is a whole storage file compressed with zstd (`x_0.mcap.zstd`).
+    ZstdFile,
+    /// The files are plain storage; each message's serialized bytes are one zstd frame.
+    ZstdMessage,
+}
+
+/// What `metadata.yaml` says about a rosbag2 directory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rosbag2 {
+    /// The recording files, in order.
+    pub files: Vec<PathBuf>,
+    pub compression: Compression,
+}
+
+/// The keys of `metadata.yaml` we read, as written.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metadata {
+    pub storage_identifier: String,
+    pub relative_file_paths: Vec<String>,
+    /// Empty when absent.
+    pub compression_format: String,
+    /// Empty when absent.
+    pub compression_mode: String,
+}
+
+impl Metadata {
+    /// The compression the two keys name, or why we cannot read it.
+    pub fn compression(&self) -> Result<Compression, String> {
+        let mode = self.compression_mode.to_ascii_lowercase();
+        let mode = match mode.as_str() {
+            "" | "none" => return Ok(Compression::None),
+            "file" => Compression::ZstdFile,
+            "message" => Compression::ZstdMessage,
+            _ => {
+                return Err(format!(
+                    "compression_mode {:?} is not one rosbag2 writes (FILE, MESSAGE or none)",
+                    self.compression_mode
+                ))
+            }
+        };
+        if !self.compression_format.eq_ignore_ascii_case("zstd") {
+            return Err(format!(
+                "compression_format {:?} is not supported (we read zstd, the only compressor rosbag2 ships)",
+                self.compression_format
+            ));
+        }
+        Ok(mode)
+    }
+}
+
+/// The recording files of the rosbag2 directory `dir`, in order, and their compression.
+pub fn open(dir: &Path) -> Result<Rosbag2> {
     let meta = dir.join("metadata.yaml");
     let err = |msg: String| Error::Ros {
         path: meta.clone(),
@@ -27,15 +86,18 @@ pub fn files(dir: &Path) -> Result<Vec<PathBuf>> {
         )));
     }
     let text = std::fs::read_to_string(&meta).map_err(|e| Error::io(&meta, e))?;
-    let (storage, names) = parse(&text).map_err(err)?;
-    if storage != "mcap" && storage != "sqlite3" {
+    let m = parse(&text).map_err(err)?;
+    if m.storage_identifier != "mcap" && m.storage_identifier != "sqlite3" {
         return Err(Error::Ros {
             path: meta.clone(),
-            problem: RosProblem::Storage { name: storage },
+            problem: RosProblem::Storage {
+                name: m.storage_identifier,
+            },
         });
     }
-    let mut out = Vec::new();
-    for n in names {
+    let compression = m.compression().map_err(err)?;
+    let mut files = Vec::new();
+    for n in m.relative_file_paths {
         let p = Path::new(&n);
         if p.is_absolute()
             || p.components()
@@ -47,52 +109,174 @@ pub fn files(dir: &Path) -> Result<Vec<PathBuf>> {
         if !f.is_file() {
             return Err(err(format!("lists {n:?}, which is not in the directory")));
         }
-        out.push(f);
+        files.push(f);
     }
-    if out.is_empty() {
+    if files.is_empty() {
         return Err(err("relative_file_paths lists no file".into()));
     }
-    Ok(out)
+    Ok(Rosbag2 { files, compression })
 }
 
-/// (storage_identifier, relative_file_paths).
-fn parse(text: &str) -> Result<(String, Vec<String>), String> {
+/// The keys we read from `metadata.yaml`'s text (untrusted: fuzzed by `rosbag2_meta`).
+pub fn parse(text: &str) -> Result<Metadata, String> {
     let unquote = |s: &str| s.trim().trim_matches(|c| c == '"' || c == '\'').to_string();
     let mut storage = None;
-    let mut files = Vec::new();
+    let mut m = Metadata::default();
     let mut lines = text.lines().peekable();
     while let Some(line) = lines.next() {
         let t = line.trim();
         if let Some(v) = t.strip_prefix("storage_identifier:") {
             storage = Some(unquote(v));
+        } else if let Some(v) = t.strip_prefix("compression_format:") {
+            m.compression_format = unquote(v);
+        } else if let Some(v) = t.strip_prefix("compression_mode:") {
+            m.compression_mode = unquote(v);
         } else if let Some(v) = t.strip_prefix("relative_file_paths:") {
             let v = v.trim();
             if let Some(inline) = v.strip_prefix('[') {
                 let inline = inline
                     .strip_suffix(']')
                     .ok_or("relative_file_paths: unclosed [")?;
-                files.extend(inline.split(',').map(unquote).filter(|s| !s.is_empty()));
+                m.relative_file_paths
+                    .extend(inline.split(',').map(unquote).filter(|s| !s.is_empty()));
             } else {
                 while let Some(item) = lines.peek().and_then(|l| l.trim().strip_prefix("- ")) {
-                    files.push(unquote(item));
+                    m.relative_file_paths.push(unquote(item));
                     lines.next();
                 }
             }
         }
     }
-    let storage = storage.ok_or("no storage_identifier")?;
-    Ok((storage, files))
+    m.storage_identifier = storage.ok_or("no storage_identifier")?;
+    Ok(m)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::Compression;
+
     #[test]
-    fn reads_the_two_keys() {
+    fn reads_the_storage_and_files() {
         let text = "rosbag2_bagfile_information:\n  version: 5\n  storage_identifier: mcap\n  \
 relative_file_paths:\n    - a_0.mcap\n    - \"a_1.mcap\"\n  duration:\n    nanoseconds: 1\n";
-        let (s, f) = super::parse(text).unwrap();
-        assert_eq!(s, "mcap");
-        assert_eq!(f, ["a_0.mcap", "a_1.mcap"]);
+        let m = super::parse(text).unwrap();
+        assert_eq!(m.storage_identifier, "mcap");
+        assert_eq!(m.relative_file_paths, ["a_0.mcap", "a_1.mcap"]);
+        assert_eq!(m.compression(), Ok(Compression::None));
         assert!(super::parse("version: 5\n").is_err());
+    }
+
+    /// As rosbag2 (yaml-cpp, `ros2 bag record --compression-mode file`) lays it out: keys in
+    /// its order, the mode in capitals, topics' QoS as a block string.
+    #[test]
+    fn reads_rosbag2s_compressed_layout() {
+        let text = r#"
+rosbag2_bagfile_information:
+  version: 5
+  storage_identifier: sqlite3
+  duration:
+    nanoseconds: 3054712004
+  starting_time:
+    nanoseconds_since_epoch: 1700000000000000000
+  message_count: 31
+  topics_with_message_count:
+    - topic_metadata:
+        name: /imu
+        type: sensor_msgs/msg/Imu
+        serialization_format: cdr
+        offered_qos_profiles: "- history: 3\n  depth: 0\n  reliability: 1\n"
+      message_count: 31
+  compression_format: zstd
+  compression_mode: FILE
+  relative_file_paths:
+    - drive_0.db3.zstd
+    - drive_1.db3.zstd
+  files:
+    - path: drive_0.db3.zstd
+      starting_time:
+        nanoseconds_since_epoch: 1700000000000000000
+      duration:
+        nanoseconds: 3054712004
+      message_count: 31
+"#;
+        let m = super::parse(text).unwrap();
+        assert_eq!(m.storage_identifier, "sqlite3");
+        assert_eq!(
+            m.relative_file_paths,
+            ["drive_0.db3.zstd", "drive_1.db3.zstd"]
+        );
+        assert_eq!(m.compression(), Ok(Compression::ZstdFile));
+        let m = super::parse(&text.replace("FILE", "MESSAGE")).unwrap();
+        assert_eq!(m.compression(), Ok(Compression::ZstdMessage));
+        // Uncompressed, rosbag2 writes both keys empty.
+        let m = super::parse(
+            &text
+                .replace("compression_format: zstd", "compression_format: \"\"")
+                .replace("compression_mode: FILE", "compression_mode: \"\""),
+        )
+        .unwrap();
+        assert_eq!(m.compression(), Ok(Compression::None));
+    }
+
+    /// As `rosbags` writes it (ruamel, keys sorted, the mode in lower case).
+    #[test]
+    fn reads_rosbags_compressed_layout() {
+        let text = "rosbag2_bagfile_information:
+  compression_format: zstd
+  compression_mode: message
+  custom_data: null
+  duration:
+    nanoseconds: 400000000
+  files:
+  - duration:
+      nanoseconds: 400000000
+    message_count: 70
+    path: rosbag2.mcap
+    starting_time:
+      nanoseconds_since_epoch: 1700000000007000123
+  message_count: 70
+  relative_file_paths:
+  - rosbag2.mcap
+  ros_distro: rosbags
+  starting_time:
+    nanoseconds_since_epoch: 1700000000007000123
+  storage_identifier: mcap
+  topics_with_message_count: []
+  version: 8
+";
+        let m = super::parse(text).unwrap();
+        assert_eq!(m.storage_identifier, "mcap");
+        assert_eq!(m.relative_file_paths, ["rosbag2.mcap"]);
+        assert_eq!(m.compression(), Ok(Compression::ZstdMessage));
+        let m = super::parse(&text.replace("compression_mode: message", "compression_mode: file"))
+            .unwrap();
+        assert_eq!(m.compression(), Ok(Compression::ZstdFile));
+        // rosbags writes both empty when uncompressed.
+        let m = super::parse(&text.replace(
+            "compression_format: zstd\n  compression_mode: message",
+            "compression_format: ''\n  compression_mode: ''",
+        ))
+        .unwrap();
+        assert_eq!(m.compression(), Ok(Compression::None));
+    }
+
+    #[test]
+    fn refuses_a_compression_it_does_not_read_by_name() {
+        let m = |format: &str, mode: &str| super::Metadata {
+            storage_identifier: "mcap".into(),
+            relative_file_paths: vec!["a.mcap".into()],
+            compression_format: format.into(),
+            compression_mode: mode.into(),
+        };
+        let e = m("lz4", "FILE").compression().unwrap_err();
+        assert!(e.contains("\"lz4\""), "{e}");
+        let e = m("", "message").compression().unwrap_err();
+        assert!(e.contains("compression_format \"\""), "{e}");
+        let e = m("zstd", "STORAGE").compression().unwrap_err();
+        assert!(e.contains("\"STORAGE\""), "{e}");
+        assert_eq!(m("ZSTD", "File").compression(), Ok(Compression::ZstdFile));
+        // A format without a mode: nothing is compressed.
+        assert_eq!(m("zstd", "").compression(), Ok(Compression::None));
+        assert_eq!(m("zstd", "NONE").compression(), Ok(Compression::None));
     }
 }

@@ -12,11 +12,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::container::{BagFile, Connection, MsgRef};
+use super::container::{Connection, MsgRef, MAX_CHUNK};
 use super::decode::{decode, decode_detect, Limits, WideChars, Wire};
 use super::mapping::{self, ImageFormat, Mapped, Stamp};
 use super::mcap::Sink;
+use super::rosbag2::Compression;
+use super::rosbag2_zstd::{FrameDecoder, Scratch};
 use super::schema::{Dialect, Schema};
+use super::storage::{open_and_scan, Storage};
 use crate::error::{Error, Result};
 use crate::format::{ChannelFormat, SensorMeta};
 use crate::replay::{Source, SourceSensor};
@@ -70,25 +73,6 @@ struct Topic {
     frame_id: String,
 }
 
-/// One file of a recording.
-enum Storage {
-    /// An MCAP file or a ROS 1 bag, mapped.
-    Mapped(BagFile),
-    /// A rosbag2 sqlite3 database.
-    #[cfg(feature = "sqlite")]
-    Db3(super::sqlite::Db3),
-}
-
-impl Storage {
-    fn path(&self) -> &Path {
-        match self {
-            Storage::Mapped(f) => &f.path,
-            #[cfg(feature = "sqlite")]
-            Storage::Db3(d) => &d.path,
-        }
-    }
-}
-
 /// A ROS recording (MCAP file, ROS 1 bag, rosbag2 directory) as sensors.
 pub struct RosSource {
     path: PathBuf,
@@ -105,6 +89,11 @@ pub struct RosSource {
     /// The last message read from a database.
     #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     row: Vec<u8>,
+    /// Messages are zstd frames (rosbag2 `compression_mode: message`).
+    frames: Option<FrameDecoder>,
+    /// Where files compressed whole were decompressed to; last, so removed after the files
+    /// are closed.
+    _scratch: Option<Scratch>,
 }
 
 struct Collector<'o> {
@@ -113,6 +102,12 @@ struct Collector<'o> {
     progress: &'o mut dyn FnMut(usize, u64, u64),
     limits: Limits,
     file_no: u16,
+    /// The file being read (as the recording names it), for errors.
+    file: PathBuf,
+    /// Messages are zstd frames (rosbag2 `compression_mode: message`).
+    frames: Option<FrameDecoder>,
+    /// A message that could not be read (its frame does not decompress): the scan stops.
+    failed: Option<Error>,
     by_conn: HashMap<(u16, u32), usize>,
     by_topic: HashMap<String, usize>,
     topics: Vec<Topic>,
@@ -195,7 +190,7 @@ impl Sink for Collector<'_> {
         let Some(&i) = self.by_conn.get(&(self.file_no, conn)) else {
             return false;
         };
-        if i == usize::MAX {
+        if i == usize::MAX || self.failed.is_some() {
             return true;
         }
         let t = &mut self.topics[i];
@@ -204,6 +199,23 @@ impl Sink for Collector<'_> {
         if t.skip.is_some() {
             return true;
         }
+        // A frame that does not decompress is a damaged recording (as a chunk that does not
+        // decompress is), not a message that does not fit its schema: the import fails.
+        let data = match &mut self.frames {
+            None => data,
+            Some(f) => match f.decompress(data) {
+                Ok(d) => d,
+                Err(p) => {
+                    self.failed = Some(Error::RosMessage {
+                        path: self.file.clone(),
+                        topic: t.topic.clone(),
+                        index: k,
+                        problem: Box::new(p),
+                    });
+                    return true;
+                }
+            },
+        };
         let schema = t
             .schema
             .as_ref()
@@ -265,44 +277,6 @@ impl Sink for Collector<'_> {
     }
 }
 
-/// What a path holds.
-enum Kind {
-    Mcap,
-    Bag,
-    Sqlite,
-}
-
-fn kind_of(path: &Path) -> Result<Kind> {
-    use std::io::Read;
-    let mut head = [0u8; 16];
-    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let n = f.read(&mut head).map_err(|e| Error::io(path, e))?;
-    let head = &head[..n];
-    if super::mcap::is_mcap(head) {
-        Ok(Kind::Mcap)
-    } else if super::ros1bag::is_bag(head) {
-        Ok(Kind::Bag)
-    } else if head.starts_with(b"SQLite format 3\0") {
-        Ok(Kind::Sqlite)
-    } else {
-        Err(Error::Ros {
-            path: path.to_path_buf(),
-            problem: crate::error::RosProblem::BadMagic {
-                expected: "an MCAP file, a ROS 1 bag or a rosbag2 directory",
-            },
-        })
-    }
-}
-
-/// Whether `path` looks like a ROS recording: a rosbag2 directory (`metadata.yaml`), or a
-/// file starting with the MCAP or ROS 1 bag magic.
-pub fn is_ros_recording(path: &Path) -> bool {
-    if path.is_dir() {
-        return path.join("metadata.yaml").is_file();
-    }
-    path.is_file() && matches!(kind_of(path), Ok(Kind::Mcap | Kind::Bag))
-}
-
 impl RosSource {
     /// Opens and reads `path`: a rosbag2 directory, an `.mcap` file or a ROS 1 `.bag`.
     pub fn open(path: &Path, opts: RosOptions) -> Result<RosSource> {
@@ -317,17 +291,28 @@ impl RosSource {
         opts: RosOptions,
         mut progress: impl FnMut(usize, u64, u64),
     ) -> Result<RosSource> {
-        let files: Vec<PathBuf> = if path.is_dir() {
-            super::rosbag2::files(path)?
+        let (files, compression) = if path.is_dir() {
+            let b = super::rosbag2::open(path)?;
+            (b.files, b.compression)
         } else {
-            vec![path.to_path_buf()]
+            (vec![path.to_path_buf()], Compression::None)
         };
+        // Dropped (the directory removed) on every return, the errors' included.
+        let scratch = match compression {
+            Compression::ZstdFile => Some(Scratch::new()?),
+            _ => None,
+        };
+        let frames =
+            || (compression == Compression::ZstdMessage).then(|| FrameDecoder::new(MAX_CHUNK));
         let limits = opts.limits.unwrap_or_default();
         let mut c = Collector {
             opts: &opts,
             progress: &mut progress,
             limits,
             file_no: 0,
+            file: PathBuf::new(),
+            frames: frames(),
+            failed: None,
             by_conn: HashMap::new(),
             by_topic: HashMap::new(),
             topics: Vec::new(),
@@ -341,34 +326,11 @@ impl RosSource {
                 },
             })?;
             c.file_no = no;
-            let storage = match kind_of(f)? {
-                Kind::Mcap => {
-                    let mut bag = BagFile::open(f)?;
-                    super::mcap::scan(&mut bag, no, &mut c)?;
-                    Storage::Mapped(bag)
-                }
-                Kind::Bag => {
-                    let mut bag = BagFile::open(f)?;
-                    super::ros1bag::scan(&mut bag, no, &mut c)?;
-                    Storage::Mapped(bag)
-                }
-                #[cfg(feature = "sqlite")]
-                Kind::Sqlite => {
-                    let db = super::sqlite::Db3::open(f)?;
-                    db.scan(no, &mut c)?;
-                    Storage::Db3(db)
-                }
-                #[cfg(not(feature = "sqlite"))]
-                Kind::Sqlite => {
-                    return Err(Error::Ros {
-                        path: f.clone(),
-                        problem: crate::error::RosProblem::Storage {
-                            name: "sqlite3".into(),
-                        },
-                    })
-                }
-            };
-            bags.push(storage);
+            c.file = f.clone();
+            bags.push(open_and_scan(f, no, scratch.as_ref(), &mut c)?);
+            if let Some(e) = c.failed.take() {
+                return Err(e);
+            }
         }
         let mut topics = c.topics;
         let map_err = |topic: &str, msg: String| Error::Ros {
@@ -466,6 +428,8 @@ impl RosSource {
             cache: Vec::new(),
             decompressed: 0,
             row: Vec::new(),
+            frames: frames(),
+            _scratch: scratch,
         })
     }
 
@@ -540,14 +504,20 @@ impl RosSource {
         }
     }
 
-    /// The bytes of `r`, after [`RosSource::load`].
-    fn bytes(&self, r: MsgRef) -> &[u8] {
+    /// The bytes of `r` as stored, after [`RosSource::load`]. Not a method: the caller
+    /// borrows `frames` mutably beside it.
+    fn stored<'a>(
+        files: &'a [Storage],
+        cache: &'a [(u16, u32, Vec<u8>)],
+        #[cfg_attr(not(feature = "sqlite"), allow(unused_variables))] row: &'a [u8],
+        r: MsgRef,
+    ) -> &'a [u8] {
         let range = r.start as usize..r.start as usize + r.len as usize;
-        match &self.files[r.file as usize] {
+        match &files[r.file as usize] {
             #[cfg(feature = "sqlite")]
-            Storage::Db3(_) => &self.row,
+            Storage::Db3(_) => row,
             Storage::Mapped(f) if r.chunk == MsgRef::NO_CHUNK => &f.map[range],
-            Storage::Mapped(_) => &self.cache.first().expect("load fills the cache").2[range],
+            Storage::Mapped(_) => &cache.first().expect("load fills the cache").2[range],
         }
     }
 }
@@ -613,7 +583,7 @@ impl Source for RosSource {
         let limits = self.limits;
         let path = self.files[r.file as usize].path().to_path_buf();
         self.load(r)?;
-        let data = self.bytes(r);
+        let data = Self::stored(&self.files, &self.cache, &self.row, r);
         let t = &self.topics[ti];
         let schema = t.schema.as_ref().expect("a sensor's topic has a schema");
         let err = |problem| Error::RosMessage {
@@ -621,6 +591,10 @@ impl Source for RosSource {
             topic: t.topic.clone(),
             index,
             problem: Box::new(problem),
+        };
+        let data = match &mut self.frames {
+            None => data,
+            Some(f) => f.decompress(data).map_err(err)?,
         };
         let wide = t.wide.unwrap_or_default();
         let v = decode(schema, data, t.wire, wide, &limits).map_err(err)?;
