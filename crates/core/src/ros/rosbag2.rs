@@ -73,8 +73,9 @@ impl Metadata {
 /// The recording files of the rosbag2 directory `dir`, in order, and their compression.
 pub fn open(dir: &Path) -> Result<Rosbag2> {
     let meta = dir.join("metadata.yaml");
+    // The problem's text starts with `metadata.yaml: `: the path is the directory's.
     let err = |msg: String| Error::Ros {
-        path: meta.clone(),
+        path: dir.to_path_buf(),
         problem: RosProblem::Metadata { msg },
     };
     let len = std::fs::metadata(&meta)
