@@ -383,6 +383,11 @@ impl XyzLut {
         (self.beams, self.columns)
     }
 
+    /// Pixels in a frame (beams x columns).
+    pub fn pixels(&self) -> usize {
+        self.dir.len()
+    }
+
     /// Appends the kept points of the range frame `rng` (mm, staggered as stored, row-major
     /// `beams x columns`) to `out`, in the sensor frame (m). See the module doc for which are
     /// kept.
@@ -391,6 +396,18 @@ impl XyzLut {
         rng: &[T],
         min_range: Option<f32>,
         out: &mut Vec<[f32; 3]>,
+    ) -> Result<()> {
+        out.reserve(rng.len());
+        self.project_with(rng, min_range, |p| out.push(p))
+    }
+
+    /// [`XyzLut::project`] handing each kept point to `emit`, in the same order (e.g. to
+    /// write it straight into a message).
+    pub fn project_with<T: Copy + Into<f64>>(
+        &self,
+        rng: &[T],
+        min_range: Option<f32>,
+        mut emit: impl FnMut([f32; 3]),
     ) -> Result<()> {
         if rng.len() != self.dir.len() {
             return Err(Error::Lidar {
@@ -402,7 +419,6 @@ impl XyzLut {
                 },
             });
         }
-        out.reserve(rng.len());
         for ((&r, d), o) in rng.iter().zip(&self.dir).zip(&self.off) {
             let r: f64 = r.into();
             if !r.is_finite() {
@@ -418,7 +434,7 @@ impl XyzLut {
                 ]
             };
             if keep(p, min_range) {
-                out.push(p);
+                emit(p);
             }
         }
         Ok(())

@@ -39,7 +39,7 @@ use roverlog_core::timestamps::{self, Model};
 
 use bag1::Bag1Writer;
 use bag2::Bag2Writer;
-use msg::{Imu, PointCloud, Stamp};
+use msg::{CloudWriter, Imu, Stamp};
 
 /// Which kind of bag to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -264,11 +264,10 @@ struct Cloud {
 struct WorkerBufs {
     /// The decompressed frame (`lzmaf`).
     raw: Vec<u8>,
-    /// The projected points.
-    points: Vec<[f32; 3]>,
 }
 
-/// Decodes, projects and serialises lidar frame `j` into `msg` (cleared first).
+/// Decodes lidar frame `j`, and projects it straight into the `PointCloud2` message `msg`
+/// (cleared first).
 #[allow(clippy::too_many_arguments)]
 fn cloud(
     rng: &mut ChannelReader,
@@ -282,43 +281,46 @@ fn cloud(
     bufs: &mut WorkerBufs,
     mut msg: Vec<u8>,
 ) -> Result<Cloud> {
-    let WorkerBufs { raw, points } = bufs;
-    points.clear();
+    msg.clear();
+    msg.reserve(lut.pixels() * 12 + 256);
+    let w = if ros2 {
+        CloudWriter::cdr(&mut msg, stamp)
+    } else {
+        CloudWriter::ros1(&mut msg, stamp)
+    }
+    .map_err(|e| unexportable(dir, e.to_string()))?;
     let mut project = |bytes: &[u8]| match rng_type {
-        DType::U2 => project_frame::<u16>(lut, bytes, min_range, points),
-        _ => project_frame::<u32>(lut, bytes, min_range, points),
+        DType::U2 => project_frame::<u16>(lut, bytes, min_range, &mut msg),
+        _ => project_frame::<u32>(lut, bytes, min_range, &mut msg),
     };
     match rng {
         ChannelReader::Lzmaf(r) => {
-            r.get_into(j as u64, raw)?;
-            project(raw)?;
+            r.get_into(j as u64, &mut bufs.raw)?;
+            project(&bufs.raw)?;
         }
         other => project(&other.get(j as u64)?)?,
     }
-    msg.clear();
-    msg.reserve(points.len() * 12 + 256);
-    let m = PointCloud { stamp, points };
-    if ros2 {
-        m.cdr(&mut msg)
-    } else {
-        m.ros1(&mut msg)
-    }
-    .map_err(|e| unexportable(dir, e.to_string()))?;
-    Ok(Cloud {
-        points: points.len(),
-        msg,
-    })
+    let points = w.finish(&mut msg);
+    Ok(Cloud { points, msg })
 }
 
+/// Appends the kept points of a range frame to `msg`, 12 bytes each (x, y, z little-endian).
 fn project_frame<T: Element + Into<f64>>(
     lut: &XyzLut,
     bytes: &[u8],
     min_range: Option<f32>,
-    out: &mut Vec<[f32; 3]>,
+    msg: &mut Vec<u8>,
 ) -> Result<()> {
+    let emit = |p: [f32; 3]| {
+        let mut b = [0u8; 12];
+        b[..4].copy_from_slice(&p[0].to_le_bytes());
+        b[4..8].copy_from_slice(&p[1].to_le_bytes());
+        b[8..].copy_from_slice(&p[2].to_le_bytes());
+        msg.extend_from_slice(&b);
+    };
     match view::<T>(bytes) {
-        Some(v) => lut.project(v, min_range, out),
-        None => lut.project(&decode_vec::<T>(bytes), min_range, out),
+        Some(v) => lut.project_with(v, min_range, emit),
+        None => lut.project_with(&decode_vec::<T>(bytes), min_range, emit),
     }
 }
 

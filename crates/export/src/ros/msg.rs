@@ -217,16 +217,43 @@ impl Imu {
 }
 
 impl PointCloud<'_> {
-    fn width(&self) -> u32 {
-        self.points.len() as u32
-    }
-
     /// Appends the ROS 1 serialisation. `width` is the number of points and `row_step` the
     /// whole row (`width * 12`), as the message definition says (upstream writes 1 and 12).
     pub fn ros1(&self, out: &mut Vec<u8>) -> Result<(), StampRange> {
-        ros1_header(out, self.stamp, POINTS_FRAME)?;
+        let w = CloudWriter::ros1(out, self.stamp)?;
+        points_bytes(out, self.points);
+        w.finish(out);
+        Ok(())
+    }
+
+    /// Appends the CDR (little-endian) serialisation, encapsulation header included.
+    pub fn cdr(&self, out: &mut Vec<u8>) -> Result<(), StampRange> {
+        let w = CloudWriter::cdr(out, self.stamp)?;
+        points_bytes(out, self.points);
+        w.finish(out);
+        Ok(())
+    }
+}
+
+/// A point cloud message written in place, so points go straight into it: [`CloudWriter::ros1`]
+/// or [`CloudWriter::cdr`] appends everything before the points (their counts left 0), the
+/// caller appends each point's 12 bytes (x, y, z float32 little-endian), and
+/// [`CloudWriter::finish`] fills in the counts and appends `is_dense`. The bytes are those of
+/// [`PointCloud::ros1`] / [`PointCloud::cdr`].
+#[derive(Debug)]
+pub struct CloudWriter {
+    /// Where `width`, `row_step` and the data's length are (u32 little-endian each).
+    width_at: usize,
+    row_step_at: usize,
+    len_at: usize,
+}
+
+impl CloudWriter {
+    pub fn ros1(out: &mut Vec<u8>, stamp: Stamp) -> Result<CloudWriter, StampRange> {
+        ros1_header(out, stamp, POINTS_FRAME)?;
         out.extend_from_slice(&1u32.to_le_bytes()); // height
-        out.extend_from_slice(&self.width().to_le_bytes());
+        let width_at = out.len();
+        out.extend_from_slice(&0u32.to_le_bytes());
         out.extend_from_slice(&3u32.to_le_bytes());
         for (i, name) in ["x", "y", "z"].iter().enumerate() {
             ros1_string(out, name);
@@ -236,19 +263,23 @@ impl PointCloud<'_> {
         }
         out.push(0); // is_bigendian
         out.extend_from_slice(&12u32.to_le_bytes());
-        out.extend_from_slice(&(12 * self.width()).to_le_bytes());
-        out.extend_from_slice(&(12 * self.width()).to_le_bytes());
-        points_bytes(out, self.points);
-        out.push(1); // is_dense
-        Ok(())
+        let row_step_at = out.len();
+        out.extend_from_slice(&0u32.to_le_bytes());
+        let len_at = out.len();
+        out.extend_from_slice(&0u32.to_le_bytes());
+        Ok(CloudWriter {
+            width_at,
+            row_step_at,
+            len_at,
+        })
     }
 
-    /// Appends the CDR (little-endian) serialisation, encapsulation header included.
-    pub fn cdr(&self, out: &mut Vec<u8>) -> Result<(), StampRange> {
+    pub fn cdr(out: &mut Vec<u8>, stamp: Stamp) -> Result<CloudWriter, StampRange> {
         let mut c = Cdr::start(out);
-        c.header(self.stamp, POINTS_FRAME)?;
+        c.header(stamp, POINTS_FRAME)?;
         c.u32(1);
-        c.u32(self.width());
+        let width_at = c.at_u32();
+        c.u32(0);
         c.u32(3);
         for (i, name) in ["x", "y", "z"].iter().enumerate() {
             c.string(name);
@@ -258,11 +289,30 @@ impl PointCloud<'_> {
         }
         c.out.push(0);
         c.u32(12);
-        c.u32(12 * self.width());
-        c.u32(12 * self.width());
-        points_bytes(c.out, self.points);
-        c.out.push(1);
-        Ok(())
+        let row_step_at = c.at_u32();
+        c.u32(0);
+        let len_at = c.at_u32();
+        c.u32(0);
+        Ok(CloudWriter {
+            width_at,
+            row_step_at,
+            len_at,
+        })
+    }
+
+    /// Fills in the counts for the points appended since (`out` must hold nothing else after
+    /// them) and appends `is_dense`; returns the number of points.
+    pub fn finish(self, out: &mut Vec<u8>) -> usize {
+        let data = out.len() - (self.len_at + 4);
+        let points = data / 12;
+        let mut put = |at: usize, v: usize| {
+            out[at..at + 4].copy_from_slice(&(v as u32).to_le_bytes());
+        };
+        put(self.width_at, points);
+        put(self.row_step_at, data);
+        put(self.len_at, data);
+        out.push(1); // is_dense
+        points
     }
 }
 
@@ -290,6 +340,12 @@ impl<'a> Cdr<'a> {
     fn u32(&mut self, v: u32) {
         self.align(4);
         self.out.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// Where the next `u32` will be written (after its alignment).
+    fn at_u32(&mut self) -> usize {
+        self.align(4);
+        self.out.len()
     }
 
     /// Length with the terminating NUL, the bytes, the NUL.
