@@ -103,19 +103,31 @@ fn trace(root: &Path) -> PathBuf {
 }
 
 fn check(bag: &Path, format: &str, trace: &Path, frames: &Path, min_range: &str) -> Value {
+    check_imported(bag, format, trace, frames, min_range, None)
+}
+
+/// [`check`], and `imported` (the trace `roverlog import` made of `bag`) against the same
+/// projected points.
+fn check_imported(
+    bag: &Path,
+    format: &str,
+    trace: &Path,
+    frames: &Path,
+    min_range: &str,
+    imported: Option<&Path>,
+) -> Value {
     let script = std::fs::read_to_string(common::root().join("tests/py/rosbag_check.py")).unwrap();
     let py_dir = common::root().join("tests/py");
-    let out = run_python(
-        &script,
-        &[
-            bag.as_os_str(),
-            OsStr::new(format),
-            trace.as_os_str(),
-            frames.as_os_str(),
-            OsStr::new(min_range),
-            py_dir.as_os_str(),
-        ],
-    );
+    let mut args = vec![
+        bag.as_os_str(),
+        OsStr::new(format),
+        trace.as_os_str(),
+        frames.as_os_str(),
+        OsStr::new(min_range),
+        py_dir.as_os_str(),
+    ];
+    args.extend(imported.map(Path::as_os_str));
+    let out = run_python(&script, &args);
     serde_json::from_str(out.trim()).unwrap()
 }
 
@@ -167,6 +179,43 @@ fn lidar_and_imu_read_back_from_ros1_and_ros2_bags() {
     let s = check(&ros2, "mcap", &t, &frames, "0.5");
     assert_eq!(s["points"].as_u64(), Some(near));
     assert_eq!(s["mcap_ros2"]["/points2"].as_u64(), Some(9));
+}
+
+/// `roverlog rosbag --format mcap`, then `roverlog import` of it: `/points2` (an unorganized
+/// cloud whose width is each frame's points in range) comes back as the projected points,
+/// padded to the widest frame, with each frame's count in `points`.
+#[test]
+fn rosbag_mcap_imports_back_point_for_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path());
+    let frames = dir.path().join("frames.u2");
+    let bag = dir.path().join("bag");
+    let r = roverlog(&[
+        os("rosbag"),
+        t.as_os_str(),
+        os("--format"),
+        os("mcap"),
+        os("--min-range"),
+        os("0.5"),
+        os("--out"),
+        bag.as_os_str(),
+    ]);
+    assert!(r.ok(), "{}", r.text());
+    let imported = dir.path().join("imported");
+    let r = roverlog(&[os("import"), bag.as_os_str(), imported.as_os_str()]);
+    assert!(r.ok(), "{}", r.text());
+    assert!(!r.text().contains("not imported"), "{}", r.text());
+    let s = check_imported(&bag, "mcap", &t, &frames, "0.5", Some(&imported));
+    assert_eq!(s["imported_points"], s["points"], "{s}");
+    assert!(s["points"].as_u64().unwrap() > 0, "{s}");
+    // The padded width is the widest frame's, from the trace side too.
+    let trace = roverlog_core::format::Trace::open(&imported).unwrap();
+    let lidar = trace.sensor("points2").unwrap();
+    assert_eq!(
+        lidar.meta().get("x").unwrap().shape,
+        [s["padded_to"].as_u64().unwrap() as usize]
+    );
+    assert_eq!(lidar.len().unwrap(), FRAMES as u64);
 }
 
 #[test]

@@ -18,6 +18,7 @@ mod dashboard_honest;
 mod format;
 mod gulp;
 mod mjpg;
+mod ros_cloud;
 mod ros_import;
 mod ros_wstring;
 mod ros_zstd;

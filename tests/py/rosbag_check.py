@@ -4,10 +4,15 @@ the expected values computed here with numpy and scipy, independently of roverlo
 tests/cli/rosbag.rs.
 
     rosbag_check.py BAG FORMAT(bag|mcap) TRACE FRAMES.u2 MIN_RANGE(m or 'none') TESTS_PY_DIR
+        [IMPORTED]
 
 FRAMES.u2 holds the lidar's range frames as the test generated them (little-endian uint16,
 frame after frame); the IMU is read from the trace's raw channels, the timestamps from its `ts`
 files. Asserts everything; prints a JSON summary (message counts, points) on success.
+
+IMPORTED, when given, is the trace `roverlog import` made of BAG: its `points2` sensor must
+hold each frame's projected points (padded past its `points` channel with NaN to the widest
+frame, as docs/ros.md says), read here as upstream's reader does (numpy over the raw files).
 """
 import json
 import math
@@ -18,6 +23,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 bag, fmt, trace, frames_path, min_range_arg, tests_py = sys.argv[1:7]
+imported = sys.argv[7] if len(sys.argv) > 7 else None
 sys.path.insert(0, tests_py)
 from timestamps_ref import discretize, smooth  # noqa: E402  (upstream's models, numpy)
 
@@ -178,6 +184,41 @@ for j, (t, m) in enumerate(msgs["/points2"]):
     points_total += got.shape[0]
 
 summary = {"imu": len(msgs["/imu"]), "points2": len(msgs["/points2"]), "points": points_total}
+
+# ----- the bag imported back by roverlog ---------------------------------------------------
+if imported is not None:
+    d = os.path.join(imported, "points2")
+    smeta = json.load(open(os.path.join(d, "meta.json")))
+    assert sorted(smeta) == ["points", "ts", "x", "y", "z"], sorted(smeta)
+    widths = [m.width for _, m in msgs["/points2"]]
+    widest = max(widths)
+    assert len(set(widths)) > 1, "the test needs frames of different widths"
+    ros = json.load(open(os.path.join(d, "ros.json")))
+    assert ros["padded_to"] == widest and ros["points_channel"] == "points", ros
+    n = os.path.getsize(os.path.join(d, "ts")) // 8
+    assert n == n_lidar, (n, n_lidar)
+    ts = read_f8(os.path.join(d, "ts"))
+    counts = np.fromfile(os.path.join(d, "points"), dtype="<u4")
+    assert smeta["points"]["type"] == "u4" and smeta["points"]["shape"] == []
+    xyz = []
+    for k in "xyz":
+        assert smeta[k]["type"] == "f4" and smeta[k]["shape"] == [widest], smeta[k]
+        xyz.append(np.fromfile(os.path.join(d, k), dtype="<f4").reshape(n, widest))
+    xyz = np.stack(xyz, axis=-1)
+    imported_total = 0
+    for j in range(n):
+        sec, nsec, _ = stamp(lidar_ts[j])
+        assert abs(ts[j] - (sec + nsec * 1e-9)) < 1e-6, (j, ts[j], sec, nsec)
+        want = project(frames[j])
+        assert counts[j] == want.shape[0] == widths[j], (j, counts[j], want.shape)
+        got = xyz[j, :counts[j]]
+        assert np.allclose(got, want, rtol=4e-7, atol=1e-6), (j, np.abs(got - want).max())
+        in_bag = np.frombuffer(bytes(msgs["/points2"][j][1].data), dtype="<f4").reshape(-1, 3)
+        assert np.array_equal(got, in_bag), j
+        assert np.isnan(xyz[j, counts[j]:]).all(), j
+        imported_total += int(counts[j])
+    summary["imported_points"] = imported_total
+    summary["padded_to"] = widest
 
 # ----- the same MCAP with mcap + mcap-ros2-support ----------------------------------------
 if fmt == "mcap":

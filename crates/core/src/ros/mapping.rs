@@ -6,13 +6,15 @@
 //! | `sensor_msgs/Image` (`rgb8`, `bgr8`, `rgba8`, `bgra8`, `mono8`, `mono16`, `8UC1`, `16UC1`) | `img` raw `u1` `[h, w, 3\|4]` (BGR turned into RGB) or `[h, w]`, `u2` `[h, w]` for 16 bits |
 //! | `sensor_msgs/Imu` | `rot` (`f4[3]`, Euler angles as upstream's collector: scipy `'XYZ'` of the quaternion, radians), `acc`, `avel` (`f4[3]`), `quat` (`f8[4]`, x y z w as in the message) |
 //! | `sensor_msgs/NavSatFix` | `latitude`, `longitude`, `altitude` (`f8`), `status` (`i1`), `service` (`u2`), `position_covariance` (`f8[9]`), `position_covariance_type` (`u1`) |
-//! | `sensor_msgs/PointCloud2` | one raw channel per field (`[h*w]` or `[h, w]`, `[.., count]`), in the field's type |
+//! | `sensor_msgs/PointCloud2` | one raw channel per field (`[w]` when `h` is 1, else `[h, w]`; `[.., count]`), in the field's type; a topic of unorganized clouds whose width changes is padded by [`super::cloud`] |
 //! | `sensor_msgs/LaserScan` | `ranges`, `intensities` (when not empty) (`f4[n]`), and its scalars (`angle_min` ... `range_max`, `f4`) |
 //! | anything else | its numeric fields by dotted path (`pose.position.x`), fixed arrays and sequences of numbers shaped by their length; strings (and `wstring`s) are left out; a sequence of messages or strings makes the topic one we do not import |
 //!
 //! A message maps to a [`Mapped`]: channels with their type and shape, and the bytes of each.
 //! A topic keeps the channels of its first message; a later message that maps to others
-//! (another image size, a point cloud of another width) is a shape change.
+//! (another image size, an organized point cloud of another size) is a shape change.
+//! Unorganized point clouds that change only their width are the exception
+//! ([`super::cloud`]): padded to the topic's widest.
 
 use super::decode::Value;
 use super::schema::Prim;

@@ -12,6 +12,7 @@
 //!   message, or whole files decompressed to a temporary directory); `sqlite` (feature `sqlite`) rosbag2's
 //!   sqlite3 storage, with [`standard_msgs`]' definitions for a recording that stores none.
 //! - [`mapping`]: the default mapping of standard messages to channels (docs/ros.md);
+//!   [`cloud`]: unorganized point clouds of changing width, padded to the widest;
 //!   [`topic_map`]: the optional mapping file (per topic: skip, names, stamp, images).
 //! - `storage`: one file opened as the storage it holds (decompressed first when compressed
 //!   whole) and read once.
@@ -20,6 +21,7 @@
 //!
 //! Dependencies point down this list. Plain Rust over files: no tokio.
 
+pub mod cloud;
 pub mod container;
 pub mod decode;
 pub mod mapping;

@@ -4,14 +4,16 @@
 //! mapped to channels ([`super::mapping`]); a topic keeps where each message is and its
 //! timestamp, nothing else. A topic whose schema does not parse, whose messages do not decode
 //! or do not map, or whose messages change type or shape is not a sensor: it is listed in
-//! [`RosSource::skipped`] with the reason. Reading a sample decodes its message again (the
-//! last decompressed chunk is kept).
+//! [`RosSource::skipped`] with the reason (an unorganized point cloud that changes only its
+//! width is padded to its widest instead, [`super::cloud`]). Reading a sample decodes its
+//! message again (the last decompressed chunk is kept).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
+use super::cloud::{self, Widths};
 use super::container::{Connection, MsgRef, MAX_CHUNK};
 use super::decode::{decode, decode_detect, Limits, WideChars, Wire};
 use super::mapping::{self, ImageFormat, Mapped, Stamp};
@@ -68,6 +70,10 @@ struct Topic {
     ts: Vec<f64>,
     first: Option<Mapped>,
     first_frame: Vec<u8>,
+    /// A point cloud's sizes so far (a few numbers, whatever the message count).
+    widths: Option<Widths>,
+    /// The width its samples are padded to, when they are ([`cloud::pad`]).
+    padded_to: Option<usize>,
     stamp: Stamp,
     images: ImageFormat,
     frame_id: String,
@@ -174,6 +180,8 @@ impl Sink for Collector<'_> {
             ts: Vec::new(),
             first: None,
             first_frame: Vec::new(),
+            widths: None,
+            padded_to: None,
             stamp: rule.and_then(|r| r.stamp).unwrap_or(self.opts.stamp),
             images: rule.and_then(|r| r.images).unwrap_or(self.opts.images),
             frame_id: String::new(),
@@ -232,9 +240,10 @@ impl Sink for Collector<'_> {
             .and_then(|v| {
                 let m = mapping::map(&t.msgtype, &v, t.images)
                     .map_err(|e| format!("message {k}: {e}"))?;
-                Ok((m, mapping::header_stamp(&v), mapping::frame_id(&v)))
+                let dims = cloud::dims(&t.msgtype, &v);
+                Ok((m, mapping::header_stamp(&v), mapping::frame_id(&v), dims))
             });
-        let (m, stamp, frame) = match outcome {
+        let (m, stamp, frame, dims) = match outcome {
             Ok(x) => x,
             Err(reason) => {
                 Self::skip(t, reason);
@@ -249,6 +258,7 @@ impl Sink for Collector<'_> {
                     t.stamp = Stamp::Log;
                 }
                 t.frame_id = frame.unwrap_or_default();
+                t.widths = dims.map(Widths::new);
                 if matches!(
                     m.channels[0].1.format,
                     ChannelFormat::Blob(_) | ChannelFormat::Mjpg
@@ -261,7 +271,11 @@ impl Sink for Collector<'_> {
                 });
             }
             Some(first) => {
-                if let Err(e) = first.same_layout(&m) {
+                let fits = match (&mut t.widths, dims) {
+                    (Some(w), Some(d)) => w.admit(first, &m, d),
+                    _ => first.same_layout(&m),
+                };
+                if let Err(e) = fits {
                     Self::skip(t, format!("message {k} changes shape: {e}"));
                     return true;
                 }
@@ -358,10 +372,19 @@ impl RosSource {
             if t.skip.is_some() {
                 continue;
             }
-            let Some(first) = t.first.take() else {
+            let Some(mut first) = t.first.take() else {
                 t.skip = Some("no messages".into());
                 continue;
             };
+            if let Some(w) = t.widths.filter(|w| w.varies) {
+                if let Err(e) = cloud::pad_channels(&mut first.channels, w.max) {
+                    t.skip = Some(e);
+                    t.refs = Vec::new();
+                    t.ts = Vec::new();
+                    continue;
+                }
+                t.padded_to = Some(w.max);
+            }
             // Samples in time order (a recorder logs in arrival order; stamps may differ).
             let mut order: Vec<usize> = (0..t.ts.len()).collect();
             order.sort_by(|&a, &b| t.ts[a].total_cmp(&t.ts[b]));
@@ -598,13 +621,20 @@ impl Source for RosSource {
         };
         let wide = t.wide.unwrap_or_default();
         let v = decode(schema, data, t.wire, wide, &limits).map_err(err)?;
-        let m = mapping::map(&t.msgtype, &v, images).map_err(|msg| Error::Corrupt {
+        let changed = |msg: String| Error::Corrupt {
             path: path.clone(),
             msg: format!(
                 "topic {}, message {index}: {msg} (it mapped when first read)",
                 t.topic
             ),
-        })?;
+        };
+        let mut m = mapping::map(&t.msgtype, &v, images).map_err(changed)?;
+        if let Some(max) = t.padded_to {
+            match cloud::dims(&t.msgtype, &v) {
+                Some((1, w)) => cloud::pad(&mut m, w, max).map_err(changed)?,
+                _ => return Err(changed("not an unorganized point cloud".into())),
+            }
+        }
         let meta = &self.sensors[sensor].meta;
         if m.data.len() != meta.channels.len() {
             return Err(Error::Corrupt {
@@ -622,7 +652,7 @@ impl Source for RosSource {
 
     fn extra_files(&self, sensor: usize) -> Vec<(String, Vec<u8>)> {
         let t = &self.topics[self.sensor_topics[sensor]];
-        let doc = json!({
+        let mut doc = json!({
             "source": self.path,
             "topic": t.topic,
             "type": t.msgtype,
@@ -630,6 +660,12 @@ impl Source for RosSource {
             "messages": t.messages,
             "stamp": match t.stamp { Stamp::Header => "header", Stamp::Log => "log" },
         });
+        if let Some(max) = t.padded_to {
+            // Every channel but the count is padded past the count to this many points.
+            let meta = &self.sensors[sensor].meta;
+            doc["padded_to"] = json!(max);
+            doc["points_channel"] = json!(meta.channels.last().map(|(n, _)| n.as_str()));
+        }
         vec![(
             "ros.json".into(),
             serde_json::to_vec_pretty(&doc).expect("JSON"),
