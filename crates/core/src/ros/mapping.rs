@@ -423,6 +423,17 @@ fn pointcloud2(msg: &Value) -> Result<Mapped, String> {
             data.len()
         ));
     }
+    // What the fields decode to is bounded by the message: rows do not overlap (a cloud of
+    // `row_step` 0 and a million rows would otherwise turn one point's bytes into a million),
+    // and neither do the fields, in total (a thousand fields at one offset would turn each
+    // point's bytes into a thousand copies).
+    if n.checked_mul(point_step).is_none_or(|b| b > data.len()) {
+        return Err(format!(
+            "{w}x{h} points of {point_step} bytes need more than its {} bytes (rows overlap: row_step {row_step})",
+            data.len()
+        ));
+    }
+    let mut field_bytes = 0usize;
     let mut m = Mapped::default();
     for f in fields {
         let name = text(f, "name")?;
@@ -443,9 +454,18 @@ fn pointcloud2(msg: &Value) -> Result<Mapped, String> {
                 ))
             }
         };
-        let size = prim.size() * count;
-        if offset + size > point_step {
-            return Err(format!("point field {name} (offset {offset}, {size} bytes) is past point_step {point_step}"));
+        let size = prim
+            .size()
+            .checked_mul(count)
+            .filter(|&z| offset.checked_add(z).is_some_and(|e| e <= point_step))
+            .ok_or_else(|| {
+                format!("point field {name} (offset {offset}, {count} x {} bytes) is past point_step {point_step}", prim.size())
+            })?;
+        field_bytes += size;
+        if field_bytes > point_step {
+            return Err(format!(
+                "point fields overlap: {field_bytes} bytes of fields up to {name} in a point_step of {point_step}"
+            ));
         }
         let ch = channel_name(&name)?;
         if m.channels.iter().any(|(c, _)| *c == ch) {
@@ -575,6 +595,101 @@ fn flatten(prefix: &str, v: &Value, m: &mut Mapped, top: bool) -> Result<(), Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `PointCloud2` value: `fields` as (name, offset, datatype, count).
+    fn cloud_value<'a>(
+        fields: &[(&'a str, u32, u8, u32)],
+        nums: &'a [u8],
+        data: &'a [u8],
+    ) -> Value<'a> {
+        // `nums` holds the little-endian u32s the value points into, 4 bytes each, in the
+        // order: height, width, point_step, row_step, then per field offset, count.
+        let u = |k: usize| Value::Prims {
+            prim: Prim::U32,
+            big_endian: false,
+            array: false,
+            bytes: &nums[4 * k..4 * k + 4],
+        };
+        let fs = fields
+            .iter()
+            .enumerate()
+            .map(|(i, &(name, _, dt, _))| {
+                let dt = &DATATYPES[dt as usize..dt as usize + 1];
+                Value::Msg(vec![
+                    ("name", Value::Str(name.as_bytes())),
+                    ("offset", u(4 + 2 * i)),
+                    (
+                        "datatype",
+                        Value::Prims {
+                            prim: Prim::U8,
+                            big_endian: false,
+                            array: false,
+                            bytes: dt,
+                        },
+                    ),
+                    ("count", u(5 + 2 * i)),
+                ])
+            })
+            .collect();
+        Value::Msg(vec![
+            ("height", u(0)),
+            ("width", u(1)),
+            ("fields", Value::List(fs)),
+            (
+                "is_bigendian",
+                Value::Prims {
+                    prim: Prim::U8,
+                    big_endian: false,
+                    array: false,
+                    bytes: &[0],
+                },
+            ),
+            ("point_step", u(2)),
+            ("row_step", u(3)),
+            (
+                "data",
+                Value::Prims {
+                    prim: Prim::U8,
+                    big_endian: false,
+                    array: true,
+                    bytes: data,
+                },
+            ),
+        ])
+    }
+
+    const DATATYPES: [u8; 9] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
+
+    fn nums(hw: (u32, u32), steps: (u32, u32), fields: &[(&str, u32, u8, u32)]) -> Vec<u8> {
+        let mut v = vec![hw.0, hw.1, steps.0, steps.1];
+        for f in fields {
+            v.extend([f.1, f.3]);
+        }
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn a_point_cloud_decodes_to_at_most_its_bytes() {
+        let xyz = [("x", 0, 7, 1), ("y", 4, 7, 1), ("z", 8, 7, 1)];
+        let data = vec![0u8; 12 * 4];
+        let map = |hw, steps, fields: &[(&str, u32, u8, u32)]| {
+            let n = nums(hw, steps, fields);
+            pointcloud2(&cloud_value(fields, &n, &data)).map(|m| m.data.len())
+        };
+        // Four points of x, y, z: three channels.
+        assert_eq!(map((1, 4), (12, 48), &xyz), Ok(3));
+        assert_eq!(map((2, 2), (12, 24), &xyz), Ok(3));
+        // Rows that overlap (row_step 0): a million rows out of one row's bytes.
+        let e = map((1_000_000, 4), (12, 0), &xyz).unwrap_err();
+        assert!(e.contains("rows overlap"), "{e}");
+        // Fields that overlap: four 12-byte fields at offset 0 of a 12-byte point.
+        let many: Vec<_> = ["a", "b", "c", "d"].iter().map(|&n| (n, 0, 7, 3)).collect();
+        let e = map((1, 4), (12, 48), &many).unwrap_err();
+        assert!(e.contains("point fields overlap"), "{e}");
+        // A count far past the point.
+        let e = map((1, 4), (12, 48), &[("x", 0, 8, u32::MAX)]).unwrap_err();
+        assert!(e.contains("past point_step"), "{e}");
+    }
 
     #[test]
     fn euler_of_known_quaternions() {
