@@ -17,6 +17,10 @@ use roverlog_core::ouster::{LidarIntrinsics, XyzLut, MAX_PIXELS};
 use roverlog_core::zarr::{blosc, ArrayMeta, Compressor};
 use roverlog_daemon::protocol::{accept_hello, Check, FrameLayout};
 
+#[path = "checks_ros.rs"]
+mod ros;
+pub use ros::{ros1_bag, ros2_metadata, ros_mcap, ros_recording_sensors};
+
 /// Limits small enough that the fuzzer reaches them, in the same roles as the daemon's.
 const MAX_HELLO: usize = 4096;
 const MAX_CHANNELS: usize = 16;

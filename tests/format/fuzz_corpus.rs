@@ -115,3 +115,43 @@ fn ros_cdr_seeds() {
         );
     }
 }
+
+#[test]
+fn ros_mcap_seeds() {
+    run_seeds("ros_mcap", checks::ros_mcap);
+    ros_seeds_reach_messages("ros_mcap");
+}
+
+#[test]
+fn ros1_bag_seeds() {
+    run_seeds("ros1_bag", checks::ros1_bag);
+    ros_seeds_reach_messages("ros1_bag");
+}
+
+/// The recordings among the seeds import their topics (they are what rosbags and mcap wrote,
+/// not noise); the damaged copies (`bad-*`) are refused.
+fn ros_seeds_reach_messages(target: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus-seeds")
+        .join(target);
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let got = checks::ros_recording_sensors(target, &std::fs::read(&path).unwrap());
+        let bad = path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("bad-");
+        match got {
+            Ok(n) if !bad && n > 0 => {}
+            Err(_) if bad => {}
+            other => panic!("{}: opens as {other:?}", path.display()),
+        }
+    }
+}
+
+#[test]
+fn ros2_metadata_seeds() {
+    run_seeds("ros2_metadata", checks::ros2_metadata);
+    ros_seeds_reach_messages("ros2_metadata");
+}

@@ -1,0 +1,6 @@
+//! Fuzz target `ros_mcap`: see `checks::ros_mcap` for the invariants checked.
+#![no_main]
+
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::ros_mcap(data));
