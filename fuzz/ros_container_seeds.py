@@ -4,7 +4,8 @@ imports, written by the Python peers (rosbags, mcap, mcap-ros2-support), plus da
 - fuzz/corpus-seeds/ros_mcap/: ROS 2 (CDR) in zstd, lz4 and uncompressed chunks and unchunked,
   ROS 1 in lz4 chunks, what rosbags' rosbag2 writer stores (`rosbag2-data.mcap`, also the
   data file of the `ros2_metadata` target), and `bad-*` copies: a wrong chunk CRC, a wrong
-  uncompressed size, a flipped compressed byte, a record length past the end or over the limit;
+  uncompressed size (1 GiB: the limit, a few bytes declaring it must not reserve it),
+  a flipped compressed byte, a record length past the end or over the limit;
 - fuzz/corpus-seeds/ros1_bag/: bz2, lz4 and uncompressed chunks, noetic definitions (Header
   with `seq`), an unindexed bag (cut at its index, index_pos 0), and `bad-*` copies;
 - fuzz/corpus-seeds/ros2_metadata/: rosbags' metadata.yaml (naming `data.mcap`), an inline
@@ -143,6 +144,8 @@ write("ros_mcap", "bad-chunk-crc.mcap", put(zst, body + 24, "<I", 0xDEADBEEF))
 size = struct.unpack_from("<Q", zst, body + 16)[0]
 write("ros_mcap", "bad-chunk-size.mcap", put(zst, body + 16, "<Q", size + 1))
 write("ros_mcap", "bad-chunk-huge.mcap", put(zst, body + 16, "<Q", 1 << 40))
+# Exactly the limit: refused once decoded, without reserving 1 GiB first (a fuzz finding).
+write("ros_mcap", "bad-chunk-gib.mcap", put(zst, body + 16, "<Q", 1 << 30))
 b = bytearray(zst)
 b[first_chunk(zst)[3] - 5] ^= 0x55
 write("ros_mcap", "bad-chunk-flip.mcap", bytes(b))
@@ -210,6 +213,7 @@ chunk = next(r for r in bag_records(bz2) if r[1]["op"][1] == b"\x05")
 at, size = chunk[1]["size"]
 write("ros1_bag", "bad-chunk-size.bag", put(bz2, at, "<I", struct.unpack("<I", size)[0] + 1))
 write("ros1_bag", "bad-chunk-huge.bag", put(bz2, at, "<I", 0xFFFFFFFF))
+write("ros1_bag", "bad-chunk-gib.bag", put(bz2, at, "<I", 1 << 30))
 b = bytearray(bz2)
 b[chunk[3] - 3] ^= 0x55
 write("ros1_bag", "bad-chunk-flip.bag", bytes(b))

@@ -131,15 +131,30 @@ pub fn decompress(data: &[u8], c: &Chunk) -> Result<Vec<u8>, RosProblem> {
     let bad = |msg: String| RosProblem::Decompress { at: c.at, msg };
     let out = match c.compression {
         Compression::None => data.to_vec(),
-        Compression::Zstd => {
-            zstd::bulk::decompress(data, want).map_err(|e| bad(format!("zstd: {e}")))?
-        }
+        // In one piece when it is no larger than what `read_bounded` reserves first (the
+        // declared size, reserved by `zstd::bulk`, is then bounded by the bytes at hand).
+        Compression::Zstd if want < first_reserve(data.len()) => zstd::bulk::decompress(data, want)
+            .map_err(|e| {
+                bad(if e.to_string().contains("too small") {
+                    format!("zstd: decompresses to more than the {want} bytes its header says")
+                } else {
+                    format!("zstd: {e}")
+                })
+            })?,
+        Compression::Zstd => read_bounded(
+            zstd::stream::read::Decoder::with_buffer(data)
+                .map_err(|e| bad(format!("zstd: {e}")))?,
+            want,
+            data.len(),
+        )
+        .map_err(|e| bad(format!("zstd: {e}")))?,
         Compression::Lz4 => read_bounded(
             lz4::Decoder::new(data).map_err(|e| bad(format!("lz4: {e}")))?,
             want,
+            data.len(),
         )
         .map_err(|e| bad(format!("lz4: {e}")))?,
-        Compression::Bz2 => read_bounded(bzip2::read::BzDecoder::new(data), want)
+        Compression::Bz2 => read_bounded(bzip2::read::BzDecoder::new(data), want, data.len())
             .map_err(|e| bad(format!("bz2: {e}")))?,
     };
     if out.len() != want {
@@ -160,11 +175,45 @@ pub fn decompress(data: &[u8], c: &Chunk) -> Result<Vec<u8>, RosProblem> {
     Ok(out)
 }
 
-/// Reads at most `want + 1` bytes: one more than declared is already a mismatch.
-fn read_bounded(r: impl Read, want: usize) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(want);
-    r.take(want as u64 + 1).read_to_end(&mut out)?;
-    Ok(out)
+/// What [`read_bounded`] reserves at least before any byte is decoded; it then doubles.
+const FIRST_RESERVE: usize = 1 << 20;
+/// ... or this many times the compressed size, if more: more than most chunks of sensor data
+/// expand by, so they decode into one buffer of exactly their size.
+const RESERVE_RATIO: usize = 64;
+
+/// What [`read_bounded`] reserves first for `compressed` bytes.
+fn first_reserve(compressed: usize) -> usize {
+    FIRST_RESERVE.max(compressed.saturating_mul(RESERVE_RATIO))
+}
+
+/// Reads at most `want + 1` bytes of `r`, which decodes `compressed` bytes: one more than
+/// declared is already a mismatch. The buffer grows with what is decoded (doubling, never past
+/// `want + 1`) from [`first_reserve`], not with what the header declares: a few bytes of a
+/// hostile file declaring a 1 GiB chunk allocate about as much as they decode to (or 64 times
+/// their size), not 1 GiB up front.
+fn read_bounded(r: impl Read, want: usize, compressed: usize) -> std::io::Result<Vec<u8>> {
+    let limit = want + 1;
+    let mut r = r.take(limit as u64);
+    let mut out: Vec<u8> = Vec::new();
+    loop {
+        let mut step = out
+            .len()
+            .max(first_reserve(compressed))
+            .min(limit - out.len());
+        // Within half a step of the end: the rest at once (no reallocation for the last byte).
+        if out.len() + step + step / 2 >= limit {
+            step = limit - out.len();
+        }
+        if step == 0 {
+            return Ok(out);
+        }
+        out.reserve_exact(step);
+        // Reads `step` bytes or up to the end; the buffer has room for exactly that.
+        let n = (&mut r).take(step as u64).read_to_end(&mut out)?;
+        if n < step {
+            return Ok(out);
+        }
+    }
 }
 
 /// A little-endian cursor over a record, whose every read is checked; errors name the
@@ -229,5 +278,56 @@ impl<'a> Cursor<'a> {
             at,
             msg: "a string that is not UTF-8".into(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserves_what_is_decoded_not_what_is_declared() {
+        // A chunk declaring 1 GiB that decodes to 3 bytes reserves no more than the first step.
+        let out = read_bounded(&b"abc"[..], MAX_CHUNK as usize, 3).unwrap();
+        assert_eq!(out, b"abc");
+        assert!(out.capacity() <= FIRST_RESERVE, "{}", out.capacity());
+        // Exactly the declared size, across several steps: never more than one byte over.
+        let data = vec![7u8; 3 * FIRST_RESERVE + 5];
+        let out = read_bounded(&data[..], data.len(), 10).unwrap();
+        assert_eq!(out, data);
+        assert_eq!(out.capacity(), data.len() + 1);
+        // More than declared: one byte more is read, and that is the mismatch.
+        assert_eq!(read_bounded(&data[..], 10, 10).unwrap().len(), 11);
+        // Compressed bytes that expand less than RESERVE_RATIO: one buffer at once.
+        let out = read_bounded(&data[..], data.len(), data.len() / 32).unwrap();
+        assert_eq!(out.capacity(), data.len() + 1);
+        let c = Chunk {
+            at: 42,
+            data: 0..0,
+            compression: Compression::Zstd,
+            uncompressed: MAX_CHUNK,
+            crc: 0,
+        };
+        let z = zstd::bulk::compress(b"abc", 3).unwrap();
+        let e = decompress(&z, &c).unwrap_err().to_string();
+        assert!(e.contains("decompressed to 3 bytes"), "{e}");
+        // Small enough to decode in one piece: the same checks.
+        let c = Chunk {
+            uncompressed: 2,
+            ..c
+        };
+        let e = decompress(&z, &c).unwrap_err().to_string();
+        assert!(e.contains("more than the 2 bytes"), "{e}");
+        let c = Chunk {
+            uncompressed: 4,
+            ..c
+        };
+        let e = decompress(&z, &c).unwrap_err().to_string();
+        assert!(e.contains("decompressed to 3 bytes"), "{e}");
+        let c = Chunk {
+            uncompressed: 3,
+            ..c
+        };
+        assert_eq!(decompress(&z, &c).unwrap(), b"abc");
     }
 }
