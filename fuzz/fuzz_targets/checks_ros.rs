@@ -55,12 +55,20 @@ impl Drop for Scratch {
     }
 }
 
-/// What opening a recording gave: every sensor with its timestamps (as bits) and samples,
-/// and the topics left out.
+/// What opening a recording gave: every sensor, and the topics left out.
 #[derive(Debug, PartialEq)]
 struct Opened {
-    sensors: Vec<(String, SensorMeta, Vec<u64>, Vec<Vec<Vec<u8>>>)>,
+    sensors: Vec<Sensor>,
     skipped: Vec<SkippedTopic>,
+}
+
+/// A sensor as read: its name, channels, timestamps (as bits) and every sample's buffers.
+#[derive(Debug, PartialEq)]
+struct Sensor {
+    name: String,
+    meta: SensorMeta,
+    ts: Vec<u64>,
+    samples: Vec<Vec<Vec<u8>>>,
 }
 
 fn check_error(e: &Error) -> String {
@@ -108,12 +116,12 @@ fn open(path: &Path) -> Result<Opened, String> {
             samples.push(out.clone());
         }
         let name = src.sensors()[i].name.clone();
-        sensors.push((
+        sensors.push(Sensor {
             name,
             meta,
-            ts.iter().map(|t| t.to_bits()).collect(),
+            ts: ts.iter().map(|t| t.to_bits()).collect(),
             samples,
-        ));
+        });
     }
     Ok(Opened { sensors, skipped })
 }
