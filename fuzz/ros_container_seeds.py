@@ -3,12 +3,12 @@ imports, written by the Python peers (rosbags, mcap, mcap-ros2-support), plus da
 
 - fuzz/corpus-seeds/ros_mcap/: ROS 2 (CDR) in zstd, lz4 and uncompressed chunks and unchunked,
   ROS 1 in lz4 chunks, what rosbags' rosbag2 writer stores (`rosbag2-data.mcap`, also the
-  data file of the `ros2_metadata` target), and `bad-*` copies: a wrong chunk CRC, a wrong
+  data file of the `rosbag2_dir` target), and `bad-*` copies: a wrong chunk CRC, a wrong
   uncompressed size (1 GiB: the limit, a few bytes declaring it must not reserve it),
   a flipped compressed byte, a record length past the end or over the limit;
 - fuzz/corpus-seeds/ros1_bag/: bz2, lz4 and uncompressed chunks, noetic definitions (Header
   with `seq`), an unindexed bag (cut at its index, index_pos 0), and `bad-*` copies;
-- fuzz/corpus-seeds/ros2_metadata/: rosbags' metadata.yaml (naming `data.mcap`), an inline
+- fuzz/corpus-seeds/rosbag2_dir/: rosbags' metadata.yaml (naming `data.mcap`), an inline
   list, and lists naming a missing file, a directory, a parent or an absolute path.
 
 usage: .venv/bin/python fuzz/ros_container_seeds.py   (from the repository root)
@@ -163,18 +163,18 @@ with tempfile.TemporaryDirectory() as d:
 
 # --- rosbag2 metadata.yaml ---------------------------------------------------------------
 assert "- data.mcap" in meta, meta
-write("ros2_metadata", "rosbags.yaml", meta.encode())
-write("ros2_metadata", "inline.yaml",
+write("rosbag2_dir", "rosbags.yaml", meta.encode())
+write("rosbag2_dir", "inline.yaml",
       b"rosbag2_bagfile_information:\n  storage_identifier: 'mcap'\n"
       b"  relative_file_paths: [\"data.mcap\", data.mcap]\n")
-write("ros2_metadata", "sqlite3.yaml",
+write("rosbag2_dir", "sqlite3.yaml",
       meta.replace("storage_identifier: mcap", "storage_identifier: sqlite3").encode())
 for name, listed in [("bad-missing", "data_1.mcap"), ("bad-dir", "sub"),
                      ("bad-parent", "sub/../../data.mcap"), ("bad-absolute", "/etc/hostname")]:
-    write("ros2_metadata", f"{name}.yaml", meta.replace("- data.mcap", f"- {listed}").encode())
-write("ros2_metadata", "bad-storage.yaml",
+    write("rosbag2_dir", f"{name}.yaml", meta.replace("- data.mcap", f"- {listed}").encode())
+write("rosbag2_dir", "bad-storage.yaml",
       meta.replace("storage_identifier: mcap", "storage_identifier: rosbag_v2").encode())
-write("ros2_metadata", "bad-unclosed.yaml",
+write("rosbag2_dir", "bad-unclosed.yaml",
       b"storage_identifier: mcap\nrelative_file_paths: [data.mcap\n")
 
 # --- ROS 1 bags --------------------------------------------------------------------------

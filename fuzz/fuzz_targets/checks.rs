@@ -20,7 +20,7 @@ use roverlog_daemon::protocol::{accept_hello, Check, FrameLayout};
 #[path = "checks_ros.rs"]
 mod ros;
 #[allow(unused_imports)] // each fuzz binary uses one of these
-pub use ros::{ros1_bag, ros2_metadata, ros_mcap, ros_recording_sensors};
+pub use ros::{ros1_bag, ros_mcap, ros_recording_sensors, rosbag2_dir};
 
 /// Limits small enough that the fuzzer reaches them, in the same roles as the daemon's.
 const MAX_HELLO: usize = 4096;

@@ -1,4 +1,4 @@
-//! The ROS recording targets' bodies (`ros_mcap`, `ros1_bag`, `ros2_metadata`), beside
+//! The ROS recording targets' bodies (`ros_mcap`, `ros1_bag`, `rosbag2_dir`), beside
 //! `checks.rs` (which re-exports them) so that file stays one screenful per parser family.
 //!
 //! Each opens the input the way `roverlog import`/`replay` do ([`RosSource::open`], which
@@ -146,23 +146,23 @@ pub fn ros1_bag(data: &[u8]) {
     recording(data, "input.bag");
 }
 
-/// The MCAP file `ros2_metadata` puts beside the metadata (what rosbags' rosbag2 writer
+/// The MCAP file `rosbag2_dir` puts beside the metadata (what rosbags' rosbag2 writer
 /// stores, one IMU message).
 const ROSBAG2_DATA: &[u8] = include_bytes!("../corpus-seeds/ros_mcap/rosbag2-data.mcap");
 
-/// `ros2_metadata`: the input as a rosbag2 directory's `metadata.yaml`, beside one MCAP file
+/// `rosbag2_dir`: the input as a rosbag2 directory's `metadata.yaml`, beside one MCAP file
 /// `data.mcap` and a subdirectory `sub/`. Whatever files it lists must be inside the
 /// directory and be files; then the directory opens like any recording (the invariants of
 /// [`ros_mcap`]).
-pub fn ros2_metadata(data: &[u8]) {
+pub fn rosbag2_dir(data: &[u8]) {
     let dir = Scratch::new();
     dir.write("metadata.yaml", data);
     dir.write("data.mcap", ROSBAG2_DATA);
     std::fs::create_dir_all(dir.0.join("sub")).expect("a subdirectory");
-    match roverlog_core::ros::rosbag2::files(&dir.0) {
-        Ok(files) => {
-            assert!(!files.is_empty(), "a rosbag2 directory without files");
-            for f in &files {
+    match roverlog_core::ros::rosbag2::open(&dir.0) {
+        Ok(bag) => {
+            assert!(!bag.files.is_empty(), "a rosbag2 directory without files");
+            for f in &bag.files {
                 assert!(f.starts_with(&dir.0), "{} is outside", f.display());
                 assert!(f.is_file(), "{} is not a file", f.display());
             }
@@ -187,7 +187,7 @@ pub fn ros_recording_sensors(target: &str, data: &[u8]) -> Result<usize, String>
     let path = match target {
         "ros_mcap" => dir.write("input.mcap", data),
         "ros1_bag" => dir.write("input.bag", data),
-        "ros2_metadata" => {
+        "rosbag2_dir" => {
             dir.write("metadata.yaml", data);
             dir.write("data.mcap", ROSBAG2_DATA);
             dir.0.clone()
