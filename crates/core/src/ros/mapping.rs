@@ -205,6 +205,11 @@ fn image(msg: &Value) -> Result<Mapped, String> {
         e => return Err(format!("image encoding {e:?} is not imported")),
     };
     let row = w.checked_mul(bpp).ok_or("image width overflows")?;
+    // Without pixels nothing bounds `height` (a step of 0 fits any), and a sensor's sample
+    // needs at least one byte.
+    if row == 0 || h == 0 {
+        return Err(format!("image {w}x{h} {encoding} has no pixels"));
+    }
     if step < row || h.checked_mul(step).is_none_or(|n| n > data.len()) {
         return Err(format!(
             "image {w}x{h} {encoding} with step {step} needs more than its {} bytes",
@@ -472,7 +477,9 @@ fn pointcloud2(msg: &Value) -> Result<Mapped, String> {
             return Err(format!("point field {name} twice"));
         }
         let mut out = Vec::with_capacity(n * size);
-        for r in 0..h {
+        // Rows of no points copy nothing, however many are declared (a width of 0 leaves
+        // `height` unbounded by the data: billions of empty rows would take seconds).
+        for r in 0..if w == 0 { 0 } else { h } {
             for c in 0..w {
                 let at = r * row_step + c * point_step + offset;
                 let v = data
@@ -686,6 +693,8 @@ mod tests {
         let many: Vec<_> = ["a", "b", "c", "d"].iter().map(|&n| (n, 0, 7, 3)).collect();
         let e = map((1, 4), (12, 48), &many).unwrap_err();
         assert!(e.contains("point fields overlap"), "{e}");
+        // No points per row and billions of rows (row_step 0): nothing to copy, at once.
+        assert_eq!(map((u32::MAX, 0), (12, 0), &xyz), Ok(3));
         // A count far past the point.
         let e = map((1, 4), (12, 48), &[("x", 0, 8, u32::MAX)]).unwrap_err();
         assert!(e.contains("past point_step"), "{e}");
