@@ -4,57 +4,18 @@
 //! bag) and the values importing must give, padding included, computed with numpy. Clouds
 //! whose fields change, and organized clouds that change size, are still skipped and said.
 
-use crate::ros_import::{assert_same_samples, import};
+use crate::ros_import::{
+    assert_same_samples, import, replay_gives_what_import_gives, values, write_with, Bags,
+};
 use crate::support::common;
 
 use std::path::{Path, PathBuf};
 
 use roverlog_core::format::events::{read_events, Event};
-use roverlog_core::format::{DType, Trace};
+use roverlog_core::format::Trace;
 use serde_json::Value;
 
-struct Clouds {
-    _dir: tempfile::TempDir,
-    dir: PathBuf,
-    expected: Value,
-}
-
-fn write_clouds() -> Clouds {
-    let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(common::python())
-        .arg(common::root().join("tests/py/ros_cloud_write.py"))
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ros_cloud_write.py: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let expected =
-        serde_json::from_slice(&std::fs::read(dir.path().join("expected.json")).unwrap()).unwrap();
-    Clouds {
-        dir: dir.path().to_path_buf(),
-        _dir: dir,
-        expected,
-    }
-}
-
-/// One sample's values, exactly (every type here fits an f64).
-fn values(dtype: DType, b: &[u8]) -> Vec<f64> {
-    b.chunks_exact(dtype.itemsize())
-        .map(|c| match dtype {
-            DType::I2 => i16::from_le_bytes(c.try_into().unwrap()) as f64,
-            DType::U2 => u16::from_le_bytes(c.try_into().unwrap()) as f64,
-            DType::U4 => u32::from_le_bytes(c.try_into().unwrap()) as f64,
-            DType::F4 => f32::from_le_bytes(c.try_into().unwrap()) as f64,
-            DType::F8 => f64::from_le_bytes(c.try_into().unwrap()),
-            other => panic!("no test values of {other:?}"),
-        })
-        .collect()
-}
-
-fn check(c: &Clouds, name: &str) -> PathBuf {
+fn check(c: &Bags, name: &str) -> PathBuf {
     let out = c.dir.join(format!("out-{name}"));
     let src = c.dir.join(name);
     let r = import(&src, &out, &[]);
@@ -143,7 +104,7 @@ fn sensor_dir(e: &Value) -> &Path {
 
 #[test]
 fn clouds_of_changing_width_import_padded_from_mcap_and_ros1() {
-    let c = write_clouds();
+    let c = write_with("ros_cloud_write.py");
     let mcap = check(&c, "rosbag2");
     let bag = check(&c, "ros1.bag");
     assert_same_samples(&mcap, &bag);
@@ -152,22 +113,12 @@ fn clouds_of_changing_width_import_padded_from_mcap_and_ros1() {
 /// `replay` pushes the padded samples `import` writes.
 #[test]
 fn replay_of_clouds_of_changing_width_gives_what_import_gives() {
-    use crate::support::daemon::TestDaemon;
-    let c = write_clouds();
+    let c = write_with("ros_cloud_write.py");
     let src = c.dir.join("rosbag2");
     let imported = c.dir.join("imported");
     let r = import(&src, &imported, &[]);
     assert!(r.ok(), "{}", r.text());
-    let mut d = TestDaemon::start(serde_json::json!({"receive_timestamps": false}));
-    let sock = d.ingest_path();
-    let r = common::roverlog(&[
-        "replay".as_ref(),
-        src.as_os_str(),
-        "--socket".as_ref(),
-        sock.as_os_str(),
-        "--max-speed".as_ref(),
-    ]);
-    assert!(r.ok(), "{}", r.text());
+    let r = replay_gives_what_import_gives(&src, &imported, &[]);
     // 4 + 3 + 3 messages of the imported topics.
     assert!(r.out().contains("sent 10 samples"), "{}", r.text());
     for topic in c.expected["skipped"].as_object().unwrap().keys() {
@@ -177,7 +128,4 @@ fn replay_of_clouds_of_changing_width_gives_what_import_gives() {
             r.stderr
         );
     }
-    let recorded = d.trace_dir();
-    assert!(d.stop().success(), "{}", d.log());
-    assert_same_samples(&imported, &recorded);
 }

@@ -22,15 +22,21 @@ pub(crate) struct Bags {
 }
 
 pub(crate) fn write_bags() -> Bags {
+    write_with("ros_bags_write.py")
+}
+
+/// Runs `tests/py/SCRIPT DIR` in a new temporary directory: the script writes recordings and
+/// `expected.json` there.
+pub(crate) fn write_with(script: &str) -> Bags {
     let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(common::python())
-        .arg(common::root().join("tests/py/ros_bags_write.py"))
+        .arg(common::root().join("tests/py").join(script))
         .arg(dir.path())
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "ros_bags_write.py: {}",
+        "{script}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let expected =
@@ -42,8 +48,8 @@ pub(crate) fn write_bags() -> Bags {
     }
 }
 
-/// Sample bytes as numbers.
-fn values(dtype: DType, b: &[u8]) -> Vec<f64> {
+/// Sample bytes as numbers (little-endian; every type here fits an f64 exactly).
+pub(crate) fn values(dtype: DType, b: &[u8]) -> Vec<f64> {
     let n = dtype.itemsize();
     b.chunks_exact(n)
         .map(|c| match dtype {
@@ -402,22 +408,12 @@ fn truncated_and_corrupt_recordings_are_clear_errors() {
 /// the timestamps and samples `import` writes.
 #[test]
 fn replay_into_a_daemon_gives_what_import_gives() {
-    use crate::support::daemon::TestDaemon;
     let bags = write_bags();
     let src = bags.dir.join("ros2.mcap");
     let imported = bags.dir.join("out-for-replay");
     let r = import(&src, &imported, &[]);
     assert!(r.ok(), "{}", r.text());
-    let mut d = TestDaemon::start(serde_json::json!({"receive_timestamps": false}));
-    let sock = d.ingest_path();
-    let r = common::roverlog(&[
-        "replay".as_ref(),
-        src.as_os_str(),
-        "--socket".as_ref(),
-        sock.as_os_str(),
-        "--max-speed".as_ref(),
-    ]);
-    assert!(r.ok(), "{}", r.text());
+    let r = replay_gives_what_import_gives(&src, &imported, &[]);
     // Every imported topic's 5 messages; the skipped ones are said on stderr.
     let sent = 5 * bags.expected["topics"].as_object().unwrap().len();
     assert!(
@@ -432,9 +428,34 @@ fn replay_into_a_daemon_gives_what_import_gives() {
             r.stderr
         );
     }
+}
+
+/// Replays `src` into a fresh daemon at full speed (with `env` set), stops it, and requires
+/// the trace it recorded to hold the samples of `imported` (`src` imported before). Returns
+/// the replay's run, for what it said.
+pub(crate) fn replay_gives_what_import_gives(
+    src: &Path,
+    imported: &Path,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> common::Run {
+    use crate::support::daemon::TestDaemon;
+    let mut d = TestDaemon::start(serde_json::json!({"receive_timestamps": false}));
+    let sock = d.ingest_path();
+    let r = common::roverlog_env(
+        &[
+            "replay".as_ref(),
+            src.as_os_str(),
+            "--socket".as_ref(),
+            sock.as_os_str(),
+            "--max-speed".as_ref(),
+        ],
+        env,
+    );
+    assert!(r.ok(), "replay {}: {}", src.display(), r.text());
     let recorded = d.trace_dir();
     assert!(d.stop().success(), "{}", d.log());
-    assert_same_samples(&imported, &recorded);
+    assert_same_samples(imported, &recorded);
+    r
 }
 
 /// The traces `a` and `b` have the same sensors, timestamps and samples.

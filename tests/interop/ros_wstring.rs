@@ -9,27 +9,15 @@ use crate::support::common;
 
 use roverlog_core::format::events::{read_events, Event};
 use roverlog_core::format::{DType, Trace};
-use serde_json::Value;
 
 #[test]
 fn imports_wstring_messages_in_both_wire_forms() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(common::python())
-        .arg(common::root().join("tests/py/ros_wstring_write.py"))
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ros_wstring_write.py: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let expected: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("expected.json")).unwrap()).unwrap();
-    let trace_dir = dir.path().join("trace");
+    let bags = crate::ros_import::write_with("ros_wstring_write.py");
+    let (dir, expected) = (&bags.dir, &bags.expected);
+    let trace_dir = dir.join("trace");
     let r = common::roverlog(&[
         "import".as_ref(),
-        dir.path().join("wstring.mcap").as_os_str(),
+        dir.join("wstring.mcap").as_os_str(),
         trace_dir.as_os_str(),
     ]);
     assert!(r.ok(), "import: {}", r.text());

@@ -125,8 +125,17 @@ impl Run {
 
 /// Runs the `roverlog` binary with `args` and waits for it.
 pub fn roverlog<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
+    roverlog_env(args, &[])
+}
+
+/// [`roverlog`] with these environment variables set.
+pub fn roverlog_env<S: AsRef<std::ffi::OsStr>>(
+    args: &[S],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Run {
     let out = Command::new(roverlog_bin())
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("running roverlog");
     Run {
