@@ -113,13 +113,6 @@ pub struct Imu {
     pub linear_acceleration: [f64; 3],
 }
 
-/// `sensor_msgs/PointCloud2` of `x, y, z` float32 points, frame [`POINTS_FRAME`].
-#[derive(Debug, Clone, Copy)]
-pub struct PointCloud<'a> {
-    pub stamp: Stamp,
-    pub points: &'a [[f32; 3]],
-}
-
 pub const IMU_FRAME: &str = "imu_link";
 pub const POINTS_FRAME: &str = "os_sensor";
 /// `sensor_msgs/PointField.FLOAT32`.
@@ -159,16 +152,6 @@ fn ros2_sec(sec: i64) -> Result<i32, StampRange> {
 fn f64s(out: &mut Vec<u8>, v: &[f64]) {
     for x in v {
         out.extend_from_slice(&x.to_le_bytes());
-    }
-}
-
-fn points_bytes(out: &mut Vec<u8>, points: &[[f32; 3]]) {
-    let start = out.len();
-    out.resize(start + points.len() * 12, 0);
-    for (o, p) in out[start..].chunks_exact_mut(12).zip(points) {
-        o[..4].copy_from_slice(&p[0].to_le_bytes());
-        o[4..8].copy_from_slice(&p[1].to_le_bytes());
-        o[8..].copy_from_slice(&p[2].to_le_bytes());
     }
 }
 
@@ -216,30 +199,13 @@ impl Imu {
     }
 }
 
-impl PointCloud<'_> {
-    /// Appends the ROS 1 serialisation. `width` is the number of points and `row_step` the
-    /// whole row (`width * 12`), as the message definition says (upstream writes 1 and 12).
-    pub fn ros1(&self, out: &mut Vec<u8>) -> Result<(), StampRange> {
-        let w = CloudWriter::ros1(out, self.stamp)?;
-        points_bytes(out, self.points);
-        w.finish(out);
-        Ok(())
-    }
-
-    /// Appends the CDR (little-endian) serialisation, encapsulation header included.
-    pub fn cdr(&self, out: &mut Vec<u8>) -> Result<(), StampRange> {
-        let w = CloudWriter::cdr(out, self.stamp)?;
-        points_bytes(out, self.points);
-        w.finish(out);
-        Ok(())
-    }
-}
-
-/// A point cloud message written in place, so points go straight into it: [`CloudWriter::ros1`]
-/// or [`CloudWriter::cdr`] appends everything before the points (their counts left 0), the
-/// caller appends each point's 12 bytes (x, y, z float32 little-endian), and
-/// [`CloudWriter::finish`] fills in the counts and appends `is_dense`. The bytes are those of
-/// [`PointCloud::ros1`] / [`PointCloud::cdr`].
+/// A `sensor_msgs/PointCloud2` of `x, y, z` float32 points (frame [`POINTS_FRAME`]) written in
+/// place, so points go straight into it: [`CloudWriter::ros1`] or [`CloudWriter::cdr`]
+/// (little-endian, encapsulation header included) appends everything before the points (their
+/// counts left 0), the caller appends each point's 12 bytes (x, y, z float32 little-endian),
+/// and [`CloudWriter::finish`] fills in the counts and appends `is_dense`. `width` is the
+/// number of points and `row_step` the whole row (`width * 12`), as the message definition
+/// says (upstream writes 1 and 12).
 #[derive(Debug)]
 pub struct CloudWriter {
     /// Where `width`, `row_step` and the data's length are (u32 little-endian each).
