@@ -74,38 +74,30 @@ def padded(vals, code, width, max_width):
 
 topics = {}  # topic -> (messages, expected or None, skip word or None)
 
+def padded_topic(fields, point_step, widths, sensor, count, big=False):
+    """Messages of `widths` points and what the import must give: each field padded to the
+    widest, and the count channel `count`."""
+    msgs, chans = [], {n: [] for n, _, _ in fields}
+    for i, w in enumerate(widths):
+        m, vals = cloud(i, fields, point_step, w, big=big)
+        msgs.append(m)
+        for n, _, code in fields:
+            chans[n].append(padded(vals[n], code, w, max(widths)))
+    channels = {n: {"dtype": code, "shape": [max(widths)], "values": chans[n]}
+                for n, _, code in fields}
+    channels[count] = {"dtype": "u4", "shape": [], "values": [[w] for w in widths]}
+    return (msgs, {"sensor": sensor, "padded_to": max(widths), "count_channel": count,
+                   "channels": channels}, None)
+
+
 # The lidar: x y z intensity f4, ring u2 at 16, 2 bytes of padding; widths 5 9 0 7.
 LIDAR = [("x", 0, "f4"), ("y", 4, "f4"), ("z", 8, "f4"), ("intensity", 12, "f4"),
          ("ring", 16, "u2")]
-widths = [5, 9, 0, 7]
-msgs, chans = [], {n: [] for n, _, _ in LIDAR}
-for i, w in enumerate(widths):
-    m, vals = cloud(i, LIDAR, 20, w)
-    msgs.append(m)
-    for n, _, code in LIDAR:
-        chans[n].append(padded(vals[n], code, w, max(widths)))
-topics["/lidar/points"] = (msgs, {
-    "sensor": "lidar_points", "padded_to": max(widths), "count_channel": "points",
-    "channels": dict({n: {"dtype": code, "shape": [max(widths)], "values": chans[n]}
-                      for n, _, code in LIDAR},
-                     points={"dtype": "u4", "shape": [], "values": [[w] for w in widths]}),
-}, None)
+topics["/lidar/points"] = padded_topic(LIDAR, 20, [5, 9, 0, 7], "lidar_points", "points")
 
 # A field named `points`, big-endian data, widths 3 1 4: the count is `n_points`.
 FIELDS = [("x", 0, "f8"), ("points", 8, "i2")]
-widths = [3, 1, 4]
-msgs, chans = [], {n: [] for n, _, _ in FIELDS}
-for i, w in enumerate(widths):
-    m, vals = cloud(i, FIELDS, 12, w, big=True)
-    msgs.append(m)
-    for n, _, code in FIELDS:
-        chans[n].append(padded(vals[n], code, w, max(widths)))
-topics["/filtered"] = (msgs, {
-    "sensor": "filtered", "padded_to": max(widths), "count_channel": "n_points",
-    "channels": dict({n: {"dtype": code, "shape": [max(widths)], "values": chans[n]}
-                      for n, _, code in FIELDS},
-                     n_points={"dtype": "u4", "shape": [], "values": [[w] for w in widths]}),
-}, None)
+topics["/filtered"] = padded_topic(FIELDS, 12, [3, 1, 4], "filtered", "n_points", big=True)
 
 # A cloud of fixed width maps as before: no padding, no count channel.
 msgs, chans = [], {n: [] for n, _, _ in LIDAR}
