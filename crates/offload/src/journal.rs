@@ -33,6 +33,10 @@ pub struct Journal {
     /// one at a time): found here on the next run, it is counted as re-sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<InFlight>,
+    /// Bytes handed to the store over every run, counted before each part goes (so a part
+    /// a kill interrupted counts): the figure that bounds what kills cost.
+    #[serde(default)]
+    pub sent: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

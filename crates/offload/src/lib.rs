@@ -287,6 +287,8 @@ impl Job<'_> {
         let key = format!("{name}.md5.csv");
         let md5 = roverlog_store::md5_hex(text.as_bytes());
         let size = text.len() as u64;
+        self.journal.sent += size;
+        self.save()?;
         let info = self.store.put(&key, text.into_bytes())?;
         self.summary.bytes_sent += size;
         if info.etag.as_deref().is_some_and(|e| e != md5) {

@@ -102,6 +102,7 @@ impl Job<'_> {
             self.was_in_flight = None;
         }
         self.journal.in_flight = Some(now);
+        self.journal.sent += bytes;
         if again {
             bytes
         } else {

@@ -88,8 +88,14 @@ impl Store {
     /// `s3://bucket[/prefix]` or a directory (which must exist: a NAS that is not mounted
     /// must not be filled on the vehicle's own disk).
     pub fn open(dest: &str) -> Result<Store, OpenError> {
+        let env: Vec<(String, String)> = std::env::vars().collect();
+        Store::open_env(dest, &env)
+    }
+
+    /// [`Store::open`] with these `AWS_*` variables instead of the process's.
+    pub fn open_env(dest: &str, env: &[(String, String)]) -> Result<Store, OpenError> {
         let backend = if let Some(rest) = dest.strip_prefix("s3://") {
-            Backend::S3(s3::S3Store::open(rest)?)
+            Backend::S3(s3::S3Store::open(rest, env)?)
         } else {
             Backend::Dir(dir::DirStore::open(PathBuf::from(dest))?)
         };

@@ -31,11 +31,18 @@ pub struct S3Store {
     rt: tokio::runtime::Runtime,
 }
 
+fn var<'a>(env: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    env.iter()
+        .rev()
+        .find(|(k, v)| k == name && !v.is_empty())
+        .map(|(_, v)| v.as_str())
+}
+
 /// The endpoint the `AWS_*` variables name, if any.
-pub fn endpoint_from_env() -> Option<String> {
+pub fn endpoint_from(env: &[(String, String)]) -> Option<String> {
     ENDPOINT_VARS
         .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
+        .find_map(|v| var(env, v).map(str::to_string))
 }
 
 fn is_loopback(endpoint: &str) -> bool {
@@ -51,16 +58,17 @@ fn is_loopback(endpoint: &str) -> bool {
 }
 
 impl S3Store {
-    /// `rest`: `bucket` or `bucket/prefix` (after `s3://`).
-    pub fn open(rest: &str) -> Result<S3Store, OpenError> {
+    /// `rest`: `bucket` or `bucket/prefix` (after `s3://`); `env`: the `AWS_*` variables
+    /// (the process's environment, or a test's).
+    pub fn open(rest: &str, env: &[(String, String)]) -> Result<S3Store, OpenError> {
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         if bucket.is_empty() {
             return Err(OpenError::BadUrl {
                 dest: format!("s3://{rest}"),
             });
         }
-        let endpoint = endpoint_from_env();
-        let allow_http = std::env::var("AWS_ALLOW_HTTP").is_ok_and(|v| v == "true")
+        let endpoint = endpoint_from(env);
+        let allow_http = var(env, "AWS_ALLOW_HTTP") == Some("true")
             || endpoint.as_deref().is_some_and(is_loopback);
         // Bounded: an endpoint that does not answer is an error within seconds, not minutes.
         let client = ClientOptions::new()
@@ -72,7 +80,17 @@ impl S3Store {
             max_retries: 4,
             retry_timeout: Duration::from_secs(30),
         };
-        let s3 = AmazonS3Builder::from_env()
+        // As `AmazonS3Builder::from_env`, from `env`.
+        let mut b = AmazonS3Builder::new();
+        for (k, v) in env {
+            if let Some(key) = k
+                .strip_prefix("AWS_")
+                .and_then(|_| k.to_ascii_lowercase().parse().ok())
+            {
+                b = b.with_config(key, v);
+            }
+        }
+        let s3 = b
             .with_client_options(client)
             .with_bucket_name(bucket)
             .with_checksum_algorithm(Checksum::SHA256)
