@@ -312,3 +312,203 @@ fn offload_to_garage_survives_five_kills() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("0 traces sent"), "{out}");
 }
+
+/// The journal's text, or `None` when there is none.
+fn journal_text(path: &Path) -> Option<Vec<u8>> {
+    std::fs::read(path).ok()
+}
+
+#[test]
+fn offload_bad_stores_and_damaged_uploads_are_errors_naming_them() {
+    let g = Garage::start();
+    let env = g.envs();
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    // Three sensors of 2 x 3 MiB + meta: files of 6 MiB go in two 5 MiB parts.
+    let t = trace(&data, "t", 3, 6, MB, false);
+    let before = digests(&t);
+    let jp = tmp.path().join("journal.json");
+    let jps = jp.to_str().unwrap();
+    let d = data.to_str().unwrap();
+    let with = |k: &str, v: &str| -> Vec<(String, std::ffi::OsString)> {
+        let mut e: Vec<_> = env.iter().filter(|(n, _)| n != k).cloned().collect();
+        e.push((k.to_string(), v.into()));
+        e
+    };
+    let args = |dest: &'static str| [d, dest, "--delete", "--part-size", "5MiB", "--journal", jps];
+
+    // A bucket that does not exist.
+    let (code, out) = run(&env, &args("s3://nosuchbucket/x"));
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("bucket \"nosuchbucket\" does not exist at http://127.0.0.1"),
+        "{out}"
+    );
+    // Credentials the server refuses.
+    let (code, out) = run(
+        &with("AWS_SECRET_ACCESS_KEY", &"0".repeat(64)),
+        &args("s3://traces"),
+    );
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("refused the credentials for bucket \"traces\""),
+        "{out}"
+    );
+    // An endpoint nobody answers on (a port just freed), within a bound.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let t0 = Instant::now();
+    let (code, out) = run(
+        &with("AWS_ENDPOINT_URL", &format!("http://127.0.0.1:{port}")),
+        &args("s3://traces"),
+    );
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains(&format!(
+            "http://127.0.0.1:{port} (bucket \"traces\") did not answer"
+        )),
+        "{out}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    // None of them touched the trace or wrote a journal.
+    assert_eq!(digests(&t), before);
+    assert!(journal_text(&jp).is_none());
+
+    // A part the store received damaged (a byte flipped after it was hashed): named, the
+    // file not marked done, nothing deleted.
+    let bad = "t/s1/a";
+    let mut e = env.clone();
+    e.push(("ROVERLOG_OFFLOAD_CORRUPT".into(), bad.into()));
+    let (code, out) = run(&e, &args("s3://traces"));
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains(&format!(
+            "the object {bad} does not match: part 1: the store received other bytes"
+        )),
+        "{out}"
+    );
+    assert!(out.contains(&t.join("s1/a").display().to_string()), "{out}");
+    assert_eq!(digests(&t), before);
+    let j = journal(&jp);
+    let files = j["traces"]["t"]["files"].as_array().unwrap();
+    let state = |p: &str| {
+        files.iter().find(|f| f["path"] == p).unwrap()["state"]["state"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(state("s0/a"), "done");
+    assert_ne!(state("s1/a"), "done");
+    assert_eq!(j["traces"]["t"]["verified"], false);
+
+    // An object changed on the store behind the journal's back (s0/a, done above): the
+    // check before the trace is called verified finds it, names it, deletes nothing.
+    let store = Store::open_env("s3://traces", &g.env()).unwrap();
+    store.put("t/s0/a", b"not the file".to_vec()).unwrap();
+    let (code, out) = run(&env, &args("s3://traces"));
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("the object t/s0/a does not match: size"),
+        "{out}"
+    );
+    assert_eq!(digests(&t), before);
+    assert_eq!(journal(&jp)["traces"]["t"]["verified"], false);
+
+    // A file changed since it was planned (appended to, as a late writer would): named.
+    // (This run first sends s0/a again, as the journal now says.)
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(t.join("s2/b"))
+            .unwrap();
+        f.write_all(b"late").unwrap();
+    }
+    let (code, out) = run(&env, &args("s3://traces"));
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains(&format!(
+            "{}: changed during the upload",
+            t.join("s2/b").display()
+        )),
+        "{out}"
+    );
+    assert!(t.join("config.yaml").exists(), "nothing deleted");
+    // The journal kept what was done: the files sent are still done.
+    let j = journal(&jp);
+    let files = j["traces"]["t"]["files"].as_array().unwrap();
+    assert!(files
+        .iter()
+        .any(|f| f["path"] == "s1/a" && f["state"]["state"] == "done"));
+}
+
+#[test]
+fn offload_to_a_directory_skips_live_and_crashed_traces() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let nas = tmp.path().join("nas");
+    std::fs::create_dir_all(&nas).unwrap();
+    // Two data roots: one a daemon records into, one a crash left with a torn trace.
+    let sealed = trace(&data.join("rig"), "a", 2, 8, MB, false);
+    let live = trace(&data.join("rig"), "b", 1, 2, 4096, true);
+    let crashed = trace(&data.join("old"), "c", 1, 2, 4096, true);
+    let _daemon = hold_lock(&data.join("rig"));
+    let want = digests(&sealed);
+    let jp = tmp.path().join("journal.json");
+    let args = [
+        data.to_str().unwrap(),
+        nas.to_str().unwrap(),
+        "--part-size",
+        "5MiB",
+        "--journal",
+        jp.to_str().unwrap(),
+    ];
+    let (code, out) = run(&[], &args);
+    // 1: the crashed trace is left for a person, and said so.
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "{}: not offloaded: its recording was cut by a crash",
+            crashed.display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("{}: skipped: being recorded", live.display())),
+        "{out}"
+    );
+    assert!(!nas.join("rig/b").exists() && !nas.join("old/c").exists());
+    // The copy is the trace, byte for byte, and reads as one; its CSV checks it.
+    assert_eq!(digests(&nas.join("rig/a")), want);
+    let r = crate::support::common::roverlog(&["validate", nas.join("rig/a").to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.text());
+    let r = crate::support::common::roverlog(&[
+        "checksum",
+        "--compare",
+        nas.join("rig/a.md5.csv").to_str().unwrap(),
+        nas.join("rig/a").to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.text());
+    // Nothing staged is left; a second run sends nothing; --delete then frees the disk.
+    assert_eq!(
+        std::fs::read_dir(nas.join(".roverlog-uploads"))
+            .unwrap()
+            .count(),
+        0
+    );
+    let (code, out) = run(&[], &args);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("0 traces sent and verified (1 already)"),
+        "{out}"
+    );
+    let mut del = args.to_vec();
+    del.push("--delete");
+    let (code, out) = run(&[], &del);
+    assert_eq!(code, 1, "{out}");
+    assert!(!sealed.exists(), "{out}");
+    assert!(live.join("config.yaml").exists() && crashed.join("config.yaml").exists());
+}

@@ -8,7 +8,7 @@
 //!   command sends again at most the part in flight.
 //! - [`upload`]: one file, whole or in parts, and what is verified.
 //! - [`free`]: `--delete` and `--keep-free`, only ever of verified traces.
-//! - [`rate`]: `--rate`.
+//! - [`rate`]: the `--rate` cap.
 //!
 //! The job is sequential (one part in flight), which keeps the journal simple and the
 //! re-sent bytes after a kill at most one part.
@@ -236,29 +236,15 @@ impl Job<'_> {
         // Every object once more: one changed on the store since it was sent (between two
         // runs) is caught before the trace is called verified.
         let files = self.journal.traces[name].files.clone();
-        for f in &files {
-            let FileState::Done { etag, md5 } = &f.state else {
-                unreachable!("every file was sent above");
-            };
-            let key = format!("{name}/{}", f.path);
+        for (i, f) in files.iter().enumerate() {
             let path = dir.join(&f.path);
             upload::check_unchanged(&path, f)?;
-            if self.store.verifies_on_receipt() {
-                self.verify(&key, &path, f.size, etag.as_deref(), md5)?;
-            } else {
-                // A directory was read back when each file went; its size is checked here.
-                match self.store.head(&key)? {
-                    Some(h) if h.size == f.size => {}
-                    other => {
-                        return Err(OffloadError::Mismatch {
-                            path: path.clone(),
-                            key,
-                            what: "size".into(),
-                            expected: f.size.to_string(),
-                            got: other.map_or("missing".into(), |h| h.size.to_string()),
-                        })
-                    }
-                }
+            if let Err(e) = self.check_again(name, dir, f) {
+                // Sent again by the next run (the object at the store is not this file).
+                self.journal.traces.get_mut(name).expect("planned").files[i].state =
+                    FileState::Pending;
+                self.save()?;
+                return Err(e);
             }
         }
         let t = self.journal.traces.get_mut(name).expect("planned");
@@ -268,6 +254,34 @@ impl Job<'_> {
         self.save()?;
         self.summary.traces.push(name.to_string());
         Ok(())
+    }
+
+    /// A file's object once more, against the journal: its size, and its ETag (S3; a
+    /// directory's objects were read back as they went).
+    fn check_again(
+        &mut self,
+        name: &str,
+        dir: &Path,
+        f: &journal::FileEntry,
+    ) -> Result<(), OffloadError> {
+        let FileState::Done { etag, md5 } = &f.state else {
+            unreachable!("every file was sent before");
+        };
+        let key = format!("{name}/{}", f.path);
+        let path = dir.join(&f.path);
+        if self.store.verifies_on_receipt() {
+            return self.verify(&key, &path, f.size, etag.as_deref(), md5);
+        }
+        match self.store.head(&key)? {
+            Some(h) if h.size == f.size => Ok(()),
+            other => Err(OffloadError::Mismatch {
+                path,
+                key,
+                what: "size".into(),
+                expected: f.size.to_string(),
+                got: other.map_or("missing".into(), |h| h.size.to_string()),
+            }),
+        }
     }
 
     /// Upstream's `file,md5` CSV of the trace, beside it: `<trace>.md5.csv`.

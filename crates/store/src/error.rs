@@ -11,7 +11,7 @@ pub enum OpenError {
     S3Config {
         bucket: String,
         #[source]
-        source: object_store::Error,
+        source: Box<object_store::Error>,
     },
     #[error("{}: no such directory (a destination directory must exist: is the NAS mounted?)", path.display())]
     NoDirectory { path: PathBuf },
@@ -48,7 +48,7 @@ pub enum StoreError {
         op: &'static str,
         key: String,
         #[source]
-        source: object_store::Error,
+        source: Box<object_store::Error>,
     },
     #[error("{}: {source}", path.display())]
     Io {

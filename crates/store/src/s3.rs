@@ -98,7 +98,7 @@ impl S3Store {
             .build()
             .map_err(|source| OpenError::S3Config {
                 bucket: bucket.to_string(),
-                source,
+                source: Box::new(source),
             })?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -175,7 +175,7 @@ impl S3Store {
                 store: self.describe(),
                 op,
                 key: key.to_string(),
-                source: e,
+                source: Box::new(e),
             },
         }
     }
