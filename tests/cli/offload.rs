@@ -512,3 +512,55 @@ fn offload_to_a_directory_skips_live_and_crashed_traces() {
     assert!(!sealed.exists(), "{out}");
     assert!(live.join("config.yaml").exists() && crashed.join("config.yaml").exists());
 }
+
+#[test]
+fn offload_keep_free_deletes_the_oldest_verified_traces_only() {
+    // A 64 MiB filesystem (tmpfs: root) holding four 12 MiB traces, one cut by a crash.
+    let mnt = crate::support::common::mount::Mounted::tmpfs("64m");
+    let data = mnt.path().join("data");
+    let tmp = tempfile::tempdir().unwrap();
+    let nas = tmp.path().join("nas");
+    std::fs::create_dir_all(&nas).unwrap();
+    let names = [
+        "2026.11.01-08.00.00",
+        "2026.11.02-08.00.00",
+        "2026.11.03-08.00.00",
+    ];
+    let sealed: Vec<PathBuf> = names
+        .iter()
+        .map(|n| trace(&data, n, 2, 6, MB, false))
+        .collect();
+    let crashed = trace(&data, "2026.11.04-08.00.00", 2, 6, MB, true);
+    let jp = tmp.path().join("journal.json");
+    let (code, out) = run(
+        &[],
+        &[
+            data.to_str().unwrap(),
+            nas.to_str().unwrap(),
+            "--keep-free",
+            "70%",
+            "--journal",
+            jp.to_str().unwrap(),
+        ],
+    );
+    // 1: the crashed trace is left (and kept: never deleted unverified).
+    assert_eq!(code, 1, "{out}");
+    assert!(crashed.join("config.yaml").exists(), "{out}");
+    // Oldest first, each once verified, until 70% was free: all three (one trace's 12 MiB
+    // of 64 leaves 81% free).
+    for (t, n) in sealed.iter().zip(names) {
+        assert!(!t.exists(), "{n} kept: {out}");
+        assert!(
+            nas.join(n).join("config.yaml").exists(),
+            "{n} not at the NAS"
+        );
+        assert!(out.contains(&format!("{}: deleted", t.display())), "{out}");
+    }
+    let order: Vec<usize> = names
+        .iter()
+        .map(|n| out.find(&format!("{n}: deleted")).unwrap())
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "oldest first: {out}");
+    let (free, total) = roverlog_offload::free::free_space(&data).unwrap();
+    assert!(free as f64 >= 0.7 * total as f64, "{free} of {total}");
+}
