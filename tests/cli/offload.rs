@@ -8,10 +8,15 @@
 //! - a part the store received damaged, an object changed on the store behind the journal's
 //!   back, a file changed between runs: each an error naming the file, nothing deleted;
 //! - a missing bucket, refused credentials, an endpoint that does not answer: each a clear
-//!   error naming it, nothing deleted, the journal as it was.
+//!   error naming it, nothing deleted, the journal as it was;
+//! - a real daemon recording: its open trace is skipped and untouched, the one a rotation
+//!   sealed goes, and the last one goes once the daemon stopped;
+//! - to a directory: the copy validates and its CSV checks it; a trace a crash cut is
+//!   reported (exit 1), not sent; `--keep-free` on a 64 MiB tmpfs removes the oldest verified
+//!   traces first and never the unverified one.
 //!
 //! Cost: the kill test sends a 220 MB trace at a 50 MB/s cap (about 5 s plus the kills);
-//! the others a few MB each.
+//! the others a few MB each (about 60 s for the six tests in an unoptimised build).
 
 use crate::support::common::roverlog_bin;
 use crate::support::garage::Garage;
@@ -563,4 +568,81 @@ fn offload_keep_free_deletes_the_oldest_verified_traces_only() {
     assert!(order.windows(2).all(|w| w[0] < w[1]), "oldest first: {out}");
     let (free, total) = roverlog_offload::free::free_space(&data).unwrap();
     assert!(free as f64 >= 0.7 * total as f64, "{free} of {total}");
+}
+
+#[test]
+fn offload_leaves_the_trace_a_real_daemon_records_into() {
+    use crate::support::daemon::{frame, raw_hello, sample, TestDaemon};
+    use serde_json::json;
+    let mut d = TestDaemon::start(json!({}));
+    let (mut imu, _) = d.connect(&raw_hello("imu", 4096));
+    for i in 0..50u64 {
+        imu.send(&frame(
+            i as f64 * 0.01,
+            None,
+            &[(&sample(1, i, 4096), false)],
+        ));
+    }
+    imu.sync();
+    let first = d.trace_dir();
+    // A rotation seals the first trace (its `stop`) and records into a second one.
+    assert_eq!(d.ctl(json!({"cmd": "rotate"}))["ok"], true, "{}", d.log());
+    for i in 50..100u64 {
+        imu.send(&frame(
+            i as f64 * 0.01,
+            None,
+            &[(&sample(1, i, 4096), false)],
+        ));
+    }
+    imu.sync();
+    let live = d.trace_dir();
+    assert_ne!(first, live);
+    let nas = tempfile::tempdir().unwrap();
+    let jp = nas.path().join("journal.json");
+    let args = [
+        d.data_root().to_str().unwrap().to_string(),
+        nas.path().join("dest").to_str().unwrap().to_string(),
+        "--journal".into(),
+        jp.to_str().unwrap().to_string(),
+    ];
+    std::fs::create_dir(nas.path().join("dest")).unwrap();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out) = run(&[], &args);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!("{}: skipped: being recorded", live.display())),
+        "{out}"
+    );
+    let name = |t: &Path| t.file_name().unwrap().to_str().unwrap().to_string();
+    assert_eq!(
+        digests(&nas.path().join("dest").join(name(&first))),
+        digests(&first)
+    );
+    assert!(!nas.path().join("dest").join(name(&live)).exists());
+    // The daemon records on, unharmed; once stopped, its last trace is sealed and goes too.
+    for i in 100..120u64 {
+        imu.send(&frame(
+            i as f64 * 0.01,
+            None,
+            &[(&sample(1, i, 4096), false)],
+        ));
+    }
+    imu.sync();
+    drop(imu);
+    assert!(d.stop().success(), "{}", d.log());
+    let (code, out) = run(&[], &args);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("1 traces sent and verified (1 already)"),
+        "{out}"
+    );
+    assert_eq!(
+        digests(&nas.path().join("dest").join(name(&live))),
+        digests(&live)
+    );
+    let r = crate::support::common::roverlog(&[
+        "validate",
+        nas.path().join("dest").join(name(&live)).to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.text());
 }
