@@ -40,7 +40,7 @@ mod trace_cmds;
 #[command(name = "roverlog", version, about, long_about = None)]
 #[command(
     after_help = "Exit codes: 0 success; 1 validate found problems, checksum --compare found \
-differences; 2 error (printed). \
+differences, offload left a trace cut by a crash; 2 error (printed). \
 daemon and ctl document their own (see `roverlog daemon --help`, `roverlog ctl --help`)."
 )]
 struct Cli {

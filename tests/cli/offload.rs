@@ -454,7 +454,8 @@ fn offload_bad_stores_and_damaged_uploads_are_errors_naming_them() {
 fn offload_to_a_directory_skips_live_and_crashed_traces() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let nas = tmp.path().join("nas");
+    // The destination below DATA: its copies are not traces to send again.
+    let nas = data.join("nas");
     std::fs::create_dir_all(&nas).unwrap();
     // Two data roots: one a daemon records into, one a crash left with a torn trace.
     let sealed = trace(&data.join("rig"), "a", 2, 8, MB, false);
@@ -486,6 +487,7 @@ fn offload_to_a_directory_skips_live_and_crashed_traces() {
         "{out}"
     );
     assert!(!nas.join("rig/b").exists() && !nas.join("old/c").exists());
+    assert!(!nas.join("nas").exists(), "the copies sent again: {out}");
     // The copy is the trace, byte for byte, and reads as one; its CSV checks it.
     assert_eq!(digests(&nas.join("rig/a")), want);
     let r = crate::support::common::roverlog(&["validate", nas.join("rig/a").to_str().unwrap()]);

@@ -159,7 +159,16 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, OffloadEr
         job.delete_verified(&opts.data)?;
     }
     job.keep_free(&opts.data, opts.keep_free)?;
+    // A destination directory below DATA holds copies, not traces to send.
+    let dest_dir = (!opts.dest.starts_with("s3://"))
+        .then(|| Path::new(&opts.dest).canonicalize().ok())
+        .flatten();
     for (dir, name) in plan::traces(&opts.data)? {
+        if let Some(d) = &dest_dir {
+            if dir.canonicalize().is_ok_and(|c| c.starts_with(d)) {
+                continue;
+            }
+        }
         match select::trace_state(&dir) {
             TraceState::Sealed => {}
             TraceState::Recording { data_root } => {
