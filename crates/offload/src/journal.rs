@@ -8,8 +8,8 @@
 //! mtime, to tell a file changed since), each `pending`, `uploading` (the store's upload id
 //! and the parts it acknowledged, with their MD5s) or `done` (its ETag and MD5); then
 //! `verified` once every object was checked, and `deleted` once `--delete` or `--keep-free`
-//! removed the local copy. A verified trace keeps only what the CSV needs no more: its file
-//! list is dropped, so the journal does not grow with the fleet's history.
+//! removed the local copy. A verified trace's file list is dropped (a fingerprint of it is
+//! kept, checked before a deletion), so the journal does not grow with the fleet's history.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

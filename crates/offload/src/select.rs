@@ -10,7 +10,9 @@
 //!   runs); without that lock it is a trace a crash cut, which the daemon recovers (torn
 //!   tails cut, a `stop` written) when it next starts: it is reported, never uploaded.
 //!
-//! The lock is probed with a shared, non-blocking `flock` released at once.
+//! The lock is probed with a shared, non-blocking `flock` released at once. A daemon starting
+//! in that instant finds its `data_root` locked and refuses to start (as it refuses a second
+//! daemon), saying so; it is not left recording into a trace being sent.
 
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
