@@ -31,7 +31,7 @@ pub struct OffloadArgs {
     pub data: PathBuf,
     /// s3://bucket[/prefix] or a directory.
     pub dest: String,
-    /// The journal (default: DATA/_roverlog/offload/<hash of DEST>.json).
+    /// The journal (default: DATA/_roverlog/offload/HASH.json, HASH a digest of DEST).
     #[arg(long)]
     pub journal: Option<PathBuf>,
     /// Delete each local trace once every one of its objects is verified.
