@@ -8,7 +8,8 @@
 //! - a part the store received damaged, an object changed on the store behind the journal's
 //!   back, a file changed between runs: each an error naming the file, nothing deleted;
 //! - a missing bucket, refused credentials, an endpoint that does not answer: each a clear
-//!   error naming it, nothing deleted, the journal as it was;
+//!   error naming it, nothing deleted, the journal as it was; a full destination (a 4 MiB
+//!   tmpfs) likewise;
 //! - a real daemon recording: its open trace is skipped and untouched, the one a rotation
 //!   sealed goes, and the last one goes once the daemon stopped;
 //! - to a directory: the copy validates and its CSV checks it; a trace a crash cut is
@@ -647,4 +648,35 @@ fn offload_leaves_the_trace_a_real_daemon_records_into() {
         nas.path().join("dest").join(name(&live)).to_str().unwrap(),
     ]);
     assert_eq!(r.code, 0, "{}", r.text());
+}
+
+#[test]
+fn offload_to_a_full_directory_is_an_error_naming_it() {
+    // A NAS of 4 MiB (tmpfs: root) for a trace of about 14 MiB.
+    let nas = crate::support::common::mount::Mounted::tmpfs("4m");
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let t = trace(&data, "t", 2, 6, MB, false);
+    let before = digests(&t);
+    let jp = tmp.path().join("journal.json");
+    let args = [
+        data.to_str().unwrap(),
+        nas.path().to_str().unwrap(),
+        "--delete",
+        "--part-size",
+        "5MiB",
+        "--journal",
+        jp.to_str().unwrap(),
+    ];
+    let (code, out) = run(&[], &args);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("No space left on device"), "{out}");
+    assert!(
+        out.contains(": sending it to t/s"),
+        "names the file and its object: {out}"
+    );
+    // Nothing deleted; the journal readable, nothing in it verified.
+    assert_eq!(digests(&t), before);
+    let j = journal(&jp);
+    assert_eq!(j["traces"]["t"]["verified"], false);
 }

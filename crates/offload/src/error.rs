@@ -13,12 +13,17 @@ pub enum OffloadError {
     #[error("{}: not a directory", path.display())]
     NoData { path: PathBuf },
     #[error("finding traces: {0}")]
-    Find(#[source] roverlog_core::error::Error),
-    #[error("{}: reading: {source}", path.display())]
+    Find(roverlog_core::error::Error),
+    #[error("{}: sending it to {key}: {error}; not marked done", path.display())]
+    Send {
+        path: PathBuf,
+        key: String,
+        error: StoreError,
+    },
+    #[error("{}: reading: {error}", path.display())]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{}: changed during the upload: {what}; not marked done (offload it again once it is final)", path.display())]
     Changed { path: PathBuf, what: String },
@@ -44,16 +49,14 @@ pub enum OffloadError {
     },
     #[error("{}: its files changed since it was verified ({what}): not deleted; offload it again to another prefix, or move it away", path.display())]
     ChangedSinceVerified { path: PathBuf, what: String },
-    #[error("{}: deleting: {source}", path.display())]
+    #[error("{}: deleting: {error}", path.display())]
     Delete {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{}: free space: {source}", path.display())]
+    #[error("{}: free space: {error}", path.display())]
     Statvfs {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }

@@ -16,14 +16,14 @@ pub fn free_space(path: &Path) -> Result<(u64, u64), OffloadError> {
     let c =
         std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| OffloadError::Statvfs {
             path: path.to_path_buf(),
-            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+            error: std::io::Error::from(std::io::ErrorKind::InvalidInput),
         })?;
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: a valid C string and a statvfs we own.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return Err(OffloadError::Statvfs {
             path: path.to_path_buf(),
-            source: std::io::Error::last_os_error(),
+            error: std::io::Error::last_os_error(),
         });
     }
     let frsize = st.f_frsize as u64;
@@ -114,7 +114,7 @@ impl Job<'_> {
         if dir.exists() {
             std::fs::remove_dir_all(&dir).map_err(|e| OffloadError::Delete {
                 path: dir.clone(),
-                source: e,
+                error: e,
             })?;
             if let Some(parent) = dir.parent() {
                 // Best effort: the journal is written next either way.

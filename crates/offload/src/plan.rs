@@ -37,7 +37,7 @@ pub fn traces(data: &Path) -> Result<Vec<(PathBuf, String)>, OffloadError> {
 pub fn plan(dir: &Path) -> Result<TraceEntry, OffloadError> {
     let files = roverlog_core::format::checksum::files(dir).map_err(|e| OffloadError::Read {
         path: dir.to_path_buf(),
-        source: e,
+        error: e,
     })?;
     let mut entry = TraceEntry::default();
     for rel in files {

@@ -36,7 +36,7 @@ pub fn stat(path: &Path) -> Result<(u64, i128), OffloadError> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).map_err(|e| OffloadError::Read {
         path: path.to_path_buf(),
-        source: e,
+        error: e,
     })?;
     Ok((
         m.len(),
@@ -55,11 +55,20 @@ fn read_at(f: &File, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>, Offl
         } else {
             OffloadError::Read {
                 path: path.to_path_buf(),
-                source: e,
+                error: e,
             }
         }
     })?;
     Ok(buf)
+}
+
+/// An error of the store while sending `path` to `key`, naming both.
+fn sending<'a>(path: &'a Path, key: &'a str) -> impl FnOnce(StoreError) -> OffloadError + 'a {
+    move |error| OffloadError::Send {
+        path: path.to_path_buf(),
+        key: key.to_string(),
+        error,
+    }
 }
 
 /// Checks the local file still has the size and mtime it was planned with.
@@ -136,7 +145,7 @@ impl Job<'_> {
         check_unchanged(&path, &entry)?;
         let f = File::open(&path).map_err(|e| OffloadError::Read {
             path: path.clone(),
-            source: e,
+            error: e,
         })?;
         let (etag, md5) = if entry.size <= self.part_size {
             self.send_whole(trace, &entry, &f, &path, &key)?
@@ -166,7 +175,7 @@ impl Job<'_> {
         self.save()?;
         self.pace(entry.size);
         let data = crate::knobs::corrupt(key, 0, data);
-        let info = self.store.put(key, data)?;
+        let info = self.store.put(key, data).map_err(sending(path, key))?;
         self.sent(entry.size, again);
         if let Some(etag) = &info.etag {
             if *etag != md5 {
@@ -199,7 +208,7 @@ impl Job<'_> {
                 parts,
             } => (UploadId(upload), part_size, parts),
             _ => {
-                let upload = self.store.create_upload(key)?;
+                let upload = self.store.create_upload(key).map_err(sending(path, key))?;
                 let part_size = part_size(self.part_size, entry.size);
                 self.entry(trace, i).state = FileState::Uploading {
                     upload: upload.0.clone(),
@@ -244,7 +253,7 @@ impl Job<'_> {
                         key: key.to_string(),
                     });
                 }
-                r => r?,
+                r => r.map_err(sending(path, key))?,
             };
             self.sent(n, again);
             if tag.etag != md5 {
@@ -278,7 +287,7 @@ impl Job<'_> {
             Ok(info) => info.etag,
             // Completed before the last run ended, or gone: what is there is checked below.
             Err(StoreError::NoSuchUpload { .. }) => self.store.head(key)?.and_then(|h| h.etag),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(sending(path, key)(e)),
         };
         if self.store.verifies_on_receipt() && etag.as_deref() != Some(expected.as_str()) {
             return Err(OffloadError::Mismatch {

@@ -21,16 +21,16 @@ pub struct DirStore {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
+    move |error| StoreError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 
 fn core_io(path: &Path, e: roverlog_core::error::Error) -> StoreError {
     StoreError::Io {
         path: path.to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
+        error: std::io::Error::other(e.to_string()),
     }
 }
 
@@ -56,7 +56,7 @@ impl DirStore {
         if bad {
             return Err(StoreError::Io {
                 path: self.root.join(key),
-                source: std::io::Error::new(
+                error: std::io::Error::new(
                     std::io::ErrorKind::InvalidInput,
                     "not a relative object key",
                 ),
@@ -122,7 +122,7 @@ impl DirStore {
                 },
                 _ => StoreError::Io {
                     path: path.clone(),
-                    source: e,
+                    error: e,
                 },
             })?;
         f.write_all_at(data, offset).map_err(io(&path))?;
@@ -178,7 +178,7 @@ impl DirStore {
         let path = self.staged(upload);
         match fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(StoreError::Io { path, source: e })
+                Err(StoreError::Io { path, error: e })
             }
             _ => Ok(()),
         }
@@ -193,7 +193,7 @@ impl DirStore {
             })),
             Ok(_) => Ok(None),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(StoreError::Io { path, source: e }),
+            Err(e) => Err(StoreError::Io { path, error: e }),
         }
     }
 

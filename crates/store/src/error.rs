@@ -1,4 +1,6 @@
 //! The store's errors, each naming the store (bucket and endpoint, or directory) and the key.
+//! As in roverlog-core, an underlying error is part of the message, not a `source` (the
+//! binary prints the chain, which would print it twice).
 
 use std::path::PathBuf;
 
@@ -7,16 +9,15 @@ use std::path::PathBuf;
 pub enum OpenError {
     #[error("{dest}: not an S3 URL (expected s3://bucket or s3://bucket/prefix)")]
     BadUrl { dest: String },
-    #[error("s3://{bucket}: {source}")]
+    #[error("s3://{bucket}: {error}")]
     S3Config {
         bucket: String,
-        #[source]
-        source: Box<object_store::Error>,
+        error: Box<object_store::Error>,
     },
     #[error("{}: no such directory (a destination directory must exist: is the NAS mounted?)", path.display())]
     NoDirectory { path: PathBuf },
     #[error("the async runtime for the store could not start: {0}")]
-    Runtime(#[source] std::io::Error),
+    Runtime(std::io::Error),
 }
 
 /// Why an operation on a store failed.
@@ -42,18 +43,16 @@ pub enum StoreError {
         key: String,
         upload: String,
     },
-    #[error("{store}: {op} {key}: {source}")]
+    #[error("{store}: {op} {key}: {error}")]
     Request {
         store: String,
         op: &'static str,
         key: String,
-        #[source]
-        source: Box<object_store::Error>,
+        error: Box<object_store::Error>,
     },
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }

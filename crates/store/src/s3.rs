@@ -96,9 +96,9 @@ impl S3Store {
             .with_checksum_algorithm(Checksum::SHA256)
             .with_retry(retry)
             .build()
-            .map_err(|source| OpenError::S3Config {
+            .map_err(|e| OpenError::S3Config {
                 bucket: bucket.to_string(),
-                source: Box::new(source),
+                error: Box::new(e),
             })?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -133,12 +133,18 @@ impl S3Store {
     /// Classifies an `object_store` error: the store's own words for a bucket that is not
     /// there or credentials it refuses, and no answer at all, are errors of their own.
     fn error(&self, op: &'static str, key: &str, e: object_store::Error) -> StoreError {
+        // Its own words, and the root cause when they do not already say it (each level of
+        // the chain repeats the one below, so the middle adds nothing).
         let mut text = e.to_string();
-        let mut src = std::error::Error::source(&e);
-        while let Some(s) = src {
-            text.push_str(": ");
-            text.push_str(&s.to_string());
-            src = s.source();
+        let mut root = std::error::Error::source(&e);
+        while let Some(next) = root.and_then(|s| s.source()) {
+            root = Some(next);
+        }
+        if let Some(root) = root.map(|r| r.to_string()) {
+            if !text.contains(&root) {
+                text.push_str(": ");
+                text.push_str(&root);
+            }
         }
         let answered = text.contains("status code") || text.contains("error response");
         match &e {
@@ -175,7 +181,7 @@ impl S3Store {
                 store: self.describe(),
                 op,
                 key: key.to_string(),
-                source: Box::new(e),
+                error: Box::new(e),
             },
         }
     }
