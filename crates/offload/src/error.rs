@@ -18,7 +18,7 @@ pub enum OffloadError {
     Send {
         path: PathBuf,
         key: String,
-        error: StoreError,
+        error: Box<StoreError>,
     },
     #[error("{}: reading: {error}", path.display())]
     Read {

@@ -67,7 +67,7 @@ fn sending<'a>(path: &'a Path, key: &'a str) -> impl FnOnce(StoreError) -> Offlo
     move |error| OffloadError::Send {
         path: path.to_path_buf(),
         key: key.to_string(),
-        error,
+        error: Box::new(error),
     }
 }
 
