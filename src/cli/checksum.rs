@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use md5::Digest;
+use roverlog_core::format::checksum::fields;
 
 use super::Outcome;
 
@@ -47,24 +48,10 @@ pub struct ChecksumArgs {
     pub hash: Hash,
 }
 
-/// Every file under `root` (regular files and links to them), relative, sorted.
+/// Every file under `root`, relative, sorted (as upstream's CSV lists them).
 fn files(root: &Path) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
-            let e = e.with_context(|| format!("reading {}", dir.display()))?;
-            let ft = e.file_type()?;
-            let path = e.path();
-            if ft.is_dir() {
-                stack.push(path);
-            } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
-                out.push(path.strip_prefix(root).unwrap_or(&path).to_path_buf());
-            }
-        }
-    }
-    out.sort_by(|a, b| a.to_string_lossy().cmp(&b.to_string_lossy()));
-    Ok(out)
+    roverlog_core::format::checksum::files(root)
+        .with_context(|| format!("reading {}", root.display()))
 }
 
 fn hash_file(path: &Path, hash: Hash) -> Result<String> {
@@ -130,35 +117,6 @@ pub fn hash_dir(root: &Path, hash: Hash) -> Result<BTreeMap<String, String>> {
     Ok(out.into_inner().expect("no panics while locked"))
 }
 
-fn quote(field: &str) -> String {
-    if field.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", field.replace('"', "\"\""))
-    } else {
-        field.to_string()
-    }
-}
-
-/// Splits one CSV line into fields (quotes as Python's `csv` writes them).
-fn fields(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => out.push(std::mem::take(&mut cur)),
-            (c, _) => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out
-}
-
 /// Reads a `file,<hash>` CSV.
 pub fn read_csv(path: &Path) -> Result<(Hash, BTreeMap<String, String>)> {
     let text =
@@ -194,10 +152,10 @@ pub fn read_csv(path: &Path) -> Result<(Hash, BTreeMap<String, String>)> {
 }
 
 fn write_csv(path: &Path, hash: Hash, rows: &BTreeMap<String, String>) -> Result<()> {
-    let mut text = format!("file,{}\n", hash.name());
-    for (f, h) in rows {
-        text.push_str(&format!("{},{h}\n", quote(f)));
-    }
+    let text = roverlog_core::format::checksum::csv_text(
+        hash.name(),
+        rows.iter().map(|(f, h)| (f.as_str(), h.as_str())),
+    );
     roverlog_core::format::meta::write_file_atomic(path, text.as_bytes())
         .with_context(|| format!("writing {}", path.display()))
 }

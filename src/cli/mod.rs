@@ -2,10 +2,11 @@
 //! exit codes.
 //!
 //! Exit codes (dataset subcommands: info, validate, recover, cat, list, extract, checksum,
-//! convert, compact, import, export, rosbag):
+//! convert, compact, import, export, rosbag, offload):
 //! - 0: success (for `validate`: everything checked is sound);
 //! - 1: `validate` found problems or channels it could not check, `recover` left something
-//!   for a person, `checksum --compare` found a mismatch or a missing file (each printed);
+//!   for a person, `checksum --compare` found a mismatch or a missing file (each printed),
+//!   `offload` left a trace cut by a crash or could not reach `--keep-free`;
 //! - 2: the command could not do its work (bad arguments, unreadable input, I/O error);
 //!   the error is printed to stderr.
 //!
@@ -26,6 +27,7 @@ mod daemon;
 mod export;
 mod extract;
 mod list;
+mod offload;
 mod plot;
 mod progress;
 mod replay;
@@ -38,7 +40,7 @@ mod trace_cmds;
 #[command(name = "roverlog", version, about, long_about = None)]
 #[command(
     after_help = "Exit codes: 0 success; 1 validate found problems, checksum --compare found \
-differences; 2 error (printed). \
+differences, offload left a trace cut by a crash; 2 error (printed). \
 daemon and ctl document their own (see `roverlog daemon --help`, `roverlog ctl --help`)."
 )]
 struct Cli {
@@ -76,6 +78,10 @@ enum Command {
     Extract(extract::ExtractArgs),
     /// Write the `file,md5` CSV of a trace (as upstream), or compare two CSVs/directories.
     Checksum(checksum::ChecksumArgs),
+    /// Send every sealed trace below DATA to an S3 bucket or a directory: journalled
+    /// (resumable after kill -9 or a power cut), every object verified, optionally deleting
+    /// what is verified (--delete, --keep-free) under a bandwidth cap (--rate).
+    Offload(offload::OffloadArgs),
     /// Copy a trace with some channels in another format (mjpg <-> jpg, raw <-> lzmaf, ...).
     Convert(convert::ConvertArgs),
     /// Recompress in place the `lzmaf` frames the daemon stored uncompressed when compression
@@ -147,6 +153,7 @@ pub fn main() -> ExitCode {
         Command::Replay(a) => replay::replay(a),
         Command::Import(a) => replay::import(a),
         Command::List(a) => list::list(a),
+        Command::Offload(a) => offload::offload(a),
         Command::Extract(a) => extract::extract(a),
         Command::Checksum(a) => checksum::checksum(a),
         Command::Convert(a) => convert::convert(a),

@@ -12,6 +12,7 @@ mod support {
     pub mod common;
     #[allow(dead_code)]
     pub mod daemon;
+    pub mod garage;
 }
 
 mod bench_smoke;
@@ -22,6 +23,7 @@ mod export_mcap;
 mod gulp;
 mod hour_trace;
 mod import_trace;
+mod offload;
 mod os_errors;
 mod plot;
 mod replay;

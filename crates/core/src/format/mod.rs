@@ -10,6 +10,7 @@
 //!   [`bounds`]: what a reader answers for a sample that is damaged or past the end.
 //! - [`sensor`] ([`Sensor`], [`SensorWriter`]) and [`trace`] ([`Trace`]); [`stats`]: a
 //!   sensor's size figures per channel and the damage its readers find on opening.
+//! - [`checksum`]: upstream's `file,md5` CSV (`roverlog checksum`, `roverlog offload`).
 //! - [`events`]: the daemon's event log (`_roverlog/events.jsonl`): [`events::Event`] and its reader.
 //! - [`check`]: consistency checking and crash recovery of a sensor, over each format's own
 //!   check and cut (beside the format: `raw`, `lzma`, `lzmaf::check`, `blob`,
@@ -21,6 +22,7 @@ pub mod blob;
 pub mod bounds;
 pub mod channel;
 pub mod check;
+pub mod checksum;
 pub mod copy;
 mod deep;
 pub mod direct;

@@ -1,0 +1,174 @@
+//! The offload journal: what has gone to one destination, kept on the vehicle's disk (by
+//! default `<DATA>/_roverlog/offload/<hash of DEST>.json`) and rewritten whole, atomically
+//! and fsynced ([`write_file_atomic`]), after every part, file and trace. A kill or a power
+//! cut leaves the last version written, so the next run sends again at most the part that
+//! was in flight.
+//!
+//! Per trace (by its path below DATA): its files as found when it was planned (size and
+//! mtime, to tell a file changed since), each `pending`, `uploading` (the store's upload id
+//! and the parts it acknowledged, with their MD5s) or `done` (its ETag and MD5); then
+//! `verified` once every object was checked, and `deleted` once `--delete` or `--keep-free`
+//! removed the local copy. A verified trace's file list is dropped (a fingerprint of it is
+//! kept, checked before a deletion), so the journal does not grow with the fleet's history.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use roverlog_core::format::meta::{create_dir_all_durable, write_file_atomic};
+use serde::{Deserialize, Serialize};
+
+use crate::OffloadError;
+
+/// The journal format's version.
+pub const VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Journal {
+    pub version: u32,
+    /// The destination as given (`s3://bucket/prefix` or a directory).
+    pub dest: String,
+    /// By trace path below DATA (`/`-separated).
+    pub traces: BTreeMap<String, TraceEntry>,
+    /// The part or object being sent when this version was written (at most one: parts go
+    /// one at a time): found here on the next run, it is counted as re-sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<InFlight>,
+    /// Bytes handed to the store over every run, counted before each part goes (so a part
+    /// a kill interrupted counts): the figure that bounds what kills cost.
+    #[serde(default)]
+    pub sent: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InFlight {
+    pub trace: String,
+    pub file: String,
+    pub part: usize,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TraceEntry {
+    #[serde(default)]
+    pub files: Vec<FileEntry>,
+    /// Every object (files and the MD5 CSV) was checked against the local files.
+    #[serde(default)]
+    pub verified: bool,
+    /// Its removal was decided (written before the first file goes): a run that finds it
+    /// finishes the removal without checking the files again.
+    #[serde(default)]
+    pub deleting: bool,
+    /// The local trace was removed (after `verified`).
+    #[serde(default)]
+    pub deleted: bool,
+    /// Its bytes, for the summary and `--keep-free`.
+    #[serde(default)]
+    pub bytes: u64,
+    /// Once verified (and its file list dropped): [`crate::plan::fingerprint`] of its files
+    /// as sent, checked again before the local copy is deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// Path below the trace, `/`-separated.
+    pub path: String,
+    pub size: u64,
+    /// Modification time when planned, nanoseconds since the epoch.
+    pub mtime_ns: i128,
+    pub state: FileState,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum FileState {
+    Pending,
+    Uploading {
+        upload: String,
+        part_size: u64,
+        parts: Vec<PartEntry>,
+    },
+    Done {
+        /// What the store said the object's ETag is (none from a directory).
+        #[serde(default)]
+        etag: Option<String>,
+        md5: String,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PartEntry {
+    /// MD5 (hex) of the part as read and sent; the store's ETag for it matched.
+    pub md5: String,
+    /// The store's token for completing the upload.
+    pub token: String,
+}
+
+impl Journal {
+    /// Reads `path`, or a new journal for `dest` if there is none. A journal for another
+    /// destination is an error (it would mark traces done that never went there).
+    pub fn load(path: &Path, dest: &str) -> Result<Journal, OffloadError> {
+        let text = match std::fs::read(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Journal {
+                    version: VERSION,
+                    dest: dest.to_string(),
+                    ..Journal::default()
+                })
+            }
+            Err(e) => {
+                return Err(OffloadError::JournalRead {
+                    path: path.to_path_buf(),
+                    detail: e.to_string(),
+                })
+            }
+        };
+        let j: Journal = serde_json::from_slice(&text).map_err(|e| OffloadError::JournalRead {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })?;
+        if j.version != VERSION {
+            return Err(OffloadError::JournalRead {
+                path: path.to_path_buf(),
+                detail: format!("version {} (this roverlog reads {VERSION})", j.version),
+            });
+        }
+        if j.dest != dest {
+            return Err(OffloadError::JournalDest {
+                path: path.to_path_buf(),
+                journal: j.dest,
+                dest: dest.to_string(),
+            });
+        }
+        Ok(j)
+    }
+
+    /// Writes the journal durably (temporary file, fsync, rename, fsync of the directory).
+    pub fn save(&self, path: &Path) -> Result<(), OffloadError> {
+        let fail = |e: roverlog_core::error::Error| OffloadError::JournalWrite {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            create_dir_all_durable(dir).map_err(fail)?;
+        }
+        let text = serde_json::to_vec_pretty(self).expect("the journal is JSON");
+        write_file_atomic(path, &text).map_err(fail)
+    }
+}
+
+/// The default journal for `dest` when offloading `data`: under `<data>/_roverlog/offload/`,
+/// or beside `data` when it is itself a trace (whose `_roverlog/` is uploaded with it).
+pub fn default_path(data: &Path, dest: &str) -> PathBuf {
+    let base = if roverlog_core::format::is_trace(data) {
+        data.parent().unwrap_or(Path::new(".")).to_path_buf()
+    } else {
+        data.to_path_buf()
+    };
+    let hash = roverlog_store::md5_hex(dest.as_bytes());
+    base.join("_roverlog")
+        .join("offload")
+        .join(format!("{}.json", &hash[..16]))
+}

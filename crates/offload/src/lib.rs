@@ -1,0 +1,328 @@
+//! `roverlog offload DATA DEST`: every sealed trace below `DATA` to `DEST` (an S3 bucket or a
+//! directory, see `roverlog-store`), laid out as the trace itself (`DEST/<trace>/...`, byte
+//! for byte) with upstream's `file,md5` CSV beside it (`DEST/<trace>.md5.csv`).
+//!
+//! - [`select`]: which traces are sealed (never the one a daemon records into; a trace a
+//!   crash cut is reported, not sent).
+//! - [`journal`]: the progress on the vehicle's disk; a kill or power cut then the same
+//!   command sends again at most the part in flight.
+//! - [`upload`]: one file, whole or in parts, and what is verified.
+//! - [`free`]: `--delete` and `--keep-free`, only ever of verified traces.
+//! - [`rate`]: the `--rate` cap.
+//!
+//! The job is sequential (one part in flight), which keeps the journal simple and the
+//! re-sent bytes after a kill at most one part.
+
+mod error;
+pub mod free;
+pub mod journal;
+mod knobs;
+pub mod plan;
+pub mod rate;
+pub mod select;
+pub mod upload;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub use error::OffloadError;
+use journal::{FileState, InFlight, Journal};
+use roverlog_store::Store;
+use select::TraceState;
+
+/// What to offload, where, and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub data: PathBuf,
+    pub dest: String,
+    /// Default: [`journal::default_path`].
+    pub journal: Option<PathBuf>,
+    /// Remove each trace once all its objects are verified.
+    pub delete: bool,
+    /// Remove the oldest verified traces while the free space of DATA's filesystem is
+    /// under this fraction (0..1).
+    pub keep_free: Option<f64>,
+    /// Bytes per second.
+    pub rate: Option<u64>,
+    /// The smallest part (files up to it go whole).
+    pub part_size: u64,
+}
+
+impl Options {
+    pub fn new(data: impl Into<PathBuf>, dest: impl Into<String>) -> Options {
+        Options {
+            data: data.into(),
+            dest: dest.into(),
+            journal: None,
+            delete: false,
+            keep_free: None,
+            rate: None,
+            part_size: upload::PART_SIZE,
+        }
+    }
+}
+
+/// Told of the job's progress (the CLI draws it on stderr).
+pub trait Progress {
+    /// A trace begins: its bytes, and how many of them were already sent before.
+    fn trace(&self, name: &str, bytes: u64, done: u64);
+    /// `n` more bytes sent.
+    fn sent(&self, n: u64);
+    /// A line for the user (a skipped trace, a deletion).
+    fn note(&self, line: &str);
+}
+
+/// What was left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skipped {
+    /// A daemon records into it.
+    Recording,
+    /// Cut by a crash and not recovered.
+    Unfinished,
+}
+
+/// What the job did.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// Traces verified in this run.
+    pub traces: Vec<String>,
+    /// Traces verified in earlier runs (not sent again).
+    pub already: usize,
+    pub skipped: Vec<(PathBuf, Skipped)>,
+    pub files: u64,
+    pub bytes_sent: u64,
+    /// Bytes sent again: the parts in flight when an earlier run ended.
+    pub bytes_resent: u64,
+    pub deleted: Vec<PathBuf>,
+    /// `--keep-free` could not be reached with verified traces alone.
+    pub keep_free_unreached: bool,
+    pub elapsed: Duration,
+}
+
+impl Summary {
+    /// Whether something is left for a person (exit code 1): a trace cut by a crash, or
+    /// free space `--keep-free` could not reach.
+    pub fn left_something(&self) -> bool {
+        self.keep_free_unreached || self.skipped.iter().any(|(_, s)| *s == Skipped::Unfinished)
+    }
+}
+
+/// One run of the job.
+pub(crate) struct Job<'a> {
+    pub(crate) store: Store,
+    pub(crate) journal: Journal,
+    pub(crate) journal_path: PathBuf,
+    pub(crate) pacer: Option<rate::Pacer>,
+    pub(crate) progress: &'a dyn Progress,
+    pub(crate) summary: Summary,
+    pub(crate) part_size: u64,
+    /// The part the last run had in flight.
+    pub(crate) was_in_flight: Option<InFlight>,
+}
+
+impl Job<'_> {
+    pub(crate) fn save(&self) -> Result<(), OffloadError> {
+        self.journal.save(&self.journal_path)
+    }
+}
+
+/// Runs the offload.
+pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, OffloadError> {
+    let t0 = Instant::now();
+    if !opts.data.is_dir() {
+        return Err(OffloadError::NoData {
+            path: opts.data.clone(),
+        });
+    }
+    let store = Store::open(&opts.dest)?;
+    store.check()?;
+    let journal_path = opts
+        .journal
+        .clone()
+        .unwrap_or_else(|| journal::default_path(&opts.data, &opts.dest));
+    let mut journal = Journal::load(&journal_path, &opts.dest)?;
+    let was_in_flight = journal.in_flight.take();
+    let mut job = Job {
+        store,
+        journal,
+        journal_path,
+        pacer: opts
+            .rate
+            .map(|r| rate::Pacer::new(r, upload::part_size(opts.part_size, 0))),
+        progress,
+        summary: Summary::default(),
+        part_size: opts.part_size,
+        was_in_flight,
+    };
+    // A kill between verification and deletion: the deletion is finished first.
+    if opts.delete {
+        job.delete_verified(&opts.data)?;
+    }
+    job.keep_free(&opts.data, opts.keep_free)?;
+    // A destination directory below DATA holds copies, not traces to send.
+    let dest_dir = (!opts.dest.starts_with("s3://"))
+        .then(|| Path::new(&opts.dest).canonicalize().ok())
+        .flatten();
+    for (dir, name) in plan::traces(&opts.data)? {
+        if let Some(d) = &dest_dir {
+            if dir.canonicalize().is_ok_and(|c| c.starts_with(d)) {
+                continue;
+            }
+        }
+        match select::trace_state(&dir) {
+            TraceState::Sealed => {}
+            TraceState::Recording { data_root } => {
+                progress.note(&format!(
+                    "{}: skipped: being recorded (a daemon holds {})",
+                    dir.display(),
+                    data_root.display()
+                ));
+                job.summary.skipped.push((dir, Skipped::Recording));
+                continue;
+            }
+            TraceState::Unfinished => {
+                progress.note(&format!(
+                    "{}: not offloaded: its recording was cut by a crash (a `start` without a \
+                     `stop` in _roverlog/events.jsonl, and no daemon holds {}); starting the \
+                     daemon there recovers it (torn tails cut, the trace closed)",
+                    dir.display(),
+                    dir.parent().unwrap_or(Path::new(".")).display()
+                ));
+                job.summary.skipped.push((dir, Skipped::Unfinished));
+                continue;
+            }
+        }
+        if job.journal.traces.get(&name).is_some_and(|t| t.verified) {
+            job.summary.already += 1;
+        } else {
+            job.offload_trace(&dir, &name)?;
+        }
+        if opts.delete {
+            job.delete_verified(&opts.data)?;
+        }
+        job.keep_free(&opts.data, opts.keep_free)?;
+    }
+    job.summary.elapsed = t0.elapsed();
+    Ok(job.summary)
+}
+
+impl Job<'_> {
+    /// Sends every file of the trace not sent yet, its CSV, checks every object once more,
+    /// and marks it verified.
+    fn offload_trace(&mut self, dir: &Path, name: &str) -> Result<(), OffloadError> {
+        let planned = self
+            .journal
+            .traces
+            .get(name)
+            .is_some_and(|t| !t.files.is_empty());
+        if !planned {
+            let entry = plan::plan(dir)?;
+            self.journal.traces.insert(name.to_string(), entry);
+            self.save()?;
+        }
+        let entry = &self.journal.traces[name];
+        let done: u64 = entry
+            .files
+            .iter()
+            .map(|f| match &f.state {
+                FileState::Done { .. } => f.size,
+                FileState::Uploading {
+                    part_size, parts, ..
+                } => (*part_size * parts.len() as u64).min(f.size),
+                FileState::Pending => 0,
+            })
+            .sum();
+        self.progress.trace(name, entry.bytes, done);
+        for i in 0..entry.files.len() {
+            if !matches!(
+                self.journal.traces[name].files[i].state,
+                FileState::Done { .. }
+            ) {
+                self.send_file(name, dir, i)?;
+            }
+        }
+        self.send_csv(dir, name)?;
+        // Every object once more: one changed on the store since it was sent (between two
+        // runs) is caught before the trace is called verified.
+        let files = self.journal.traces[name].files.clone();
+        for (i, f) in files.iter().enumerate() {
+            let path = dir.join(&f.path);
+            upload::check_unchanged(&path, f)?;
+            if let Err(e) = self.check_again(name, dir, f) {
+                // Sent again by the next run (the object at the store is not this file).
+                self.journal.traces.get_mut(name).expect("planned").files[i].state =
+                    FileState::Pending;
+                self.save()?;
+                return Err(e);
+            }
+        }
+        let t = self.journal.traces.get_mut(name).expect("planned");
+        t.fingerprint = Some(plan::fingerprint(&t.files));
+        t.files.clear();
+        t.verified = true;
+        self.save()?;
+        self.summary.traces.push(name.to_string());
+        Ok(())
+    }
+
+    /// A file's object once more, against the journal: its size, and its ETag (S3; a
+    /// directory's objects were read back as they went).
+    fn check_again(
+        &mut self,
+        name: &str,
+        dir: &Path,
+        f: &journal::FileEntry,
+    ) -> Result<(), OffloadError> {
+        let FileState::Done { etag, md5 } = &f.state else {
+            unreachable!("every file was sent before");
+        };
+        let key = format!("{name}/{}", f.path);
+        let path = dir.join(&f.path);
+        if self.store.verifies_on_receipt() {
+            return self.verify(&key, &path, f.size, etag.as_deref(), md5);
+        }
+        match self.store.head(&key)? {
+            Some(h) if h.size == f.size => Ok(()),
+            other => Err(OffloadError::Mismatch {
+                path,
+                key,
+                what: "size".into(),
+                expected: f.size.to_string(),
+                got: other.map_or("missing".into(), |h| h.size.to_string()),
+            }),
+        }
+    }
+
+    /// Upstream's `file,md5` CSV of the trace, beside it: `<trace>.md5.csv`.
+    fn send_csv(&mut self, dir: &Path, name: &str) -> Result<(), OffloadError> {
+        let rows: Vec<(String, String)> = self.journal.traces[name]
+            .files
+            .iter()
+            .filter_map(|f| match &f.state {
+                FileState::Done { md5, .. } => Some((f.path.clone(), md5.clone())),
+                _ => None,
+            })
+            .collect();
+        let text = roverlog_core::format::checksum::csv_text(
+            "md5",
+            rows.iter().map(|(p, m)| (p.as_str(), m.as_str())),
+        );
+        let key = format!("{name}.md5.csv");
+        let md5 = roverlog_store::md5_hex(text.as_bytes());
+        let size = text.len() as u64;
+        self.journal.sent += size;
+        self.save()?;
+        let info = self.store.put(&key, text.into_bytes())?;
+        self.summary.bytes_sent += size;
+        if info.etag.as_deref().is_some_and(|e| e != md5) {
+            return Err(OffloadError::Mismatch {
+                path: dir.to_path_buf(),
+                key,
+                what: "the MD5 CSV as received (ETag)".into(),
+                expected: md5,
+                got: info.etag.unwrap_or_default(),
+            });
+        }
+        self.verify(&key, dir, size, info.etag.as_deref(), &md5)
+    }
+}
