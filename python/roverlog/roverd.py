@@ -79,7 +79,9 @@ class Channel:
         refreshed when a trace still being recorded grew); opened again in a forked child."""
         pid = os.getpid()
         if self.__dict__.get("_native_pid") != pid:
-            self._native_handle = _roverlog.NativeChannel(self.sensor_dir, self.name)
+            # Opened by its description (the sensor's `meta.json` entry, or what upstream's
+            # channel classes were given: they open files without a `meta.json` beside them).
+            self._native_handle = _roverlog.NativeChannel(self.sensor_dir, self.name, json.dumps(self.meta))
             self._native_pid = pid
         return self._native_handle
 
