@@ -148,7 +148,9 @@ class RawChannel(Channel):
             with open(self.path, "rb", buffering=0) as f:
                 n = os.fstat(f.fileno()).st_size // self.size
                 count = n - start if samples == -1 else min(int(samples), n - start)
-                if start < 0 or start > n or count < 0:
+                if samples != -1 and start > n >= 0 and samples > 0:
+                    count = 0  # short of what was asked: see below
+                elif start < 0 or start > n or count < 0:
                     raise SampleIndexError(f"{self.path}: samples from {start} out of range (channel holds {n})")
                 buf = bytearray(count * self.size)
                 f.seek(start * self.size)
@@ -157,6 +159,11 @@ class RawChannel(Channel):
             raise from_os_error(e, self.path) from None
         if got != len(buf):
             raise FormatError(f"{self.path}: {got} bytes where {len(buf)} were (the file shrank while read)")
+        if samples != -1 and count < samples:
+            # Short of what was asked: the native reader says whether the sensor's `ts`
+            # counts the missing samples (a file cut by a crash: `DamagedSampleError` naming
+            # the file and the first of them) or the read ran past the end (what exists).
+            return super().read(start, samples)
         return np.frombuffer(buf, self.type).reshape(count, *self.shape)
 
     def memmap(self):
