@@ -218,6 +218,12 @@ class Channel:
             return self.read(int(i), 1)[0]
         raise TypeError(f"channel indices are ints or slices, not {type(index).__name__}")
 
+    def to_dask(self, chunk=None):
+        """The samples as a lazy `dask.array` chunked by samples (`roverlog.to_dask`)."""
+        from .lazy import to_dask
+
+        return to_dask(self, chunk)
+
     def stream(self, batch=None):
         """Samples in order: one at a time, or arrays of `batch` samples (the last shorter)."""
         n = len(self)

@@ -109,6 +109,13 @@ class Channel:
                 block = block[0]
             yield block if transform is None else transform(block)
 
+    def to_dask(self, chunk=None):
+        """The samples as a lazy `dask.array` chunked by samples (`roverlog.to_dask`; not in
+        upstream)."""
+        from ...lazy import to_dask
+
+        return to_dask(self, chunk)
+
     def stream_prefetch(self, transform=None, size=64, batch=0):
         """`stream(...)` read ahead by a daemon thread into a queue of `size`."""
         return Prefetch(self.stream(transform=transform, batch=batch), size=size)
