@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::{Dims, Stream, STREAMS};
 use roverlog_core::error::{Error, Result};
@@ -508,6 +508,7 @@ pub fn lidar_json(dims: &Dims) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn lidar_images_are_structured_and_compress() {
