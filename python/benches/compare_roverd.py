@@ -19,8 +19,8 @@ and the differences found; exits 1 if any.
 
 Writing is compared by `write_roverd.py` (same install): every channel class's `write` and
 `consume`, each library reading the other's files, and the writing speed. Upstream's own
-channel tests run on ours through a module named `roverd` that aliases
-`roverlog.redrover` and its submodules (see BENCHMARKS.md, issue 36).
+channel tests and roverp run on ours through `roverd_alias/roverd.py`, a module named
+`roverd` that is `roverlog.redrover` and its submodules (see BENCHMARKS.md, issue 36).
 """
 import argparse
 import os
