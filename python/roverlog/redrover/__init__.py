@@ -27,8 +27,10 @@ runs after changing its import.
 Needs abstract-dataloader (`pip install 'roverlog[redrover]'`), as upstream roverd does.
 - `transforms.ouster` (import it explicitly): `Destagger` and `PointCloud` from `lidar.json`.
 
-Not here: upstream's `transforms.ros` (ROS bag export; `roverlog rosbag` writes the bags),
-and upstream's runtime type checks (jaxtyping/beartype). Differences from upstream, all where upstream fails or
+- `transforms.ros` (import it explicitly): `rover_to_rosbag(out, imu, lidar, min_range)`,
+  which runs the `roverlog rosbag` command (`ROVERLOG_BIN` or `roverlog` on `PATH`).
+
+Not here: upstream's runtime type checks (jaxtyping/beartype). Differences from upstream, all where upstream fails or
 disagrees with itself: errors are `roverlog.Error`s naming the file; a video read starting
 at frame `i > 0` gives frame `i` (upstream seeks OpenCV to `i - 1` and gives that frame);
 `Camera` resizes `jpg` channels too; a video channel whose `args` hold `fps` (as roverlog's
