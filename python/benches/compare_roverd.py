@@ -16,6 +16,11 @@ synchronised sample, every channel) and typed (every typed sensor, corrections `
 `transforms.ouster` (`Destagger`, `PointCloud`), and
 `roverlog.Nearest` against `generic.Nearest` with margins. Prints one line per comparison
 and the differences found; exits 1 if any.
+
+Writing is compared by `write_roverd.py` (same install): every channel class's `write` and
+`consume`, each library reading the other's files, and the writing speed. Upstream's own
+channel tests and roverp run on ours through `roverd_alias/roverd.py`, a module named
+`roverd` that is `roverlog.redrover` and its submodules (see BENCHMARKS.md, issue 36).
 """
 import argparse
 import os

@@ -9,6 +9,8 @@ driver for the roverlog daemon, over the roverlog Rust library.
 - `roverlog.zarr.open`, `roverlog.l5kit.ChunkedDataset`: zarr-python 2's reading (its selections
   and read-only attributes too), l5kit's datasets and its `l5kit.data.filter` functions.
 - `roverlog.Driver`: send samples to a running daemon (docs/protocol.md).
+- `roverlog.to_dask(channel, chunk=None)`: a channel as a lazy `dask.array` chunked by
+  samples (`roverlog.lazy`; needs dask).
 
 Errors (`roverlog.errors`): everything roverlog raises about a file is a `roverlog.Error`
 whose message names the file (and the channel and sample, or gulp id and frame), and is also
@@ -42,6 +44,7 @@ from .jpeg import jpeg_decoder, set_jpeg_decoder
 from . import gulp, l5kit, zarr
 from .driver import DaemonWaitWarning, Driver, Durable, NotRecordingWarning
 from .roverd import Channel, Metadata, Nearest, Sensor, Trace
+from .lazy import to_dask
 
 parallel.configure_at_import()
 jpeg.configure_at_import()
@@ -67,4 +70,5 @@ __all__ = [
     "set_jpeg_decoder",
     "set_threads",
     "threads",
+    "to_dask",
 ]

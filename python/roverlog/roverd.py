@@ -79,7 +79,9 @@ class Channel:
         refreshed when a trace still being recorded grew); opened again in a forked child."""
         pid = os.getpid()
         if self.__dict__.get("_native_pid") != pid:
-            self._native_handle = _roverlog.NativeChannel(self.sensor_dir, self.name)
+            # Opened by its description (the sensor's `meta.json` entry, or what upstream's
+            # channel classes were given: they open files without a `meta.json` beside them).
+            self._native_handle = _roverlog.NativeChannel(self.sensor_dir, self.name, json.dumps(self.meta))
             self._native_pid = pid
         return self._native_handle
 
@@ -215,6 +217,12 @@ class Channel:
                 raise SampleIndexError(f"{self.path}: sample {index} out of range (channel holds {n})")
             return self.read(int(i), 1)[0]
         raise TypeError(f"channel indices are ints or slices, not {type(index).__name__}")
+
+    def to_dask(self, chunk=None):
+        """The samples as a lazy `dask.array` chunked by samples (`roverlog.to_dask`)."""
+        from .lazy import to_dask
+
+        return to_dask(self, chunk)
 
     def stream(self, batch=None):
         """Samples in order: one at a time, or arrays of `batch` samples (the last shorter)."""

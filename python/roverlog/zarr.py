@@ -43,6 +43,7 @@ import numpy as np
 from . import _roverlog, _selection
 from . import _zarr_meta as _meta
 from ._zarr_meta import Attributes, Codec, DirectoryStore, InfoReporter, ReadOnlyError
+from ._zarr_url import local_path
 from .errors import FileError, FormatError, MissingKeyError, from_os_error, quoted, quoted_list
 
 # zarr-python's `info` names the classes by module: these are roverlog.zarr's.
@@ -571,25 +572,26 @@ def _read_only(mode):
 
 
 def open(path, mode="r"):
-    """Opens the group or array at `path` (read-only: `mode` must be "r")."""
+    """Opens the group or array at `path` (a directory, or a `file://` or `memory://` URL as
+    zarr-python 2 opens them: `_zarr_url.py`; read-only: `mode` must be "r")."""
     _read_only(mode)
-    path = os.fspath(path)
+    path = local_path(path)
     return _open_at(path, DirectoryStore(path), "")
 
 
 def open_group(path, mode="r"):
-    """Opens the group at `path` (zarr-python's `open_group`, read-only)."""
+    """Opens the group at `path` (zarr-python's `open_group`, read-only; URLs as `open`)."""
     _read_only(mode)
-    path = os.fspath(path)
+    path = local_path(path)
     if not os.path.exists(os.path.join(path, ".zgroup")):
         raise FileError(f"{path}: no .zgroup (not a Zarr v2 group)")
     return Group(path)
 
 
 def open_array(path, mode="r"):
-    """Opens the array at `path` (zarr-python's `open_array`, read-only)."""
+    """Opens the array at `path` (zarr-python's `open_array`, read-only; URLs as `open`)."""
     _read_only(mode)
-    path = os.fspath(path)
+    path = local_path(path)
     if not os.path.exists(os.path.join(path, ".zarray")):
         raise FileError(f"{path}: no .zarray (not a Zarr v2 array)")
     return Array(path)

@@ -17,7 +17,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
 use roverlog_core::format::channel::channel_files;
-use roverlog_core::format::{ChannelFormat, ChannelMeta, ChannelReader, Sensor};
+use roverlog_core::format::{
+    ChannelFormat, ChannelMeta, ChannelReader, Sensor, SensorMeta, TS_CHANNEL,
+};
 
 use crate::{lock, parallel_fill, to_py, Kind};
 
@@ -80,12 +82,22 @@ impl NativeChannel {
 
 #[pymethods]
 impl NativeChannel {
+    /// `NativeChannel(sensor_dir, channel, meta=None)`: the channel as the sensor's
+    /// `meta.json` describes it, or, given `meta` (the JSON text of one `meta.json` entry),
+    /// as that says: a channel opened by upstream's channel classes has no `meta.json`.
     #[new]
-    fn new(sensor_dir: PathBuf, channel: &str) -> PyResult<NativeChannel> {
-        let sensor = Sensor::open(&sensor_dir).map_err(to_py)?;
-        let meta = sensor.meta().get(channel).cloned().ok_or_else(|| {
-            Kind::MissingKey.err(format!("{}: no channel {channel:?}", sensor_dir.display()))
-        })?;
+    #[pyo3(signature = (sensor_dir, channel, meta=None))]
+    fn new(sensor_dir: PathBuf, channel: &str, meta: Option<&str>) -> PyResult<NativeChannel> {
+        let meta = match meta {
+            Some(entry) => entry_meta(&sensor_dir, channel, entry)?,
+            None => {
+                let sensor = Sensor::open(&sensor_dir).map_err(to_py)?;
+                sensor.meta().get(channel).cloned().ok_or_else(|| {
+                    Kind::MissingKey
+                        .err(format!("{}: no channel {channel:?}", sensor_dir.display()))
+                })?
+            }
+        };
         let mut watched = channel_files(&sensor_dir, channel, &meta);
         watched.push(sensor_dir.join("ts"));
         Ok(NativeChannel {
@@ -99,8 +111,7 @@ impl NativeChannel {
 
     /// Samples the channel holds.
     fn len(&self, py: Python<'_>) -> PyResult<u64> {
-        py.allow_threads(|| self.with_open(|o| Ok(o.len)))
-            .map_err(to_py)
+        crate::gil::detach(py, || self.with_open(|o| Ok(o.len))).map_err(to_py)
     }
 
     /// `read(start, count, decode)`:
@@ -118,7 +129,7 @@ impl NativeChannel {
         } else {
             What::Bytes
         };
-        let got = py.allow_threads(|| {
+        let got = crate::gil::detach(py, || {
             self.with_open(|o| {
                 if start.checked_add(count).is_none_or(|end| end > o.len) {
                     // The first sample past the channel's length: damaged when `ts`
@@ -153,6 +164,27 @@ impl NativeChannel {
             }
         }
     }
+}
+
+/// The description of `channel` given as the JSON text of its `meta.json` entry, checked
+/// as `meta.json`'s entries are (errors name the channel's path).
+fn entry_meta(sensor_dir: &Path, channel: &str, entry: &str) -> PyResult<ChannelMeta> {
+    let path = sensor_dir.join(channel);
+    let entry: serde_json::Value = serde_json::from_str(entry)
+        .map_err(|e| Kind::Format.err(format!("{}: channel description: {e}", path.display())))?;
+    // Checked as one sensor of this channel and its timestamps (a sensor needs `ts`).
+    let mut sensor = serde_json::Map::new();
+    if channel != TS_CHANNEL {
+        let spec = serde_json::json!({"format": "raw", "type": "f8", "shape": []});
+        sensor.insert(TS_CHANNEL.to_string(), spec);
+    }
+    sensor.insert(channel.to_string(), entry);
+    let bytes = serde_json::to_vec(&serde_json::Value::Object(sensor)).expect("JSON values");
+    let meta = SensorMeta::parse(&bytes, &path).map_err(to_py)?;
+    Ok(meta
+        .get(channel)
+        .cloned()
+        .expect("the channel just inserted"))
 }
 
 /// What `read` returns: the data, and the frame shape of decoded JPEG frames.

@@ -115,7 +115,7 @@ impl NativeDriver {
         };
         // The callback's own exception (a warning turned into an error) ends the wait.
         let mut raised: Option<PyErr> = None;
-        let driver = py.allow_threads(|| {
+        let driver = crate::gil::detach(py, || {
             let mut notice = |e: &roverlog_core::Error| {
                 let Some(cb) = &waiting else { return Ok(()) };
                 let why = match e {
@@ -129,7 +129,7 @@ impl NativeDriver {
                         .unwrap_or(opts.reconnect_timeout)
                         .as_secs_f64()
                 );
-                Python::with_gil(|py| match cb.call1(py, (msg,)) {
+                crate::gil::attach(|py| match cb.call1(py, (msg,)) {
                     Ok(_) => Ok(()),
                     Err(err) => {
                         let text = err.to_string();
@@ -205,26 +205,24 @@ impl NativeDriver {
         drop(views);
         if g.driver.batch_full() {
             drop(g);
-            return py
-                .allow_threads(|| {
-                    let mut g = lock(&self.inner);
-                    g.driver.flush().map(|()| g.driver.recording())
-                })
-                .map_err(to_py);
+            return crate::gil::detach(py, || {
+                let mut g = lock(&self.inner);
+                g.driver.flush().map(|()| g.driver.recording())
+            })
+            .map_err(to_py);
         }
         Ok(g.driver.recording())
     }
 
     /// Writes what is buffered.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        py.allow_threads(|| lock(&self.inner).driver.flush())
-            .map_err(to_py)
+        crate::gil::detach(py, || lock(&self.inner).driver.flush()).map_err(to_py)
     }
 
     /// Flushes and asks for durability: `(durable, reason)`, the sensor's samples the
     /// daemon has on disk and, when it records nothing, why the samples were discarded.
     fn sync(&self, py: Python<'_>) -> PyResult<(u64, Option<String>)> {
-        py.allow_threads(|| {
+        crate::gil::detach(py, || {
             let mut g = lock(&self.inner);
             g.driver
                 .sync_reply()
@@ -268,10 +266,10 @@ impl NativeDriver {
     fn close(&mut self, py: Python<'_>, sync: bool) -> PyResult<()> {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.flusher.take() {
-            py.allow_threads(|| h.join())
+            crate::gil::detach(py, || h.join())
                 .map_err(|_| Kind::Format.err("the flusher thread panicked".into()))?;
         }
-        let r = py.allow_threads(|| {
+        let r = crate::gil::detach(py, || {
             let mut g = lock(&self.inner);
             if g.closed {
                 return Ok(());

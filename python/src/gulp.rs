@@ -117,9 +117,7 @@ fn decode_block(
 impl GulpDir {
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<GulpDir> {
-        let dir = py
-            .allow_threads(|| GulpDirectory::open(&path))
-            .map_err(to_py)?;
+        let dir = crate::gil::detach(py, || GulpDirectory::open(&path)).map_err(to_py)?;
         Ok(GulpDir { dir })
     }
 
@@ -127,9 +125,10 @@ impl GulpDir {
     /// meta_file_path)`); errors name the data file.
     #[staticmethod]
     fn chunk(py: Python<'_>, data: PathBuf, meta: PathBuf) -> PyResult<GulpDir> {
-        let dir = py
-            .allow_threads(|| GulpDirectory::open_chunk(&data, &meta, &GulpOptions::default()))
-            .map_err(to_py)?;
+        let dir = crate::gil::detach(py, || {
+            GulpDirectory::open_chunk(&data, &meta, &GulpOptions::default())
+        })
+        .map_err(to_py)?;
         Ok(GulpDir { dir })
     }
 
@@ -189,9 +188,9 @@ impl GulpDir {
             return Ok(list.into_any().unbind());
         }
         // One array holds every frame; the Python half views each frame in it.
-        let (block, placed) = py
-            .allow_threads(|| decode_block(&self.dir, id, &indices, &frames))
-            .map_err(to_py)?;
+        let (block, placed) =
+            crate::gil::detach(py, || decode_block(&self.dir, id, &indices, &frames))
+                .map_err(to_py)?;
         let block = block.into_pyarray_bound(py);
         Ok((block, placed).into_py(py))
     }

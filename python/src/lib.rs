@@ -19,6 +19,7 @@ use pyo3::prelude::*;
 mod channel;
 mod driver;
 mod errors;
+mod gil;
 mod gulp;
 mod jpeg;
 mod ouster;
@@ -86,11 +87,10 @@ pub(crate) fn parallel_fill(
 /// (an empty list when it is sound).
 #[pyfunction]
 fn check_sensor(py: Python<'_>, path: PathBuf) -> PyResult<Vec<String>> {
-    let c = py
-        .allow_threads(|| {
-            roverlog_core::format::check_sensor(&path, roverlog_core::format::Depth::Structure)
-        })
-        .map_err(to_py)?;
+    let c = crate::gil::detach(py, || {
+        roverlog_core::format::check_sensor(&path, roverlog_core::format::Depth::Structure)
+    })
+    .map_err(to_py)?;
     Ok(c.all_problems())
 }
 

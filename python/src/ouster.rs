@@ -74,9 +74,9 @@ impl OusterLut {
             .as_slice()
             .map_err(|_| Kind::Format.err("depth frames must be C-contiguous".into()))?;
         let frames = shape[0];
-        let (points, most, lengths) = py
-            .allow_threads(|| project_frames(&self.lut, slice, frames, min_range))
-            .map_err(to_py)?;
+        let (points, most, lengths) =
+            crate::gil::detach(py, || project_frames(&self.lut, slice, frames, min_range))
+                .map_err(to_py)?;
         let xyz = Array3::from_shape_vec((frames, most, 3), points)
             .expect("frames x most x 3 values")
             .into_pyarray_bound(py);
@@ -90,8 +90,7 @@ impl OusterLut {
     /// The table of the `lidar.json` at `path`.
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<OusterLut> {
-        let lut = py
-            .allow_threads(|| LidarIntrinsics::open(&path).map(|i| XyzLut::new(&i)))
+        let lut = crate::gil::detach(py, || LidarIntrinsics::open(&path).map(|i| XyzLut::new(&i)))
             .map_err(to_py)?;
         Ok(OusterLut { lut })
     }
@@ -99,11 +98,10 @@ impl OusterLut {
     /// The table of a `lidar.json`'s text; `name` names it in errors.
     #[staticmethod]
     fn from_json(py: Python<'_>, text: &str, name: &str) -> PyResult<OusterLut> {
-        let lut = py
-            .allow_threads(|| {
-                LidarIntrinsics::parse(Path::new(name), text.as_bytes()).map(|i| XyzLut::new(&i))
-            })
-            .map_err(to_py)?;
+        let lut = crate::gil::detach(py, || {
+            LidarIntrinsics::parse(Path::new(name), text.as_bytes()).map(|i| XyzLut::new(&i))
+        })
+        .map_err(to_py)?;
         Ok(OusterLut { lut })
     }
 

@@ -20,7 +20,7 @@ pub struct ZarrArr {
 impl ZarrArr {
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<ZarrArr> {
-        let arr = py.allow_threads(|| ZarrArray::open(&path)).map_err(to_py)?;
+        let arr = crate::gil::detach(py, || ZarrArray::open(&path)).map_err(to_py)?;
         Ok(ZarrArr { arr })
     }
 
@@ -45,9 +45,7 @@ impl ZarrArr {
         // Automatic: the library's own choice (up to 8 of the cores), one in a worker.
         let threads = crate::threads::chosen().unwrap_or_else(|| crate::threads::current().min(8));
         self.arr.set_threads(threads);
-        let v = py
-            .allow_threads(|| self.arr.read_rows(start..stop))
-            .map_err(to_py)?;
+        let v = crate::gil::detach(py, || self.arr.read_rows(start..stop)).map_err(to_py)?;
         Ok(v.into_pyarray_bound(py).into_any().unbind())
     }
 }

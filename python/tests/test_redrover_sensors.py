@@ -211,6 +211,11 @@ def test_imu_and_pose_samples(rover):
         S.Pose(os.path.join(root, "pose"), reference="lidar")
 
 
+def meta_of(path):
+    with open(os.path.join(path, "meta.json")) as f:
+        return json.load(f)
+
+
 def test_dynamic_sensor_and_from_config(trace):
     root, truth = trace
     d = S.DynamicSensor(os.path.join(root, "lidar"), past=1, future=2)
@@ -233,8 +238,10 @@ def test_dynamic_sensor_and_from_config(trace):
         S.from_config(path, "sonar")
     with pytest.raises(ValueError, match="meta.json"):
         S.DynamicSensor(os.path.join(root, "nope"))
-    with pytest.raises(NotImplementedError, match="reads"):
-        S.DynamicSensor(os.path.join(root, "new"), create=True)
+    # create=True makes the sensor (writing is tested in test_redrover_write.py).
+    with pytest.raises(ValueError, match="exists"):
+        S.DynamicSensor(path, create=True)
+    assert list(S.DynamicSensor(path, create=True, exist_ok=True).channels) == list(meta_of(path))
 
 
 def test_channels_read_like_upstreams(trace):
@@ -279,8 +286,6 @@ def test_channels_read_like_upstreams(trace):
         raw.read(N + 1, 1)
     with pytest.raises(ValueError, match='unknown channel format "tar"'):
         roverd.channels.from_config(os.path.join(root, "imu", "acc"), format="tar", type="u1", shape=[])
-    with pytest.raises(NotImplementedError):
-        raw.write(np.zeros((1, 3), np.float32))
     shutil.rmtree(os.path.join(root, "camera", "img"))
     cam = roverd.channels.from_config(os.path.join(root, "camera", "img"), **meta["camera"]["img"])
     with pytest.raises(roverlog.Error, match="img"):

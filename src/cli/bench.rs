@@ -159,7 +159,8 @@ pub struct Args {
     /// Python with numpy for the upstream-style baseline. Default: scripts/py-env.sh's venv.
     #[arg(long)]
     python: Option<PathBuf>,
-    /// Keep the working directory (traces, config, daemon.log) afterwards.
+    /// Keep the working directory (traces, config, daemon.log; with `--only rig`, the Python
+    /// writers' traces too) afterwards.
     #[arg(long)]
     keep: bool,
     /// Bytes per frame in the large and direct scenarios (the same total bytes are sent:

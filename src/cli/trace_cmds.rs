@@ -27,7 +27,8 @@ pub struct ValidateArgs {
     /// Traces, gulp directories, or directories to search for traces.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
-    /// Also decompress every lzmaf frame and check every timestamp.
+    /// Also decompress every lzmaf frame, decode every video frame strictly (libjpeg-turbo's
+    /// warnings about corrupt data count, where it loads) and check every timestamp.
     #[arg(long)]
     pub deep: bool,
     /// Exit 0 even when some channel could not be checked (a format we do not read); such

@@ -118,6 +118,11 @@ fn bench_hour_trace_keeps_a_valid_trace_and_prints_its_path() {
     }
     let camera = Sensor::open(&path.join("camera")).unwrap();
     assert_eq!(camera.meta().get("video.avi").unwrap().args, None);
+    // The lidar's `lidar.json` in the current firmware's layout, which the Ouster readers
+    // take (upstream roverd's failed on the old flat one: no `lidar_data_format`).
+    let lidar = roverlog_core::ouster::LidarIntrinsics::open(&path.join("lidar/lidar.json"))
+        .expect("the hour trace's lidar.json");
+    assert_eq!((lidar.pixels_per_column, lidar.columns_per_frame), (16, 64));
 }
 
 /// `bench --only full-size --quick` (two minutes of the rig, figures meaningless) runs end to

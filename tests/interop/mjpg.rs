@@ -310,3 +310,54 @@ fn cat_decodes_video_frames_and_validate_names_channels_it_cannot_check() {
     assert_eq!(v.code, 0, "{}", v.text());
     assert!(v.text().contains("unchecked"), "{}", v.text());
 }
+
+/// `validate --deep` decodes every frame strictly: OpenCV's frames pass, and two frames whose
+/// scan data a bad disk garbled (SOI and EOI intact, so a lenient decoder fills the damage
+/// with grey and goes on, and `validate --deep` said ok) are each named with libjpeg's
+/// warning, and only they (issue 36).
+#[test]
+fn validate_deep_names_frames_whose_scan_data_is_garbled() {
+    // libjpeg-turbo's warnings are what find garbled scan data (zune-jpeg's strict mode finds
+    // less): scripts/test installs it.
+    if let Some(why) = roverlog_core::jpeg::turbo_unavailable() {
+        panic!("libturbojpeg0 is needed (scripts/test installs it): {why}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (w, h, n) = (320, 240, 12);
+    let src = dir.path().join("cv.avi");
+    opencv_write(&src, w, h, n);
+    let trace = camera_trace(dir.path(), &src, n, w, h);
+    let arg = |s: &str| std::ffi::OsString::from(s);
+    let deep = || {
+        roverlog(&[
+            arg("validate"),
+            arg("--deep"),
+            trace.clone().into_os_string(),
+        ])
+    };
+    let v = deep();
+    assert_eq!(v.code, 0, "OpenCV's frames decode strictly: {}", v.text());
+    let video = trace.join("camera/video.avi");
+    let frames = MjpgReader::open(&video).unwrap().layout().frames.clone();
+    let mut bytes = std::fs::read(&video).unwrap();
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    for k in [4, 9] {
+        let f = frames[k];
+        let at = (f.offset + u64::from(f.len) / 2) as usize;
+        for b in &mut bytes[at..at + 96] {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+    }
+    std::fs::write(&video, &bytes).unwrap();
+    let v = roverlog(&[arg("validate"), trace.clone().into_os_string()]);
+    assert_eq!(v.code, 0, "the structure is sound: {}", v.text());
+    let v = deep();
+    assert_eq!(v.code, 1, "{}", v.text());
+    for k in 0..n {
+        let named = v.text().contains(&format!("frame {k} does not decode"));
+        assert_eq!(named, k == 4 || k == 9, "frame {k}: {}", v.text());
+    }
+}

@@ -166,6 +166,13 @@ pub fn write_rig_trace(dir: &Path, shape: &RigShape, progress: &mut dyn FnMut(u6
         tick(done);
     }
     w.finish()?;
+    // The sensor's metadata beside the channels, as the collector saves it: what upstream
+    // roverd's Ouster transforms (and ours) read.
+    let lidar_json = crate::lidar::ouster_metadata(LIDAR_ROWS, LIDAR_COLS);
+    write_file_atomic(
+        &dir.join("lidar/lidar.json"),
+        &serde_json::to_vec_pretty(&lidar_json).expect("lidar.json"),
+    )?;
 
     // radar
     let cube: usize = RADAR_SHAPE.iter().product();

@@ -8,6 +8,54 @@
 //! Deterministic: frame `index` is the scene seen after driving `index` metres (10 m/s at
 //! 10 Hz), so consecutive frames differ like a real drive's.
 
+use serde_json::{json, Value};
+
+/// The `lidar.json` a current-firmware Ouster gives for a `beams x columns` scanner (what
+/// red-rover's collector saves beside the lidar channels), in ouster-sdk's nested layout
+/// (`sensor_info`, `config_params`, `lidar_data_format`, `beam_intrinsics`,
+/// `lidar_intrinsics`, `imu_intrinsics`): what upstream roverd's Ouster transforms and
+/// roverlog's `LidarIntrinsics` read. An OS1's altitudes over +-22.5 degrees, the azimuth
+/// offsets and stagger of four beam columns (the stagger scaled to the columns: +-72 at
+/// 2048), the beam origin 15.806 mm off the axis, the sensor frame flipped about z and lifted.
+pub fn ouster_metadata(beams: usize, columns: usize) -> Value {
+    let span = (beams - 1).max(1) as f64;
+    let alt: Vec<f64> = (0..beams)
+        .map(|b| 22.5 - 45.0 * (b as f64 / span).powf(1.05))
+        .collect();
+    let az: Vec<f64> = (0..beams)
+        .map(|b| [4.23, 1.41, -1.41, -4.23][b % 4] + 0.01 * (b / 4) as f64)
+        .collect();
+    let shift: Vec<i64> = (0..beams)
+        .map(|b| [72, 24, -24, -72][b % 4] * columns as i64 / 2048)
+        .collect();
+    json!({
+        "sensor_info": {"prod_line": format!("OS-1-{beams}"), "prod_sn": "992109000000",
+                        "build_rev": "v2.3.0", "status": "RUNNING"},
+        "config_params": {"lidar_mode": format!("{columns}x10"), "udp_port_lidar": 7502},
+        "lidar_data_format": {
+            "pixels_per_column": beams,
+            "columns_per_frame": columns,
+            "columns_per_packet": 16,
+            "pixel_shift_by_row": shift,
+            "column_window": [0, columns - 1],
+            "udp_profile_lidar": "RNG19_RFL8_SIG16_NIR16",
+            "fps": 10,
+        },
+        "beam_intrinsics": {
+            "beam_altitude_angles": alt,
+            "beam_azimuth_angles": az,
+            "beam_to_lidar_transform": [1, 0, 0, 15.806, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1],
+            "lidar_origin_to_beam_origin_mm": 15.806,
+        },
+        "lidar_intrinsics": {
+            "lidar_to_sensor_transform": [-1, 0, 0, 0, 0, -1, 0, 0, 0, 0, 1, 36.18, 0, 0, 0, 1],
+        },
+        "imu_intrinsics": {
+            "imu_to_sensor_transform": [1, 0, 0, 6.253, 0, 1, 0, -11.775, 0, 0, 1, 7.645, 0, 0, 0, 1],
+        },
+    })
+}
+
 /// One frame's three channels, little-endian, row-major `rows x cols`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LidarFrame {

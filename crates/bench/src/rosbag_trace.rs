@@ -13,7 +13,7 @@
 use std::fs;
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::lidar::lidar_frame;
 use roverlog_core::format::meta::write_file_atomic;
@@ -31,40 +31,9 @@ pub const POOL: usize = 40;
 pub const IMU_PER_FRAME: usize = 10;
 const T0: f64 = 1.7e9;
 
-/// An OS1-128's `lidar.json` in ouster-sdk's layout.
+/// An OS1-128's `lidar.json` in ouster-sdk's layout ([`crate::lidar::ouster_metadata`]).
 pub fn lidar_json() -> Value {
-    let alt: Vec<f64> = (0..BEAMS)
-        .map(|b| 22.5 - 45.0 * (b as f64 / (BEAMS - 1) as f64).powf(1.05))
-        .collect();
-    let az: Vec<f64> = (0..BEAMS)
-        .map(|b| [4.23, 1.41, -1.41, -4.23][b % 4] + 0.01 * (b / 4) as f64)
-        .collect();
-    let shift: Vec<i64> = (0..BEAMS).map(|b| [72, 24, -24, -72][b % 4]).collect();
-    json!({
-        "sensor_info": {"prod_line": "OS-1-128", "prod_sn": "992109000000",
-                        "build_rev": "v2.3.0", "status": "RUNNING"},
-        "config_params": {"lidar_mode": "2048x10", "udp_port_lidar": 7502},
-        "lidar_data_format": {
-            "pixels_per_column": BEAMS,
-            "columns_per_frame": COLUMNS,
-            "pixel_shift_by_row": shift,
-            "column_window": [0, COLUMNS - 1],
-            "udp_profile_lidar": "RNG19_RFL8_SIG16_NIR16",
-            "fps": 10,
-        },
-        "beam_intrinsics": {
-            "beam_altitude_angles": alt,
-            "beam_azimuth_angles": az,
-            "beam_to_lidar_transform": [1, 0, 0, 15.806, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1],
-            "lidar_origin_to_beam_origin_mm": 15.806,
-        },
-        "lidar_intrinsics": {
-            "lidar_to_sensor_transform": [-1, 0, 0, 0, 0, -1, 0, 0, 0, 0, 1, 36.18, 0, 0, 0, 1],
-        },
-        "imu_intrinsics": {
-            "imu_to_sensor_transform": [1, 0, 0, 6.253, 0, 1, 0, -11.775, 0, 0, 1, 7.645, 0, 0, 0, 1],
-        },
-    })
+    crate::lidar::ouster_metadata(BEAMS, COLUMNS)
 }
 
 fn meta(channels: &[(&str, DType, Vec<usize>, ChannelFormat)]) -> SensorMeta {

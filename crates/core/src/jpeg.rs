@@ -57,6 +57,37 @@ pub fn decode_jpeg_limited(bytes: &[u8], max_pixels: usize) -> Result<DecodedFra
     decode_jpeg_with(bytes, max_pixels, backend()?)
 }
 
+/// Decodes one JPEG as a check, strictly, so a frame whose entropy-coded data is damaged is
+/// an error where the readers' lenient decode fills what it cannot decode and goes on (as
+/// OpenCV and browsers do). With libjpeg-turbo loaded (whatever [`backend`] says), its
+/// warnings count ("Corrupt JPEG data: N extraneous bytes before marker", "premature end of
+/// data segment": scan data garbled in place makes one or the other); without it, zune-jpeg
+/// in strict mode, which finds fewer (a marker inside the scan, data that ends before the
+/// last block, a code no table holds). What `validate --deep` runs on every frame.
+pub fn check_jpeg_strict(bytes: &[u8], max_pixels: usize) -> Result<()> {
+    if let Ok(t) = turbo::get() {
+        let head = turbo::header(t, bytes).map_err(turbo_err)?;
+        check_size(head.width, head.height, max_pixels)?;
+        // CMYK/YCCK (no channel count from libjpeg-turbo): zune-jpeg's check below.
+        if let Some(channels) = head.channels {
+            let mut out = vec![0; head.width * head.height * channels];
+            return turbo::decode_strict(t, bytes, head.width, head.height, channels, &mut out)
+                .map_err(turbo_err);
+        }
+    }
+    let opts = DecoderOptions::default()
+        .jpeg_set_out_colorspace(ColorSpace::RGB)
+        .set_strict_mode(true);
+    let mut dec = JpegDecoder::new_with_options(ZCursor::new(bytes), opts);
+    dec.decode_headers().map_err(jpeg_err)?;
+    let (w, h) = dec
+        .dimensions()
+        .ok_or(Error::Jpeg(JpegProblem::NoDimensions))?;
+    check_size(w, h, max_pixels)?;
+    dec.decode().map_err(jpeg_err)?;
+    Ok(())
+}
+
 /// [`decode_jpeg_limited`] with the decoder `with`, whatever [`backend`] says.
 pub fn decode_jpeg_with(bytes: &[u8], max_pixels: usize, with: Backend) -> Result<DecodedFrame> {
     let frame = JpegFrame::open_with(bytes, max_pixels, with)?;

@@ -20,15 +20,17 @@ runs after changing its import.
   with a leading `(1, window, ...)` (a `DynamicSensor` gives `{channel: (window, ...)}`,
   `ts` included), and their timestamps corrected as upstream's (`correction="auto"`).
 - `timestamps`: `identity`, `smooth`, `discretize`, equal to upstream's to the last bit.
-- `channels`: upstream's channel classes and `from_config`, reading only.
+- `channels`: upstream's channel classes, modules (`abstract`, `utils`, `raw`, `lzma`,
+  `video`, `blob`) and `from_config`, reading and writing (`write`, `consume`);
+  `DynamicSensor(create=True).create(...)` writes `meta.json`.
 
 Needs abstract-dataloader (`pip install 'roverlog[redrover]'`), as upstream roverd does.
 - `transforms.ouster` (import it explicitly): `Destagger` and `PointCloud` from `lidar.json`.
 
-Not here: upstream's `transforms.ros` (ROS bag export), writing
-channels (the roverlog daemon and `roverlog.Driver` write traces; `DynamicSensor(create=True)`
-and `Channel.write`/`consume` raise `NotImplementedError`), the channel helper modules
-`channels.abstract`/`channels.utils`, and upstream's runtime type checks (jaxtyping/beartype). Differences from upstream, all where upstream fails or
+- `transforms.ros` (import it explicitly): `rover_to_rosbag(out, imu, lidar, min_range)`,
+  which runs the `roverlog rosbag` command (`ROVERLOG_BIN` or `roverlog` on `PATH`).
+
+Not here: upstream's runtime type checks (jaxtyping/beartype). Differences from upstream, all where upstream fails or
 disagrees with itself: errors are `roverlog.Error`s naming the file; a video read starting
 at frame `i > 0` gives frame `i` (upstream seeks OpenCV to `i - 1` and gives that frame);
 `Camera` resizes `jpg` channels too; a video channel whose `args` hold `fps` (as roverlog's

@@ -567,7 +567,10 @@ fn run_python(
         progress(&format!("rig: {label}"));
         let what = format!("python-{}", round + 1);
         let streams = run_together(&what, commands, work, deadline(seconds), || {})?;
-        let _ = std::fs::remove_dir_all(&out);
+        // With --keep, the Python writers' trace stays beside ours (the kept directory).
+        if !args.keep {
+            let _ = std::fs::remove_dir_all(&out);
+        }
         Ok(Side {
             label: label.into(),
             rounds: vec![streams],

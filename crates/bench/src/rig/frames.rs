@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::{Dims, Stream, STREAMS};
 use roverlog_core::error::{Error, Result};
@@ -497,31 +497,18 @@ pub fn imu_sample(k: u64) -> Vec<Vec<u8>> {
     ]
 }
 
-/// An Ouster-style `lidar.json` for the scanner [`lidar_frame`] models (what the collector
-/// copies from the sensor's metadata at the start of a capture).
+/// The `lidar.json` of the scanner [`lidar_frame`] models, as a current-firmware Ouster
+/// gives it (what the collector copies from the sensor at the start of a capture; see
+/// [`crate::lidar::ouster_metadata`]).
 pub fn lidar_json(dims: &Dims) -> Vec<u8> {
     let (rows, cols) = dims.lidar;
-    let altitudes: Vec<f64> = (0..rows)
-        .map(|r| 22.5 - 45.0 * r as f64 / (rows - 1).max(1) as f64)
-        .collect();
-    let v: Value = json!({
-        "prod_line": format!("OS-1-{rows}"),
-        "lidar_mode": format!("{cols}x10"),
-        "beam_altitude_angles": altitudes,
-        "beam_azimuth_angles": vec![0.0; rows],
-        "lidar_origin_to_beam_origin_mm": 15.806,
-        "beam_to_lidar_transform": [1, 0, 0, 15.806, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1],
-        "data_format": {"columns_per_frame": cols, "columns_per_packet": 16,
-                        "pixels_per_column": rows, "column_window": [0, cols - 1],
-                        "udp_profile_lidar": "RNG19_RFL8_SIG16_NIR16"},
-        "lidar_to_sensor_transform": [-1, 0, 0, 0, 0, -1, 0, 0, 0, 0, 1, 36.18, 0, 0, 0, 1],
-    });
-    serde_json::to_vec_pretty(&v).expect("lidar.json")
+    serde_json::to_vec_pretty(&crate::lidar::ouster_metadata(rows, cols)).expect("lidar.json")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn lidar_images_are_structured_and_compress() {
@@ -572,7 +559,13 @@ mod tests {
         let imu = imu_sample(5);
         assert_eq!(imu.iter().map(Vec::len).collect::<Vec<_>>(), [12, 12, 12]);
         let v: Value = serde_json::from_slice(&lidar_json(&Dims::TINY)).unwrap();
-        assert_eq!(v["data_format"]["pixels_per_column"], 16);
+        assert_eq!(v["lidar_data_format"]["pixels_per_column"], 16);
+        // The layout the Ouster readers take (upstream roverd's and core's).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lidar.json");
+        std::fs::write(&path, lidar_json(&Dims::TINY)).unwrap();
+        let i = roverlog_core::ouster::LidarIntrinsics::open(&path).unwrap();
+        assert_eq!((i.pixels_per_column, i.columns_per_frame), Dims::TINY.lidar);
     }
 
     #[test]

@@ -186,6 +186,32 @@ pub(crate) fn decode_into(
     channels: usize,
     out: &mut [u8],
 ) -> Result<(), String> {
+    decode_checked(t, bytes, width, height, channels, out, false)
+}
+
+/// [`decode_into`], but libjpeg's warnings (corrupt entropy data: bytes left before EOI, data
+/// that ends before the last block, a bad Huffman code) are errors too, with libjpeg's
+/// message: `validate --deep`'s check of a frame.
+pub(crate) fn decode_strict(
+    t: &Turbo,
+    bytes: &[u8],
+    width: usize,
+    height: usize,
+    channels: usize,
+    out: &mut [u8],
+) -> Result<(), String> {
+    decode_checked(t, bytes, width, height, channels, out, true)
+}
+
+fn decode_checked(
+    t: &Turbo,
+    bytes: &[u8],
+    width: usize,
+    height: usize,
+    channels: usize,
+    out: &mut [u8],
+    warnings_fail: bool,
+) -> Result<(), String> {
     assert_eq!(
         out.len(),
         width * height * channels,
@@ -218,7 +244,7 @@ pub(crate) fn decode_into(
             return Ok(());
         }
         // SAFETY: plain query of the handle's last error.
-        if unsafe { (t.error_code)(h) } == TJERR_WARNING {
+        if !warnings_fail && unsafe { (t.error_code)(h) } == TJERR_WARNING {
             return Ok(());
         }
         Err(message(t, h))

@@ -7,7 +7,7 @@ from functools import cached_property
 import numpy as np
 from abstract_dataloader import abstract, generic
 
-from ...errors import FormatError, quoted, quoted_list
+from ...errors import FormatError, from_os_error, quoted, quoted_list
 from .. import channels, timestamps
 
 
@@ -84,9 +84,39 @@ class DynamicSensor(Sensor):
 
     def __init__(self, path, create=False, exist_ok=False, subset=None, correction=None, past=0, future=0):
         if create:
-            raise NotImplementedError(f"{path}: roverlog.redrover reads traces; create sensors with the roverlog daemon or roverlog.Driver")
+            if os.path.exists(path):
+                if not exist_ok:
+                    raise ValueError(f"{path}: create=True, but the sensor exists (exist_ok=True opens it)")
+            else:
+                try:
+                    os.makedirs(path)
+                except OSError as e:
+                    raise from_os_error(e, path) from None
+                self.path, self.config = path, {}
+                self._flush_config()
         super().__init__(path=path, correction=correction, past=past, future=future)
         self.subset = subset
+
+    def _flush_config(self):
+        """Writes `meta.json` (the channels' descriptions, indented as upstream writes it),
+        atomically: a crash leaves the old file or the new one, never half of one."""
+        meta = os.path.join(self.path, "meta.json")
+        tmp = meta + ".tmp"
+        try:
+            with open(tmp, "w") as f:
+                json.dump(self.config, f, indent=4)
+            os.replace(tmp, meta)
+        except OSError as e:
+            raise from_os_error(e, meta) from None
+
+    def create(self, channel, meta, args={}):
+        """A new channel `channel` described by `meta` (`format`, `type`, `shape`, `desc`:
+        a `meta.json` entry), opened for writing with `args`; `meta.json` is rewritten with
+        it, as upstream's."""
+        self.config[channel] = meta
+        self.channels[channel] = channels.from_config(path=os.path.join(self.path, channel), args=args, **meta)
+        self._flush_config()
+        return self.channels[channel]
 
     @cached_property
     def metadata(self):

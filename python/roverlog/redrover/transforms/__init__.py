@@ -1,3 +1,3 @@
-"""Transforms of samples, as upstream `roverd.transforms`: `ouster` (import it explicitly,
-`from roverlog.redrover.transforms import ouster`). Upstream's `ros` (ROS bag export) is
-not here."""
+"""Transforms of samples, as upstream `roverd.transforms`: `ouster` and `ros` (import them
+explicitly, `from roverlog.redrover.transforms import ouster`). `ros.rover_to_rosbag` runs the
+`roverlog rosbag` command."""

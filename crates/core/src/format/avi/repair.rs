@@ -162,7 +162,8 @@ pub(crate) fn deep_check(
 }
 
 /// A frame is a whole JPEG (starts with SOI, ends with EOI before any padding) and, with the
-/// `jpeg` feature, decodes.
+/// `jpeg` feature, decodes strictly ([`crate::jpeg::check_jpeg_strict`]: damaged scan data
+/// that a lenient decode would paper over is reported).
 fn check_frame(f: Option<&[u8]>, k: usize) -> Option<Problem> {
     let Some(f) = f else {
         return Some(Problem::FrameNotJpeg { frame: k });
@@ -175,7 +176,7 @@ fn check_frame(f: Option<&[u8]>, k: usize) -> Option<Problem> {
         return Some(Problem::FrameNotJpeg { frame: k });
     }
     #[cfg(feature = "jpeg")]
-    if let Err(e) = super::decode_rgb(f) {
+    if let Err(e) = crate::jpeg::check_jpeg_strict(f, crate::jpeg::DEFAULT_MAX_PIXELS) {
         return Some(Problem::JpegUndecodable {
             frame: k,
             source: e,
