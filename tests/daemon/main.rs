@@ -19,6 +19,7 @@ mod control;
 mod control_roles;
 mod crash;
 mod disk;
+mod disk_fault;
 mod example_driver;
 mod final_ack;
 mod foxglove;

@@ -290,6 +290,12 @@ pub enum Error {
     #[error("shutdown did not finish within shutdown_deadline_ms ({deadline_ms} ms); queued samples may be lost")]
     ShutdownDeadline { deadline_ms: u64 },
 
+    /// The daemon drained and stopped, but a write or fsync of its data failed during the run
+    /// (`what`: the first failure still unresolved, or a pointer to the log): not a clean
+    /// stop, so a service manager restarts it and the journal says why.
+    #[error("stopped, but the data disk failed during the run: {what}")]
+    DiskFailed { what: String },
+
     /// A thread or task of the daemon could not start, or ended abnormally.
     #[error("{what}: {msg}")]
     Task { what: &'static str, msg: String },
