@@ -97,6 +97,19 @@ fn cam_on_disk(trace: &Path) -> u64 {
     ts.len() as u64
 }
 
+/// Waits (at most 10 s, then fails naming `what`) until an event line of `trace` holds.
+fn wait_event(trace: &Path, what: &str, ok: impl Fn(&Event) -> bool) {
+    let t0 = Instant::now();
+    loop {
+        let ev = events(trace);
+        if ev.iter().any(|e| ok(&e.event)) {
+            return;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "{what}: {ev:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The active `disk_error` alarm of `sensor` in `st`, if any.
 fn disk_alarm<'a>(st: &'a Value, sensor: &str) -> Option<&'a Value> {
     st["alarms"]
@@ -170,6 +183,14 @@ fn an_fsync_error_loses_nothing_acknowledged_and_alarms_within_a_second() {
     assert!(
         told.contains("Input/output error") && r.as_ref().is_some_and(|r| r["ok"] == false),
         "the driver must be told the fsync failed: {told}"
+    );
+    // ... and what survives: the count of the last good fsync, in which trace.
+    let r = r.unwrap();
+    assert_eq!(r["durable"], 10, "{r}");
+    assert_eq!(
+        r["trace"].as_str(),
+        trace.file_name().unwrap().to_str(),
+        "{r}"
     );
 
     // disk_error, naming the file and the error, within a second of the failure.
@@ -362,12 +383,10 @@ fn a_disk_shut_down_under_the_daemon_stops_loudly_and_recording_resumes_on_a_rem
     let st = d.wait_status("recording resumes", |st| st["recording"] == true);
     // (It may have the old trace's name: a new disk, a timestamp to the second.)
     let second = PathBuf::from(st["trace_dir"].as_str().unwrap());
-    let ev = events(&second);
-    assert!(
-        ev.iter().any(
-            |e| matches!(&e.event, Event::Start { reason, .. } if reason == "disk usable again")
-        ),
-        "{ev:?}"
+    wait_event(
+        &second,
+        "the new trace's start",
+        |e| matches!(e, Event::Start { reason, .. } if reason == "disk usable again"),
     );
     let (mut cam, r) = Conn::open(&d, &cam_hello());
     assert_eq!(r["ok"], true, "{r}");
@@ -451,4 +470,47 @@ fn a_full_ext4_stops_recording_keeps_every_durable_sample_and_resumes_when_space
     drop(cam);
     assert_eq!(d.stop().code(), Some(1), "{}", d.log());
     assert_eq!(cam_on_disk(&first), durable);
+}
+
+/// A `ResilientDriver` (the Rust and Python drivers, `replay`) rides out a failed fsync: it
+/// reconnects, is resumed at the durable count and resends from there, so the trace holds
+/// every sample once, in order, though the fsync that covered some of them failed.
+#[test]
+fn a_resilient_driver_resends_what_a_failed_fsync_lost() {
+    use roverlog_client::{ResilientDriver, ResilientOptions};
+    use roverlog_core::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
+    let d = start_under_fiu(json!({"fsync": "on_request", "receive_timestamps": false}));
+    let trace = d.trace_dir();
+    let meta = SensorMeta {
+        channels: vec![(
+            "x".into(),
+            ChannelMeta::new(ChannelFormat::Raw, DType::U1, vec![X], ""),
+        )],
+    };
+    let opts = ResilientOptions {
+        max_bytes: 64 << 10,
+        ..Default::default()
+    };
+    let mut drv = ResilientDriver::connect(&d.ingest_path(), "cam", meta, false, &opts).unwrap();
+    let n = 300u64;
+    for i in 0..n {
+        if i == 100 {
+            assert_eq!(drv.sync().unwrap(), 100);
+        }
+        if i == 200 {
+            fiu_ctrl(
+                d.child.as_ref().unwrap().id(),
+                "enable name=posix/io/sync/fdatasync,failinfo=5,onetime",
+            );
+        }
+        drv.send(i as f64, None, &[&sample(1, i, X)]).unwrap();
+    }
+    assert_eq!(drv.sync().unwrap(), n, "{}", d.log());
+    assert_eq!(cam_on_disk(&trace), n);
+    // The alarm is raised though the fault was over at once (the driver reconnected).
+    wait_event(
+        &trace,
+        "disk_error",
+        |e| matches!(e, Event::Alarm { alarm, .. } if alarm == "disk_error"),
+    );
 }

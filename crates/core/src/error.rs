@@ -328,6 +328,19 @@ pub enum Error {
         msg: String,
     },
 
+    /// The sensor's files failed on the daemon's disk (a write or fsync error; docs/protocol.md
+    /// 6.2) and the daemon closed the connection: the first `durable` samples of `trace` are
+    /// on stable storage and it holds no more of them. A driver reconnects and resends from
+    /// there (the hello's `samples`). `msg` is the daemon's.
+    #[error("protocol error: {} sensor {sensor:?}: {msg} ({durable} samples of trace {trace:?} are durable; the ones sent after them were not kept)", socket.display())]
+    SensorFailed {
+        socket: PathBuf,
+        sensor: String,
+        msg: String,
+        durable: u64,
+        trace: String,
+    },
+
     /// A reply line a driver cannot use (not JSON, or without the field it answers with).
     #[error("protocol error: {} sensor {sensor:?}: {msg}", socket.display())]
     BadReply {

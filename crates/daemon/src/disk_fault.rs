@@ -120,32 +120,66 @@ pub fn file_of(e: &roverlog_core::Error) -> Option<PathBuf> {
     }
 }
 
+/// A fault as [`Faults`] keeps it.
+struct Entry {
+    fault: Fault,
+    /// The sensor's files opened again since.
+    over: bool,
+    /// The health task has seen it (so its alarm was raised).
+    alarmed: bool,
+}
+
 /// The faults active now, one per sensor (the latest), shared by the writers (which raise and
-/// clear them), the health task (which alarms on them) and `status`.
+/// clear them), the health task (which alarms on them) and `status`. A fault that is over
+/// before the health task saw it (a driver that reconnected at once) is still alarmed once.
 #[derive(Clone, Default)]
 pub struct Faults {
-    active: Arc<Mutex<Vec<Fault>>>,
+    active: Arc<Mutex<Vec<Entry>>>,
     /// Whether any fault was met since the daemon started (its exit code).
     seen: Arc<AtomicBool>,
 }
 
 impl Faults {
     /// Registers `f`, replacing an earlier fault of its sensor.
-    pub fn raise(&self, f: Fault) {
+    pub fn raise(&self, fault: Fault) {
         self.seen.store(true, Relaxed);
         let mut a = self.active.lock_or_recover();
-        a.retain(|g| g.sensor != f.sensor);
-        a.push(f);
+        a.retain(|e| e.fault.sensor != fault.sensor);
+        a.push(Entry {
+            fault,
+            over: false,
+            alarmed: false,
+        });
     }
 
     /// The sensor's files are open again: its fault is over.
     pub fn clear(&self, sensor: &str) {
-        self.active.lock_or_recover().retain(|g| g.sensor != sensor);
+        let mut a = self.active.lock_or_recover();
+        for e in a.iter_mut().filter(|e| e.fault.sensor == sensor) {
+            e.over = true;
+        }
+        a.retain(|e| !(e.over && e.alarmed));
     }
 
-    /// Every active fault, oldest first.
+    /// Every fault not over, oldest first.
     pub fn all(&self) -> Vec<Fault> {
-        self.active.lock_or_recover().clone()
+        let a = self.active.lock_or_recover();
+        a.iter()
+            .filter(|e| !e.over)
+            .map(|e| e.fault.clone())
+            .collect()
+    }
+
+    /// What the health task alarms on: every fault not over, and those over that it has not
+    /// seen yet (given once, then forgotten).
+    pub fn for_alarms(&self) -> Vec<Fault> {
+        let mut a = self.active.lock_or_recover();
+        let out = a.iter().map(|e| e.fault.clone()).collect();
+        for e in a.iter_mut() {
+            e.alarmed = true;
+        }
+        a.retain(|e| !e.over);
+        out
     }
 
     /// Whether any fault was met since the daemon started.
@@ -236,9 +270,18 @@ mod tests {
         let all = faults.all();
         assert_eq!(all.len(), 2);
         assert!(all[0].is_full() && all[0].sensor == "a");
+        assert_eq!(faults.for_alarms().len(), 2);
         faults.clear("a");
+        assert_eq!(faults.all().len(), 1);
+        assert_eq!(faults.for_alarms().len(), 1, "seen: forgotten when over");
+        // Over before the health task saw it: still given to it once.
+        faults.raise(Fault::new("c", "fsync", &io(libc::EIO), 4, Path::new("/t")));
+        faults.clear("c");
         faults.clear("b");
         assert!(faults.all().is_empty());
+        let alarmed: Vec<String> = faults.for_alarms().into_iter().map(|f| f.sensor).collect();
+        assert_eq!(alarmed, ["c"]);
+        assert!(faults.for_alarms().is_empty());
         assert!(faults.seen());
     }
 

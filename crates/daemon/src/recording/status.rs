@@ -96,7 +96,7 @@ impl Recorder {
             now_ms: self.epoch.elapsed().as_millis() as u64,
             slots: st.slots.values().cloned().collect(),
             free_bytes: st.disk_free,
-            faults: self.settings.faults.all(),
+            faults: self.settings.faults.for_alarms(),
         }
     }
 
