@@ -306,6 +306,7 @@ fn a_disk_shut_down_under_the_daemon_stops_loudly_and_recording_resumes_on_a_rem
         "min_free_bytes": 0,
         "resume_free_bytes": 0,
         "disk_check_interval_ms": 100,
+        "sensors": {"gps": {"expected_hz": 5.0}},
     }));
     let first = d.trace_dir();
     let (mut cam, r) = Conn::open(&d, &cam_hello());
@@ -366,6 +367,25 @@ fn a_disk_shut_down_under_the_daemon_stops_loudly_and_recording_resumes_on_a_rem
     // Its failure stays shown (the alarm and `disk.errors`) though the sensor reconnected.
     let st = d.status();
     assert!(disk_alarm(&st, "imu").is_some(), "{st}");
+    // `ctl status` text says it all: the disk errors, the absent sensor, the discarded frames.
+    let out = Command::new(env!("CARGO_BIN_EXE_roverlog"))
+        .args(["ctl", "--socket"])
+        .arg(d.control_path())
+        .arg("status")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "ALARM DISK_ERROR cam",
+        "not recording",
+        "stopped: disk error",
+        "DISK ERROR cam: fsync of ",
+        "DISK ERROR imu: finish of ",
+        "absent: gps, expected at 5 Hz",
+        "5 frames discarded while not recording",
+    ] {
+        assert!(text.contains(want), "{want:?} not in:\n{text}");
+    }
 
     // A filesystem on the same path again (the disk replaced): recording resumes by itself.
     let mount_point = mnt.unmount();
