@@ -37,7 +37,7 @@ pub fn is_daemon_gone(e: &Error) -> bool {
         Error::Io { .. }
             | Error::DaemonClosed { .. }
             | Error::SensorBusy { .. }
-            | Error::SensorFailed { .. }
+            | Error::SensorFailed(_)
     )
 }
 
@@ -452,13 +452,15 @@ impl Driver {
             if let (Some(durable), Some(trace)) =
                 (reply["durable"].as_u64(), reply["trace"].as_str())
             {
-                return Err(Error::SensorFailed {
-                    socket: self.socket.clone(),
-                    sensor: self.sensor.clone(),
-                    msg,
-                    durable,
-                    trace: trace.to_string(),
-                });
+                return Err(Error::SensorFailed(Box::new(
+                    roverlog_core::error::SensorFailed {
+                        socket: self.socket.clone(),
+                        sensor: self.sensor.clone(),
+                        msg,
+                        durable,
+                        trace: trace.to_string(),
+                    },
+                )));
             }
             Err(Error::Refused {
                 socket: self.socket.clone(),

@@ -332,14 +332,8 @@ pub enum Error {
     /// 6.2) and the daemon closed the connection: the first `durable` samples of `trace` are
     /// on stable storage and it holds no more of them. A driver reconnects and resends from
     /// there (the hello's `samples`). `msg` is the daemon's.
-    #[error("protocol error: {} sensor {sensor:?}: {msg} ({durable} samples of trace {trace:?} are durable; the ones sent after them were not kept)", socket.display())]
-    SensorFailed {
-        socket: PathBuf,
-        sensor: String,
-        msg: String,
-        durable: u64,
-        trace: String,
-    },
+    #[error("{0}")]
+    SensorFailed(Box<SensorFailed>),
 
     /// A reply line a driver cannot use (not JSON, or without the field it answers with).
     #[error("protocol error: {} sensor {sensor:?}: {msg}", socket.display())]
@@ -531,6 +525,19 @@ impl std::fmt::Display for SelectionProblem {
 fn join(problems: &[AviProblem]) -> String {
     let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
     lines.join("; ")
+}
+
+/// What [`Error::SensorFailed`] holds (boxed: the error stays small).
+#[derive(Debug, thiserror::Error)]
+#[error("protocol error: {} sensor {sensor:?}: {msg} ({durable} samples of trace {trace:?} are durable; the ones sent after them were not kept)", socket.display())]
+pub struct SensorFailed {
+    pub socket: PathBuf,
+    pub sensor: String,
+    /// The daemon's error text.
+    pub msg: String,
+    /// The sensor's samples of `trace` on stable storage; the trace holds no more of them.
+    pub durable: u64,
+    pub trace: String,
 }
 
 impl Error {
