@@ -400,6 +400,12 @@ fn a_disk_shut_down_under_the_daemon_stops_loudly_and_recording_resumes_on_a_rem
         assert!(out.status.success());
         Mounted::loop_at(&new, mount_point)
     };
+    // Until the data root is there, nothing is recorded onto the bare mount point (the root
+    // filesystem) or the fresh disk.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(d.status()["recording"], false);
+    assert!(!root.exists());
+    std::fs::create_dir(&root).unwrap();
     let st = d.wait_status("recording resumes", |st| st["recording"] == true);
     // (It may have the old trace's name: a new disk, a timestamp to the second.)
     let second = PathBuf::from(st["trace_dir"].as_str().unwrap());

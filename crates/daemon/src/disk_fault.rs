@@ -203,7 +203,9 @@ pub const PROBE_FILE: &str = ".roverlog-probe";
 
 /// Whether `dir` takes a write now: creates `dir/.roverlog-probe`, writes a block, fsyncs it
 /// and removes it. A shut-down or vanished filesystem fails at once (EIO, ENODEV, EROFS), it
-/// does not hang; the caller runs it on a blocking thread anyway.
+/// does not hang; the caller runs it on a blocking thread anyway. A missing `dir` fails: it
+/// is never created here, since a data root that vanished is most often a disk no longer
+/// mounted, and recording onto the bare mount point would fill the root filesystem.
 pub fn probe(dir: &Path) -> Result<(), ProbeError> {
     use std::io::Write;
     let path = dir.join(PROBE_FILE);
@@ -220,17 +222,6 @@ pub fn probe(dir: &Path) -> Result<(), ProbeError> {
     drop(f);
     let removed = std::fs::remove_file(&path).map_err(|e| err("remove", e));
     r.and(removed)
-}
-
-/// [`probe`] of the data root, created first when missing (as a `start` would): a disk
-/// mounted again on its path may be a fresh one.
-pub fn probe_data_root(root: &Path) -> Result<(), ProbeError> {
-    std::fs::create_dir_all(root).map_err(|error| ProbeError {
-        dir: root.to_path_buf(),
-        step: "create",
-        error,
-    })?;
-    probe(root)
 }
 
 #[cfg(test)]
@@ -294,7 +285,6 @@ mod tests {
         let e = probe(&gone).unwrap_err();
         assert_eq!(e.step, "create");
         assert!(e.to_string().contains("gone"), "{e}");
-        probe_data_root(&gone.join("data")).unwrap();
-        assert!(gone.join("data").is_dir());
+        assert!(!gone.exists(), "never created");
     }
 }

@@ -300,7 +300,7 @@ impl Daemon {
                         }
                     } else if rec.awaits_disk()
                         && free.is_none_or(|f| f >= cfg.recording.resume_free_bytes)
-                        && probe_disk(&cfg.recording.data_root, disk_fault::probe_data_root).await.is_ok()
+                        && probe_disk(&cfg.recording.data_root, disk_fault::probe).await.is_ok()
                     {
                         let r = rec.clone();
                         let label = cfg.recording.label.clone();
