@@ -4,6 +4,8 @@
 //! disk pulled out). Each asserts what the driver was told, what `status`
 //! and `events.jsonl` say, and what a reader finds on disk afterwards.
 //!
+//! A slow disk is `disk_slow.rs`.
+//!
 //! They need root (mount, loop devices) and `fiu-run` (Debian `fiu-utils`, installed by
 //! `scripts/test`); they fail naming what is missing, never skip.
 
@@ -31,20 +33,20 @@ fn cam_frames(from: u64, n: u64) -> Vec<u8> {
         .collect()
 }
 
-fn imu_frames(from: u64, n: u64) -> Vec<u8> {
+pub(crate) fn imu_frames(from: u64, n: u64) -> Vec<u8> {
     (from..from + n)
         .flat_map(|i| frame(i as f64, None, &[(&sample(3, i, 16), false)]))
         .collect()
 }
 
 /// A driver whose I/O errors are results: the daemon closes a failed sensor's connection.
-struct Conn {
-    stream: UnixStream,
+pub(crate) struct Conn {
+    pub(crate) stream: UnixStream,
     reader: BufReader<UnixStream>,
 }
 
 impl Conn {
-    fn open(d: &TestDaemon, hello: &Value) -> (Conn, Value) {
+    pub(crate) fn open(d: &TestDaemon, hello: &Value) -> (Conn, Value) {
         let t0 = Instant::now();
         loop {
             let stream = UnixStream::connect(d.ingest_path()).unwrap();
@@ -79,7 +81,7 @@ impl Conn {
     }
 
     /// Sends `frames` and a durability request: the reply, or `None` when the daemon closed.
-    fn send_and_sync(&mut self, frames: &[u8]) -> Option<Value> {
+    pub(crate) fn send_and_sync(&mut self, frames: &[u8]) -> Option<Value> {
         self.stream.write_all(frames).ok()?;
         self.stream.write_all(&0u32.to_le_bytes()).ok()?;
         self.reply()
@@ -271,6 +273,20 @@ fn an_fsync_error_loses_nothing_acknowledged_and_alarms_within_a_second() {
     assert!(d.log().contains("the data disk failed"), "{}", d.log());
 }
 
+/// `roverlog ctl status` (text) holds every line of `wants`.
+fn assert_ctl_status_says(d: &TestDaemon, wants: &[&str]) {
+    let out = Command::new(env!("CARGO_BIN_EXE_roverlog"))
+        .args(["ctl", "--socket"])
+        .arg(d.control_path())
+        .arg("status")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in wants {
+        assert!(text.contains(want), "{want:?} not in:\n{text}");
+    }
+}
+
 /// `EXT4_IOC_SHUTDOWN` (`_IOR('X', 125, __u32)`, the same number as XFS_IOC_GOINGDOWN) with
 /// `EXT4_GOING_FLAGS_NOLOGFLUSH`: the filesystem refuses every I/O from now on, as when its
 /// USB disk is pulled out.
@@ -337,6 +353,16 @@ fn a_disk_shut_down_under_the_daemon_stops_loudly_and_recording_resumes_on_a_rem
         "{:?} to stop and alarm",
         t0.elapsed()
     );
+    // `start` on the dead disk is refused and says why; it does not end the wait for a
+    // usable disk (recording resumes by itself below).
+    let r = d.ctl(json!({"cmd": "start"}));
+    assert_eq!(r["ok"], false, "{r}");
+    assert!(
+        r["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("Input/output error")),
+        "{r}"
+    );
     // The dashboard answers and shows it too.
     let (code, body) = http::get_json(&format!("{url}/api/status"), Some(http::TOKEN));
     assert_eq!(code, 200, "{body}");
@@ -368,38 +394,21 @@ fn a_disk_shut_down_under_the_daemon_stops_loudly_and_recording_resumes_on_a_rem
     let st = d.status();
     assert!(disk_alarm(&st, "imu").is_some(), "{st}");
     // `ctl status` text says it all: the disk errors, the absent sensor, the discarded frames.
-    let out = Command::new(env!("CARGO_BIN_EXE_roverlog"))
-        .args(["ctl", "--socket"])
-        .arg(d.control_path())
-        .arg("status")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    for want in [
-        "ALARM DISK_ERROR cam",
-        "not recording",
-        "stopped: disk error",
-        "DISK ERROR cam: fsync of ",
-        "DISK ERROR imu: finish of ",
-        "absent: gps, expected at 5 Hz",
-        "5 frames discarded while not recording",
-    ] {
-        assert!(text.contains(want), "{want:?} not in:\n{text}");
-    }
+    assert_ctl_status_says(
+        &d,
+        &[
+            "ALARM DISK_ERROR cam",
+            "not recording",
+            "stopped: disk error",
+            "DISK ERROR cam: fsync of ",
+            "DISK ERROR imu: finish of ",
+            "absent: gps, expected at 5 Hz",
+            "5 frames discarded while not recording",
+        ],
+    );
 
     // A filesystem on the same path again (the disk replaced): recording resumes by itself.
-    let mount_point = mnt.unmount();
-    let mnt = {
-        let f = std::fs::File::create(&new).unwrap();
-        f.set_len(32 << 20).unwrap();
-        let out = Command::new("mkfs.ext4")
-            .args(["-q", "-F", "-m", "0"])
-            .arg(&new)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        Mounted::loop_at(&new, mount_point)
-    };
+    let mnt = Mounted::ext4_loop_at(&new, 32, mnt.unmount());
     // Until the data root is there, nothing is recorded onto the bare mount point (the root
     // filesystem) or the fresh disk.
     std::thread::sleep(Duration::from_millis(500));
@@ -538,152 +547,5 @@ fn a_resilient_driver_resends_what_a_failed_fsync_lost() {
         &trace,
         "disk_error",
         |e| matches!(e, Event::Alarm { alarm, .. } if alarm == "disk_error"),
-    );
-}
-
-/// A blkio cgroup (cgroup v1, `blkio.throttle.write_bps_device`) that throttles writes to
-/// one block device; its members' fsync and `sync_file_range` writeback goes at that rate.
-/// Removed (its members moved back to the root) on drop.
-struct Throttle {
-    dir: PathBuf,
-}
-
-impl Throttle {
-    /// Puts `pid` in a new cgroup throttled to `bps` bytes/s on the device holding `fs`.
-    fn new(pid: u32, fs: &Path, bps: u64) -> Throttle {
-        let root = Path::new("/sys/fs/cgroup/blkio");
-        assert!(
-            root.join("blkio.throttle.write_bps_device").exists(),
-            "this test throttles a loop device with cgroup v1 blkio, which this machine lacks \
-             ({} is missing)",
-            root.display()
-        );
-        let out = Command::new("findmnt")
-            .args(["-n", "-o", "MAJ:MIN", "--target"])
-            .arg(fs)
-            .output()
-            .expect("findmnt (util-linux)");
-        let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        assert!(!dev.is_empty(), "no device for {}", fs.display());
-        let dir = root.join(format!("roverlog-test-{pid}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let t = Throttle { dir };
-        std::fs::write(
-            t.dir.join("blkio.throttle.write_bps_device"),
-            format!("{dev} {bps}"),
-        )
-        .unwrap();
-        // Every thread of the daemon (cgroup.procs moves the whole process).
-        std::fs::write(t.dir.join("cgroup.procs"), pid.to_string()).unwrap();
-        t
-    }
-}
-
-impl Drop for Throttle {
-    fn drop(&mut self) {
-        let root = Path::new("/sys/fs/cgroup/blkio/cgroup.procs");
-        if let Ok(procs) = std::fs::read_to_string(self.dir.join("cgroup.procs")) {
-            for p in procs.lines() {
-                let _ = std::fs::write(root, p);
-            }
-        }
-        let _ = std::fs::remove_dir(&self.dir);
-    }
-}
-
-/// The daemon's peak resident memory (`VmHWM`), bytes.
-fn peak_rss(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = s
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kb << 10
-}
-
-/// A slow disk: writes throttled to 1 MiB/s while `cam` sends 5 MiB/s with `queue_policy`
-/// `drop`. Memory stays bounded (peak RSS under 256 MiB), every frame is either in the trace
-/// or counted as dropped (exactly), and `imu`, which keeps sending, raises no `silent`.
-#[test]
-fn a_slow_disk_drops_exactly_what_the_queue_policy_says_in_bounded_memory() {
-    let images = tempfile::tempdir().unwrap();
-    let mnt = Mounted::ext4_loop(&images.path().join("slow.img"), 128);
-    let mut d = TestDaemon::start(json!({
-        "data_root": mnt.path().join("data"),
-        "queue_policy": "drop",
-        "queue_bytes": 4 << 20,
-        "max_frame_bytes": 1 << 20,
-        "fsync_interval_ms": 200,
-        "sensors": {"imu": {"expected_hz": 100.0}},
-    }));
-    let pid = d.child.as_ref().unwrap().id();
-    let _throttle = Throttle::new(pid, mnt.path(), 1 << 20);
-    let trace = d.trace_dir();
-    const BIG: usize = 64 << 10;
-    let (mut cam, r) = Conn::open(&d, &raw_hello("cam", BIG));
-    assert_eq!(r["ok"], true, "{r}");
-    let (mut imu, r) = Conn::open(&d, &raw_hello("imu", 16));
-    assert_eq!(r["ok"], true, "{r}");
-    // 4 s: cam 80 frames/s of 64 KiB (5 MiB/s), imu 100 frames/s, in 10 ms steps.
-    let t0 = Instant::now();
-    let (mut sent, mut imu_sent) = (0u64, 0u64);
-    for step in 0..400u64 {
-        let due = t0 + Duration::from_millis(step * 10);
-        if let Some(w) = due.checked_duration_since(Instant::now()) {
-            std::thread::sleep(w);
-        }
-        let frames = (step + 1) * 8 / 10 - sent;
-        for i in sent..sent + frames {
-            cam.stream
-                .write_all(&frame(i as f64, None, &[(&sample(1, i, BIG), false)]))
-                .unwrap();
-        }
-        sent += frames;
-        imu.stream.write_all(&imu_frames(imu_sent, 1)).unwrap();
-        imu_sent += 1;
-    }
-    let elapsed = t0.elapsed();
-    let sending_ended = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64();
-    // Everything the writer took is made durable (slowly): the count is exact.
-    let r = cam.send_and_sync(&[]).unwrap();
-    let durable = r["durable"].as_u64().unwrap();
-    let r = imu.send_and_sync(&[]).unwrap();
-    assert_eq!(r["durable"], imu_sent, "{r}");
-    let st = d.status();
-    let drops = st["sensors"]["cam"]["drops"].as_u64().unwrap();
-    assert!(
-        drops > 0,
-        "a 1 MiB/s disk kept up with 5 MiB/s in {elapsed:?}: {st}"
-    );
-    assert_eq!(durable + drops, sent, "{st}");
-    let rss = peak_rss(pid);
-    assert!(rss < 256 << 20, "peak RSS {} MiB", rss >> 20);
-    drop((cam, imu));
-    assert!(d.stop().success(), "{}", d.log());
-    let (ts, _) = read_sensor(&trace, "cam", "x");
-    assert_eq!(ts.len() as u64, durable);
-    let ev = events(&trace);
-    let dropped: u64 = ev
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::Drop { sensor, count, .. } if sensor == "cam" => Some(*count),
-            _ => None,
-        })
-        .sum();
-    assert_eq!(dropped, drops, "the drop events count every dropped frame");
-    // (imu is silent, truly, while the test waits for cam's last fsync.)
-    assert!(
-        !ev.iter()
-            .any(|e| matches!(&e.event, Event::Alarm { alarm, start, .. }
-            if alarm == "silent" && *start < sending_ended)),
-        "a sensor that kept sending was called silent: {ev:?}"
-    );
-    eprintln!(
-        "slow disk: {sent} frames sent in {elapsed:?}, {durable} written, {drops} dropped, peak RSS {} MiB",
-        rss >> 20
     );
 }

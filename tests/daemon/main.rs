@@ -20,6 +20,7 @@ mod control_roles;
 mod crash;
 mod disk;
 mod disk_fault;
+mod disk_slow;
 mod example_driver;
 mod final_ack;
 mod foxglove;

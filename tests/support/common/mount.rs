@@ -42,7 +42,12 @@ impl Mounted {
     /// temp directory: a real block filesystem, for a real ENOSPC and the ext4 shutdown
     /// ioctl. The loop device goes with the last unmount (`mount -o loop` sets autoclear).
     pub fn ext4_loop(image: &Path, mib: u64) -> Mounted {
-        let dir = tempfile::tempdir().unwrap();
+        Mounted::ext4_loop_at(image, mib, tempfile::tempdir().unwrap())
+    }
+
+    /// [`Mounted::ext4_loop`] on the mount point `dir` (e.g. one [`Mounted::unmount`] gave
+    /// back: a fresh disk where the old one was).
+    pub fn ext4_loop_at(image: &Path, mib: u64, dir: tempfile::TempDir) -> Mounted {
         let f = std::fs::File::create(image).unwrap();
         f.set_len(mib << 20).unwrap();
         drop(f);
