@@ -74,14 +74,12 @@ pub(super) fn run(args: &Args) -> Result<bool> {
             );
         }
     }
-    let report = work.join("faults.json");
-    std::fs::write(
-        &report,
-        serde_json::to_vec_pretty(&json!({"faults": rows}))?,
-    )?;
-    progress(&format!("figures in {}", report.display()));
+    println!("{}", json!({"faults": rows}));
     if ok && !args.keep {
         let _ = std::fs::remove_dir_all(&work);
+    } else {
+        // The daemons' logs and the disk images, for a look at what went wrong.
+        progress(&format!("kept {}", work.display()));
     }
     Ok(ok)
 }
