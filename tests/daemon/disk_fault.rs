@@ -549,3 +549,53 @@ fn a_resilient_driver_resends_what_a_failed_fsync_lost() {
         |e| matches!(e, Event::Alarm { alarm, .. } if alarm == "disk_error"),
     );
 }
+
+/// The live Foxglove feed gets `disk_error` as a `foxglove.Log` at `ERROR` on
+/// `/roverlog/events`, naming the file and the error, like every other alarm surface.
+#[test]
+fn a_failed_fsync_reaches_the_foxglove_feed_as_an_error_log() {
+    use crate::foxglove::{advertised, connect};
+    use crate::foxglove_log::{logs, read_until, ERROR};
+    let d = start_under_fiu(json!({"fsync": "on_request", "foxglove_listen": "127.0.0.1:0"}));
+    let url = d.wait_status("status has foxglove.url", |st| {
+        st["foxglove"]["url"].is_string()
+    })["foxglove"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (mut cam, r) = Conn::open(&d, &cam_hello());
+    assert_eq!(r["ok"], true, "{r}");
+    let mut ws = connect(&url);
+    let chans = advertised(&mut ws, &["/roverlog/events"]);
+    // (Subscription 2: what `logs` reads.)
+    let sub = json!({"op": "subscribe", "subscriptions": [
+        {"id": 2, "channelId": chans["/roverlog/events"]["id"]}]});
+    ws.send(tungstenite::Message::text(sub.to_string()))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let is_disk_error = |l: &foxglove::messages::Log| l.message.contains("alarm disk_error raised");
+    let reader = std::thread::spawn(move || {
+        read_until(&mut ws, |got| {
+            logs(got).iter().any(|(_, l)| is_disk_error(l))
+        })
+    });
+
+    let r = cam.send_and_sync(&cam_frames(0, 10)).unwrap();
+    assert_eq!(r["durable"], 10, "{r}");
+    fiu_ctrl(
+        d.child.as_ref().unwrap().id(),
+        "enable name=posix/io/sync/fdatasync,failinfo=5,onetime",
+    );
+    let r = cam.send_and_sync(&cam_frames(10, 10)).unwrap();
+    assert_eq!(r["ok"], false, "{r}");
+    let got = reader.join().unwrap();
+    let (_, log) = logs(&got)
+        .into_iter()
+        .find(|(_, l)| is_disk_error(l))
+        .unwrap();
+    assert_eq!(log.level, ERROR, "{log:?}");
+    assert!(
+        log.message.contains("cam/x") && log.message.contains("Input/output error"),
+        "{log:?}"
+    );
+}
