@@ -25,6 +25,7 @@ use roverlog_daemon::Config;
 mod child;
 mod dashboard;
 mod disk;
+mod faults;
 mod foxglove;
 mod full_size;
 mod hour_trace;
@@ -95,6 +96,10 @@ const PER_WRITE: usize = 256;
 /// its last line: x real time, daemon CPU s per rig s, the writers' figures, drops, peak RSS.
 /// The daemon's resident memory is sampled throughout and compared with its configured
 /// budgets.
+/// faults (run alone, as root: `--only faults`): a failing disk against a real daemon, each
+/// scenario --rounds times: an fdatasync failing with EIO (libfiu), ENOSPC on a loop-mounted
+/// ext4, the ext4 shutdown ioctl; samples acknowledged durable but lost (must be 0), the
+/// disk_error alarm's delay, peak RSS (docs/disk-failure.md).
 /// rosbag (run alone: `--only rosbag`): `roverlog rosbag` on a trace of --lidar-frames
 /// 128x2048 lidar frames and a 100 Hz IMU against upstream's `roverd rosbag` in
 /// --upstream-python, rounds alternating; CPU and wall of each, and the ratios.
@@ -445,6 +450,12 @@ fn run(args: Args) -> Result<bool> {
             let _ = std::fs::remove_dir_all(&work);
         }
         return Ok(ok);
+    }
+    if args.only.iter().any(|s| s == "faults") {
+        if args.only.len() > 1 {
+            bail!("--only faults runs alone (it mounts its own disks)");
+        }
+        return faults::run(&args);
     }
     if args.only.iter().any(|s| s == "rosbag") {
         if args.only.len() > 1 {

@@ -216,6 +216,29 @@ fn print_status(r: &Value) {
             if d["low"] == true { "  LOW" } else { "" }
         );
     }
+    // A failed write or fsync (docs/disk-failure.md): which file, which error, what is kept.
+    for e in d["errors"].as_array().into_iter().flatten() {
+        println!(
+            "DISK ERROR {}: {} of {}: {} ({} samples durable)",
+            e["sensor"].as_str().unwrap_or("?"),
+            e["what"].as_str().unwrap_or("?"),
+            e["file"].as_str().unwrap_or("?"),
+            e["error"].as_str().unwrap_or("?"),
+            e["durable"]
+        );
+    }
+    // Sensors the config expects that are not there: absent, not left out.
+    for (name, a) in r["absent_sensors"].as_object().into_iter().flatten() {
+        let hz = a["expected_hz"]
+            .as_f64()
+            .map_or(String::new(), |hz| format!(", expected at {hz} Hz"));
+        let required = if a["required"] == true {
+            " (required)"
+        } else {
+            ""
+        };
+        println!("absent: {name}{required}{hz}");
+    }
     let Some(sensors) = r["sensors"].as_object() else {
         return;
     };
@@ -252,6 +275,9 @@ fn print_status(r: &Value) {
         );
         if let Some(f) = s["failed"].as_str() {
             println!("  FAILED: {f}");
+        }
+        if let Some(n) = s["discarded"].as_u64().filter(|&n| n > 0) {
+            println!("  {n} frames discarded while not recording");
         }
         if let Some(n) = s["lzmaf_stored"].as_u64().filter(|&n| n > 0) {
             println!(

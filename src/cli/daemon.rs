@@ -12,7 +12,8 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 /// With no arguments it records into ./data with sockets in ./run (see config/README.md).
 ///
 /// Exit codes: 0 stopped cleanly (SIGTERM/SIGINT: queues drained, files fsynced);
-/// 1 runtime failure (shutdown deadline exceeded, I/O error at start);
+/// 1 runtime failure (shutdown deadline exceeded, I/O error at start, a write or fsync of
+/// the data failed during the run: the stop drained, but it was not clean);
 /// 2 bad usage or invalid config; 3 the sockets or data_root are in use by another running
 /// daemon.
 #[derive(clap::Args)]

@@ -569,7 +569,7 @@ fn the_status_reply_keeps_its_keys_and_their_order() {
     );
     assert_eq!(
         keys(&st["disk"]),
-        ["data_root", "free_bytes", "min_free_bytes", "low"]
+        ["data_root", "free_bytes", "min_free_bytes", "low", "errors"]
     );
     assert_eq!(
         keys(&st["sensors"]["s"]),

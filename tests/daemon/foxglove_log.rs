@@ -33,7 +33,7 @@ fn fix_frame(i: u64) -> Vec<u8> {
 }
 
 /// Reads `messageData` frames until `done` holds for what was read, or 30 s.
-fn read_until(
+pub(crate) fn read_until(
     ws: &mut Ws,
     done: impl Fn(&[(u32, u64, Vec<u8>)]) -> bool,
 ) -> Vec<(u32, u64, Vec<u8>)> {
@@ -61,7 +61,7 @@ fn read_until(
     got
 }
 
-fn logs(got: &[(u32, u64, Vec<u8>)]) -> Vec<(u64, Log)> {
+pub(crate) fn logs(got: &[(u32, u64, Vec<u8>)]) -> Vec<(u64, Log)> {
     got.iter()
         .filter(|m| m.0 == 2)
         .map(|(_, t, b)| (*t, Log::decode(b.as_slice()).expect("a foxglove.Log")))
@@ -69,7 +69,7 @@ fn logs(got: &[(u32, u64, Vec<u8>)]) -> Vec<(u64, Log)> {
 }
 
 const INFO: i32 = 2;
-const ERROR: i32 = 4;
+pub(crate) const ERROR: i32 = 4;
 
 #[test]
 fn alarms_and_marks_arrive_as_logs_with_levels_and_a_mapped_gps_as_location_fixes() {

@@ -19,6 +19,8 @@ mod control;
 mod control_roles;
 mod crash;
 mod disk;
+mod disk_fault;
+mod disk_slow;
 mod example_driver;
 mod final_ack;
 mod foxglove;

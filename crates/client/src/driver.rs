@@ -28,12 +28,16 @@ use roverlog_core::format::SensorMeta;
 const MAX_REPLY: u64 = 64 * 1024;
 
 /// Whether `e` means the daemon went away or is not there (yet): stopped, restarting, socket
-/// missing, or an older connection of the sensor not yet noticed closed. A driver reconnects
-/// with back-off after such errors; other errors are refusals.
+/// missing, an older connection of the sensor not yet noticed closed, or the sensor's files
+/// failed on the daemon's disk (it resumes the sensor at its durable count). A driver
+/// reconnects with back-off after such errors; other errors are refusals.
 pub fn is_daemon_gone(e: &Error) -> bool {
     matches!(
         e,
-        Error::Io { .. } | Error::DaemonClosed { .. } | Error::SensorBusy { .. }
+        Error::Io { .. }
+            | Error::DaemonClosed { .. }
+            | Error::SensorBusy { .. }
+            | Error::SensorFailed(_)
     )
 }
 
@@ -444,6 +448,20 @@ impl Driver {
                 .as_str()
                 .map(str::to_string)
                 .unwrap_or_else(|| reply.to_string());
+            // A failed disk (protocol.md 6.2): the line says what is durable.
+            if let (Some(durable), Some(trace)) =
+                (reply["durable"].as_u64(), reply["trace"].as_str())
+            {
+                return Err(Error::SensorFailed(Box::new(
+                    roverlog_core::error::SensorFailed {
+                        socket: self.socket.clone(),
+                        sensor: self.sensor.clone(),
+                        msg,
+                        durable,
+                        trace: trace.to_string(),
+                    },
+                )));
+            }
             Err(Error::Refused {
                 socket: self.socket.clone(),
                 sensor: self.sensor.clone(),

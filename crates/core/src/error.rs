@@ -290,6 +290,12 @@ pub enum Error {
     #[error("shutdown did not finish within shutdown_deadline_ms ({deadline_ms} ms); queued samples may be lost")]
     ShutdownDeadline { deadline_ms: u64 },
 
+    /// The daemon drained and stopped, but a write or fsync of its data failed during the run
+    /// (`what`: the first failure still unresolved, or a pointer to the log): not a clean
+    /// stop, so a service manager restarts it and the journal says why.
+    #[error("stopped, but the data disk failed during the run: {what}")]
+    DiskFailed { what: String },
+
     /// A thread or task of the daemon could not start, or ended abnormally.
     #[error("{what}: {msg}")]
     Task { what: &'static str, msg: String },
@@ -321,6 +327,13 @@ pub enum Error {
         sensor: String,
         msg: String,
     },
+
+    /// The sensor's files failed on the daemon's disk (a write or fsync error; docs/protocol.md
+    /// 6.2) and the daemon closed the connection: the first `durable` samples of `trace` are
+    /// on stable storage and it holds no more of them. A driver reconnects and resends from
+    /// there (the hello's `samples`). `msg` is the daemon's.
+    #[error("{0}")]
+    SensorFailed(Box<SensorFailed>),
 
     /// A reply line a driver cannot use (not JSON, or without the field it answers with).
     #[error("protocol error: {} sensor {sensor:?}: {msg}", socket.display())]
@@ -512,6 +525,19 @@ impl std::fmt::Display for SelectionProblem {
 fn join(problems: &[AviProblem]) -> String {
     let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
     lines.join("; ")
+}
+
+/// What [`Error::SensorFailed`] holds (boxed: the error stays small).
+#[derive(Debug, thiserror::Error)]
+#[error("protocol error: {} sensor {sensor:?}: {msg} ({durable} samples of trace {trace:?} are durable; the ones sent after them were not kept)", socket.display())]
+pub struct SensorFailed {
+    pub socket: PathBuf,
+    pub sensor: String,
+    /// The daemon's error text.
+    pub msg: String,
+    /// The sensor's samples of `trace` on stable storage; the trace holds no more of them.
+    pub durable: u64,
+    pub trace: String,
 }
 
 impl Error {

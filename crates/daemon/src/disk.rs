@@ -16,9 +16,3 @@ pub fn free_bytes(path: &Path) -> std::io::Result<u64> {
     }
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
-
-/// Whether an error means the disk is full (ENOSPC, EDQUOT).
-pub fn is_disk_full(e: &roverlog_core::Error) -> bool {
-    e.io_error()
-        .is_some_and(|io| matches!(io.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)))
-}

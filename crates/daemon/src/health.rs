@@ -119,6 +119,8 @@ pub struct Watch {
     pub slots: Vec<Arc<Slot>>,
     /// The last free-space reading of `data_root`.
     pub free_bytes: Option<u64>,
+    /// The failed writes and fsyncs not yet over: one `disk_error` each.
+    pub faults: Vec<crate::disk_fault::Fault>,
 }
 
 /// One condition found at a tick: (kind, sensor, details).
@@ -164,8 +166,16 @@ impl Health {
     }
 
     fn tick(&mut self, w: Watch) {
+        // `disk_error` stays raised while nothing records too (a failing disk stops the
+        // recording): the crew must learn it until the sensor records again.
+        let disk_errors: Vec<Found> = w
+            .faults
+            .iter()
+            .map(|f| ("disk_error".into(), f.sensor.clone(), f.details()))
+            .collect();
         let Some(events) = w.events else {
-            self.clear_all(None);
+            self.apply(None, disk_errors);
+            self.history.clear();
             self.recording_since = None;
             self.pending.clear();
             self.fading.clear();
@@ -317,6 +327,7 @@ impl Health {
                     "free_bytes": free, "min_free_bytes": min_free, "bytes_per_s": total_rate.round(), "seconds_left": left.round()})));
             }
         }
+        found.extend(disk_errors);
         let found = self.debounce(found, now);
         self.apply(Some(&events), found);
     }
@@ -410,13 +421,6 @@ impl Health {
             })
             .collect();
         self.alarms.set(list);
-    }
-
-    fn clear_all(&mut self, events: Option<&EventLog>) {
-        if !self.active.is_empty() {
-            self.apply(events, Vec::new());
-        }
-        self.history.clear();
     }
 
     /// Runs `alarm_command` with `alarm` on stdin, on a thread of its own: never waits.

@@ -91,7 +91,8 @@ pub async fn accept_loop(
             if let Err(e) = conn.run().await {
                 let msg = e.to_string();
                 tracing::info!("ingest connection closed: {msg}");
-                let _ = conn.stream.write_all(&error_line(&msg)).await;
+                let line = failed_disk_line(&conn.rec, &e).unwrap_or_else(|| error_line(&msg));
+                let _ = conn.stream.write_all(&line).await;
                 let _ = conn.stream.shutdown().await;
             }
             drop(permit);
@@ -129,6 +130,25 @@ fn peer_allowed(stream: &UnixStream, uids: &[u32], gids: &[u32]) -> Result<(), C
             gid: cred.gid(),
         })
     }
+}
+
+/// The error line of a sensor whose files failed on the disk (protocol.md 6.2): also the
+/// count its last good fsync made durable and the trace it counts in, where the daemon cut
+/// the sensor back to (`disk_fault`) and resumes it on a reconnect.
+fn failed_disk_line(rec: &Recorder, e: &ConnError) -> Option<Vec<u8>> {
+    let sensor = e.failed_sensor()?;
+    let fault = rec
+        .faults()
+        .all()
+        .into_iter()
+        .find(|f| f.sensor == sensor)?;
+    let trace = fault.trace.file_name()?.to_string_lossy().into_owned();
+    Some(line(json!({
+        "ok": false,
+        "error": e.to_string(),
+        "durable": fault.durable,
+        "trace": trace,
+    })))
 }
 
 /// Bytes queued in the socket's receive buffer, not yet read (`FIONREAD`).

@@ -30,6 +30,7 @@ pub mod config;
 pub mod control;
 pub mod dedup;
 pub mod disk;
+pub mod disk_fault;
 pub mod events;
 pub mod failure;
 pub mod foxglove_live;
@@ -257,18 +258,28 @@ impl Daemon {
                     }
                 },
                 Some(n) = notices.recv() => match n {
-                    WriterNotice::DiskFull { sensor, error, trace } => {
+                    WriterNotice::DiskError { fault, error } => {
                         // Several writers of one trace may report; a late report must not
                         // stop a trace started since.
-                        let why = format!("disk full (sensor {sensor}: {error})");
-                        if rec.current_dir().as_deref() == Some(trace.as_path()) {
-                            let r = rec.clone();
-                            let op = async move { r.stop_for(why).await };
-                            if !wd.serving(&rec, notify, &mut shutdown, op).await {
-                                break;
-                            }
+                        let trace = fault.trace.clone();
+                        if rec.current_dir().as_deref() != Some(trace.as_path()) {
+                            tracing::warn!("{fault} (trace {} already closed)", trace.display());
+                            continue;
+                        }
+                        let why = if fault.is_full() {
+                            Some(format!("disk full (sensor {}: {error})", fault.sensor))
                         } else {
-                            tracing::warn!("{why} (trace {} already closed)", trace.display());
+                            probe_disk(&trace, disk_fault::probe).await.err().map(|p| format!("disk error ({fault}; {p})"))
+                        };
+                        match why {
+                            Some(why) => {
+                                let r = rec.clone();
+                                let op = async move { r.stop_for(why).await };
+                                if !wd.serving(&rec, notify, &mut shutdown, op).await {
+                                    break;
+                                }
+                            }
+                            None => tracing::warn!("{fault}; {} still takes writes: the other sensors go on recording", trace.display()),
                         }
                     }
                 },
@@ -286,6 +297,21 @@ impl Daemon {
                             if !wd.serving(&rec, notify, &mut shutdown, op).await {
                                 break;
                             }
+                        }
+                    } else if rec.awaits_disk()
+                        && free.is_none_or(|f| f >= cfg.recording.resume_free_bytes)
+                        && probe_disk(&cfg.recording.data_root, disk_fault::probe).await.is_ok()
+                    {
+                        let r = rec.clone();
+                        let label = cfg.recording.label.clone();
+                        let op = async move {
+                            match r.start(label.as_deref(), "disk usable again").await {
+                                Ok(s) => tracing::warn!(trace = %s.trace, "the disk is usable again: recording"),
+                                Err(e) => tracing::warn!("the disk is usable again, but start failed: {e}"),
+                            }
+                        };
+                        if !wd.serving(&rec, notify, &mut shutdown, op).await {
+                            break;
                         }
                     }
                 }
@@ -327,6 +353,16 @@ impl Daemon {
             sockets::remove_if_ours(path, *ino);
         }
         match drained {
+            Ok(()) if rec.faults().seen() => {
+                let faults = rec.faults().all();
+                tracing::error!("stopped after disk errors: {faults:?}");
+                Err(Error::DiskFailed {
+                    what: match faults.first() {
+                        Some(f) => f.to_string(),
+                        None => "a write or fsync failed during the run (see the log)".into(),
+                    },
+                })
+            }
             Ok(()) => {
                 tracing::info!("stopped cleanly");
                 Ok(())
@@ -335,6 +371,27 @@ impl Daemon {
                 deadline_ms: cfg.recording.shutdown_deadline.as_millis() as u64,
             }),
         }
+    }
+}
+
+/// How long [`probe_disk`] waits for the disk to answer.
+const PROBE_BOUND: Duration = Duration::from_secs(2);
+
+/// Whether `dir` takes a write now (`probe`, one of [`disk_fault`]'s, on a blocking thread,
+/// at most [`PROBE_BOUND`]: a disk that does not answer in time counts as failed).
+async fn probe_disk(
+    dir: &std::path::Path,
+    probe: fn(&std::path::Path) -> std::result::Result<(), disk_fault::ProbeError>,
+) -> std::result::Result<(), String> {
+    let d = dir.to_path_buf();
+    match tokio::time::timeout(PROBE_BOUND, tokio::task::spawn_blocking(move || probe(&d))).await {
+        Ok(Ok(Ok(()))) => Ok(()),
+        Ok(Ok(Err(e))) => Err(e.to_string()),
+        Ok(Err(e)) => Err(format!("probe of {}: {e}", dir.display())),
+        Err(_) => Err(format!(
+            "probe of {}: no answer within {PROBE_BOUND:?}",
+            dir.display()
+        )),
     }
 }
 

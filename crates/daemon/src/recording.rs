@@ -59,6 +59,9 @@ struct State {
     slots: BTreeMap<String, Arc<Slot>>,
     /// Why recording stopped on its own (disk guard, ENOSPC), for status.
     stopped_reason: Option<String>,
+    /// The disk stopped the recording ([`Recorder::stop_for`]): the daemon starts a new trace
+    /// once the data root is usable again (`disk_fault`); a `start` or `stop` ends the wait.
+    awaits_disk: bool,
     disk_free: Option<u64>,
 }
 
@@ -123,6 +126,7 @@ impl Recorder {
                 .unwrap_or(std::time::Duration::from_secs(1))
                 .max(std::time::Duration::from_millis(10)),
             live: LiveHub::new(&cfg.foxglove)?,
+            faults: crate::disk_fault::Faults::default(),
         };
         Ok(Recorder {
             cfg,
@@ -132,6 +136,7 @@ impl Recorder {
                 trace: None,
                 slots: BTreeMap::new(),
                 stopped_reason: None,
+                awaits_disk: false,
                 disk_free: None,
             }),
             ops: tokio::sync::Mutex::new(()),
@@ -254,6 +259,7 @@ impl Recorder {
             let label = trace.label.clone();
             st.trace = Some(trace);
             st.stopped_reason = None;
+            st.awaits_disk = false;
             (slots, stale, dir, events, name, label)
         };
         events.write(Event::Start {
@@ -390,6 +396,7 @@ impl Recorder {
     /// `stop`: closes the open trace.
     pub async fn stop(&self, reason: &str) -> Result<Stopped, Refusal> {
         let _op = self.ops.lock().await;
+        self.lock().awaits_disk = false;
         match self.close_all(reason).await {
             Some((trace, sensors)) => Ok(Stopped { trace, sensors }),
             None => Err(Refusal::NotRecording),
@@ -401,7 +408,11 @@ impl Recorder {
         let _op = self.ops.lock().await;
         // The reason first: `status` must never show recording stopped without saying why
         // (closing waits for every writer, and status is answered meanwhile).
-        self.lock().stopped_reason = Some(why.clone());
+        {
+            let mut st = self.lock();
+            st.stopped_reason = Some(why.clone());
+            st.awaits_disk = true;
+        }
         if self.close_all(&why).await.is_some() {
             tracing::error!("recording stopped: {why}");
         }
@@ -491,6 +502,13 @@ impl Recorder {
             .map(|s| (s.name.clone(), s.stats.heartbeat_age_ms(now_ms)))
             .filter(|(_, age)| *age > bound)
             .collect()
+    }
+
+    /// Whether the disk stopped the recording and nothing was started or stopped since: the
+    /// daemon starts a new trace once the data root is usable again.
+    pub fn awaits_disk(&self) -> bool {
+        let st = self.lock();
+        st.trace.is_none() && st.awaits_disk
     }
 
     /// Why recording stopped on its own, if it did.

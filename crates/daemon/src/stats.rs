@@ -176,12 +176,19 @@ impl SensorStats {
     pub fn counters(&self, queue_fill: u64, now_ms: u64) -> SensorCounters {
         let last = self.last_fsync_ms.load(Relaxed);
         let clock = self.clock();
+        let connected = self.connected.load(Relaxed);
+        // A sensor without a connection sends nothing: not the rate it had when it left.
+        let rate = if connected {
+            f64::from_bits(self.rate_bits.load(Relaxed))
+        } else {
+            0.0
+        };
         SensorCounters {
-            connected: self.connected.load(Relaxed),
+            connected,
             failed: self.failure().map(|f| f.to_string()),
             samples: self.samples.load(Relaxed),
             bytes: self.bytes.load(Relaxed),
-            rate_hz: (f64::from_bits(self.rate_bits.load(Relaxed)) * 100.0).round() / 100.0,
+            rate_hz: (rate * 100.0).round() / 100.0,
             queue_bytes: queue_fill,
             queue_high_water: self.queue_high_water.load(Relaxed),
             queue_limit: self.queue_limit,
@@ -223,4 +230,22 @@ pub struct SensorCounters {
     pub clock_jitter_s: Option<f64>,
     /// Added after the others (the key order is the protocol's).
     pub lzmaf_stored: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_disconnected_sensor_shows_no_rate_not_its_last_one() {
+        let s = SensorStats::new(1000);
+        s.connected.store(true, Relaxed);
+        s.update_rate();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        s.received.store(100, Relaxed);
+        assert!(s.update_rate() > 0.0);
+        assert!(s.counters(0, 0).rate_hz > 0.0);
+        s.connected.store(false, Relaxed);
+        assert_eq!(s.counters(0, 0).rate_hz, 0.0);
+    }
 }

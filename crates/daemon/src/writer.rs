@@ -31,7 +31,7 @@ use super::protocol::FrameLayout;
 use super::stats::SensorStats;
 use roverlog_core::format::meta::META_FILE;
 use roverlog_core::format::{
-    recover_sensor, ChannelFormat, SensorMeta, SensorWriter as FileWriter, WriterOptions,
+    recover_sensor_to, ChannelFormat, SensorMeta, SensorWriter as FileWriter, WriterOptions,
 };
 
 /// A reply carrying a sample count, or why there is none.
@@ -78,11 +78,12 @@ pub enum WriterMsg {
 /// Something the daemon must act on.
 #[derive(Debug)]
 pub enum WriterNotice {
-    /// A write failed with ENOSPC/EDQUOT in `trace`: stop recording it.
-    DiskFull {
-        sensor: String,
+    /// A write, fsync or open of the sensor's files failed (see `disk_fault`): a full disk
+    /// stops the recording of `fault.trace`, another error has the data root probed.
+    DiskError {
+        fault: super::disk_fault::Fault,
+        /// The failure as the sensor's error says it.
         error: String,
-        trace: PathBuf,
     },
 }
 
@@ -109,6 +110,8 @@ pub struct WriterSettings {
     pub heartbeat: Duration,
     /// The live Foxglove feed (config `foxglove_listen`).
     pub live: Option<Arc<super::foxglove_live::LiveHub>>,
+    /// Where a failed write or fsync is registered for the `disk_error` alarm.
+    pub faults: super::disk_fault::Faults,
 }
 
 struct Open {
@@ -144,6 +147,9 @@ pub struct Writer {
     live: Option<super::foxglove_live::LiveTap>,
     /// When compression falls behind (see `fallback`).
     fallback: fallback::StoreFallback,
+    /// After a failure: the sensor directory given up and the count of its last good fsync.
+    /// Reopening that directory cuts it there first (see `disk_fault`).
+    given_up: Option<(PathBuf, u64)>,
 }
 
 impl Writer {
@@ -185,6 +191,7 @@ impl Writer {
             stats,
             notices,
             open: None,
+            given_up: None,
         }
     }
 
@@ -456,40 +463,44 @@ impl Writer {
         self.stats.set_failed(failure.clone());
         if let Some(o) = self.open.take() {
             self.fallback.report(&o.events, &self.sensor);
+            let dir = o.files.dir().to_path_buf();
+            let durable = self.stats.durable.load(Relaxed);
+            if let (SensorFailure::Io { what, source }, Some(trace)) = (&*failure, dir.parent()) {
+                self.notice(
+                    super::disk_fault::Fault::new(&self.sensor, what, source, durable, trace),
+                    &msg,
+                );
+            }
             o.events.write(Event::Error {
                 sensor: self.sensor.clone(),
                 error: msg.clone(),
             });
             // The files are dropped, not finished: finishing would retry the failed write.
-            let dir = o.files.dir().to_path_buf();
             drop(o.files);
-            self.recover_after_failure(&dir, &o.events);
-            if let Some(e) = failure.error() {
-                self.notice_disk_full(e, &dir, msg);
-            }
+            self.recover_after_failure(&dir, &o.events, durable);
         }
     }
 
-    /// Tells the daemon when `e` means the disk is full, so it stops recording the trace
-    /// holding the sensor directory `dir`.
-    fn notice_disk_full(&self, e: &roverlog_core::Error, dir: &std::path::Path, msg: String) {
-        if super::disk::is_disk_full(e) {
-            let _ = self.notices.send(WriterNotice::DiskFull {
-                sensor: self.sensor.clone(),
-                error: msg,
-                trace: dir.parent().unwrap_or(dir).to_path_buf(),
-            });
-        }
+    /// Registers `fault` for the `disk_error` alarm and tells the daemon (a full disk stops
+    /// the recording; another error has the disk probed).
+    fn notice(&self, fault: super::disk_fault::Fault, error: &str) {
+        self.settings.faults.raise(fault.clone());
+        let _ = self.notices.send(WriterNotice::DiskError {
+            fault,
+            error: error.to_string(),
+        });
     }
 
     /// After a failed write, flush or fsync the sensor's files may end in a torn sample or
-    /// disagree on their count (a full disk stops one channel mid-sample). The trace will be
-    /// closed with a `stop` event, so crash recovery at the next start would not look at it:
-    /// cut the torn tails now, while the failure is known. Shortening files needs no free
-    /// space, so this works on a full disk; it never cuts below the durable watermark
-    /// (those samples are whole in every channel).
-    fn recover_after_failure(&mut self, dir: &std::path::Path, events: &EventLog) {
-        match recover_sensor(dir) {
+    /// disagree on their count (a full disk stops one channel mid-sample), and what was
+    /// written since the last good fsync (`durable` samples) is not trusted: a failed fsync
+    /// may have dropped those pages while a read still finds them in the cache, and a later
+    /// fsync would call them durable (fsyncgate). Cut every channel back to `durable` now,
+    /// while the failure is known; a reopen of the directory cuts there again (`given_up`).
+    /// Shortening files needs no free space, so this works on a full disk.
+    fn recover_after_failure(&mut self, dir: &std::path::Path, events: &EventLog, durable: u64) {
+        self.given_up = Some((dir.to_path_buf(), durable));
+        match recover_sensor_to(dir, Some(durable)) {
             Ok(r) => {
                 let cuts: Vec<String> = r.cuts.iter().map(|c| c.to_string()).collect();
                 tracing::warn!(sensor = %self.sensor, len = r.len, "recovered after a write failure: {cuts:?}");

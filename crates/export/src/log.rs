@@ -21,8 +21,9 @@ use crate::message::{encode, stamp};
 /// The topic of the events, live and in an exported file.
 pub const EVENTS_TOPIC: &str = "/roverlog/events";
 
-/// Alarms raised at `ERROR`: the sensor's data is not arriving, or recording will stop.
-const SEVERE_ALARMS: [&str; 3] = ["silent", "missing", "disk_low"];
+/// Alarms raised at `ERROR`: the sensor's data is not arriving, recording will stop, or the
+/// disk failed a write or fsync (`disk_error`: samples were lost).
+const SEVERE_ALARMS: [&str; 4] = ["silent", "missing", "disk_low", "disk_error"];
 
 /// The schema of [`EVENTS_TOPIC`] (`foxglove.Log`, protobuf).
 pub fn schema() -> Schema {

@@ -260,9 +260,27 @@ pub struct Recovery {
 /// Cuts every channel of the sensor in `dir` to the count all of them hold completely,
 /// creates missing channel files empty, and syncs. Idempotent.
 pub fn recover_sensor(dir: &Path) -> Result<Recovery> {
+    recover_sensor_to(dir, None)
+}
+
+/// [`recover_sensor`], keeping at most `durable` samples when given: after a failed write or
+/// fsync nothing past the last good fsync is trusted (fsyncgate: the kernel may have dropped
+/// the failed pages, and a later fsync of the same file reports success without them), so the
+/// daemon cuts a failed sensor to the count its last good fsync covered.
+pub fn recover_sensor_to(dir: &Path, durable: Option<u64>) -> Result<Recovery> {
     let check = check_sensor(dir, Depth::Structure)?;
     let mut target = check.consistent_len();
     let mut cuts = Vec::new();
+    if let Some(d) = durable.filter(|&d| d < target) {
+        cuts.push(Cut::new(
+            durable::path(dir),
+            CutAction::FailedWrite {
+                durable: d,
+                cut: target - d,
+            },
+        ));
+        target = d;
+    }
     // After a power cut, nothing past the last fsync is trusted (see `durable`).
     let capped = durable::cap_after_reboot(dir).filter(|w| w.samples < target);
     if let Some(w) = &capped {

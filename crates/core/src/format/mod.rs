@@ -42,8 +42,8 @@ pub mod xz_index;
 
 pub use channel::{ChannelReader, ChannelWriter, WriterOptions};
 pub use check::{
-    check_sensor, check_sensor_with_progress, recover_sensor, DeepProgress, Depth, Recovery,
-    SensorCheck,
+    check_sensor, check_sensor_with_progress, recover_sensor, recover_sensor_to, DeepProgress,
+    Depth, Recovery, SensorCheck,
 };
 pub use dtype::DType;
 pub use meta::{validate_name, ChannelFormat, ChannelMeta, SensorMeta, TS_CHANNEL};

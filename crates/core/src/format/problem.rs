@@ -292,6 +292,10 @@ pub enum CutAction {
     /// The durable-count file says fewer samples were fsynced than were written: the ones
     /// after them are cut.
     PowerCut { durable: u64, cut: u64 },
+    /// A write or fsync failed after the last good fsync: the samples written since are not
+    /// trusted (after a failed fsync the kernel may have dropped their pages and reports the
+    /// next fsync good), so the ones after the `durable` made durable are cut.
+    FailedWrite { durable: u64, cut: u64 },
     /// A raw file cut to whole samples.
     CutSamples {
         samples: u64,
@@ -358,6 +362,10 @@ impl fmt::Display for CutAction {
             CutAction::PowerCut { durable, cut } => write!(
                 f,
                 "a power cut or reboot since the last fsync: keeping the {durable} samples made durable, cutting the {cut} written after them"
+            ),
+            CutAction::FailedWrite { durable, cut } => write!(
+                f,
+                "a write or fsync failed after the last good fsync: keeping the {durable} samples made durable, cutting the {cut} written after them"
             ),
             CutAction::CutSamples {
                 samples,

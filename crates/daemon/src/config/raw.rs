@@ -117,6 +117,9 @@ pub struct RawConfig {
     pub rotate_bytes: u64,
     pub rotate_seconds: u64,
     pub min_free_bytes: u64,
+    /// After the disk guard, a full disk or a failed disk stopped the recording, it starts
+    /// again by itself once this many bytes are free (and the data root takes a write).
+    pub resume_free_bytes: u64,
     pub disk_check_interval_ms: u64,
     pub stats_interval_ms: u64,
     pub shutdown_deadline_ms: u64,
@@ -225,6 +228,7 @@ impl Default for RawConfig {
             rotate_bytes: 0,
             rotate_seconds: 0,
             min_free_bytes: 256 << 20,
+            resume_free_bytes: 512 << 20,
             disk_check_interval_ms: 1000,
             stats_interval_ms: 5000,
             shutdown_deadline_ms: 10_000,

@@ -22,6 +22,9 @@ pub struct Recording {
     pub label: Option<String>,
     /// Below this many free bytes on `data_root`'s filesystem, recording stops.
     pub min_free_bytes: u64,
+    /// A recording the disk stopped starts again by itself once this many bytes are free
+    /// (`resume_free_bytes`, at least `min_free_bytes`) and `data_root` takes a write.
+    pub resume_free_bytes: u64,
     pub disk_check_interval: Duration,
     /// One `stats` log line per sensor this often.
     pub stats_interval: Duration,
@@ -57,6 +60,7 @@ impl Recording {
             resume_unfinished: raw.resume_unfinished,
             label: raw.label.clone(),
             min_free_bytes: raw.min_free_bytes,
+            resume_free_bytes: raw.resume_free_bytes.max(raw.min_free_bytes),
             disk_check_interval: Duration::from_millis(raw.disk_check_interval_ms),
             stats_interval: Duration::from_millis(raw.stats_interval_ms),
             drain_quiet: Duration::from_millis(raw.drain_quiet_ms),

@@ -71,6 +71,16 @@ impl fmt::Display for ConnError {
 
 impl std::error::Error for ConnError {}
 
+impl ConnError {
+    /// The sensor whose files failed, when that ended the connection.
+    pub fn failed_sensor(&self) -> Option<&str> {
+        match self {
+            ConnError::SensorFailed { sensor, .. } => Some(sensor),
+            _ => None,
+        }
+    }
+}
+
 impl From<HelloError> for ConnError {
     fn from(e: HelloError) -> Self {
         ConnError::Hello(e)

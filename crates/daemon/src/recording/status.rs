@@ -45,6 +45,9 @@ pub struct DiskStatus {
     pub free_bytes: Option<u64>,
     pub min_free_bytes: u64,
     pub low: bool,
+    /// The failed writes and fsyncs not yet over (one per sensor, see `disk_fault`): each
+    /// raises a `disk_error` alarm.
+    pub errors: Vec<crate::disk_fault::Fault>,
 }
 
 /// One sensor in `status`: its counters, then its active alarms.
@@ -80,6 +83,11 @@ impl Recorder {
         &self.alarms
     }
 
+    /// The faults the writers met (`disk_error`).
+    pub fn faults(&self) -> &crate::disk_fault::Faults {
+        &self.settings.faults
+    }
+
     /// What a health tick looks at now.
     pub fn watch(&self) -> Watch {
         let st = self.lock();
@@ -88,6 +96,7 @@ impl Recorder {
             now_ms: self.epoch.elapsed().as_millis() as u64,
             slots: st.slots.values().cloned().collect(),
             free_bytes: st.disk_free,
+            faults: self.settings.faults.for_alarms(),
         }
     }
 
@@ -142,6 +151,7 @@ impl Recorder {
                 low: st
                     .disk_free
                     .is_some_and(|f| f < self.cfg.recording.min_free_bytes),
+                errors: self.settings.faults.all(),
             },
             sensors,
             snapshot,

@@ -27,6 +27,7 @@ fn a_panic_fails_the_sensor_returns_permits_and_keeps_answering() {
         epoch: Instant::now(),
         heartbeat: Duration::from_secs(1),
         live: None,
+        faults: Default::default(),
     };
     let w = Writer::new(
         "cam".into(),

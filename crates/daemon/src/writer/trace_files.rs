@@ -29,26 +29,32 @@ impl Writer {
                 .and_then(|()| FileWriter::create(&dir, self.meta.clone(), &self.settings.opts))
         } else if dir.exists() {
             resumed = true;
-            FileWriter::resume(&dir, self.resume_meta(&dir, &mut recv), &self.settings.opts).map(
-                |(w, rec)| {
-                    if !rec.cuts.is_empty() || !rec.left_alone.is_empty() {
-                        let cuts: Vec<String> = rec.cuts.iter().map(|c| c.to_string()).collect();
-                        events.write(Event::Recovered {
-                            sensor: self.sensor.clone(),
-                            len: rec.len,
-                            cuts,
-                            left_alone: rec.left_alone.iter().map(|p| p.to_string()).collect(),
-                            after: None,
-                        });
-                    }
-                    w
-                },
-            )
+            // Files this writer gave up on a failure: nothing past their last good fsync is
+            // trusted, even where the cut after the failure could not be made then.
+            let given_up = self.given_up.take().filter(|(d, _)| *d == dir);
+            self.cut_given_up(&dir, given_up, &events).and_then(|()| {
+                FileWriter::resume(&dir, self.resume_meta(&dir, &mut recv), &self.settings.opts)
+                    .map(|(w, rec)| {
+                        if !rec.cuts.is_empty() || !rec.left_alone.is_empty() {
+                            let cuts: Vec<String> =
+                                rec.cuts.iter().map(|c| c.to_string()).collect();
+                            events.write(Event::Recovered {
+                                sensor: self.sensor.clone(),
+                                len: rec.len,
+                                cuts,
+                                left_alone: rec.left_alone.iter().map(|p| p.to_string()).collect(),
+                                after: None,
+                            });
+                        }
+                        w
+                    })
+            })
         } else {
             FileWriter::create(&dir, self.meta.clone(), &self.settings.opts)
         };
         match opened {
             Ok(files) => {
+                self.settings.faults.clear(&self.sensor);
                 let n = files.len();
                 self.stats.samples.store(n, Relaxed);
                 // Files found after a crash were flushed, not necessarily fsynced: they count
@@ -74,6 +80,18 @@ impl Writer {
                 Ok(n)
             }
             Err(source) => {
+                if source.io_error().and_then(|e| e.raw_os_error()).is_some() {
+                    // The disk refuses (EIO after a shutdown, EROFS, ENOSPC): alarm, probe.
+                    let durable = self.given_up.as_ref().map_or(0, |g| g.1);
+                    let fault = crate::disk_fault::Fault::new(
+                        &self.sensor,
+                        "open",
+                        &source,
+                        durable,
+                        &trace,
+                    );
+                    self.notice(fault, &source.to_string());
+                }
                 let failure = Arc::new(SensorFailure::Open { dir, source });
                 let msg = failure.to_string();
                 tracing::error!(sensor = %self.sensor, "{msg}");
@@ -85,6 +103,34 @@ impl Writer {
                 Err(WriterError::Failed(failure))
             }
         }
+    }
+
+    /// Cuts files this writer gave up on a failure back to their last good fsync before they
+    /// are resumed: nothing past it is trusted, even where the cut right after the failure
+    /// could not be made (a disk that came back). An error refuses the resume.
+    fn cut_given_up(
+        &mut self,
+        dir: &std::path::Path,
+        given_up: Option<(PathBuf, u64)>,
+        events: &EventLog,
+    ) -> roverlog_core::Result<()> {
+        let Some((_, durable)) = given_up else {
+            return Ok(());
+        };
+        let r = recover_sensor_to(dir, Some(durable)).inspect_err(|_| {
+            // Still owed: the next reopen tries again.
+            self.given_up = Some((dir.to_path_buf(), durable));
+        })?;
+        if !r.cuts.is_empty() {
+            events.write(Event::Recovered {
+                sensor: self.sensor.clone(),
+                len: r.len,
+                cuts: r.cuts.iter().map(|c| c.to_string()).collect(),
+                left_alone: Vec::new(),
+                after: Some("write failure".into()),
+            });
+        }
+        Ok(())
     }
 
     /// The channels to resume the sensor in `dir` with: ours, or ours without `ts_recv` when
@@ -169,8 +215,13 @@ impl Writer {
                     error: msg.clone(),
                 });
                 self.stats.set_failed(failure.clone());
-                self.recover_after_failure(&dir, &o.events);
-                self.notice_disk_full(&e, &dir, msg);
+                let durable = self.stats.durable.load(Relaxed);
+                if let Some(trace) = dir.parent() {
+                    let fault =
+                        crate::disk_fault::Fault::new(&self.sensor, "finish", &e, durable, trace);
+                    self.notice(fault, &msg);
+                }
+                self.recover_after_failure(&dir, &o.events, durable);
                 Err(WriterError::Failed(failure))
             }
         }

@@ -245,8 +245,10 @@ function renderAccess() {
 function render(st) {
   lastStatus = st;
   const rec = st.recording === true;
-  $("state").textContent = rec ? "recording" : "not recording";
-  $("state").className = "badge " + (rec ? "recording" : "idle");
+  // A failed write or fsync is never shown green (docs/disk-failure.md).
+  const diskErrors = ((st.disk || {}).errors || []).length;
+  $("state").textContent = (rec ? "recording" : "not recording") + (diskErrors ? ", DISK ERROR" : "");
+  $("state").className = "badge " + (diskErrors ? "fault" : rec ? "recording" : "idle");
   $("trace").textContent = st.trace || "";
   $("stopped").hidden = !st.stopped_reason;
   $("stopped").textContent = st.stopped_reason ? "stopped: " + st.stopped_reason : "";
