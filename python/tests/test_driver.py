@@ -32,9 +32,11 @@ class Daemon:
         with open(os.path.join(self.dir, "daemon.log"), "ab") as log:
             self.proc = subprocess.Popen([binary, "daemon", "--config", self.config], stdout=log, stderr=log)
         deadline = time.monotonic() + 30
-        while not os.path.exists(self.socket):
+        # The control socket comes after the ingest socket: ctl() right after would race it.
+        control = os.path.join(self.dir, "run", "control.sock")
+        while not (os.path.exists(self.socket) and os.path.exists(control)):
             assert self.proc.poll() is None, f"the daemon exited: {self.log()}"
-            assert time.monotonic() < deadline, f"no ingest socket after 30 s: {self.log()}"
+            assert time.monotonic() < deadline, f"no ingest and control sockets after 30 s: {self.log()}"
             time.sleep(0.02)
 
     def log(self):

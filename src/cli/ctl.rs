@@ -8,12 +8,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-/// Control a running daemon.
-///
-/// Exit codes: 0 the daemon answered "ok"; 1 the daemon answered with an error;
-/// 2 bad usage or invalid config; 3 cannot reach the daemon (no socket, refused, timeout).
+/// Control a running daemon. The exit codes are in `after_help` (the subcommand's own doc
+/// line replaces this text in `--help`).
 #[derive(clap::Args)]
-#[command(verbatim_doc_comment)]
+#[command(
+    after_help = "Exit codes: 0 the daemon answered \"ok\"; 1 the daemon answered with \
+an error; 2 bad usage or invalid config; 3 cannot reach the daemon (no socket, refused, \
+timeout)."
+)]
 pub struct Args {
     /// Control socket (default: from --config, else ./run/control.sock).
     #[arg(long, short, global = true)]

@@ -11,13 +11,15 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 ///
 /// With no arguments it records into ./data with sockets in ./run (see config/README.md).
 ///
-/// Exit codes: 0 stopped cleanly (SIGTERM/SIGINT: queues drained, files fsynced);
-/// 1 runtime failure (shutdown deadline exceeded, I/O error at start, a write or fsync of
-/// the data failed during the run: the stop drained, but it was not clean);
-/// 2 bad usage or invalid config; 3 the sockets or data_root are in use by another running
-/// daemon.
+/// The exit codes are in `after_help` (the subcommand's own doc line replaces this text in
+/// `--help`).
 #[derive(clap::Args)]
-#[command(verbatim_doc_comment)]
+#[command(
+    after_help = "Exit codes: 0 stopped cleanly (SIGTERM/SIGINT: queues drained, files \
+fsynced); 1 runtime failure (shutdown deadline exceeded, I/O error at start, a write or fsync of the \
+data failed during the run: the stop drained, but it was not clean); 2 bad usage or invalid \
+config; 3 the sockets or data_root are in use by another running daemon."
+)]
 pub struct Args {
     /// JSON config file (every key optional; see config/roverlog.example.json).
     #[arg(long, short)]

@@ -324,7 +324,9 @@ fn soak_runs_alone_for_a_positive_time() {
 /// refused. (Figures are not checked: this machine is shared.)
 #[test]
 fn disk_bench_reports_percentiles_and_advice() {
-    let dir = tempfile::tempdir_in(common::root().join("target")).unwrap();
+    let target = common::target_dir();
+    std::fs::create_dir_all(&target).unwrap();
+    let dir = tempfile::tempdir_in(&target).unwrap();
     let r = common::roverlog(&[
         "bench".as_ref(),
         "--disk".as_ref(),

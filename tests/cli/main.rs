@@ -21,6 +21,7 @@ mod damaged;
 mod export_location;
 mod export_mcap;
 mod gulp;
+mod help;
 mod hour_trace;
 mod import_trace;
 mod offload;

@@ -31,6 +31,7 @@ mod ingest;
 mod lzmaf_bytes;
 mod lzmaf_fallback;
 mod malformed;
+mod netns_warning;
 mod notify;
 mod open_files;
 mod receive_ts;

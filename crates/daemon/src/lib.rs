@@ -14,6 +14,7 @@
 //! - [`command`]: the control commands and their replies as types, parsed once at the edge.
 //! - [`control`]: the control socket. [`http`]: the dashboard (page and JSON API).
 //!   [`foxglove_live`]: the live Foxglove feed. [`events`]: `events.jsonl`. [`stats`]: counters.
+//! - [`netns`]: the warning when a TCP listener is in a namespace with only loopback.
 //! - [`notify`]: systemd `sd_notify` (READY, STATUS, WATCHDOG, STOPPING) without libsystemd.
 //! - [`malloc_policy`]: the glibc allocator thresholds the daemon sets at start.
 //! - [`shutdown`]: the shutdown signal. [`sockets`]: atomic socket creation. [`disk`]: free
@@ -38,6 +39,7 @@ pub mod health;
 pub mod http;
 pub mod ingest;
 pub mod malloc_policy;
+pub mod netns;
 pub mod notify;
 pub mod poison;
 pub mod protocol;
@@ -226,6 +228,7 @@ impl Daemon {
         if let Some(hub) = rec.live() {
             let addr = hub.serve().await?;
             tracing::info!(url = %format!("ws://{addr}"), "live Foxglove feed listening");
+            netns::warn_if_isolated("live Foxglove feed", addr);
         }
         tracing::info!(
             ingest = %cfg.sockets.ingest.display(),

@@ -15,6 +15,15 @@ pub fn root() -> &'static Path {
         .unwrap_or(here)
 }
 
+/// Cargo's target directory: `CARGO_TARGET_DIR` when set (relative to the workspace root),
+/// else `<root>/target`. For scratch files that must be on a real disk, not a tmpfs `/tmp`.
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) if !d.is_empty() => root().join(d),
+        _ => root().join("target"),
+    }
+}
+
 /// The Python interpreter of the project's venv (numpy, zarr<3, numcodecs, gulpio2), created by
 /// `scripts/py-env.sh` on first use. Panics, never skips, when it cannot be set up.
 pub fn python() -> &'static Path {

@@ -134,6 +134,7 @@ pub async fn serve(listener: std::net::TcpListener, rec: Arc<Recorder>, mut shut
         read_only: dash.token.is_none(),
     });
     tracing::info!(%url, read_only = dash.token.is_none(), "dashboard listening");
+    crate::netns::warn_if_isolated("dashboard", addr);
     tokio::spawn(history::run(
         dash.rec.clone(),
         dash.history.clone(),
