@@ -4,6 +4,8 @@
 //!
 //! # Crate map
 //!
+//! - [`cpus`]: the CPUs this process may use (affinity and cgroup quota) and the cores a
+//!   piece of work kept busy.
 //! - [`error`]: the one error enum, carrying the values involved.
 //! - [`format`](mod@format): the roverd on-disk format: `meta.json`, channel writers and readers
 //!   (`raw`, `lzma`, `lzmaf`, blob directories, `mjpg` AVI video), [`format::Sensor`],
@@ -28,6 +30,7 @@
 //! Dependencies point down the list's order: `replay` uses the readers, the readers use
 //! `format` and `error`. See `ARCHITECTURE.md` for the crates around this one.
 
+pub mod cpus;
 pub mod error;
 pub mod format;
 pub mod gulp;
