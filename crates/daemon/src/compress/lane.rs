@@ -97,12 +97,9 @@ impl<T> Lane<T> {
     pub fn reserve(&mut self, bytes: usize) -> bool {
         let limit = self.pool.limit;
         let first = self.held == 0;
-        let r = self
-            .pool
-            .inflight
-            .fetch_update(Relaxed, Relaxed, |now| {
-                (first || now + bytes <= limit).then_some(now + bytes)
-            });
+        let r = self.pool.inflight.fetch_update(Relaxed, Relaxed, |now| {
+            (first || now + bytes <= limit).then_some(now + bytes)
+        });
         match r {
             Ok(before) => {
                 self.pool.high_water.fetch_max(before + bytes, Relaxed);

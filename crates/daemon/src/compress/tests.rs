@@ -138,7 +138,11 @@ fn one_lane_never_passes_the_bound_and_a_huge_frame_still_goes_through() {
         while !l.reserve(n) {
             pop_or_wait(&mut l);
         }
-        assert!(pool.inflight() <= 10_000 || l.len() == 0, "{}", pool.inflight());
+        assert!(
+            pool.inflight() <= 10_000 || l.len() == 0,
+            "{}",
+            pool.inflight()
+        );
         l.push(i, vec![Bytes::from(vec![1u8; n])], n);
     }
     while !l.is_empty() {
@@ -161,6 +165,9 @@ fn discarded_frames_release_their_bytes_and_late_results_are_dropped() {
     assert!(l.reserve(10));
     l.push(99, vec![Bytes::from_static(b"after")], 10);
     let p = pop_or_wait(&mut l);
-    assert_eq!(p.item, 99, "a discarded frame's late result took the new frame's place");
+    assert_eq!(
+        p.item, 99,
+        "a discarded frame's late result took the new frame's place"
+    );
     assert_eq!(p.out.unwrap(), vec![lzma::compress(b"after", 0)]);
 }

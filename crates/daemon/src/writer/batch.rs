@@ -167,7 +167,11 @@ impl Writer {
                 .collect();
             lane.push_encoded(frame, out, bytes);
         } else {
-            let inputs = self.lzmaf.iter().map(|&ch| frame.chans[ch].clone()).collect();
+            let inputs = self
+                .lzmaf
+                .iter()
+                .map(|&ch| frame.chans[ch].clone())
+                .collect();
             lane.push(frame, inputs, bytes);
         }
         self.append_done();
@@ -196,8 +200,8 @@ impl Writer {
     /// Waits for a result of this sensor's lane. The pool's progress (on any sensor's frame)
     /// counts as this writer's heartbeat: it waits on work that moves, it is not stuck.
     pub(super) fn wait_lane(&mut self) {
-        let step = (self.settings.heartbeat.min(Duration::from_secs(1)) / 2)
-            .max(Duration::from_millis(5));
+        let step =
+            (self.settings.heartbeat.min(Duration::from_secs(1)) / 2).max(Duration::from_millis(5));
         let (Some(lane), stats) = (self.lane.as_mut(), &self.stats) else {
             return;
         };
@@ -243,11 +247,9 @@ impl Writer {
 
     /// Flushes to the kernel when the flush interval has passed since the last flush.
     fn flush_if_due(&mut self) {
-        if self
-            .open
-            .as_ref()
-            .is_some_and(|o| o.unflushed && Instant::now() >= o.last_flush + self.settings.flush_interval)
-        {
+        if self.open.as_ref().is_some_and(|o| {
+            o.unflushed && Instant::now() >= o.last_flush + self.settings.flush_interval
+        }) {
             self.flush();
         }
     }
