@@ -6,6 +6,8 @@
 //!
 //! - [`cpus`]: the CPUs this process may use (affinity and cgroup quota) and the cores a
 //!   piece of work kept busy.
+//! - [`parallel`]: ordered work on every core (items produced by several threads, taken in
+//!   order).
 //! - [`error`]: the one error enum, carrying the values involved.
 //! - [`format`](mod@format): the roverd on-disk format: `meta.json`, channel writers and readers
 //!   (`raw`, `lzma`, `lzmaf`, blob directories, `mjpg` AVI video), [`format::Sensor`],
@@ -39,6 +41,7 @@ pub mod io;
 pub mod jpeg;
 pub mod mem;
 pub mod ouster;
+pub mod parallel;
 pub mod replay;
 pub mod ros;
 pub mod timestamps;
