@@ -139,7 +139,7 @@ fn one_lane_never_passes_the_bound_and_a_huge_frame_still_goes_through() {
             pop_or_wait(&mut l);
         }
         assert!(
-            pool.inflight() <= 10_000 || l.len() == 0,
+            pool.inflight() <= 10_000 || l.is_empty(),
             "{}",
             pool.inflight()
         );

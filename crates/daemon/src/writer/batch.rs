@@ -83,7 +83,7 @@ impl Writer {
             }
             // A long batch (slow disk, compression) must not hold samples in user space past
             // the flush interval: that bounds what a kill -9 loses.
-            if frame_no % 16 == 0 {
+            if frame_no.is_multiple_of(16) {
                 self.flush_if_due();
             }
         }
