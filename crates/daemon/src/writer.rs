@@ -149,6 +149,9 @@ pub struct Writer {
     fallback: fallback::StoreFallback,
     /// This sensor's lane of the compression pool (`None`: no `lzmaf` channel).
     lane: Option<Lane<batch::Pending>>,
+    /// Queue permits of the batch in hand whose frames went to the lane (they go back as the
+    /// frames are appended; see `batch::Pending::permits`).
+    permits_in_lane: usize,
 }
 
 impl Writer {
@@ -187,6 +190,7 @@ impl Writer {
         });
         Writer {
             lane,
+            permits_in_lane: 0,
             fallback: fallback::StoreFallback::new(settings.lzmaf_store_above),
             lzmaf,
             recv,
@@ -354,10 +358,13 @@ impl Writer {
                         return true;
                     }
                 }
+                self.permits_in_lane = 0;
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     self.write_batch(&data, frames, seq, &recv, cost)
                 }));
-                self.budget.add_permits(cost);
+                // Those of frames in the compression pool go back as they are appended.
+                self.budget
+                    .add_permits(cost.saturating_sub(self.permits_in_lane));
                 if let Err(p) = r {
                     std::panic::resume_unwind(p);
                 }
@@ -500,7 +507,9 @@ impl Writer {
         // Frames still in the compression pool are lost with the files.
         if let Some(lane) = self.lane.as_mut() {
             let lost = lane.discard();
-            self.stats.discarded.fetch_add(lost, Relaxed);
+            self.stats.discarded.fetch_add(lost.len() as u64, Relaxed);
+            self.budget
+                .add_permits(lost.iter().map(|f| f.permits).sum());
         }
         if let Some(o) = self.open.take() {
             self.fallback.report(&o.events, &self.sensor);

@@ -73,11 +73,6 @@ impl<T> Lane<T> {
         self.pending.len()
     }
 
-    /// Bytes of this lane's frames in flight (sent and not yet popped).
-    pub fn held(&self) -> usize {
-        self.held
-    }
-
     /// The channel the results come back on: for a `select!` with the writer's queue (then
     /// give what it received to [`Lane::take`]).
     pub fn results(&self) -> &Receiver<Done> {
@@ -195,14 +190,12 @@ impl<T> Lane<T> {
         }
     }
 
-    /// Drops every frame in the lane (their files failed): returns how many. Results still
-    /// on their way are dropped when they come.
-    pub fn discard(&mut self) -> u64 {
-        let n = self.pending.len() as u64;
-        self.front += n;
-        self.pending.clear();
+    /// Drops every frame in the lane (their files failed) and gives back what was given with
+    /// them. Results still on their way are dropped when they come.
+    pub fn discard(&mut self) -> Vec<T> {
+        self.front += self.pending.len() as u64;
         self.release(self.held);
-        n
+        self.pending.drain(..).map(|s| s.item).collect()
     }
 
     fn release(&mut self, bytes: usize) {

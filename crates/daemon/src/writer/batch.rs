@@ -24,11 +24,17 @@ pub(super) struct Pending {
     chans: Vec<Bytes>,
     /// Its `lzmaf` samples were stored uncompressed.
     stored: bool,
+    /// The queue permits it holds, given back once it is appended (or discarded): so the
+    /// sensor's queue counts its frames in the pool, for `status`, the `queue_high` alarm and
+    /// the stored fallback.
+    pub(super) permits: usize,
 }
 
 impl Writer {
     /// `in_hand`: the queue bytes this batch still holds (0 for a batch from the snapshot
-    /// ring), which do not count as waiting behind it.
+    /// ring), which do not count as waiting behind it. The permits of the frames sent to the
+    /// compression pool are added to `self.permits_in_lane`: they go back as those frames
+    /// are appended, the caller gives back the rest.
     pub(super) fn write_batch(
         &mut self,
         data: &Bytes,
@@ -42,6 +48,7 @@ impl Writer {
             return;
         };
         let with_recv = open.recv;
+        let mut permits_left = in_hand;
         let mut pos = 0;
         let mut frame_no = 0usize;
         while pos + 4 <= data.len() {
@@ -75,11 +82,13 @@ impl Writer {
                     .stats
                     .queue_limit
                     .saturating_sub(self.budget.available_permits() as u64);
-                let in_pool = self.lane.as_ref().map_or(0, |l| l.held()) as u64;
-                let store =
-                    self.fallback
-                        .behind(queued, in_hand as u64, in_pool, self.stats.queue_limit);
-                self.send_to_lane(data, ts, &slices, with_recv, store);
+                let store = self
+                    .fallback
+                    .behind(queued, in_hand as u64, self.stats.queue_limit);
+                let permits = (4 + len).min(permits_left);
+                permits_left -= permits;
+                self.permits_in_lane += permits;
+                self.send_to_lane(data, ts, &slices, with_recv, store, permits);
             }
             // A long batch (slow disk, compression) must not hold samples in user space past
             // the flush interval: that bounds what a kill -9 loses.
@@ -134,6 +143,7 @@ impl Writer {
         slices: &[&[u8]],
         with_recv: bool,
         store: bool,
+        permits: usize,
     ) {
         let last = slices.len() - 1;
         let chans: Vec<Bytes> = slices
@@ -157,6 +167,7 @@ impl Writer {
             ts,
             chans,
             stored: store,
+            permits,
         };
         let lane = self.lane.as_mut().expect("an lzmaf sensor");
         if store {
@@ -220,6 +231,7 @@ impl Writer {
 
     fn append_popped(&mut self, p: Popped<Pending>) {
         let frame = p.item;
+        self.budget.add_permits(frame.permits);
         let out = match p.out {
             Ok(out) => out,
             Err(e) => {

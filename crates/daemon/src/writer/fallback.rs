@@ -3,10 +3,10 @@
 //! `status` (`lzmaf_stored`) and `events.jsonl` (`lzmaf_stored` events).
 //!
 //! The rule (config `lzmaf_store_above`): before sending a frame to the compression pool the
-//! writer looks at its sensor's backlog: the bytes waiting in its queue *behind* the batch in
-//! hand, plus its frames already in the pool and not yet appended (`crate::compress::Lane`).
-//! When that is more than the fraction of the queue's byte budget, compressing would let the
-//! backlog grow towards a full queue (where the driver is stalled or frames are dropped), so
+//! writer looks at its sensor's queue: the bytes waiting *behind* the batch in hand, which
+//! include its earlier frames still in the pool (a frame's queue permits go back when it is
+//! appended). When that is more than the fraction of the queue's byte budget, compressing
+//! would let the backlog grow towards a full queue (where the driver is stalled or frames are dropped), so
 //! the frame is stored. Storing costs a copy and a CRC, so the backlog drains at the disk's
 //! speed, and compression resumes by itself as soon as it is back under the bound.
 
@@ -38,14 +38,10 @@ impl StoreFallback {
     }
 
     /// Whether the next frame is to be stored uncompressed: `queued` bytes wait in the
-    /// sensor's queue, `in_hand` of them belong to the batch being written, and `in_pool`
-    /// bytes of its frames are in the compression pool; `limit` is the queue's budget.
-    /// `lzmaf_store_above` 1 means never.
-    pub(super) fn behind(&self, queued: u64, in_hand: u64, in_pool: u64, limit: u64) -> bool {
-        if self.above >= 1.0 {
-            return false;
-        }
-        let waiting = queued.saturating_sub(in_hand) + in_pool;
+    /// sensor's queue (its frames in the compression pool among them), `in_hand` of them
+    /// belong to the batch being written.
+    pub(super) fn behind(&self, queued: u64, in_hand: u64, limit: u64) -> bool {
+        let waiting = queued.saturating_sub(in_hand);
         waiting as f64 > self.above * limit as f64
     }
 
@@ -93,21 +89,17 @@ mod tests {
     #[test]
     fn stores_only_when_more_than_the_fraction_waits_behind_the_batch_in_hand() {
         let f = StoreFallback::new(0.5);
-        assert!(!f.behind(0, 0, 0, 1000));
+        assert!(!f.behind(0, 0, 1000));
         assert!(
-            !f.behind(500, 0, 0, 1000),
+            !f.behind(500, 0, 1000),
             "exactly half is not more than half"
         );
-        assert!(f.behind(501, 0, 0, 1000));
+        assert!(f.behind(501, 0, 1000));
         // The batch being written does not count: it is not waiting.
-        assert!(!f.behind(900, 400, 0, 1000));
-        assert!(f.behind(900, 399, 0, 1000));
-        // Frames in the pool are backlog too.
-        assert!(!f.behind(300, 0, 200, 1000));
-        assert!(f.behind(300, 0, 201, 1000));
-        assert!(f.behind(0, 0, 501, 1000));
-        // 1 means never, whatever the backlog.
-        assert!(!StoreFallback::new(1.0).behind(1000, 0, 1 << 30, 1000));
+        assert!(!f.behind(900, 400, 1000));
+        assert!(f.behind(900, 399, 1000));
+        // 1 means never: the queue cannot hold more than its budget.
+        assert!(!StoreFallback::new(1.0).behind(1000, 0, 1000));
     }
 
     #[test]
