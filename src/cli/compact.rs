@@ -31,10 +31,7 @@ pub fn compact(args: CompactArgs) -> Result<Outcome> {
     let trace = Trace::open(&args.trace)
         .with_context(|| format!("opening the trace {}", args.trace.display()))?;
     refuse_if_recording(&args)?;
-    let threads = match args.threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    };
+    let threads = roverlog_core::cpus::threads(args.threads);
     // First the count, so the progress line knows its end.
     let mut todo = Vec::new();
     let mut total = 0;

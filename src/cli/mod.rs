@@ -141,6 +141,18 @@ pub fn main() -> ExitCode {
         // once their socket work is done.)
         quiet_on_closed_stdout();
     }
+    // The verbs that decode or encode many frames on every core say how many they kept busy.
+    let busy = match &cli.command {
+        Command::Validate(_) => Some("validate"),
+        Command::Replay(_) => Some("replay"),
+        Command::Import(_) => Some("import"),
+        Command::Convert(_) => Some("convert"),
+        Command::Compact(_) => Some("compact"),
+        Command::Export(_) => Some("export"),
+        Command::Rosbag(_) => Some("rosbag"),
+        _ => None,
+    }
+    .map(|verb| (verb, roverlog_core::cpus::CoresBusy::start()));
     let result = match cli.command {
         Command::Daemon(a) => return daemon::main(a),
         Command::Ctl(a) => return ctl::main(a),
@@ -162,6 +174,9 @@ pub fn main() -> ExitCode {
         Command::Rosbag(a) => rosbag::rosbag(a),
         Command::Plot(a) => plot::plot(a),
     };
+    if let (Some((verb, busy)), Ok(_)) = (busy, &result) {
+        eprintln!("{verb}: {}", busy.finish());
+    }
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Problems) => ExitCode::from(1),

@@ -111,6 +111,19 @@ fn every_channel_reads_back_from_the_mcap_file_as_foxglove_messages() {
     let out = dir.path().join("drive.mcap");
     let r = roverlog(&["export".as_ref(), t.as_os_str(), out.as_os_str()]);
     assert!(r.ok(), "{}", r.text());
+    // Issue 35: the verb says how many cores it kept busy (getrusage over wall time).
+    let busy = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("export: ") && l.contains(" cores busy ("))
+        .unwrap_or_else(|| panic!("no cores-busy line: {}", r.stderr));
+    let cores: f64 = busy["export: ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(cores > 0.0 && cores.is_finite(), "{busy}");
     let m = read(&out);
     let mut topics: Vec<&String> = m.as_object().unwrap().keys().collect();
     topics.sort();

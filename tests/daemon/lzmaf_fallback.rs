@@ -4,7 +4,7 @@
 //!
 //! Two lidars (red-rover's `rfl` u1, `nir` u2, `rng` u2 images, realistic frames from
 //! `roverlog_bench::lidar`) each send at twice what an artificially slow compressor (test
-//! knob `debug_compress_delay_ms`, one compress thread) can do, into queues with the `drop`
+//! knob `debug_compress_delay_ms`, a pool of one compress thread) can do, into queues with the `drop`
 //! policy: a daemon that fell behind would drop, and a full queue would be seen as drops.
 
 use crate::support::common::{assert_upstream_reads_same, roverlog};
@@ -108,9 +108,10 @@ fn stored(trace: &Path, sensor: &str) -> u64 {
 
 #[test]
 fn lidars_at_twice_the_compression_budget_lose_nothing_and_compact_recompresses() {
-    // Storing starts when more than 24 frames wait; the 72 frames of headroom above that
-    // absorb what arrives while a group of 4 is being compressed (slowly: a debug build, the
-    // knob, a busy machine), so a drop would mean the fallback failed, not a tight margin.
+    // Storing starts when more than 24 frames wait (in the queue or the compression pool);
+    // the 72 frames of headroom above that absorb what arrives while a frame is being
+    // compressed (slowly: a debug build, the knob, a busy machine), so a drop would mean the
+    // fallback failed, not a tight margin.
     let queue = 96 * frame_bytes();
     images(0, 0); // before the clock starts
     let d = TestDaemon::start(json!({

@@ -4,6 +4,10 @@
 //!
 //! # Crate map
 //!
+//! - [`cpus`]: the CPUs this process may use (affinity and cgroup quota) and the cores a
+//!   piece of work kept busy.
+//! - [`parallel`]: ordered work on every core (items produced by several threads, taken in
+//!   order).
 //! - [`error`]: the one error enum, carrying the values involved.
 //! - [`format`](mod@format): the roverd on-disk format: `meta.json`, channel writers and readers
 //!   (`raw`, `lzma`, `lzmaf`, blob directories, `mjpg` AVI video), [`format::Sensor`],
@@ -28,6 +32,7 @@
 //! Dependencies point down the list's order: `replay` uses the readers, the readers use
 //! `format` and `error`. See `ARCHITECTURE.md` for the crates around this one.
 
+pub mod cpus;
 pub mod error;
 pub mod format;
 pub mod gulp;
@@ -36,6 +41,7 @@ pub mod io;
 pub mod jpeg;
 pub mod mem;
 pub mod ouster;
+pub mod parallel;
 pub mod replay;
 pub mod ros;
 pub mod timestamps;

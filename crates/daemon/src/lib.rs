@@ -8,6 +8,7 @@
 //! - [`ingest`]: accept loop and per-connection tasks (tokio); [`dedup`]: the sequence
 //!   numbers a sensor wrote in the open trace, to drop a driver's resent frames.
 //! - [`writer`]: per-sensor writer threads (blocking file I/O, durability, failure);
+//!   [`compress`]: the one `lzmaf` compression pool all writers share, in order per sensor;
 //!   [`failure`]: why a sensor failed, and the writers' error replies.
 //! - [`recording`]: traces and sensors: attach, start, stop, rotate, mark, status, crash
 //!   recovery.
@@ -27,6 +28,7 @@
 
 pub mod bufpool;
 pub mod command;
+pub mod compress;
 pub mod config;
 pub mod control;
 pub mod dedup;

@@ -117,7 +117,10 @@ impl Recorder {
             flush_interval: cfg.durability.flush_interval,
             fsync: cfg.durability.fsync,
             debug_delay: cfg.test_knobs.write_delay,
-            compress_threads: cfg.storage.compress_threads,
+            pool: crate::compress::CompressPool::new(
+                cfg.storage.compress_threads,
+                cfg.storage.compress_inflight_bytes,
+            ),
             lzmaf_store_above: cfg.storage.lzmaf_store_above,
             compress_delay: cfg.test_knobs.compress_delay,
             epoch,

@@ -7,9 +7,10 @@
 //! durability request is therefore an exact cut in the sensor's sample stream.
 //!
 //! File I/O is blocking, so this is a plain thread, not a tokio task. `lzmaf` samples are
-//! compressed by scoped worker threads of the writer (`compress_threads` per sensor), off the
-//! ingest path, and appended pre-compressed with `SensorWriter::append_encoded`; when
-//! compression falls behind they are stored uncompressed instead (`fallback`).
+//! compressed by the daemon's one pool (`crate::compress`, `compress_threads` for all sensors),
+//! off the ingest path, frame by frame through the writer's lane, and appended pre-compressed
+//! with `SensorWriter::append_encoded` in order as they come back; when compression falls
+//! behind they are stored uncompressed instead (`fallback`).
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -18,6 +19,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
+
+use super::compress::{CompressPool, Lane};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 mod batch;
@@ -96,8 +99,8 @@ pub struct WriterSettings {
     pub flush_interval: Duration,
     pub fsync: FsyncPolicy,
     pub debug_delay: Duration,
-    /// Threads compressing one sensor's `lzmaf` samples in parallel.
-    pub compress_threads: usize,
+    /// The daemon's `lzmaf` compression pool, shared by every sensor.
+    pub pool: Arc<CompressPool>,
     /// Store `lzmaf` frames uncompressed when more than this fraction of the queue waits
     /// (config `lzmaf_store_above`, see `fallback`).
     pub lzmaf_store_above: f64,
@@ -150,6 +153,11 @@ pub struct Writer {
     /// After a failure: the sensor directory given up and the count of its last good fsync.
     /// Reopening that directory cuts it there first (see `disk_fault`).
     given_up: Option<(PathBuf, u64)>,
+    /// This sensor's lane of the compression pool (`None`: no `lzmaf` channel).
+    lane: Option<Lane<batch::Pending>>,
+    /// Queue permits of the batch in hand whose frames went to the lane (they go back as the
+    /// frames are appended; see `batch::Pending::permits`).
+    permits_in_lane: usize,
 }
 
 impl Writer {
@@ -166,7 +174,7 @@ impl Writer {
         stats: Arc<SensorStats>,
         notices: mpsc::UnboundedSender<WriterNotice>,
     ) -> Writer {
-        let lzmaf = meta
+        let lzmaf: Vec<usize> = meta
             .data_channels()
             .enumerate()
             .filter(|(_, (_, c))| c.format == ChannelFormat::Lzmaf)
@@ -177,7 +185,18 @@ impl Writer {
             && meta.data_channels().last().map(|(n, _)| n)
                 == Some(super::config::RECEIVE_TS_CHANNEL);
         let live = settings.live.as_ref().map(|h| h.tap(&sensor, &meta));
+        let lane = (!lzmaf.is_empty()).then(|| {
+            let (stats, epoch) = (stats.clone(), settings.epoch);
+            Lane::new(
+                settings.pool.clone(),
+                settings.opts.lzmaf_preset,
+                settings.compress_delay,
+                Arc::new(move || stats.beat(epoch)),
+            )
+        });
         Writer {
+            lane,
+            permits_in_lane: 0,
             fallback: fallback::StoreFallback::new(settings.lzmaf_store_above),
             lzmaf,
             recv,
@@ -220,12 +239,37 @@ impl Writer {
     }
 
     fn serve(&mut self) {
+        let rx = self.rx.clone();
         loop {
             self.beat();
-            let msg = match self.rx.recv_timeout(self.next_timer()) {
-                Ok(m) => Some(m),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => break,
+            let timeout = self.next_timer();
+            // With frames in the compression pool, their results wake the writer too: each
+            // is appended as soon as it and the frames before it are back.
+            let results = self
+                .lane
+                .as_ref()
+                .filter(|l| !l.is_empty())
+                .map(|l| l.results().clone());
+            let msg = match results {
+                Some(results) => crossbeam_channel::select! {
+                    recv(rx) -> m => match m {
+                        Ok(m) => Some(m),
+                        Err(_) => break,
+                    },
+                    recv(results) -> d => {
+                        if let (Ok(d), Some(lane)) = (d, self.lane.as_mut()) {
+                            lane.take(d);
+                        }
+                        self.append_done();
+                        None
+                    },
+                    default(timeout) => None,
+                },
+                None => match rx.recv_timeout(timeout) {
+                    Ok(m) => Some(m),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                },
             };
             if let Some(m) = msg {
                 if !self.handle(m) {
@@ -236,7 +280,8 @@ impl Writer {
                 // each message: with a backlog (slow disk, compression) a message can take
                 // long, and the periodic fsync must not wait for 256 of them.
                 for _ in 0..256 {
-                    match self.rx.try_recv() {
+                    self.append_done();
+                    match rx.try_recv() {
                         Ok(m) => {
                             if !self.handle(m) {
                                 return;
@@ -320,10 +365,13 @@ impl Writer {
                         return true;
                     }
                 }
+                self.permits_in_lane = 0;
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     self.write_batch(&data, frames, seq, &recv, cost)
                 }));
-                self.budget.add_permits(cost);
+                // Those of frames in the compression pool go back as they are appended.
+                self.budget
+                    .add_permits(cost.saturating_sub(self.permits_in_lane));
                 if let Err(p) = r {
                     std::panic::resume_unwind(p);
                 }
@@ -338,10 +386,12 @@ impl Writer {
                 }
             }
             WriterMsg::Sync(reply) => {
+                self.append_all();
                 let r = self.sync().map(|n| (n, self.trace_name()));
                 let _ = reply.send(r);
             }
             WriterMsg::Barrier(reply) => {
+                self.append_all();
                 let r = match self.stats.failure() {
                     Some(f) => Err(WriterError::Failed(f)),
                     None => Ok((
@@ -461,6 +511,13 @@ impl Writer {
         let msg = failure.to_string();
         tracing::error!(sensor = %self.sensor, "{msg}");
         self.stats.set_failed(failure.clone());
+        // Frames still in the compression pool are lost with the files.
+        if let Some(lane) = self.lane.as_mut() {
+            let lost = lane.discard();
+            self.stats.discarded.fetch_add(lost.len() as u64, Relaxed);
+            self.budget
+                .add_permits(lost.iter().map(|f| f.permits).sum());
+        }
         if let Some(o) = self.open.take() {
             self.fallback.report(&o.events, &self.sensor);
             let dir = o.files.dir().to_path_buf();

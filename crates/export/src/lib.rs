@@ -89,7 +89,7 @@ fn mcap_err(out: &Path, e: mcap::McapError) -> Error {
     Error::io(out, std::io::Error::other(format!("mcap: {e}")))
 }
 
-/// Messages read and encoded ahead of the writer, per channel.
+/// Messages read and encoded ahead of the writer, per channel (all workers together).
 const QUEUE: usize = 256;
 
 /// Writes the trace in `trace` to the MCAP file `out` (written under a temporary name and
@@ -172,27 +172,28 @@ pub fn export_mcap(
                 let channel = w
                     .add_channel(schema, &topic, k.message_encoding(), &channel_metadata(ch))
                     .map_err(|e| mcap_err(out, e))?;
-                let mut r = s.channel(ch_name)?;
                 let mut n = 0u64;
+                if range.is_empty() {
+                    // Nothing to read, but a channel that does not open is still an error.
+                    s.channel(ch_name)?;
+                }
                 // Reading and encoding (an `lzmaf` frame's decoding, the message's bytes) on
-                // a thread of its own, compressing and writing the MCAP on this one, with a
-                // bounded queue between: both cores, memory that does not grow.
-                let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(usize, Vec<u8>)>>(QUEUE);
-                let (ts, k, range) = (&ts, &k, range.clone());
-                std::thread::scope(|scope| -> Result<()> {
-                    scope.spawn(move || {
-                        for i in range {
-                            let m = r
-                                .get(i as u64)
-                                .map(|sample| (i, k.encode(name, ts[i], &sample)));
-                            let failed = m.is_err();
-                            if tx.send(m).is_err() || failed {
-                                return;
-                            }
-                        }
-                    });
-                    for m in rx {
-                        let (i, data) = m?;
+                // every usable CPU, compressing and writing the MCAP on this thread, in
+                // order, with bounded queues between: memory that does not grow.
+                let (ts, k, start) = (&ts, &k, range.start);
+                let workers = roverlog_core::cpus::usable();
+                let s = &s;
+                roverlog_core::parallel::ordered(
+                    range.len(),
+                    workers,
+                    (QUEUE / workers).max(2),
+                    || s.channel(ch_name),
+                    |r, j| {
+                        let i = start + j;
+                        r.get(i as u64).map(|sample| k.encode(name, ts[i], &sample))
+                    },
+                    |j, data| {
+                        let i = start + j;
                         let t = ts[i];
                         let publish = recv.as_ref().and_then(|r| r.get(i).copied()).unwrap_or(t);
                         let header = mcap::records::MessageHeader {
@@ -208,9 +209,9 @@ pub fn export_mcap(
                         if done % 256 == 0 {
                             progress(done, total);
                         }
-                    }
-                    Ok(())
-                })?;
+                        Ok(())
+                    },
+                )?;
                 report.topics.push((topic, n));
             }
             if let Some((mapping, loc)) = location {

@@ -307,8 +307,8 @@ pub(super) fn run_scenario(
                 Unit::SamplesPerSec,
                 Some(1.0),
             )];
-            // Compression in flight: a chunk of 4 x compress_threads frames' outputs.
-            let chunk = 4 * cfg.storage.compress_threads as u64 * LIDAR_FRAME as u64;
+            // Compression in flight: the pool's byte bound (one frame more than it at most).
+            let chunk = cfg.storage.compress_inflight_bytes as u64 + LIDAR_FRAME as u64;
             (
                 rows,
                 queue + read_buf(LIDAR_FRAME) + chunk + pool(LIDAR_FRAME),

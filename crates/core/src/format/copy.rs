@@ -199,23 +199,45 @@ pub fn copy_sensor(
         .data_channels()
         .map(|(n, _)| n.to_string())
         .collect();
-    let mut readers = names
-        .iter()
-        .map(|n| src.channel(n))
-        .collect::<Result<Vec<_>>>()?;
-    for i in range.clone() {
-        let mut samples: Vec<Cow<[u8]>> = Vec::with_capacity(names.len());
-        for (name, r) in names.iter().zip(readers.iter_mut()) {
-            let to = &writable.get(name).expect("declared").format;
-            samples.push(encoded_for(r, i, to, opts.lzmaf_preset)?);
-        }
-        let refs: Vec<&[u8]> = samples.iter().map(|s| s.as_ref()).collect();
-        w.append_encoded(ts[i as usize], &refs)?;
-        let k = i - range.start + 1;
-        if k.is_multiple_of(256) {
-            progress(k);
-        }
+    let open_readers = || {
+        names
+            .iter()
+            .map(|n| src.channel(n))
+            .collect::<Result<Vec<_>>>()
+    };
+    if range.is_empty() {
+        // Nothing to read, but a channel that does not open is still an error.
+        open_readers()?;
     }
+    // Samples read and encoded (`lzmaf` frames compressed) on every usable CPU, appended in
+    // order on this thread.
+    let (start, preset, writable) = (range.start, opts.lzmaf_preset, &writable);
+    crate::parallel::ordered(
+        (range.end - range.start) as usize,
+        crate::cpus::usable(),
+        4,
+        open_readers,
+        |readers, j| {
+            let i = start + j as u64;
+            names
+                .iter()
+                .zip(readers.iter_mut())
+                .map(|(name, r)| {
+                    let to = &writable.get(name).expect("declared").format;
+                    encoded_for(r, i, to, preset).map(Cow::into_owned)
+                })
+                .collect::<Result<Vec<Vec<u8>>>>()
+        },
+        |j, samples| {
+            let refs: Vec<&[u8]> = samples.iter().map(|s| s.as_slice()).collect();
+            w.append_encoded(ts[start as usize + j], &refs)?;
+            let k = j as u64 + 1;
+            if k.is_multiple_of(256) {
+                progress(k);
+            }
+            Ok(())
+        },
+    )?;
     let n = w.finish()?;
     progress(n);
     for name in &lzma_later {

@@ -10,16 +10,15 @@ use std::sync::Mutex;
 /// finish together and progress moves.
 const CHUNK: u64 = 64;
 
-/// Most threads decoding at once.
-const MAX_THREADS: u64 = 4;
-
 /// Frames at most handed out and not yet done: every frame this far below the frames done
 /// is checked.
-pub(crate) const MAX_IN_FLIGHT: u64 = CHUNK * MAX_THREADS;
+pub(crate) fn max_in_flight() -> u64 {
+    CHUNK * threads()
+}
 
-/// Threads to decode on: the cores there are, at most [`MAX_THREADS`].
+/// Threads to decode on: every CPU the process may use ([`crate::cpus::usable`]).
 fn threads() -> u64 {
-    std::thread::available_parallelism().map_or(1, |n| (n.get() as u64).min(MAX_THREADS))
+    crate::cpus::usable() as u64
 }
 
 /// Runs `check` on frames `0..frames`, in chunks over several threads, and returns the

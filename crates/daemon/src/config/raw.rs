@@ -107,8 +107,12 @@ pub struct RawConfig {
     /// closed early.
     pub blob_max_open_files: usize,
     pub lzmaf_preset: u32,
-    /// Threads compressing one sensor's `lzmaf` samples; 0: one per CPU (at most 8).
+    /// Threads of the daemon's `lzmaf` compression pool, all sensors together; 0: every CPU
+    /// the process may use (affinity mask and cgroup quota).
     pub compress_threads: usize,
+    /// The most bytes of `lzmaf` frames in flight in the compression pool (sent, not yet
+    /// appended), all sensors together.
+    pub compress_inflight_bytes: u64,
     /// Store an `lzmaf` frame uncompressed (same `.xz` framing) when more than this fraction
     /// of its sensor's queue budget waits behind it; 1: never.
     pub lzmaf_store_above: f64,
@@ -223,6 +227,7 @@ impl Default for RawConfig {
             blob_max_open_files: roverlog_core::format::blob::DEFAULT_MAX_OPEN,
             lzmaf_preset: 0,
             compress_threads: 0,
+            compress_inflight_bytes: 64 << 20,
             lzmaf_store_above: 0.5,
             formats: BTreeMap::new(),
             rotate_bytes: 0,

@@ -14,7 +14,7 @@ use roverlog_core::format::{validate_name, ChannelFormat, ChannelMeta, DType, Se
 pub const RECEIVE_TS_CHANNEL: &str = "ts_recv";
 
 /// Keys `buffer_bytes`, `direct_io*`, `lzmaf_preset`, `compress_threads`,
-/// `lzmaf_store_above`, `formats`,
+/// `compress_inflight_bytes`, `lzmaf_store_above`, `formats`,
 /// `receive_timestamps*` (config/README.md, "Recording", "Queues and limits", "Operations").
 #[derive(Debug, Clone, PartialEq)]
 pub struct Storage {
@@ -25,9 +25,11 @@ pub struct Storage {
     pub direct_io_min_sample_bytes: Option<usize>,
     /// `.xz` preset (0-9) of `lzmaf` channels.
     pub lzmaf_preset: u32,
-    /// Threads compressing one sensor's `lzmaf` samples (`0` in the file: one per CPU, at
-    /// most 8, resolved here).
+    /// Threads of the daemon's `lzmaf` compression pool, all sensors together (`0` in the
+    /// file: every CPU the process may use, [`roverlog_core::cpus::usable`], resolved here).
     pub compress_threads: usize,
+    /// The most bytes of `lzmaf` frames in the pool at once (see `crate::compress`).
+    pub compress_inflight_bytes: usize,
     /// An `lzmaf` frame is stored uncompressed when more than this fraction of its sensor's
     /// queue budget waits behind it (in (0, 1]; 1: never).
     pub lzmaf_store_above: f64,
@@ -45,6 +47,10 @@ impl Storage {
         for (k, v) in [
             ("buffer_bytes", raw.buffer_bytes),
             ("direct_io_min_sample_bytes", raw.direct_io_min_sample_bytes),
+            (
+                "compress_inflight_bytes",
+                raw.compress_inflight_bytes as usize,
+            ),
         ] {
             if v == 0 {
                 return Err(bad(format!("{k} must be positive")));
@@ -82,12 +88,8 @@ impl Storage {
             buffer_bytes: raw.buffer_bytes,
             direct_io_min_sample_bytes: raw.direct_io.then_some(raw.direct_io_min_sample_bytes),
             lzmaf_preset: raw.lzmaf_preset,
-            compress_threads: match raw.compress_threads {
-                0 => std::thread::available_parallelism()
-                    .map_or(1, |n| n.get())
-                    .min(8),
-                n => n,
-            },
+            compress_threads: roverlog_core::cpus::threads(raw.compress_threads),
+            compress_inflight_bytes: raw.compress_inflight_bytes as usize,
             lzmaf_store_above: raw.lzmaf_store_above,
             formats,
             receive_timestamps: raw.receive_timestamps,
@@ -190,9 +192,20 @@ mod tests {
     fn direct_io_and_compression() {
         let off = convert(RawConfig::default()).unwrap();
         assert_eq!(off.direct_io_min_sample_bytes, None);
-        assert!(
-            (1..=8).contains(&off.compress_threads),
-            "0 resolves to the CPUs, at most 8"
+        assert_eq!(
+            off.compress_threads,
+            roverlog_core::cpus::usable(),
+            "0 resolves to every usable CPU, no cap"
+        );
+        assert_eq!(off.compress_inflight_bytes, 64 << 20);
+        let e = convert(RawConfig {
+            compress_inflight_bytes: 0,
+            ..RawConfig::default()
+        })
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "config: compress_inflight_bytes must be positive"
         );
         let on = convert(RawConfig {
             direct_io: true,

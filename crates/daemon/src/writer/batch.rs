@@ -1,20 +1,43 @@
-//! Writing a batch of frames: split by the sensor's frame layout, `lzmaf` channels compressed
-//! on worker threads (or stored uncompressed when compression falls behind: `fallback`),
-//! appended sample by sample (data channels, then `ts`), flushed when the flush interval
-//! passed during a long batch.
+//! Writing a batch of frames: split by the sensor's frame layout and appended sample by
+//! sample (data channels, then `ts`). A sensor with `lzmaf` channels sends each frame through
+//! its lane of the daemon's compression pool (`crate::compress`) and appends the frames as
+//! they come back, in order, while later frames compress: no barrier per batch or group. When
+//! compression falls behind, a frame's `lzmaf` samples are stored uncompressed instead
+//! (`fallback`), still in their turn. The flush timer is checked as frames are appended.
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
 
 use super::Writer;
-use roverlog_core::format::{lzma, stored_xz};
+use crate::compress::Popped;
+use crate::failure::SensorFailure;
+use roverlog_core::format::stored_xz;
+
+/// A frame of an `lzmaf` sensor in its lane: what is needed to append it once its `lzmaf`
+/// channels are encoded.
+pub(super) struct Pending {
+    ts: f64,
+    /// Every stored channel's sample as received (`ts_recv` last where the trace has it):
+    /// slices of the batch, which stays in memory until the frame is appended.
+    chans: Vec<Bytes>,
+    /// Its `lzmaf` samples were stored uncompressed.
+    stored: bool,
+    /// The queue permits it holds, given back once it is appended (or discarded): so the
+    /// sensor's queue counts its frames in the pool, for `status`, the `queue_high` alarm and
+    /// the stored fallback.
+    pub(super) permits: usize,
+}
 
 impl Writer {
     /// `in_hand`: the queue bytes this batch still holds (0 for a batch from the snapshot
-    /// ring), which do not count as waiting behind it.
+    /// ring), which do not count as waiting behind it. The permits of the frames sent to the
+    /// compression pool are added to `self.permits_in_lane`: they go back as those frames
+    /// are appended, the caller gives back the rest.
     pub(super) fn write_batch(
         &mut self,
-        data: &[u8],
+        data: &Bytes,
         frames: u32,
         seq: bool,
         recv: &[f64],
@@ -24,159 +47,222 @@ impl Writer {
             self.stats.discarded.fetch_add(u64::from(frames), Relaxed);
             return;
         };
-        // The daemon's receive time of each frame, for the `ts_recv` channel.
-        let recv: Vec<[u8; 8]> = if open.recv {
-            (0..frames as usize)
-                .map(|k| {
-                    recv.get(k)
-                        .copied()
-                        .unwrap_or_else(crate::events::now_epoch)
-                        .to_le_bytes()
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let mut frame_no = 0usize;
-        // Frames are written in chunks: `lzmaf` samples of a chunk are compressed in
-        // parallel first, and the flush timer is checked between chunks.
-        let chunk = if self.lzmaf.is_empty() {
-            16
-        } else {
-            4 * self.settings.compress_threads
-        };
-        let mut frames_of_chunk: Vec<(f64, Vec<&[u8]>)> = Vec::with_capacity(chunk);
+        let with_recv = open.recv;
+        let mut permits_left = in_hand;
         let mut pos = 0;
-        let mut written = 0u64;
-        let mut bytes = 0u64;
-        let mut error = None;
-        while pos + 4 <= data.len() && error.is_none() {
-            frames_of_chunk.clear();
-            while pos + 4 <= data.len() && frames_of_chunk.len() < chunk {
-                let len =
-                    u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes")) as usize;
-                let body = &data[pos + 4..pos + 4 + len];
-                pos += 4 + len;
-                let layout = &self.layouts[usize::from(seq)];
-                let mut slices = Vec::with_capacity(layout.channel_count());
-                let ts = layout.split(body, &mut slices);
-                if let Some(r) = recv.get(frame_no) {
-                    slices.push(r);
-                }
-                frame_no += 1;
-                frames_of_chunk.push((ts, slices));
+        let mut frame_no = 0usize;
+        while pos + 4 <= data.len() {
+            if self.open.is_none() {
+                // An append failed: the rest of the batch is lost with the sensor.
+                let lost = u64::from(frames).saturating_sub(frame_no as u64);
+                self.stats.discarded.fetch_add(lost, Relaxed);
+                break;
             }
-            let queued = self
-                .stats
-                .queue_limit
-                .saturating_sub(self.budget.available_permits() as u64);
-            let store = !self.lzmaf.is_empty()
-                && self
+            let len = u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes")) as usize;
+            let body = &data[pos + 4..pos + 4 + len];
+            pos += 4 + len;
+            let layout = &self.layouts[usize::from(seq)];
+            let mut slices = Vec::with_capacity(layout.channel_count() + 1);
+            let ts = layout.split(body, &mut slices);
+            // The daemon's receive time of each frame, for the `ts_recv` channel.
+            let r = with_recv.then(|| {
+                recv.get(frame_no)
+                    .copied()
+                    .unwrap_or_else(crate::events::now_epoch)
+                    .to_le_bytes()
+            });
+            if let Some(r) = &r {
+                slices.push(r);
+            }
+            frame_no += 1;
+            if self.lane.is_none() {
+                self.append(ts, &slices, None);
+            } else {
+                let queued = self
+                    .stats
+                    .queue_limit
+                    .saturating_sub(self.budget.available_permits() as u64);
+                let store = self
                     .fallback
                     .behind(queued, in_hand as u64, self.stats.queue_limit);
-            let compressed = self.compress(&frames_of_chunk, store);
-            let o = self.open.as_mut().expect("checked above");
-            if !store {
-                self.fallback.report(&o.events, &self.sensor);
+                let permits = (4 + len).min(permits_left);
+                permits_left -= permits;
+                self.permits_in_lane += permits;
+                self.send_to_lane(data, ts, &slices, with_recv, store, permits);
             }
-            let written_before = written;
-            for (k, (ts, slices)) in frames_of_chunk.iter().enumerate() {
-                if !self.settings.debug_delay.is_zero() {
-                    std::thread::sleep(self.settings.debug_delay);
-                }
-                let r = if self.lzmaf.is_empty() {
-                    o.files.append(*ts, slices)
-                } else {
-                    let mut enc = slices.clone();
-                    for (c, &ch) in self.lzmaf.iter().enumerate() {
-                        enc[ch] = &compressed[k * self.lzmaf.len() + c];
-                    }
-                    o.files.append_encoded(*ts, &enc)
-                };
-                if let Err(e) = r {
-                    error = Some(e);
-                    break;
-                }
-                self.stats.beat(self.settings.epoch);
-                if let Some(live) = self.live.as_mut() {
-                    live.offer(*ts, slices);
-                }
-                written += 1;
-                // As received: the daemon's own `ts_recv` (last) is not counted.
-                let received = &slices[..slices.len() - usize::from(!recv.is_empty())];
-                bytes += 8 + received.iter().map(|s| s.len() as u64).sum::<u64>();
-            }
-            if store {
-                let n = written - written_before;
-                self.fallback
-                    .stored(n, &self.stats, &o.events, &self.sensor);
-            }
-            // A long batch (slow disk, compression) must not hold samples in user space
-            // past the flush interval: that bounds what a kill -9 loses.
-            if error.is_none() && Instant::now() >= o.last_flush + self.settings.flush_interval {
-                match o.files.flush() {
-                    Ok(()) => {
-                        o.last_flush = Instant::now();
-                        o.unflushed = false;
-                    }
-                    Err(e) => error = Some(e),
-                }
+            // A long batch (slow disk, compression) must not hold samples in user space past
+            // the flush interval: that bounds what a kill -9 loses.
+            if frame_no.is_multiple_of(16) {
+                self.flush_if_due();
             }
         }
-        let o = self.open.as_mut().expect("checked above");
-        // (A flush with nothing buffered costs no syscall.)
-        o.unflushed |= written > 0;
+        self.append_done();
+        self.flush_if_due();
+    }
+
+    /// Appends one frame: `slices` as received (`ts_recv` last where the trace has it),
+    /// `encoded` the same with the `lzmaf` channels encoded (`None`: no `lzmaf` channel).
+    fn append(&mut self, ts: f64, slices: &[&[u8]], encoded: Option<&[&[u8]]>) -> bool {
+        let Some(o) = self.open.as_mut() else {
+            self.stats.discarded.fetch_add(1, Relaxed);
+            return false;
+        };
+        if !self.settings.debug_delay.is_zero() {
+            std::thread::sleep(self.settings.debug_delay);
+        }
+        let r = match encoded {
+            None => o.files.append(ts, slices),
+            Some(enc) => o.files.append_encoded(ts, enc),
+        };
+        if let Err(e) = r {
+            self.stats.discarded.fetch_add(1, Relaxed);
+            self.fail("append", e);
+            return false;
+        }
+        self.stats.beat(self.settings.epoch);
+        if let Some(live) = self.live.as_mut() {
+            live.offer(ts, slices);
+        }
+        // As received: the daemon's own `ts_recv` (last) is not counted.
+        let received = &slices[..slices.len() - usize::from(o.recv)];
+        let bytes = 8 + received.iter().map(|s| s.len() as u64).sum::<u64>();
+        o.unflushed = true;
         o.unsynced_bytes += bytes;
         self.stats.samples.store(o.files.len(), Relaxed);
         self.stats.bytes.fetch_add(bytes, Relaxed);
-        if let Some(e) = error {
-            let lost = u64::from(frames) - written;
-            self.stats.discarded.fetch_add(lost, Relaxed);
-            self.fail("append", e);
+        true
+    }
+
+    /// Puts a frame of an `lzmaf` sensor in its lane: to be compressed by the pool, or with
+    /// `store` its `lzmaf` samples wrapped uncompressed now. Waits (appending this sensor's
+    /// frames as they come back) while the pool's byte bound is reached.
+    fn send_to_lane(
+        &mut self,
+        data: &Bytes,
+        ts: f64,
+        slices: &[&[u8]],
+        with_recv: bool,
+        store: bool,
+        permits: usize,
+    ) {
+        let last = slices.len() - 1;
+        let chans: Vec<Bytes> = slices
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                if with_recv && i == last {
+                    Bytes::copy_from_slice(s)
+                } else {
+                    data.slice_ref(s)
+                }
+            })
+            .collect();
+        let bytes = chans.iter().map(Bytes::len).sum::<usize>();
+        while !self.lane.as_mut().expect("an lzmaf sensor").reserve(bytes) {
+            if !self.append_done() {
+                self.wait_lane();
+            }
+        }
+        let frame = Pending {
+            ts,
+            chans,
+            stored: store,
+            permits,
+        };
+        let lane = self.lane.as_mut().expect("an lzmaf sensor");
+        if store {
+            let out = self
+                .lzmaf
+                .iter()
+                .map(|&ch| stored_xz::store(&frame.chans[ch]))
+                .collect();
+            lane.push_encoded(frame, out, bytes);
+        } else {
+            let inputs = self
+                .lzmaf
+                .iter()
+                .map(|&ch| frame.chans[ch].clone())
+                .collect();
+            lane.push(frame, inputs, bytes);
+        }
+        self.append_done();
+    }
+
+    /// Appends the frames of the lane that are done, in order; whether there was one.
+    pub(super) fn append_done(&mut self) -> bool {
+        let mut any = false;
+        while let Some(p) = self.lane.as_mut().and_then(|l| l.pop()) {
+            any = true;
+            self.append_popped(p);
+        }
+        any
+    }
+
+    /// Appends every frame in the lane, waiting for the pool: before anything that must see
+    /// all frames queued before it written (a sync, a barrier, a trace switch, the end).
+    pub(super) fn append_all(&mut self) {
+        while self.lane.as_ref().is_some_and(|l| !l.is_empty()) {
+            if !self.append_done() {
+                self.wait_lane();
+            }
         }
     }
 
-    /// Compresses the `lzmaf` channels of `frames` on up to `compress_threads` threads, or
-    /// with `store` wraps them uncompressed in the same `.xz` framing; result
-    /// `k * lzmaf.len() + c` is frame k's c-th `lzmaf` channel.
-    fn compress(&self, frames: &[(f64, Vec<&[u8]>)], store: bool) -> Vec<Vec<u8>> {
-        if self.lzmaf.is_empty() {
-            return Vec::new();
-        }
-        let jobs: Vec<&[u8]> = frames
-            .iter()
-            .flat_map(|(_, s)| self.lzmaf.iter().map(move |&ch| s[ch]))
-            .collect();
-        if store {
-            return jobs.iter().map(|j| stored_xz::store(j)).collect();
-        }
-        let preset = self.settings.opts.lzmaf_preset;
-        let delay = self.settings.compress_delay;
-        // Compressing a chunk of large samples takes long, and one huge frame at a high
-        // preset alone can outlast the watchdog: every step of input encoded is progress
-        // (see `lzma::compress_with_progress`), so only a compression that is really stuck
-        // stops the pings.
-        let (stats, epoch) = (&*self.stats, self.settings.epoch);
-        let compress = move |j: &&[u8]| {
-            if !delay.is_zero() {
-                std::thread::sleep(delay);
-            }
-            lzma::compress_with_progress(j, preset, &mut || stats.beat(epoch))
+    /// Waits for a result of this sensor's lane. The pool's progress (on any sensor's frame)
+    /// counts as this writer's heartbeat: it waits on work that moves, it is not stuck.
+    pub(super) fn wait_lane(&mut self) {
+        let step =
+            (self.settings.heartbeat.min(Duration::from_secs(1)) / 2).max(Duration::from_millis(5));
+        let (Some(lane), stats) = (self.lane.as_mut(), &self.stats) else {
+            return;
         };
-        let threads = self.settings.compress_threads.max(1).min(jobs.len());
-        if threads <= 1 {
-            return jobs.iter().map(compress).collect();
+        if lane.is_empty() || lane.front_done() {
+            return;
         }
-        let per = jobs.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = jobs
-                .chunks(per)
-                .map(|part| scope.spawn(move || part.iter().map(compress).collect::<Vec<_>>()))
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().expect("compression thread"))
-                .collect()
-        })
+        let mut seen = lane.progress();
+        while !lane.wait(step) {
+            let now = lane.progress();
+            if now != seen {
+                seen = now;
+                stats.beat(self.settings.epoch);
+            }
+        }
+    }
+
+    fn append_popped(&mut self, p: Popped<Pending>) {
+        let frame = p.item;
+        self.budget.add_permits(frame.permits);
+        let out = match p.out {
+            Ok(out) => out,
+            Err(e) => {
+                self.stats.discarded.fetch_add(1, Relaxed);
+                self.fail_with(SensorFailure::Panic { msg: e.to_string() });
+                return;
+            }
+        };
+        let slices: Vec<&[u8]> = frame.chans.iter().map(|b| &b[..]).collect();
+        let mut enc = slices.clone();
+        for (c, &ch) in self.lzmaf.iter().enumerate() {
+            enc[ch] = &out[c];
+        }
+        if !self.append(frame.ts, &slices, Some(&enc)) {
+            return;
+        }
+        let o = self.open.as_ref().expect("appended");
+        if frame.stored {
+            self.fallback
+                .stored(1, &self.stats, &o.events, &self.sensor);
+        } else {
+            self.fallback.report(&o.events, &self.sensor);
+        }
+    }
+
+    /// Flushes to the kernel when the flush interval has passed since the last flush.
+    fn flush_if_due(&mut self) {
+        if self.open.as_ref().is_some_and(|o| {
+            o.unflushed && Instant::now() >= o.last_flush + self.settings.flush_interval
+        }) {
+            self.flush();
+        }
     }
 }

@@ -1,13 +1,14 @@
-//! When `lzmaf` compression falls behind: the rule that stores a group of frames
+//! When `lzmaf` compression falls behind: the rule that stores a frame
 //! uncompressed instead (`format::stored_xz`, the same `.xz` framing), and their count in
 //! `status` (`lzmaf_stored`) and `events.jsonl` (`lzmaf_stored` events).
 //!
-//! The rule (config `lzmaf_store_above`): before compressing a group of frames the writer
-//! looks at its sensor's queue; when more than that fraction of the queue's byte budget
-//! waits *behind* the batch in hand, compressing would let the queue grow towards full (where
-//! the driver is stalled or frames are dropped), so the group is stored. Storing costs a copy
-//! and a CRC, so the queue drains at the disk's speed, and compression resumes by itself as
-//! soon as the queue is back under the bound.
+//! The rule (config `lzmaf_store_above`): before sending a frame to the compression pool the
+//! writer looks at its sensor's queue: the bytes waiting *behind* the batch in hand, which
+//! include its earlier frames still in the pool (a frame's queue permits go back when it is
+//! appended). When that is more than the fraction of the queue's byte budget, compressing
+//! would let the backlog grow towards a full queue (where the driver is stalled or frames are dropped), so
+//! the frame is stored. Storing costs a copy and a CRC, so the backlog drains at the disk's
+//! speed, and compression resumes by itself as soon as it is back under the bound.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -36,8 +37,9 @@ impl StoreFallback {
         }
     }
 
-    /// Whether the next group of frames is to be stored uncompressed: `queued` bytes wait in
-    /// the sensor's queue, `in_hand` of them belong to the batch being written.
+    /// Whether the next frame is to be stored uncompressed: `queued` bytes wait in the
+    /// sensor's queue (its frames in the compression pool among them), `in_hand` of them
+    /// belong to the batch being written.
     pub(super) fn behind(&self, queued: u64, in_hand: u64, limit: u64) -> bool {
         let waiting = queued.saturating_sub(in_hand);
         waiting as f64 > self.above * limit as f64

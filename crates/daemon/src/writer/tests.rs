@@ -21,7 +21,7 @@ fn a_panic_fails_the_sensor_returns_permits_and_keeps_answering() {
         flush_interval: Duration::from_millis(100),
         fsync: FsyncPolicy::OnRequest,
         debug_delay: Duration::ZERO,
-        compress_threads: 1,
+        pool: crate::compress::CompressPool::new(1, 1 << 20),
         lzmaf_store_above: 0.5,
         compress_delay: Duration::ZERO,
         epoch: Instant::now(),

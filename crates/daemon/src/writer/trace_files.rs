@@ -183,6 +183,8 @@ impl Writer {
     }
 
     pub(super) fn close(&mut self) -> Result<u64, WriterError> {
+        // Every frame still compressing belongs to this trace.
+        self.append_all();
         let Some(o) = self.open.take() else {
             return match self.stats.failure() {
                 Some(f) => Err(WriterError::Failed(f)),

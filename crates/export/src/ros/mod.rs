@@ -17,7 +17,7 @@
 //! `width` 1 and `row_step` 12: its points array is `(1, 1, N, 3)`, so `shape[0]` is 1; the
 //! data is the same), and the output is written under a temporary name and renamed when
 //! complete. Frames are decoded (the bulk of the work: `lzma`), projected and serialised by
-//! one thread per core (up to 4), each into buffers it reuses, while the calling thread
+//! one thread per usable CPU (`roverlog_core::cpus::usable`), each into buffers it reuses, while the calling thread
 //! writes them in order with the IMU (a point cloud goes from the worker's buffer to the
 //! file without another copy, see [`bag1`]); memory holds up to two messages per worker and
 //! one chunk, whatever the trace's length.
@@ -80,9 +80,6 @@ pub struct RosbagReport {
     pub cloud_messages: u64,
     pub points: u64,
 }
-
-/// The most threads that decode and project lidar frames (one per core up to this).
-const MAX_WORKERS: usize = 4;
 
 /// The IMU topic and the point cloud topic.
 pub const IMU_TOPIC: &str = "/imu";
@@ -395,10 +392,7 @@ pub fn export_rosbag(
         // Frames are decoded, projected and serialised by `workers` threads, worker `k`
         // taking frames `k, k + workers, ...`, each up to two ahead; the message buffers
         // come back for reuse.
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, MAX_WORKERS)
-            .min(n_lidar.max(1));
+        let workers = roverlog_core::cpus::usable().min(n_lidar.max(1));
         let ros2 = opts.format == BagFormat::Ros2Mcap;
         let mut frames = Vec::with_capacity(workers);
         let mut spares = Vec::with_capacity(workers);

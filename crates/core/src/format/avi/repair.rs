@@ -147,7 +147,7 @@ pub(crate) fn deep_check(
             if let (Some(m), Some(f)) = (
                 &map,
                 l.frames
-                    .get(done.saturating_sub(crate::format::deep::MAX_IN_FLIGHT) as usize),
+                    .get(done.saturating_sub(crate::format::deep::max_in_flight()) as usize),
             ) {
                 behind.read(m, calls, f.offset);
                 calls += 1;

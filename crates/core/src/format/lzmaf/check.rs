@@ -88,7 +88,7 @@ pub(crate) fn check(
             &mut |done, b| {
                 on_frames(done, total, b);
                 if let Some(m) = &m {
-                    let behind_all = done.saturating_sub(crate::format::deep::MAX_IN_FLIGHT);
+                    let behind_all = done.saturating_sub(crate::format::deep::max_in_flight());
                     behind.read(m, calls, good[behind_all as usize]);
                     calls += 1;
                 }
