@@ -54,6 +54,8 @@ pub enum OffloadError {
         path: PathBuf,
         error: std::io::Error,
     },
+    #[error("stopped before the job was done (the journal keeps what was done)")]
+    Stopped,
     #[error("{}: free space: {error}", path.display())]
     Statvfs {
         path: PathBuf,
