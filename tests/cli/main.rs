@@ -24,6 +24,7 @@ mod gulp;
 mod hour_trace;
 mod import_trace;
 mod offload;
+mod offload_daemon;
 mod os_errors;
 mod plot;
 mod replay;
