@@ -141,12 +141,14 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, OffloadEr
             path: opts.data.clone(),
         });
     }
-    let store = Store::open(&opts.dest)?;
-    store.check()?;
     let journal_path = opts
         .journal
         .clone()
         .unwrap_or_else(|| journal::default_path(&opts.data, &opts.dest));
+    // Before the store: a second job on this journal is refused at once.
+    let _lock = journal::lock(&journal_path)?;
+    let store = Store::open(&opts.dest)?;
+    store.check()?;
     let mut journal = Journal::load(&journal_path, &opts.dest)?;
     let was_in_flight = journal.in_flight.take();
     let mut job = Job {
