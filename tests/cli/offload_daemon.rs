@@ -231,17 +231,32 @@ fn daemon_shutdown_stops_a_capped_offload_and_the_next_start_finishes_it() {
         "the trace was done before the stop"
     );
 
-    // Without the cap, the next start finishes it from the journal: every object its file.
+    // Without the cap and with `delete`, the next start finishes it from the journal, then
+    // removes the local trace: every object is the file it was.
+    let want = digests(&first);
     let cfg: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&d.config).unwrap()).unwrap();
     let mut cfg = cfg;
     cfg["offload"]["rate"] = serde_json::Value::Null;
+    cfg["offload"]["delete"] = true.into();
     std::fs::write(&d.config, serde_json::to_vec(&cfg).unwrap()).unwrap();
     spawn(&mut d, &g);
     d.wait_status("the cut trace finished after the restart", |s| {
         s["offload"]["verified_traces"].as_u64() >= Some(1) && s["offload"]["pending_traces"] == 0
     });
-    for (rel, md5) in digests(&first) {
+    let t0 = std::time::Instant::now();
+    while first.exists() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "{} not deleted",
+            first.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The trace being recorded is still there.
+    assert!(d.trace_dir().exists());
+    assert!(!want.is_empty());
+    for (rel, md5) in want {
         let key = format!("{name}/{rel}");
         let info = store.head(&key).unwrap().unwrap_or_else(|| panic!("{key}"));
         let got = roverlog_store::md5_hex(&store.get_range(&key, 0..info.size).unwrap());
