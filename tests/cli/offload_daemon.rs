@@ -149,6 +149,11 @@ fn daemon_offload_waits_for_idle_and_a_missing_bucket_is_its_last_error() {
     assert_eq!(st["recording"], true, "{st}");
     assert_eq!(st["offload"]["when"], "idle", "{st}");
     assert_eq!(st["offload"]["last_error"], serde_json::Value::Null, "{st}");
+    // What waits is counted meanwhile: nothing sealed yet.
+    let st = d.wait_status("pending counted while paused", |s| {
+        !s["offload"]["pending_traces"].is_null()
+    });
+    assert_eq!(st["offload"]["pending_traces"], 0, "{st}");
     assert_eq!(d.ctl(json!({"cmd": "stop"}))["ok"], true, "{}", d.log());
     let st = d.wait_status("the offload's error once idle", |s| {
         !s["offload"]["last_error"].is_null()

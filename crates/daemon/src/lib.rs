@@ -334,6 +334,7 @@ impl Daemon {
         if let Some(o) = &offloader {
             o.request_stop();
         }
+        let shutdown_began = std::time::Instant::now();
         let deadline = cfg.recording.shutdown_deadline;
         let drained = tokio::time::timeout(deadline, async {
             // Every connection task holds a clone of `done_tx`: recv() returns None when the
@@ -347,9 +348,15 @@ impl Daemon {
         if let Some(o) = offloader {
             // Its part in flight finishes or fails within the deadline; else it is left to
             // the exit (the journal keeps what was done, the next start goes on).
-            let stopped = tokio::task::spawn_blocking(move || o.stop(deadline)).await;
+            // What the deadline has left after the drain, and at least a second.
+            let bound = deadline
+                .saturating_sub(shutdown_began.elapsed())
+                .max(Duration::from_secs(1));
+            let stopped = tokio::task::spawn_blocking(move || o.stop(bound)).await;
             if !matches!(stopped, Ok(true)) {
-                tracing::warn!("offload did not stop within {deadline:?}; left to the exit");
+                tracing::warn!(
+                    "offload did not stop within the shutdown deadline; left to the exit"
+                );
             }
         }
         for (path, ino) in &socks {

@@ -8,7 +8,7 @@
 //! `when: "idle"` only while nothing is recorded: a recording that starts stops the job
 //! before its next part. Its progress is [`OffloadStatus`], shown in `status` (`offload`)
 //! and on the dashboard. At shutdown it is asked to stop before its next part and waited for
-//! within the shutdown deadline; the journal lets the next run go on where it stopped.
+//! within what the shutdown deadline has left (at least 1 s); the journal lets the next run go on where it stopped.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -184,7 +184,9 @@ impl Job {
     fn run(self) {
         while !self.stopping() {
             if self.idle_only && self.recording() {
+                // What waits for the recording to stop is shown meanwhile.
                 self.shared.set(|s| s.state = "paused");
+                self.look();
             } else {
                 self.once();
             }
