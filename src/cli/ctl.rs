@@ -165,6 +165,29 @@ fn print_reply(r: &Value) {
     }
 }
 
+/// `offload: sending to s3://b/p: 2 trace(s), 140.2 MB left, 19.8 MB/s` and its last error.
+fn print_offload(o: &Value) {
+    let Some(dest) = o["dest"].as_str() else {
+        return;
+    };
+    let mb = |v: &Value| v.as_f64().unwrap_or(0.0) / 1e6;
+    let pending = match o["pending_traces"].as_u64() {
+        Some(n) => format!("{n} trace(s), {:.1} MB left", mb(&o["bytes_left"])),
+        None => "not looked yet".into(),
+    };
+    println!(
+        "offload ({}): {} to {dest}: {pending}, {:.1} MB/s, {:.1} MB sent, {} trace(s) verified",
+        o["when"].as_str().unwrap_or("?"),
+        o["state"].as_str().unwrap_or("?"),
+        mb(&o["rate_bytes_per_s"]),
+        mb(&o["sent_bytes"]),
+        o["verified_traces"]
+    );
+    if let Some(e) = o["last_error"].as_str() {
+        println!("offload error: {e}");
+    }
+}
+
 fn print_status(r: &Value) {
     // Alarms first: the lines nobody may miss.
     for a in r["alarms"].as_array().into_iter().flatten() {
@@ -209,6 +232,7 @@ fn print_status(r: &Value) {
         };
         println!("dashboard: {url}{ro}");
     }
+    print_offload(&r["offload"]);
     let d = &r["disk"];
     if let Some(free) = d["free_bytes"].as_u64() {
         println!(

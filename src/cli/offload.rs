@@ -51,29 +51,7 @@ pub struct OffloadArgs {
 
 /// `20MB/s`, `500KiB/s`, `1G`, `1000`: bytes (per second).
 pub fn parse_bytes(text: &str) -> Result<u64> {
-    let t = text.trim().trim_end_matches("/s");
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let mult: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "k" | "K" | "KB" | "kB" => 1_000,
-        "M" | "MB" => 1_000_000,
-        "G" | "GB" => 1_000_000_000,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        u => bail!("{text:?}: unknown unit {u:?} (B, KB, MB, GB, KiB, MiB, GiB)"),
-    };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| anyhow::anyhow!("{text:?}: not a size (e.g. 20MB/s)"))?;
-    let v = (n * mult as f64) as u64;
-    if v == 0 {
-        bail!("{text:?}: must be more than 0");
-    }
-    Ok(v)
+    Ok(roverlog_offload::rate::parse_bytes(text)?)
 }
 
 fn parse_percent(text: &str) -> Result<f64> {

@@ -18,6 +18,7 @@
 //! - [`netns`]: the warning when a TCP listener is in a namespace with only loopback.
 //! - [`notify`]: systemd `sd_notify` (READY, STATUS, WATCHDOG, STOPPING) without libsystemd.
 //! - [`malloc_policy`]: the glibc allocator thresholds the daemon sets at start.
+//! - [`offload`]: the background offload of sealed traces (config `offload`).
 //! - [`shutdown`]: the shutdown signal. [`sockets`]: atomic socket creation. [`disk`]: free
 //!   space.
 //!
@@ -43,6 +44,7 @@ pub mod ingest;
 pub mod malloc_policy;
 pub mod netns;
 pub mod notify;
+pub mod offload;
 pub mod poison;
 pub mod protocol;
 pub mod recording;
@@ -201,6 +203,22 @@ impl Daemon {
             }
         }
 
+        // After the recovery: the traces a crash cut are sealed now, and may go.
+        let offloader = match &cfg.offload {
+            Some(o) => {
+                let root = cfg.recording.data_root.clone();
+                // Weak: the recorder holds the job's handle.
+                let r = Arc::downgrade(&rec);
+                let recording =
+                    Box::new(move || r.upgrade().is_some_and(|r| r.current().is_some()));
+                let o = offload::Offloader::start(o, root, recording)
+                    .map_err(|e| Error::io(&cfg.recording.data_root, e))?;
+                rec.set_offload(o.clone());
+                Some(o)
+            }
+            None => None,
+        };
+
         let (trigger, shut) = shutdown::channel();
         let max_conns = cfg.ingest.max_sensors + 16;
         let conns = Arc::new(tokio::sync::Semaphore::new(max_conns));
@@ -344,6 +362,10 @@ impl Daemon {
         notify("STOPPING=1");
         tracing::info!("shutting down: draining connections and queues");
         trigger.trigger();
+        if let Some(o) = &offloader {
+            o.request_stop();
+        }
+        let shutdown_began = std::time::Instant::now();
         let deadline = cfg.recording.shutdown_deadline;
         let drained = tokio::time::timeout(deadline, async {
             // Every connection task holds a clone of `done_tx`: recv() returns None when the
@@ -354,6 +376,20 @@ impl Daemon {
             let _ = tokio::task::spawn_blocking(move || r.join_writers()).await;
         })
         .await;
+        if let Some(o) = offloader {
+            // Its part in flight finishes or fails within the deadline; else it is left to
+            // the exit (the journal keeps what was done, the next start goes on).
+            // What the deadline has left after the drain, and at least a second.
+            let bound = deadline
+                .saturating_sub(shutdown_began.elapsed())
+                .max(Duration::from_secs(1));
+            let stopped = tokio::task::spawn_blocking(move || o.stop(bound)).await;
+            if !matches!(stopped, Ok(true)) {
+                tracing::warn!(
+                    "offload did not stop within the shutdown deadline; left to the exit"
+                );
+            }
+        }
         for (path, ino) in &socks {
             sockets::remove_if_ours(path, *ino);
         }

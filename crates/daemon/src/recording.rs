@@ -89,6 +89,8 @@ pub struct Recorder {
     triggers: Triggers,
     /// The dashboard's address and mode, once it listens (`status` `http`).
     http: Mutex<Option<HttpStatus>>,
+    /// The background offload, when configured (`status` `offload`).
+    offload: Mutex<Option<Arc<crate::offload::Offloader>>>,
 }
 
 impl Recorder {
@@ -147,6 +149,7 @@ impl Recorder {
             alarms: Alarms::default(),
             triggers: Triggers::default(),
             http: Mutex::default(),
+            offload: Mutex::default(),
         })
     }
 

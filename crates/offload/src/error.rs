@@ -54,6 +54,10 @@ pub enum OffloadError {
         path: PathBuf,
         error: std::io::Error,
     },
+    #[error("{}: another offload is using this journal (a `roverlog offload`, or a daemon's config `offload`, to the same destination); run one at a time", path.display())]
+    JournalBusy { path: PathBuf },
+    #[error("stopped before the job was done (the journal keeps what was done)")]
+    Stopped,
     #[error("{}: free space: {error}", path.display())]
     Statvfs {
         path: PathBuf,

@@ -159,6 +159,38 @@ impl Journal {
     }
 }
 
+/// Takes the journal's lock (`<journal>.lock` beside it, an exclusive `flock` held while the
+/// returned file is open): two jobs on one journal (a `roverlog offload` and a daemon's
+/// `offload`) would each overwrite what the other wrote. A second one is refused, naming it.
+pub fn lock(path: &Path) -> Result<std::fs::File, OffloadError> {
+    use std::os::fd::AsRawFd;
+    let lock = path.with_extension("lock");
+    let fail = |detail: String| OffloadError::JournalWrite {
+        path: lock.clone(),
+        detail,
+    };
+    if let Some(dir) = lock.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_dir_all_durable(dir).map_err(|e| fail(e.to_string()))?;
+    }
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock)
+        .map_err(|e| fail(e.to_string()))?;
+    // SAFETY: flock on a descriptor we own; released when `f` closes.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(OffloadError::JournalBusy {
+                path: path.to_path_buf(),
+            });
+        }
+        return Err(fail(e.to_string()));
+    }
+    Ok(f)
+}
+
 /// The default journal for `dest` when offloading `data`: under `<data>/_roverlog/offload/`,
 /// or beside `data` when it is itself a trace (whose `_roverlog/` is uploaded with it).
 pub fn default_path(data: &Path, dest: &str) -> PathBuf {

@@ -17,6 +17,7 @@ mod error;
 pub mod free;
 pub mod journal;
 mod knobs;
+pub mod pending;
 pub mod plan;
 pub mod rate;
 pub mod select;
@@ -70,6 +71,12 @@ pub trait Progress {
     fn sent(&self, n: u64);
     /// A line for the user (a skipped trace, a deletion).
     fn note(&self, line: &str);
+    /// Whether the job must stop now (the daemon shuts down, or recording started under
+    /// `when: idle`): asked before each part and trace, and while the rate cap waits. The
+    /// job then ends with [`OffloadError::Stopped`], its journal saved: the next run goes on.
+    fn stopped(&self) -> bool {
+        false
+    }
 }
 
 /// What was left out, and why.
@@ -134,12 +141,14 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, OffloadEr
             path: opts.data.clone(),
         });
     }
-    let store = Store::open(&opts.dest)?;
-    store.check()?;
     let journal_path = opts
         .journal
         .clone()
         .unwrap_or_else(|| journal::default_path(&opts.data, &opts.dest));
+    // Before the store: a second job on this journal is refused at once.
+    let _lock = journal::lock(&journal_path)?;
+    let store = Store::open(&opts.dest)?;
+    store.check()?;
     let mut journal = Journal::load(&journal_path, &opts.dest)?;
     let was_in_flight = journal.in_flight.take();
     let mut job = Job {
@@ -168,6 +177,9 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, OffloadEr
             if dir.canonicalize().is_ok_and(|c| c.starts_with(d)) {
                 continue;
             }
+        }
+        if progress.stopped() {
+            return Err(OffloadError::Stopped);
         }
         match select::trace_state(&dir) {
             TraceState::Sealed => {}

@@ -28,18 +28,81 @@ impl Pacer {
         start - now
     }
 
-    /// Waits until a part of `n` bytes may start.
-    pub fn wait(&mut self, n: u64) {
-        let d = self.book(n, Instant::now());
-        if !d.is_zero() {
-            std::thread::sleep(d);
+    /// Waits until a part of `n` bytes may start; false when `stopped` said so first
+    /// (asked every 100 ms at most).
+    pub fn wait(&mut self, n: u64, stopped: impl Fn() -> bool) -> bool {
+        let until = Instant::now() + self.book(n, Instant::now());
+        loop {
+            let now = Instant::now();
+            if now >= until {
+                return true;
+            }
+            if stopped() {
+                return false;
+            }
+            std::thread::sleep((until - now).min(Duration::from_millis(100)));
         }
     }
+}
+
+/// A size or rate that [`parse_bytes`] refused, with the text as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BytesError {
+    #[error("{text:?}: unknown unit {unit:?} (B, KB, MB, GB, KiB, MiB, GiB)")]
+    Unit { text: String, unit: String },
+    #[error("{text:?}: not a size (e.g. 20MB/s)")]
+    NotANumber { text: String },
+    #[error("{text:?}: must be more than 0")]
+    Zero { text: String },
+}
+
+/// `20MB/s`, `500KiB/s`, `1G`, `1000`: bytes (per second).
+pub fn parse_bytes(text: &str) -> Result<u64, BytesError> {
+    let t = text.trim().trim_end_matches("/s");
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "k" | "K" | "KB" | "kB" => 1_000,
+        "M" | "MB" => 1_000_000,
+        "G" | "GB" => 1_000_000_000,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        u => {
+            return Err(BytesError::Unit {
+                text: text.into(),
+                unit: u.into(),
+            })
+        }
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| BytesError::NotANumber { text: text.into() })?;
+    let v = (n * mult as f64) as u64;
+    if v == 0 {
+        return Err(BytesError::Zero { text: text.into() });
+    }
+    Ok(v)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_and_rates_parse_with_their_units() {
+        assert_eq!(parse_bytes("20MB/s"), Ok(20_000_000));
+        assert_eq!(parse_bytes("8MiB"), Ok(8 << 20));
+        assert_eq!(parse_bytes("1.5GB"), Ok(1_500_000_000));
+        assert!(matches!(
+            parse_bytes("20 parsecs"),
+            Err(BytesError::Unit { unit, .. }) if unit == "parsecs"
+        ));
+        assert!(matches!(parse_bytes("0MB/s"), Err(BytesError::Zero { .. })));
+    }
 
     /// Bytes started in every window of the schedule stay under the cap, parts of several
     /// sizes included.

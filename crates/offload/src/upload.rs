@@ -119,11 +119,19 @@ impl Job<'_> {
         }
     }
 
-    /// Waits for the rate cap, then counts `n` bytes as sent.
-    fn pace(&mut self, n: u64) {
-        if let Some(p) = &mut self.pacer {
-            p.wait(n);
+    /// Waits for the rate cap before a part of `n` bytes; a stop asked meanwhile ends the
+    /// job (the part, booked in flight, is counted as re-sent by the next run).
+    fn pace(&mut self, n: u64) -> Result<(), OffloadError> {
+        let progress = self.progress;
+        if progress.stopped() {
+            return Err(OffloadError::Stopped);
         }
+        if let Some(p) = &mut self.pacer {
+            if !p.wait(n, || progress.stopped()) {
+                return Err(OffloadError::Stopped);
+            }
+        }
+        Ok(())
     }
 
     fn sent(&mut self, n: u64, again: u64) {
@@ -173,7 +181,7 @@ impl Job<'_> {
         let md5 = md5_hex(&data);
         let again = self.in_flight(trace, &entry.path, 0, entry.size);
         self.save()?;
-        self.pace(entry.size);
+        self.pace(entry.size)?;
         let data = crate::knobs::corrupt(key, 0, data);
         let info = self.store.put(key, data).map_err(sending(path, key))?;
         self.sent(entry.size, again);
@@ -241,7 +249,7 @@ impl Job<'_> {
             whole.update(&data);
             let again = self.in_flight(trace, &entry.path, k, n);
             self.save()?;
-            self.pace(n);
+            self.pace(n)?;
             let data = crate::knobs::corrupt(key, k, data);
             let tag = match self.store.put_part(key, &upload, k, off, data) {
                 Err(StoreError::NoSuchUpload { .. }) => {

@@ -15,7 +15,7 @@
 //! - `recording`: [`Recording`] (data root, start, disk guard, shutdown bounds),
 //!   [`Rotation`], [`Snapshot`]. `health`: [`Health`], the alarms.
 //! - `viewers`: [`Http`] (dashboard), [`FoxgloveFeed`]. `knobs`: [`TestKnobs`], keys only
-//!   the `test-knobs` feature knows.
+//!   the `test-knobs` feature knows. `offload`: [`Offload`], the background offload job.
 //!
 //! Dependencies point one way: `mod` → sections → `raw`.
 
@@ -23,6 +23,7 @@ mod durability;
 mod health;
 mod ingest;
 mod knobs;
+mod offload;
 mod raw;
 mod recording;
 mod sockets;
@@ -39,7 +40,8 @@ pub use durability::{Durability, FsyncPolicy, MAX_BLOB_SYNC_THREADS};
 pub use health::Health;
 pub use ingest::Ingest;
 pub use knobs::{TestKnobs, TEST_KNOB_KEYS};
-pub use raw::{QueuePolicy, RawConfig, SensorHealth};
+pub use offload::{Offload, OffloadWhen};
+pub use raw::{QueuePolicy, RawConfig, RawOffload, SensorHealth};
 pub use recording::{validate_label, Recording, Rotation, Snapshot};
 pub use sockets::Sockets;
 pub use storage::{Storage, RECEIVE_TS_CHANNEL};
@@ -60,6 +62,8 @@ pub struct Config {
     pub health: Health,
     pub http: Http,
     pub foxglove: FoxgloveFeed,
+    /// `None`: no offload.
+    pub offload: Option<Offload>,
     pub test_knobs: TestKnobs,
     /// The document this was built from.
     document: RawConfig,
@@ -82,6 +86,7 @@ impl TryFrom<RawConfig> for Config {
             health: Health::from_raw(&raw)?,
             http: Http::from_raw(&raw)?,
             foxglove: FoxgloveFeed::from_raw(&raw)?,
+            offload: Offload::from_raw(&raw)?,
             test_knobs: TestKnobs::from_raw(&raw),
             document: raw,
         })

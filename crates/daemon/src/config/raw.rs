@@ -187,6 +187,40 @@ pub struct RawConfig {
     /// Per sensor: where its position is (`{"latitude": "pos[0]", ...}`), shown on the feed
     /// as `foxglove.LocationFix` too.
     pub foxglove_location: BTreeMap<String, BTreeMap<String, String>>,
+    /// Offload sealed traces in the background (`null`: not at all); see [`RawOffload`].
+    pub offload: Option<RawOffload>,
+}
+
+/// Config `offload`: the `roverlog offload` job, run by the daemon (config/README.md,
+/// "Offload").
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawOffload {
+    /// `s3://bucket/prefix` (the `AWS_*` variables of the daemon's environment) or a directory.
+    pub dest: String,
+    /// `"idle"`: only while nothing is recorded; `"always"`: while recording too.
+    pub when: String,
+    /// The bandwidth cap (`"20MB/s"`); `null`: none.
+    pub rate: Option<String>,
+    /// Remove each trace once all its objects are verified.
+    pub delete: bool,
+    /// Remove the oldest verified traces while data_root's filesystem has less free (`"20%"`).
+    pub keep_free: Option<String>,
+    /// How often the job looks for new sealed traces, and retries after an error.
+    pub interval_ms: u64,
+}
+
+impl Default for RawOffload {
+    fn default() -> Self {
+        RawOffload {
+            dest: String::new(),
+            when: "idle".into(),
+            rate: None,
+            delete: false,
+            keep_free: None,
+            interval_ms: 30_000,
+        }
+    }
 }
 
 impl Default for RawConfig {
@@ -267,6 +301,7 @@ impl Default for RawConfig {
             foxglove_max_hz: 10.0,
             foxglove_sensor_hz: BTreeMap::new(),
             foxglove_location: BTreeMap::new(),
+            offload: None,
         }
     }
 }

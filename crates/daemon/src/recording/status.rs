@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::Recorder;
 use crate::foxglove_live::LiveStatus;
 use crate::health::{Alarm, Watch};
+use crate::offload::{OffloadStatus, Offloader};
 use crate::poison::LockExt;
 use crate::snapshot::SnapshotStatus;
 use crate::stats::SensorCounters;
@@ -36,6 +37,9 @@ pub struct Status {
     /// Present when the live Foxglove feed is configured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub foxglove: Option<LiveStatus>,
+    /// Present when the background offload is configured (config `offload`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offload: Option<OffloadStatus>,
 }
 
 /// `status` `disk`: the last free-space reading against the guard's bound.
@@ -76,6 +80,11 @@ impl Recorder {
     /// Shows the dashboard in `status` once it listens.
     pub fn set_http_status(&self, http: HttpStatus) {
         *self.http.lock_or_recover() = Some(http);
+    }
+
+    /// Shows the background offload in `status`.
+    pub fn set_offload(&self, offload: std::sync::Arc<Offloader>) {
+        *self.offload.lock_or_recover() = Some(offload);
     }
 
     /// The health alarms' handle (written by the health task).
@@ -158,6 +167,7 @@ impl Recorder {
             absent_sensors,
             http: self.http.lock_or_recover().clone(),
             foxglove: self.live().map(|l| l.status()),
+            offload: self.offload.lock_or_recover().as_ref().map(|o| o.status()),
         }
     }
 }

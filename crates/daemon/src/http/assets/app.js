@@ -48,6 +48,20 @@ function fmtBytes(b) {
   return b.toFixed(i ? 1 : 0) + " " + units[i];
 }
 
+// status `offload` (config `offload`): the background offload's progress and last error.
+function renderOffload(o) {
+  $("offload-panel").hidden = !o;
+  if (!o) return;
+  $("offload-state").textContent = `${o.state} (${o.when})`;
+  $("offload-dest").textContent = o.dest;
+  $("offload-pending").textContent =
+    o.pending_traces == null ? "–" : `${o.pending_traces} trace(s)`;
+  $("offload-left").textContent = fmtBytes(o.bytes_left);
+  $("offload-rate").textContent = fmtBytes(o.rate_bytes_per_s) + "/s";
+  $("offload-error").hidden = !o.last_error;
+  $("offload-error").textContent = o.last_error ? "offload error: " + o.last_error : "";
+}
+
 function fmtSeconds(s) {
   if (s == null) return "–";
   if (s < 120) return Math.round(s) + " s";
@@ -271,6 +285,7 @@ function render(st) {
   $("rotate").disabled = !rec;
   $("mark").disabled = !rec;
   renderSnapshot(st, rec);
+  renderOffload(st.offload);
   renderSensors(st);
   $("updated").textContent = "updated " + new Date().toLocaleTimeString();
 }
