@@ -15,6 +15,7 @@ mod support {
 mod daemon_mjpg;
 mod dashboard_browser;
 mod dashboard_honest;
+mod driver_camera;
 mod format;
 mod gulp;
 mod mjpg;
