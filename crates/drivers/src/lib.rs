@@ -4,8 +4,10 @@
 //! (src/cli/driver.rs) is the command; docs/drivers.md the manual.
 //!
 //! - [`camera`]: an IP camera's MJPEG over HTTP, JPEG bytes passed through unchanged.
+//! - [`gps`]: gpsd's TPV reports (position, velocity, fix quality, GPS time).
 //!
 //! Dependencies: `roverlog-client` and `roverlog-core` only; no tokio (blocking std, one
 //! thread per driver process).
 
 pub mod camera;
+pub mod gps;
