@@ -7,6 +7,8 @@
 //! mapping of the daemon's config `foxglove_location` (`roverlog_export::location`). Without
 //! it, a sensor the daemon had a `foxglove_location` for (in the trace's `config.yaml`) gets
 //! its fixes as on the live feed; a recorded mapping that does not fit is skipped with a note.
+//! Without either, a sensor with channels `latitude` and `longitude` (`roverlog driver gps`)
+//! gets its fixes by those names (`location::by_channel_names`).
 
 use std::path::PathBuf;
 
@@ -107,6 +109,15 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
                 "skipped {}: the trace's foxglove_location.{e}",
                 location::topic(&sensor)
             )),
+        }
+    }
+    // Without either, a sensor with `latitude` and `longitude` channels (`driver gps`).
+    for s in t.sensors()? {
+        let name = s.name().to_owned();
+        if exported(&name) && !locations.contains_key(&name) {
+            if let Some(m) = location::by_channel_names(&name, s.meta()) {
+                locations.insert(name, m);
+            }
         }
     }
     let window = if args.start.is_some() || args.end.is_some() {

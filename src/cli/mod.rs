@@ -24,6 +24,7 @@ mod compact;
 mod convert;
 mod ctl;
 mod daemon;
+mod driver;
 mod export;
 mod extract;
 mod list;
@@ -41,7 +42,7 @@ mod trace_cmds;
 #[command(
     after_help = "Exit codes: 0 success; 1 validate found problems, checksum --compare found \
 differences, offload left a trace cut by a crash; 2 error (printed). \
-daemon and ctl document their own (see `roverlog daemon --help`, `roverlog ctl --help`)."
+daemon, ctl and driver document their own (see `roverlog daemon --help`, `roverlog ctl --help`, `roverlog driver --help`)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -97,6 +98,9 @@ enum Command {
     /// Benchmark the daemon's ingest path against same-run baselines (dd, a socket sink, the
     /// upstream-style Python writer); checks that every sample sent is on disk.
     Bench(bench::Args),
+    /// A sensor driver feeding the daemon's ingest socket (docs/drivers.md): `driver camera
+    /// http://HOST:PORT/PATH`, an IP camera's MJPEG passed through unchanged.
+    Driver(driver::Args),
     /// One stream of `bench --only rig` (started by it, one process per sensor).
     #[command(hide = true, name = "bench-rig-driver")]
     BenchRigDriver(bench::rig::DriverArgs),
@@ -157,6 +161,7 @@ pub fn main() -> ExitCode {
         Command::Daemon(a) => return daemon::main(a),
         Command::Ctl(a) => return ctl::main(a),
         Command::Bench(a) => return bench::main(a),
+        Command::Driver(a) => return driver::main(a),
         Command::BenchRigDriver(a) => return bench::rig::driver_main(a),
         Command::Info(a) => trace_cmds::info(a),
         Command::Validate(a) => trace_cmds::validate(a),

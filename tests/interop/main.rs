@@ -15,6 +15,8 @@ mod support {
 mod daemon_mjpg;
 mod dashboard_browser;
 mod dashboard_honest;
+mod driver_camera;
+mod driver_gps;
 mod format;
 mod gulp;
 mod mjpg;

@@ -192,7 +192,11 @@ impl LiveHub {
 
     /// The `/<sensor>/location` channel of `sensor`, when it has a mapping that fits `meta`.
     fn location_channel(&self, sensor: &str, meta: &SensorMeta) -> Option<LocationChannel> {
-        let mapping = self.cfg.locations.get(sensor)?;
+        // Configured, or else by channel names (`latitude`, `longitude`: the gps driver's).
+        let mapping = match self.cfg.locations.get(sensor) {
+            Some(m) => m.clone(),
+            None => location::by_channel_names(sensor, meta)?,
+        };
         let mut problems = self.problems.lock_or_recover();
         problems.remove(sensor);
         let loc = match mapping.resolve(sensor, meta) {

@@ -74,6 +74,22 @@ pub fn recorded(trace: &Path) -> BTreeMap<String, Result<LocationMapping>> {
         .collect()
 }
 
+/// The mapping a sensor gets without configuration: its channels named `latitude` and
+/// `longitude` (and `altitude` when present), when they fit ([`LocationMapping::resolve`]).
+/// What `roverlog driver gps` writes; a configured or recorded mapping takes precedence.
+pub fn by_channel_names(sensor: &str, meta: &SensorMeta) -> Option<LocationMapping> {
+    let has = |name: &str| meta.data_channels().any(|(n, _)| n == name);
+    if !(has("latitude") && has("longitude")) {
+        return None;
+    }
+    let altitude = has("altitude").then_some(("altitude", "altitude"));
+    let pairs = [("latitude", "latitude"), ("longitude", "longitude")]
+        .into_iter()
+        .chain(altitude);
+    let m = LocationMapping::from_pairs(sensor, pairs).ok()?;
+    m.resolve(sensor, meta).is_ok().then_some(m)
+}
+
 /// The fields of a mapping, in message order.
 pub const FIELDS: [&str; 3] = ["latitude", "longitude", "altitude"];
 

@@ -135,3 +135,48 @@ fn a_bad_mapping_names_its_sensor_field_and_fault() {
         "gps.latitude: \"ts\": sensor gps has no channel ts (its channels: pos, alt, iq, img)"
     );
 }
+
+#[test]
+fn channels_named_latitude_and_longitude_are_a_mapping_without_configuration() {
+    let scalar = |t| ChannelMeta::new(ChannelFormat::Raw, t, vec![], "");
+    let meta = |names: &[(&str, DType)]| SensorMeta {
+        channels: names
+            .iter()
+            .map(|(n, t)| (n.to_string(), scalar(*t)))
+            .collect(),
+    };
+    let full = meta(&[
+        ("latitude", DType::F8),
+        ("longitude", DType::F8),
+        ("altitude", DType::F8),
+    ]);
+    assert_eq!(
+        by_channel_names("gps", &full),
+        Some(
+            mapping(&[
+                ("latitude", "latitude"),
+                ("longitude", "longitude"),
+                ("altitude", "altitude")
+            ])
+            .unwrap()
+        )
+    );
+    let no_alt = meta(&[("latitude", DType::F8), ("longitude", DType::F8)]);
+    assert_eq!(by_channel_names("gps", &no_alt).unwrap().altitude, None);
+    assert_eq!(
+        by_channel_names("gps", &meta(&[("latitude", DType::F8)])),
+        None
+    );
+    // Named so but not numbers: no mapping rather than a broken one.
+    let text = SensorMeta {
+        channels: vec![
+            (
+                "latitude".into(),
+                ChannelMeta::new(ChannelFormat::Blob("jpg".into()), DType::U1, vec![1], ""),
+            ),
+            ("longitude".into(), scalar(DType::F8)),
+        ],
+    };
+    assert_eq!(by_channel_names("gps", &text), None);
+    assert_eq!(by_channel_names("gps", &gps_meta()), None);
+}

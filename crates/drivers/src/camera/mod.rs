@@ -1,0 +1,297 @@
+//! The IP camera driver: an MJPEG stream over HTTP (`multipart/x-mixed-replace`) into one
+//! `mjpg` (or `jpg`) channel, each part's JPEG bytes passed through unchanged: never decoded,
+//! only walked from SOI to EOI ([`jpeg`]) to check it is whole. A part that is not a whole JPEG
+//! is counted and reported, never stored. Timestamps are the epoch time at receipt.
+//!
+//! [`http`] opens the stream, [`multipart`] splits it, [`run`] sends the frames through a
+//! [`ResilientDriver`] and, when told to stop, flushes and waits (bounded) for the daemon to
+//! report them durable.
+
+pub mod http;
+pub mod jpeg;
+pub mod multipart;
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use roverlog_client::{ResilientDriver, ResilientOptions};
+use roverlog_core::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
+
+use jpeg::NotJpeg;
+use multipart::{Limits, MultipartError};
+
+/// The channel's storage: one MJPEG AVI (`mjpg`, upstream's camera) or a file per frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    Mjpg,
+    Jpg,
+}
+
+impl Storage {
+    /// The channel's name: upstream's `video.avi` for `mjpg`, `img` for `jpg`.
+    pub fn channel(self) -> &'static str {
+        match self {
+            Storage::Mjpg => "video.avi",
+            Storage::Jpg => "img",
+        }
+    }
+}
+
+/// What [`run`] needs.
+#[derive(Debug, Clone)]
+pub struct CameraOptions {
+    pub url: String,
+    pub socket: PathBuf,
+    pub sensor: String,
+    pub storage: Storage,
+    pub limits: Limits,
+    /// Connecting to the camera.
+    pub connect_timeout: Duration,
+    /// The camera sending nothing this long ends the stream.
+    pub stall_timeout: Duration,
+    /// Written frames wait at most this long in the batch.
+    pub max_delay: Duration,
+    /// How often durability is asked (releasing retained frames).
+    pub sync_every: Duration,
+    /// At the end, how long to wait for every frame to be durable.
+    pub stop_timeout: Duration,
+    pub client: ResilientOptions,
+}
+
+impl CameraOptions {
+    pub fn new(url: &str, socket: PathBuf, sensor: &str) -> Self {
+        CameraOptions {
+            url: url.to_string(),
+            socket,
+            sensor: sensor.to_string(),
+            storage: Storage::Mjpg,
+            limits: Limits::default(),
+            connect_timeout: Duration::from_secs(5),
+            stall_timeout: Duration::from_secs(5),
+            max_delay: Duration::from_millis(50),
+            sync_every: Duration::from_secs(1),
+            stop_timeout: Duration::from_secs(10),
+            client: ResilientOptions::default(),
+        }
+    }
+}
+
+/// How the stream ended, and what went where.
+#[derive(Debug, Default)]
+pub struct CameraReport {
+    /// Whole JPEGs sent.
+    pub frames: u64,
+    pub bytes: u64,
+    /// Parts that were not a whole JPEG (not stored), and the last one's problem.
+    pub not_jpeg: u64,
+    pub last_not_jpeg: Option<NotJpeg>,
+    /// Frames the daemon reported durable at the end, of `expected` (equal: nothing lost).
+    pub durable: u64,
+    pub expected: u64,
+    /// Why the stream ended: None when told to stop, else the camera's error.
+    pub ended: Option<CameraError>,
+}
+
+/// Why the driver stopped without sending everything durable.
+#[derive(Debug, thiserror::Error)]
+pub enum CameraError {
+    #[error(transparent)]
+    Http(#[from] http::HttpError),
+    #[error("{url}: {error}")]
+    Stream { url: String, error: MultipartError },
+    #[error("{url}: Content-Type {content_type:?} names no boundary, and {error}")]
+    NotMultipart {
+        url: String,
+        content_type: String,
+        error: MultipartError,
+    },
+    #[error("{url}: the stream ended")]
+    Ended { url: String },
+    #[error("{url}: the stream ended before its first whole JPEG ({not_jpeg} parts were not)")]
+    NoFrame { url: String, not_jpeg: u64 },
+    #[error("the daemon: {0}")]
+    Daemon(#[from] roverlog_core::error::Error),
+    #[error("after {waited:?}, {durable} of {expected} frames were durable")]
+    NotDurable {
+        waited: Duration,
+        durable: u64,
+        expected: u64,
+    },
+}
+
+/// The sensor's metadata for frames of the first one's shape.
+pub fn sensor_meta(storage: Storage, first: &jpeg::JpegInfo) -> SensorMeta {
+    let format = match storage {
+        Storage::Mjpg => ChannelFormat::Mjpg,
+        Storage::Jpg => ChannelFormat::Blob("jpg".into()),
+    };
+    let shape = vec![
+        usize::from(first.height),
+        usize::from(first.width),
+        usize::from(first.components),
+    ];
+    SensorMeta {
+        channels: vec![
+            ("ts".into(), ChannelMeta::timestamps()),
+            (
+                storage.channel().into(),
+                ChannelMeta::new(
+                    format,
+                    DType::U1,
+                    shape,
+                    "JPEG frames as the IP camera sent them (MJPEG over HTTP), not re-encoded",
+                ),
+            ),
+        ],
+    }
+}
+
+fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Runs until the stream ends or `stop` is set; `on_bad` hears each part that was not a whole
+/// JPEG (with the count so far). Returns the report; an error only when the daemon could not
+/// be reached or refused the sensor.
+pub fn run(
+    opts: &CameraOptions,
+    stop: Arc<AtomicBool>,
+    on_bad: &mut dyn FnMut(u64, &NotJpeg),
+) -> Result<CameraReport, CameraError> {
+    let stream = http::open(
+        &opts.url,
+        opts.connect_timeout,
+        opts.stall_timeout,
+        stop.clone(),
+    )?;
+    let stream_error = |error| CameraError::Stream {
+        url: opts.url.clone(),
+        error,
+    };
+    let mut parts = match &stream.boundary {
+        Some(b) => multipart::Multipart::new(stream.body, b, opts.limits),
+        None => match multipart::Multipart::sniff(stream.body, opts.limits) {
+            Ok(p) => p,
+            Err(e) if stopped(&e) => return Ok(CameraReport::default()),
+            Err(e) => {
+                return Err(CameraError::NotMultipart {
+                    url: opts.url.clone(),
+                    content_type: stream.content_type,
+                    error: e,
+                })
+            }
+        },
+    };
+    let mut report = CameraReport::default();
+    // The first whole frame gives the channel's shape; the daemon is reached after it.
+    let (first, ts) = loop {
+        let part = match parts.next_part() {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                return Err(CameraError::NoFrame {
+                    url: opts.url.clone(),
+                    not_jpeg: report.not_jpeg,
+                })
+            }
+            Err(e) if stopped(&e) => return Ok(report),
+            Err(e) => return Err(stream_error(e)),
+        };
+        let ts = now();
+        match jpeg::whole_jpeg(&part) {
+            Ok(info) => break ((part, info), ts),
+            Err(e) => bad(&mut report, e, on_bad),
+        }
+    };
+    let meta = sensor_meta(opts.storage, &first.1);
+    let mut d = ResilientDriver::connect(&opts.socket, &opts.sensor, meta, false, &opts.client)?;
+    send(&mut d, &mut report, ts, &first.0[..first.1.len])?;
+    let mut last_sync = Instant::now();
+    loop {
+        let part = match parts.next_part() {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                report.ended = Some(CameraError::Ended {
+                    url: opts.url.clone(),
+                });
+                break;
+            }
+            Err(e) if stopped(&e) => break,
+            Err(e) => {
+                report.ended = Some(stream_error(e));
+                break;
+            }
+        };
+        let ts = now();
+        match jpeg::whole_jpeg(&part) {
+            Ok(info) => send(&mut d, &mut report, ts, &part[..info.len])?,
+            Err(e) => bad(&mut report, e, on_bad),
+        }
+        if d.oldest_pending()
+            .is_some_and(|t| t.elapsed() >= opts.max_delay)
+        {
+            d.flush()?;
+        }
+        if last_sync.elapsed() >= opts.sync_every {
+            d.sync()?;
+            last_sync = Instant::now();
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    finish(&mut d, &mut report, opts.stop_timeout)?;
+    Ok(report)
+}
+
+fn stopped(e: &MultipartError) -> bool {
+    matches!(e, MultipartError::Io(io) if io.kind() == http::StopReader::STOPPED)
+}
+
+fn bad(report: &mut CameraReport, e: NotJpeg, on_bad: &mut dyn FnMut(u64, &NotJpeg)) {
+    report.not_jpeg += 1;
+    on_bad(report.not_jpeg, &e);
+    report.last_not_jpeg = Some(e);
+}
+
+fn send(
+    d: &mut ResilientDriver,
+    report: &mut CameraReport,
+    ts: f64,
+    frame: &[u8],
+) -> Result<(), CameraError> {
+    d.send(ts, None, &[frame])?;
+    report.frames += 1;
+    report.bytes += frame.len() as u64;
+    Ok(())
+}
+
+/// Flushes, then asks until every frame is durable or `timeout` passed.
+fn finish(
+    d: &mut ResilientDriver,
+    report: &mut CameraReport,
+    timeout: Duration,
+) -> Result<(), CameraError> {
+    let start = Instant::now();
+    loop {
+        let durable = d.sync()?;
+        report.durable = durable;
+        report.expected = d.expected_durable();
+        if durable >= report.expected {
+            return Ok(());
+        }
+        if start.elapsed() >= timeout {
+            return Err(CameraError::NotDurable {
+                waited: start.elapsed(),
+                durable,
+                expected: report.expected,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,13 @@
+//! roverlog-drivers: the rig's sensor drivers, each a client of the public ingest protocol
+//! (`docs/protocol.md`) through [`roverlog_client::ResilientDriver`] (reconnects with back-off
+//! when the daemon restarts, retains frames until they are durable). `roverlog driver KIND`
+//! (src/cli/driver.rs) is the command; docs/drivers.md the manual.
+//!
+//! - [`camera`]: an IP camera's MJPEG over HTTP, JPEG bytes passed through unchanged.
+//! - [`gps`]: gpsd's TPV reports (position, velocity, fix quality, GPS time).
+//!
+//! Dependencies: `roverlog-client` and `roverlog-core` only; no tokio (blocking std, one
+//! thread per driver process).
+
+pub mod camera;
+pub mod gps;
