@@ -48,7 +48,7 @@ enum Format {
 
 #[derive(ClapArgs)]
 struct CameraArgs {
-    /// The stream: http://HOST[:PORT]/PATH.
+    /// The stream: http://HOST:PORT/PATH (the port may be left out: 80).
     url: String,
     /// The daemon's ingest socket.
     #[arg(long, default_value = "run/ingest.sock")]

@@ -151,15 +151,15 @@ mod tests {
         );
         assert_eq!(r, Err("frame 137".to_string()));
         assert_eq!(taken, 137, "every frame before the bad one, in order");
-        let r: Result<(), String> = ordered(
+        let r: Result<(), &str> = ordered(
             100,
             3,
             1,
-            || Err("no reader".into()),
+            || Err("no reader"),
             |_: &mut (), i| Ok(i),
             |_, _| Ok(()),
         );
-        assert_eq!(r, Err("no reader".to_string()));
+        assert_eq!(r, Err("no reader"));
         let r: Result<(), usize> = ordered(
             100,
             3,

@@ -418,21 +418,43 @@ impl Daemon {
 /// How long [`probe_disk`] waits for the disk to answer.
 const PROBE_BOUND: Duration = Duration::from_secs(2);
 
+/// Why [`probe_disk`] found the data disk not taking writes.
+#[derive(Debug, thiserror::Error)]
+enum ProbeFailed {
+    /// The probe ran and a step of it failed.
+    #[error(transparent)]
+    Refused(#[from] disk_fault::ProbeError),
+    /// The blocking thread that ran the probe panicked or was cancelled.
+    #[error("probe of {}: {source}", dir.display())]
+    Thread {
+        dir: std::path::PathBuf,
+        source: tokio::task::JoinError,
+    },
+    /// The disk did not answer in time (it counts as failed).
+    #[error("probe of {}: no answer within {bound:?}", dir.display())]
+    NoAnswer {
+        dir: std::path::PathBuf,
+        bound: Duration,
+    },
+}
+
 /// Whether `dir` takes a write now (`probe`, one of [`disk_fault`]'s, on a blocking thread,
 /// at most [`PROBE_BOUND`]: a disk that does not answer in time counts as failed).
 async fn probe_disk(
     dir: &std::path::Path,
     probe: fn(&std::path::Path) -> std::result::Result<(), disk_fault::ProbeError>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), ProbeFailed> {
     let d = dir.to_path_buf();
     match tokio::time::timeout(PROBE_BOUND, tokio::task::spawn_blocking(move || probe(&d))).await {
-        Ok(Ok(Ok(()))) => Ok(()),
-        Ok(Ok(Err(e))) => Err(e.to_string()),
-        Ok(Err(e)) => Err(format!("probe of {}: {e}", dir.display())),
-        Err(_) => Err(format!(
-            "probe of {}: no answer within {PROBE_BOUND:?}",
-            dir.display()
-        )),
+        Ok(Ok(r)) => Ok(r?),
+        Ok(Err(source)) => Err(ProbeFailed::Thread {
+            dir: dir.to_path_buf(),
+            source,
+        }),
+        Err(_) => Err(ProbeFailed::NoAnswer {
+            dir: dir.to_path_buf(),
+            bound: PROBE_BOUND,
+        }),
     }
 }
 

@@ -11,3 +11,4 @@
 
 pub mod camera;
 pub mod gps;
+mod stop_reader;

@@ -5,7 +5,7 @@
 //! in the order it sent the frames, appending each as soon as it and every frame before it are
 //! compressed: the next frames compress while earlier ones are written and synced, with no
 //! barrier per group. Frames in flight are bounded by bytes, all sensors together
-//! (`compress_inflight_bytes`, see [`Lane::must_wait`]); a writer over the bound waits for its
+//! (`compress_inflight_bytes`, see [`Lane::reserve`]); a writer over the bound waits for its
 //! *own* oldest frame, so no writer ever waits on another one and nothing can deadlock.
 //!
 //! The pool is plain threads over a crossbeam channel (first come, first served across

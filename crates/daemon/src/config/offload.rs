@@ -87,9 +87,10 @@ fn percent(text: &str) -> Result<f64> {
 mod tests {
     use crate::config::{Config, RawConfig};
 
-    fn load(text: &str) -> Result<Config, String> {
-        let raw: RawConfig = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        Config::try_from(raw).map_err(|e| e.to_string())
+    /// The config, or the message a user reads for why it was refused.
+    fn load(text: &str) -> Result<Config, Box<dyn std::error::Error>> {
+        let raw: RawConfig = serde_json::from_str(text)?;
+        Ok(Config::try_from(raw)?)
     }
 
     #[test]
@@ -123,7 +124,7 @@ mod tests {
                 "must be from 0%",
             ),
         ] {
-            let e = load(text).unwrap_err();
+            let e = load(text).unwrap_err().to_string();
             assert!(e.contains(err), "{text}: {e}");
         }
     }

@@ -5,9 +5,11 @@
 
 use std::io::{self, BufRead, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+pub use crate::stop_reader::StopReader;
 
 /// The longest response head (status line and headers) read.
 const MAX_HEAD: usize = 16 << 10;
@@ -117,12 +119,7 @@ pub fn open(
         u.path, u.host, u.port
     );
     sock.write_all(request.as_bytes()).map_err(io)?;
-    let mut body = StopReader {
-        sock,
-        stop,
-        stall,
-        last: Instant::now(),
-    };
+    let mut body = StopReader::new(sock, stop, stall, "the camera");
     let head = read_head(&mut body).map_err(|e| match e.kind() {
         io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => HttpError::BadHead {
             url: url.to_string(),
@@ -262,54 +259,6 @@ fn read_head(r: &mut StopReader) -> io::Result<Vec<u8>> {
         head.push(byte[0]);
     }
     Ok(head)
-}
-
-/// The socket, read with a short timeout so that a stop request is seen within
-/// 200 ms, and an error ([`io::ErrorKind::TimedOut`]) once the camera sent nothing for
-/// `stall`. A stop request reads as [`io::ErrorKind::Interrupted`]'s cousin
-/// [`StopReader::STOPPED`].
-pub struct StopReader {
-    sock: TcpStream,
-    stop: Arc<AtomicBool>,
-    stall: Duration,
-    last: Instant,
-}
-
-impl StopReader {
-    /// The error kind a read returns once the stop flag is set.
-    pub const STOPPED: io::ErrorKind = io::ErrorKind::ConnectionAborted;
-}
-
-impl Read for StopReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            if self.stop.load(Ordering::Relaxed) {
-                return Err(io::Error::new(Self::STOPPED, "the driver was told to stop"));
-            }
-            match self.sock.read(buf) {
-                Ok(n) => {
-                    self.last = Instant::now();
-                    return Ok(n);
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    if self.last.elapsed() >= self.stall {
-                        return Err(io::Error::new(
-                            io::ErrorKind::TimedOut,
-                            format!("the camera sent nothing for {:?}", self.stall),
-                        ));
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -250,7 +250,7 @@ pub fn run(
 }
 
 fn stopped(e: &MultipartError) -> bool {
-    matches!(e, MultipartError::Io(io) if io.kind() == http::StopReader::STOPPED)
+    matches!(e, MultipartError::Io(io) if io.kind() == crate::stop_reader::STOPPED)
 }
 
 fn bad(report: &mut CameraReport, e: NotJpeg, on_bad: &mut dyn FnMut(u64, &NotJpeg)) {

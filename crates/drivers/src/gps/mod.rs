@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::stop_reader::{StopReader, STOPPED};
 use roverlog_client::{ResilientDriver, ResilientOptions};
 use roverlog_core::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
 
@@ -126,48 +127,6 @@ fn now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// gpsd's socket, read with a short timeout so a stop request is seen.
-struct StopReader {
-    sock: TcpStream,
-    stop: Arc<AtomicBool>,
-    stall: Duration,
-    last: Instant,
-}
-
-const STOPPED: io::ErrorKind = io::ErrorKind::ConnectionAborted;
-
-impl Read for StopReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            if self.stop.load(Ordering::Relaxed) {
-                return Err(io::Error::new(STOPPED, "the driver was told to stop"));
-            }
-            match self.sock.read(buf) {
-                Ok(n) => {
-                    self.last = Instant::now();
-                    return Ok(n);
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    if self.last.elapsed() >= self.stall {
-                        return Err(io::Error::new(
-                            io::ErrorKind::TimedOut,
-                            format!("gpsd sent nothing for {:?}", self.stall),
-                        ));
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-}
-
 /// Runs until gpsd's connection ends or `stop` is set; `on_bad` hears each line that was not
 /// a readable report.
 pub fn run(
@@ -194,12 +153,12 @@ pub fn run(
     sock.set_read_timeout(Some(POLL)).map_err(io_err)?;
     sock.write_all(b"?WATCH={\"enable\":true,\"json\":true}\n")
         .map_err(io_err)?;
-    let mut lines = BufReader::new(StopReader {
+    let mut lines = BufReader::new(StopReader::new(
         sock,
-        stop: stop.clone(),
-        stall: opts.stall_timeout,
-        last: Instant::now(),
-    });
+        stop.clone(),
+        opts.stall_timeout,
+        "gpsd",
+    ));
     // The daemon is reached before the first fix: the sensor's channels do not depend on it.
     let mut d = ResilientDriver::connect(
         &opts.socket,
