@@ -71,8 +71,16 @@ pub fn check_jpeg_strict(bytes: &[u8], max_pixels: usize) -> Result<()> {
         // CMYK/YCCK (no channel count from libjpeg-turbo): zune-jpeg's check below.
         if let Some(channels) = head.channels {
             let mut out = vec![0; head.width * head.height * channels];
-            return turbo::decode_strict(t, bytes, head.width, head.height, channels, &mut out)
-                .map_err(turbo_err);
+            return turbo::decode_into(
+                t,
+                bytes,
+                head.width,
+                head.height,
+                channels,
+                &mut out,
+                turbo::Warnings::Fail,
+            )
+            .map_err(turbo_err);
         }
     }
     let opts = DecoderOptions::default()
@@ -254,10 +262,16 @@ impl<'a> JpegFrame<'a> {
         }
         match self.decoder {
             FrameDecoder::Zune(mut dec) => dec.decode_into(out).map_err(jpeg_err),
-            FrameDecoder::Turbo(t, bytes) => {
-                turbo::decode_into(t, bytes, self.width, self.height, self.channels, out)
-                    .map_err(turbo_err)
-            }
+            FrameDecoder::Turbo(t, bytes) => turbo::decode_into(
+                t,
+                bytes,
+                self.width,
+                self.height,
+                self.channels,
+                out,
+                turbo::Warnings::Pass,
+            )
+            .map_err(turbo_err),
         }
     }
 }

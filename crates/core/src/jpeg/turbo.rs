@@ -171,13 +171,21 @@ pub(crate) fn header(t: &Turbo, bytes: &[u8]) -> Result<Header, String> {
     })
 }
 
+/// What a libjpeg warning (corrupt entropy data: bytes left before EOI, data that ends before
+/// the last block, a bad Huffman code) means to [`decode_into`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Warnings {
+    /// Not an error: libjpeg has decoded what it could, as zune-jpeg does with such a frame
+    /// and as OpenCV (upstream roverd's reader) and Pillow return it, so a frame reads the
+    /// same whichever decoder a machine has. A frame cut short is refused before this
+    /// (`check_complete`). What the readers use.
+    Pass,
+    /// An error with libjpeg's message: `validate --deep`'s strict check of a frame.
+    Fail,
+}
+
 /// Decodes `bytes` (whose [`header`] gave `width` x `height` and `channels`) into `out`,
-/// exactly `height * width * channels` bytes.
-///
-/// A warning (corrupt entropy data) is not an error: libjpeg has decoded what it could, as
-/// zune-jpeg does with such a frame and as OpenCV (upstream roverd's reader) and Pillow
-/// return it, so a frame reads the same whichever decoder a machine has. A frame cut short
-/// is refused before this (`check_complete`).
+/// exactly `height * width * channels` bytes; `warnings` says what a libjpeg warning means.
 pub(crate) fn decode_into(
     t: &Turbo,
     bytes: &[u8],
@@ -185,32 +193,7 @@ pub(crate) fn decode_into(
     height: usize,
     channels: usize,
     out: &mut [u8],
-) -> Result<(), String> {
-    decode_checked(t, bytes, width, height, channels, out, false)
-}
-
-/// [`decode_into`], but libjpeg's warnings (corrupt entropy data: bytes left before EOI, data
-/// that ends before the last block, a bad Huffman code) are errors too, with libjpeg's
-/// message: `validate --deep`'s check of a frame.
-pub(crate) fn decode_strict(
-    t: &Turbo,
-    bytes: &[u8],
-    width: usize,
-    height: usize,
-    channels: usize,
-    out: &mut [u8],
-) -> Result<(), String> {
-    decode_checked(t, bytes, width, height, channels, out, true)
-}
-
-fn decode_checked(
-    t: &Turbo,
-    bytes: &[u8],
-    width: usize,
-    height: usize,
-    channels: usize,
-    out: &mut [u8],
-    warnings_fail: bool,
+    warnings: Warnings,
 ) -> Result<(), String> {
     assert_eq!(
         out.len(),
@@ -244,7 +227,7 @@ fn decode_checked(
             return Ok(());
         }
         // SAFETY: plain query of the handle's last error.
-        if !warnings_fail && unsafe { (t.error_code)(h) } == TJERR_WARNING {
+        if warnings == Warnings::Pass && unsafe { (t.error_code)(h) } == TJERR_WARNING {
             return Ok(());
         }
         Err(message(t, h))
