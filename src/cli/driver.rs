@@ -138,13 +138,7 @@ fn gps_main(a: GpsArgs, stop: Arc<AtomicBool>) -> ExitCode {
                 "gpsd at {}: {} fixes sent, {} of {} durable; {} lines were not readable",
                 a.gpsd, r.fixes, r.durable, r.expected, r.bad_lines
             );
-            match r.ended {
-                None => ExitCode::SUCCESS,
-                Some(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(3)
-                }
-            }
+            ended_code(r.ended)
         }
         Err(e) => {
             eprintln!("error: {e}");
@@ -176,17 +170,23 @@ fn camera_main(a: CameraArgs, stop: Arc<AtomicBool>) -> ExitCode {
                 "{}: {} frames ({} bytes) sent, {} of {} durable; {} parts were not whole JPEGs",
                 a.url, r.frames, r.bytes, r.durable, r.expected, r.not_jpeg
             );
-            match r.ended {
-                None => ExitCode::SUCCESS,
-                Some(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(3)
-                }
-            }
+            ended_code(r.ended)
         }
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// A driver's exit code once its report is printed: 0 stopped by a signal, 3 the source ended
+/// or broke (`ended`, printed), so that systemd restarts it.
+fn ended_code(ended: Option<impl std::fmt::Display>) -> ExitCode {
+    match ended {
+        None => ExitCode::SUCCESS,
+        Some(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(3)
         }
     }
 }

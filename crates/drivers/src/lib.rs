@@ -12,3 +12,10 @@
 pub mod camera;
 pub mod gps;
 mod stop_reader;
+
+/// The host clock as epoch seconds, the `ts` of a sample stamped at receipt.
+pub(crate) fn epoch_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}

@@ -16,7 +16,7 @@ mod tests;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use roverlog_client::{ResilientDriver, ResilientOptions};
 use roverlog_core::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
@@ -150,12 +150,6 @@ pub fn sensor_meta(storage: Storage, first: &jpeg::JpegInfo) -> SensorMeta {
     }
 }
 
-fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
 /// Runs until the stream ends or `stop` is set; `on_bad` hears each part that was not a whole
 /// JPEG (with the count so far). Returns the report; an error only when the daemon could not
 /// be reached or refused the sensor.
@@ -202,7 +196,7 @@ pub fn run(
             Err(e) if stopped(&e) => return Ok(report),
             Err(e) => return Err(stream_error(e)),
         };
-        let ts = now();
+        let ts = crate::epoch_now();
         match jpeg::whole_jpeg(&part) {
             Ok(info) => break ((part, info), ts),
             Err(e) => bad(&mut report, e, on_bad),
@@ -227,7 +221,7 @@ pub fn run(
                 break;
             }
         };
-        let ts = now();
+        let ts = crate::epoch_now();
         match jpeg::whole_jpeg(&part) {
             Ok(info) => send(&mut d, &mut report, ts, &part[..info.len])?,
             Err(e) => bad(&mut report, e, on_bad),

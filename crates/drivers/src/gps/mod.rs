@@ -14,7 +14,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crate::stop_reader::{StopReader, STOPPED};
 use roverlog_client::{ResilientDriver, ResilientOptions};
@@ -121,12 +121,6 @@ pub fn sensor_meta() -> SensorMeta {
     SensorMeta { channels }
 }
 
-fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
 /// Runs until gpsd's connection ends or `stop` is set; `on_bad` hears each line that was not
 /// a readable report.
 pub fn run(
@@ -191,7 +185,7 @@ pub fn run(
             report.ended = Some(GpsError::LineTooLong { addr: addr.clone() });
             break;
         }
-        let ts = now();
+        let ts = crate::epoch_now();
         match tpv::parse(&line) {
             Ok(Some(fix)) => {
                 let values = fix.values();
