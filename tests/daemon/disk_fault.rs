@@ -19,6 +19,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use daemon::*;
+use roverlog_bench::lidar::lidar_frame;
+use roverlog_core::format::lzma;
 use serde_json::{json, Value};
 
 const X: usize = 4000;
@@ -271,6 +273,71 @@ fn an_fsync_error_loses_nothing_acknowledged_and_alarms_within_a_second() {
     let status = d.stop();
     assert_eq!(status.code(), Some(1), "{}", d.log());
     assert!(d.log().contains("the data disk failed"), "{}", d.log());
+}
+
+/// The compression pool and the fsync rule together: an `lzmaf` sensor compressed on 4 pool
+/// threads whose fsync fails is told the count of its last good fsync, and a reader finds
+/// exactly those frames, each the bytes a fresh encoder makes, and nothing the failed fsync
+/// covered (frames that were compressing or appended since are not kept).
+#[test]
+fn an_fsync_error_on_a_pooled_lzmaf_sensor_keeps_exactly_the_acknowledged_frames() {
+    let mut d = start_under_fiu(json!({
+        "fsync": "on_request", "compress_threads": 4, "lzmaf_store_above": 1.0,
+    }));
+    let trace = d.trace_dir();
+    let hello = json!({"roverlog": 1, "sensor": "lid", "channels": [
+        {"name": "rng", "format": "lzmaf", "type": "u2", "shape": [32, 256], "desc": "test"}]});
+    let (mut lid, r) = Conn::open(&d, &hello);
+    assert_eq!(r["ok"], true, "{r}");
+    let images: Vec<Vec<u8>> = (0..20).map(|i| lidar_frame(32, 256, i).rng).collect();
+    let wire = |from: usize, to: usize| -> Vec<u8> {
+        (from..to)
+            .flat_map(|i| frame(i as f64, None, &[(&images[i], false)]))
+            .collect()
+    };
+    let r = lid.send_and_sync(&wire(0, 10)).unwrap();
+    assert_eq!(r["durable"], 10, "{r}");
+
+    // Ten more frames go into the pool; the fsync that would cover them fails once.
+    lid.stream.write_all(&wire(10, 20)).unwrap();
+    fiu_ctrl(
+        d.child.as_ref().unwrap().id(),
+        "enable name=posix/io/sync/fdatasync,failinfo=5,onetime",
+    );
+    let r = lid
+        .send_and_sync(&[])
+        .expect("the daemon's reply to the failed sync");
+    assert_eq!(
+        r["ok"], false,
+        "the driver must be told the fsync failed: {r}"
+    );
+    assert_eq!(r["durable"], 10, "{r}");
+    wait_event(
+        &trace,
+        "lid recovered to 10",
+        |e| matches!(e, Event::Recovered { sensor, len: 10, .. } if sensor == "lid"),
+    );
+
+    let want: Vec<u8> = images[..10]
+        .iter()
+        .flat_map(|f| lzma::compress(f, lzma::DEFAULT_PRESET))
+        .collect();
+    let got = std::fs::read(trace.join("lid/rng")).unwrap();
+    assert!(
+        got == want,
+        "lid/rng: {} bytes on disk, the 10 acknowledged frames are {}",
+        got.len(),
+        want.len()
+    );
+    let ts = std::fs::read(trace.join("lid/ts")).unwrap();
+    assert_eq!(
+        ts.len(),
+        10 * 8,
+        "lid/ts holds the 10 acknowledged timestamps"
+    );
+
+    let status = d.stop();
+    assert_eq!(status.code(), Some(1), "{}", d.log());
 }
 
 /// `roverlog ctl status` (text) holds every line of `wants`.
