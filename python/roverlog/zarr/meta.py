@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .errors import FormatError, MissingKeyError, from_os_error
+from ..errors import FormatError, MissingKeyError, from_os_error
 
 
 class ReadOnlyError(PermissionError):

@@ -18,7 +18,7 @@ read-only attributes and reading methods (`Array` and `Group` list them): `path`
 something else: `info`'s `Type` and `Store type` name roverlog's classes
 (`roverlog.zarr.Array`, `roverlog.zarr.DirectoryStore`), and the `repr`s name the directory.
 
-Selections are zarr-python 2's (`roverlog._selection`): basic (`a[5]`, `a[10:20, 2]`,
+Selections are zarr-python 2's (`roverlog.zarr.selection`): basic (`a[5]`, `a[10:20, 2]`,
 `a[::3]`), field names (`a["track_id"]`, `a[0:3, "ego_translation"]`), integer arrays
 (`a[[1, 5, 9]]`), `a.oindex[...]`/`get_orthogonal_selection` (integer or Boolean arrays per
 dimension), `a.vindex[...]`/`get_coordinate_selection`/`get_mask_selection`, `a.blocks[...]`, with
@@ -40,11 +40,12 @@ import re
 
 import numpy as np
 
-from . import _roverlog, _selection
-from . import _zarr_meta as _meta
-from ._zarr_meta import Attributes, Codec, DirectoryStore, InfoReporter, ReadOnlyError
-from ._zarr_url import local_path
-from .errors import FileError, FormatError, MissingKeyError, from_os_error, quoted, quoted_list
+from .. import _roverlog
+from . import meta as _meta
+from . import selection as _selection
+from .meta import Attributes, Codec, DirectoryStore, InfoReporter, ReadOnlyError
+from .url import local_path
+from ..errors import FileError, FormatError, MissingKeyError, from_os_error, quoted, quoted_list
 
 # zarr-python's `info` names the classes by module: these are roverlog.zarr's.
 for _cls in (Attributes, Codec, DirectoryStore, InfoReporter, ReadOnlyError):
@@ -573,7 +574,7 @@ def _read_only(mode):
 
 def open(path, mode="r"):
     """Opens the group or array at `path` (a directory, or a `file://` or `memory://` URL as
-    zarr-python 2 opens them: `_zarr_url.py`; read-only: `mode` must be "r")."""
+    zarr-python 2 opens them: `roverlog/zarr/url.py`; read-only: `mode` must be "r")."""
     _read_only(mode)
     path = local_path(path)
     return _open_at(path, DirectoryStore(path), "")
