@@ -22,6 +22,7 @@ mod errors;
 mod gil;
 mod gulp;
 mod jpeg;
+mod meta;
 mod ouster;
 mod threads;
 mod zarr;
@@ -101,6 +102,9 @@ fn _roverlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(threads::threads, m)?)?;
     m.add_function(wrap_pyfunction!(threads::_mark_worker, m)?)?;
     m.add_function(wrap_pyfunction!(check_sensor, m)?)?;
+    m.add_function(wrap_pyfunction!(meta::sensor_meta, m)?)?;
+    m.add_function(wrap_pyfunction!(meta::channel_meta, m)?)?;
+    m.add_function(wrap_pyfunction!(meta::ts_count, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg::set_jpeg_decoder, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg::jpeg_decoder, m)?)?;
     m.add_class::<channel::NativeChannel>()?;
