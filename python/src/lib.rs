@@ -25,6 +25,7 @@ mod jpeg;
 mod meta;
 mod ouster;
 mod threads;
+mod timestamps;
 mod zarr;
 
 pub(crate) use errors::{to_py, Kind};
@@ -105,6 +106,8 @@ fn _roverlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(meta::sensor_meta, m)?)?;
     m.add_function(wrap_pyfunction!(meta::channel_meta, m)?)?;
     m.add_function(wrap_pyfunction!(meta::ts_count, m)?)?;
+    m.add_function(wrap_pyfunction!(timestamps::smooth, m)?)?;
+    m.add_function(wrap_pyfunction!(timestamps::discretize, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg::set_jpeg_decoder, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg::jpeg_decoder, m)?)?;
     m.add_class::<channel::NativeChannel>()?;
