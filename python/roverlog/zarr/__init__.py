@@ -63,17 +63,6 @@ def _descr(d):
     return out
 
 
-def _json(path):
-    """The JSON document in `path`; errors name the file."""
-    try:
-        with builtins.open(path, "rb") as f:
-            return json.load(f)
-    except OSError as e:
-        raise from_os_error(e, path) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FormatError(f"{path}: invalid JSON: {e}") from None
-
-
 class Array:
     """A Zarr v2 array (a directory holding `.zarray`). Decoded chunks that a read uses only
     partly are kept in an LRU of `cache_bytes` (the library's default when `None`; 0: off),
@@ -94,25 +83,22 @@ class Array:
         self.store = _store if _store is not None else DirectoryStore(self._file)
         self.path = _key
         self.cache_bytes = cache_bytes
-        # The library checks `.zarray` first, and says what is wrong with it and where.
-        self._native = _roverlog.ZarrArr(self._file)
+        # The library reads `.zarray` (within its limits), checks it, and says what is wrong
+        # with it and where; its values are taken from there (`src/zarr.rs`).
+        native = self._native = _roverlog.ZarrArr(self._file)
         if cache_bytes is not None:
-            self._native.set_cache_bytes(int(cache_bytes))
-        zarray = os.path.join(self._file, ".zarray")
-        meta = _json(zarray)
+            native.set_cache_bytes(int(cache_bytes))
+        self._meta = json.loads(native.meta_json())
+        self.shape = tuple(native.shape)
+        self.chunks = tuple(native.chunks)
         try:
-            self.shape = tuple(meta["shape"])
-            self.chunks = tuple(meta["chunks"])
-            self.dtype = np.dtype(_descr(meta["dtype"]))
-        except (KeyError, TypeError, ValueError) as e:
+            self.dtype = np.dtype(_descr(self._meta["dtype"]))
+        except (TypeError, ValueError) as e:
+            zarray = os.path.join(self._file, ".zarray")
             raise FormatError(f"{zarray}: {e!r} (not Zarr v2 array metadata numpy can read)") from None
-        self._meta = meta
-        self.order = meta.get("order", "C")
-        try:
-            self.fill_value = _meta.decode_fill_value(meta.get("fill_value"), self.dtype)
-        except FormatError as e:
-            raise FormatError(f"{zarray}: {e}") from None
-        self._separator = meta.get("dimension_separator") or "."
+        self.order = native.order
+        self.fill_value = _meta.fill_value(native.fill_value, self.dtype)
+        self._separator = native.dimension_separator
         self.attrs = _meta.Attributes(self.store, _join(self.path, ".zattrs"))
         self._le = self.dtype.newbyteorder("<") if self.dtype.fields is None else _little(self.dtype)
 
