@@ -108,6 +108,7 @@ fn _roverlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(meta::ts_count, m)?)?;
     m.add_function(wrap_pyfunction!(timestamps::smooth, m)?)?;
     m.add_function(wrap_pyfunction!(timestamps::discretize, m)?)?;
+    m.add_function(wrap_pyfunction!(zarr::zarr_attrs, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg::set_jpeg_decoder, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg::jpeg_decoder, m)?)?;
     m.add_class::<channel::NativeChannel>()?;

@@ -5,7 +5,8 @@
 //! `.zarray` is read here only, by core's rules (its size limit, `zarr::ArrayMeta::parse`):
 //! the Python half takes the shape, chunks, order, dimension separator and the decoded fill
 //! value from core, and the document's JSON text (`meta_json`) for what it hands on verbatim
-//! (the dtype description to numpy, the codecs' configurations to numcodecs).
+//! (the dtype description to numpy, the codecs' configurations to numcodecs). `.zattrs` is
+//! read here too (`zarr_attrs`), within the same limit.
 
 use std::path::PathBuf;
 
@@ -13,6 +14,7 @@ use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use roverlog_core::zarr::meta::read_attrs;
 use roverlog_core::zarr::{ArrayMeta, Order, ZarrArray, MAX_META_BYTES};
 
 use crate::to_py;
@@ -109,4 +111,12 @@ impl ZarrArr {
         let v = crate::gil::detach(py, || self.arr.read_rows(start..stop)).map_err(to_py)?;
         Ok(v.into_pyarray_bound(py).into_any().unbind())
     }
+}
+
+/// `zarr_attrs(dir)`: the JSON text of `<dir>/.zattrs` (`{}` when there is none), read within
+/// core's limit and refused unless it is a JSON object (`zarr::meta::read_attrs`).
+#[pyfunction]
+pub(crate) fn zarr_attrs(py: Python<'_>, dir: PathBuf) -> PyResult<String> {
+    let attrs = crate::gil::detach(py, || read_attrs(&dir)).map_err(to_py)?;
+    Ok(serde_json::Value::Object(attrs).to_string())
 }

@@ -106,6 +106,22 @@ def test_invalid_zarr_metadata_names_the_file(tmp_path):
     assert isinstance(e.value, KeyError)
 
 
+def test_zarr_attributes_are_read_by_cores_rules(tmp_path):
+    (tmp_path / ".zgroup").write_text('{"zarr_format": 2}')
+    g = roverlog.zarr.open(str(tmp_path))
+    assert dict(g.attrs) == {}
+    zattrs = tmp_path / ".zattrs"
+    for text, why in [(" " * (1 << 20) + "{}", "limit"), ("[1, 2]", "not a JSON object"), ("{nope", "JSON")]:
+        zattrs.write_text(text)
+        g.attrs.refresh()
+        with pytest.raises(roverlog.FormatError, match=why) as e:
+            dict(g.attrs)
+        assert str(zattrs) in str(e.value), str(e.value)
+    zattrs.write_text('{"b": [1, {"c": null}], "a": 1.5}')
+    g.attrs.refresh()
+    assert g.attrs.asdict() == {"b": [1, {"c": None}], "a": 1.5} and list(g.attrs) == ["b", "a"]
+
+
 def test_a_wrong_channel_or_sensor_name_says_where_and_what_exists(trace):
     root, _ = trace
     t = roverlog.Trace(root)

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..errors import FormatError, MissingKeyError, from_os_error
+from .. import _roverlog
+from ..errors import MissingKeyError, from_os_error
 
 
 class ReadOnlyError(PermissionError):
@@ -94,7 +95,11 @@ class Attributes(Mapping):
 
     def _load(self):
         if self._doc is None:
-            self._doc = _json_key(self.store, self.key) if self.key in self.store else {}
+            # Read by the native library, within its limit; `{}` when there is none.
+            path = self.store._fs(self.key)
+            if os.path.basename(path) != ".zattrs":
+                raise ValueError(f"{path}: attributes are read from a .zattrs file")
+            self._doc = json.loads(_roverlog.zarr_attrs(os.path.dirname(path)))
         return self._doc
 
     def refresh(self):
@@ -119,14 +124,6 @@ class Attributes(Mapping):
         raise ReadOnlyError(f"{self.store._fs(self.key)}: roverlog.zarr is read-only")
 
     __setitem__ = __delitem__ = put = update = clear = pop = popitem = setdefault = _refuse
-
-
-def _json_key(store, key):
-    path = store._fs(key)
-    try:
-        return json.loads(store[key])
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FormatError(f"{path}: invalid JSON: {e}") from None
 
 
 _SHUFFLE = {-1: "AUTOSHUFFLE", 0: "NOSHUFFLE", 1: "SHUFFLE", 2: "BITSHUFFLE"}
