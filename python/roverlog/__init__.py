@@ -1,7 +1,8 @@
 """roverlog: readers of roverd traces, GulpIO2 directories and L5Kit zarr datasets, and a
 driver for the roverlog daemon, over the roverlog Rust library.
 
-- `roverlog.Trace`, `Sensor`, `Channel`, `Nearest`: roverd traces (upstream `roverd`'s names).
+- `roverlog.Trace`, `Sensor`, `Channel`, `Nearest`: roverd traces (upstream `roverd`'s names;
+  module `roverlog.trace`, formerly `roverlog.roverd`, a name that still imports).
 - `roverlog.redrover`: upstream red-rover `roverd`'s reading API (`Dataset`, `Trace.from_config`,
   typed sensors, timestamp corrections): `from roverlog import redrover as roverd`. Needs
   abstract-dataloader (`pip install 'roverlog[redrover]'`); imported only when asked for.
@@ -43,8 +44,20 @@ from . import jpeg
 from .jpeg import jpeg_decoder, set_jpeg_decoder
 from . import gulp, l5kit, zarr
 from .driver import DaemonWaitWarning, Driver, Durable, NotRecordingWarning
-from .roverd import Channel, Metadata, Nearest, Sensor, Trace
+from .trace import Channel, Metadata, Nearest, Sensor, Trace
 from .lazy import to_dask
+from . import trace
+from .zarr import meta as _zarr_meta, selection as _selection, url as _zarr_url
+
+# The modules' names before they were renamed (`roverd.py` read as upstream's `roverd`, which
+# is `roverlog.redrover`; the zarr reader's parts are now the `roverlog.zarr` package): the
+# same module objects under the old names, so imports and pickles that name them still work.
+import sys as _sys
+
+roverd = trace
+for _old, _module in {"roverd": trace, "_zarr_meta": _zarr_meta, "_selection": _selection, "_zarr_url": _zarr_url}.items():
+    _sys.modules[f"{__name__}.{_old}"] = _module
+del _old, _module
 
 parallel.configure_at_import()
 jpeg.configure_at_import()

@@ -17,9 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
 use roverlog_core::format::channel::channel_files;
-use roverlog_core::format::{
-    ChannelFormat, ChannelMeta, ChannelReader, Sensor, SensorMeta, TS_CHANNEL,
-};
+use roverlog_core::format::{ChannelFormat, ChannelMeta, ChannelReader, Sensor};
 
 use crate::{lock, parallel_fill, to_py, Kind};
 
@@ -89,7 +87,7 @@ impl NativeChannel {
     #[pyo3(signature = (sensor_dir, channel, meta=None))]
     fn new(sensor_dir: PathBuf, channel: &str, meta: Option<&str>) -> PyResult<NativeChannel> {
         let meta = match meta {
-            Some(entry) => entry_meta(&sensor_dir, channel, entry)?,
+            Some(entry) => crate::meta::entry_meta(&sensor_dir, channel, entry)?,
             None => {
                 let sensor = Sensor::open(&sensor_dir).map_err(to_py)?;
                 sensor.meta().get(channel).cloned().ok_or_else(|| {
@@ -164,27 +162,6 @@ impl NativeChannel {
             }
         }
     }
-}
-
-/// The description of `channel` given as the JSON text of its `meta.json` entry, checked
-/// as `meta.json`'s entries are (errors name the channel's path).
-fn entry_meta(sensor_dir: &Path, channel: &str, entry: &str) -> PyResult<ChannelMeta> {
-    let path = sensor_dir.join(channel);
-    let entry: serde_json::Value = serde_json::from_str(entry)
-        .map_err(|e| Kind::Format.err(format!("{}: channel description: {e}", path.display())))?;
-    // Checked as one sensor of this channel and its timestamps (a sensor needs `ts`).
-    let mut sensor = serde_json::Map::new();
-    if channel != TS_CHANNEL {
-        let spec = serde_json::json!({"format": "raw", "type": "f8", "shape": []});
-        sensor.insert(TS_CHANNEL.to_string(), spec);
-    }
-    sensor.insert(channel.to_string(), entry);
-    let bytes = serde_json::to_vec(&serde_json::Value::Object(sensor)).expect("JSON values");
-    let meta = SensorMeta::parse(&bytes, &path).map_err(to_py)?;
-    Ok(meta
-        .get(channel)
-        .cloned()
-        .expect("the channel just inserted"))
 }
 
 /// What `read` returns: the data, and the frame shape of decoded JPEG frames.

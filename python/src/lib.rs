@@ -22,8 +22,10 @@ mod errors;
 mod gil;
 mod gulp;
 mod jpeg;
+mod meta;
 mod ouster;
 mod threads;
+mod timestamps;
 mod zarr;
 
 pub(crate) use errors::{to_py, Kind};
@@ -101,6 +103,12 @@ fn _roverlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(threads::threads, m)?)?;
     m.add_function(wrap_pyfunction!(threads::_mark_worker, m)?)?;
     m.add_function(wrap_pyfunction!(check_sensor, m)?)?;
+    m.add_function(wrap_pyfunction!(meta::sensor_meta, m)?)?;
+    m.add_function(wrap_pyfunction!(meta::channel_meta, m)?)?;
+    m.add_function(wrap_pyfunction!(meta::ts_count, m)?)?;
+    m.add_function(wrap_pyfunction!(timestamps::smooth, m)?)?;
+    m.add_function(wrap_pyfunction!(timestamps::discretize, m)?)?;
+    m.add_function(wrap_pyfunction!(zarr::zarr_attrs, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg::set_jpeg_decoder, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg::jpeg_decoder, m)?)?;
     m.add_class::<channel::NativeChannel>()?;

@@ -39,13 +39,41 @@ def _set_meta(root, sensor, channel, **changes):
 
 
 def test_a_channel_of_zero_sized_samples_names_its_meta_json(trace):
+    # Core's rule (format::meta): such a sensor does not open, here as in the CLI.
     root, _ = trace
     meta = _set_meta(root, "imu", "acc", shape=[0])
-    acc = roverlog.Trace(root)["imu"].channels["acc"]
-    for use in [lambda: len(acc), acc.read, lambda: acc[0]]:
+    imu = os.path.join(root, "imu")
+    desc = {"format": "raw", "type": "f4", "shape": [0]}
+    for use in [lambda: roverlog.Trace(root), lambda: roverlog.Sensor(imu), lambda: roverlog.Channel(imu, "acc", desc)]:
         with pytest.raises(roverlog.FormatError) as e:
             use()
-        assert meta in str(e.value) and '"acc"' in str(e.value) and "[0]" in str(e.value)
+        assert meta in str(e.value) and '"acc"' in str(e.value) and "[0]" in str(e.value), str(e.value)
+
+
+def test_meta_json_is_read_by_cores_rules(trace):
+    root, _ = trace
+    imu = os.path.join(root, "imu")
+    path = os.path.join(imu, "meta.json")
+    # Over core's size limit (1 MiB): refused before it is parsed.
+    with open(path, "w") as f:
+        f.write(" " * (1 << 20) + "{}")
+    with pytest.raises(roverlog.FormatError, match="meta.json") as e:
+        roverlog.Sensor(imu)
+    assert path in str(e.value), str(e.value)
+    # Not JSON; no `ts`; a description missing its shape: each names the file.
+    for text, why in [("{not json", ""), ('{"acc": {"format": "raw", "type": "f4", "shape": [3]}}', 'no "ts" channel'),
+                      ('{"ts": {"format": "raw", "type": "f8", "shape": []}, "acc": {"format": "raw", "type": "f4"}}',
+                       'channel "acc": "shape" missing')]:
+        with open(path, "w") as f:
+            f.write(text)
+        with pytest.raises(roverlog.FormatError) as e:
+            roverlog.Sensor(imu)
+        assert str(e.value).startswith(path) and why in str(e.value), str(e.value)
+    # A type code with numpy's little-endian marker is core's `f4`.
+    with open(path, "w") as f:
+        json.dump({"ts": {"format": "raw", "type": "f8", "shape": []}, "acc": {"format": "raw", "type": "<f4", "shape": [3]}}, f)
+    acc = roverlog.Sensor(imu).channels["acc"]
+    assert acc.dtype == np.dtype("<f4") and acc.type == "<f4" and acc.shape == (3,)
 
 
 @pytest.mark.parametrize("code", ["q9", "<q9"])
@@ -76,6 +104,22 @@ def test_invalid_zarr_metadata_names_the_file(tmp_path):
     with pytest.raises(roverlog.MissingKeyError, match=f'{tmp_path}: no array or group "b"') as e:
         roverlog.zarr.open(str(tmp_path))["b"]
     assert isinstance(e.value, KeyError)
+
+
+def test_zarr_attributes_are_read_by_cores_rules(tmp_path):
+    (tmp_path / ".zgroup").write_text('{"zarr_format": 2}')
+    g = roverlog.zarr.open(str(tmp_path))
+    assert dict(g.attrs) == {}
+    zattrs = tmp_path / ".zattrs"
+    for text, why in [(" " * (1 << 20) + "{}", "limit"), ("[1, 2]", "not a JSON object"), ("{nope", "JSON")]:
+        zattrs.write_text(text)
+        g.attrs.refresh()
+        with pytest.raises(roverlog.FormatError, match=why) as e:
+            dict(g.attrs)
+        assert str(zattrs) in str(e.value), str(e.value)
+    zattrs.write_text('{"b": [1, {"c": null}], "a": 1.5}')
+    g.attrs.refresh()
+    assert g.attrs.asdict() == {"b": [1, {"c": None}], "a": 1.5} and list(g.attrs) == ["b", "a"]
 
 
 def test_a_wrong_channel_or_sensor_name_says_where_and_what_exists(trace):

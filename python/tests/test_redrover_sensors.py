@@ -82,6 +82,13 @@ def test_timestamp_corrections_follow_upstreams_formulas(rover):
             roverd.timestamps.smooth(bad)
     with pytest.raises(ValueError, match="interval"):
         roverd.timestamps.smooth(np.array([0.0, 100.0]), interval=1.0)
+    # Core's own refusal (crates/core/src/timestamps.rs): no period to count gaps in, where
+    # upstream's formula divides by zero.
+    with pytest.raises(roverlog.FormatError, match="median difference"):
+        roverd.timestamps.discretize(np.array([0.0, 0.0, 0.0, 5.0]), interval=10.0)
+    # float64 values are core's, to the last bit, whichever way they are given.
+    x = truth["radar"]["ts"]
+    assert roverd.timestamps.smooth(list(x), interval=10.0).tobytes() == roverd.timestamps.smooth(x, interval=10.0).tobytes()
 
 
 def test_radar_samples_and_metadata(rover):

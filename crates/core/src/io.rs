@@ -47,8 +47,10 @@ pub(crate) fn read_limited(path: &Path, limit: u64, what: &str) -> Result<Option
     Ok(read_limited_into(path, limit, what, &mut buf)?.then_some(buf))
 }
 
-/// Like [`read_limited`], a missing file being an error too.
-pub(crate) fn read_limited_required(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
+/// Reads the file at `path`, refusing one over `limit` bytes (`what` names it in the error),
+/// a missing file being an error too (`read_limited` in this crate, made public for readers
+/// outside it, e.g. the Python binding, that must apply the same limits).
+pub fn read_limited_required(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
     read_limited(path, limit, what)?.ok_or_else(|| {
         Error::io(
             path,

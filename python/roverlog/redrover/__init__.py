@@ -38,7 +38,7 @@ at frame `i > 0` gives frame `i` (upstream seeks OpenCV to `i - 1` and gives tha
 timestamp corrections raise a `ValueError` for fewer than two timestamps or an interval holding no sample (upstream
 divides by zero or loops forever).
 
-`roverlog.Trace` (module `roverlog.roverd`) is roverlog's own, lower-level reader; this
+`roverlog.Trace` (module `roverlog.trace`) is roverlog's own, lower-level reader; this
 module is for code written against upstream roverd.
 """
 try:

@@ -12,9 +12,16 @@ scheduling jitter; assuming the sensor's clock is locally stable, they are smoot
   starts at the block's first timestamp and advances by those counts times the block's span
   over their sum.
 
-Same arithmetic, in the same order, as upstream's, so the values are equal to the last bit.
+The models are core's (`crates/core/src/timestamps.rs`, through `roverlog._roverlog`): the
+same arithmetic, in the same order, as upstream's, so float64 values are equal to the last
+bit. Here only the refusals of this API stay: fewer than two increasing values, or an
+interval that holds no sample at their rate (upstream divides by zero or loops forever
+there), each a `ValueError` saying so; core's own refusals are `roverlog.FormatError`s (a
+`ValueError` too). The result has `x`'s dtype.
 """
 import numpy as np
+
+from .. import _roverlog
 
 
 def identity(x):
@@ -22,46 +29,25 @@ def identity(x):
     return x
 
 
-def _blocksize(x, interval):
-    """Samples per block; a clear error where upstream would divide by zero or loop forever."""
+def _checked(x, interval):
+    """`x` as float64, refused where upstream would divide by zero or loop forever."""
+    x = np.asarray(x)
     if len(x) < 2 or not x[-1] > x[0]:
         raise ValueError(f"timestamps to correct need at least two increasing values ({len(x)} given)")
-    blocksize = int(interval * (len(x) / (x[-1] - x[0])))
-    if blocksize < 1:
+    if not interval * (len(x) / (x[-1] - x[0])) >= 1:
         raise ValueError(f"an interval of {interval} s holds no sample at this rate: choose a longer one")
-    return blocksize
+    return np.ascontiguousarray(x, dtype=np.float64)
 
 
 def smooth(x, interval=30.0):
     """Piecewise-linear smoothing over blocks of `interval` seconds (see the module)."""
-    blocksize = _blocksize(x, interval)
-    start = 0
-    out = np.zeros(x.shape, x.dtype)
-    while x.shape[0] > 0:
-        end = min(blocksize, x.shape[0])
-        out[start:start + end] = np.linspace(x[0], x[end - 1], end)
-        x = x[end:]
-        start += end
-    return out
+    return _roverlog.smooth(_checked(x, interval), float(interval)).astype(np.asarray(x).dtype, copy=False)
 
 
 def discretize(x, interval=10.0, eps=0.05):
     """Gaps rounded to whole frame periods, over blocks of `interval` seconds (see the module)."""
-    blocksize = _blocksize(x, interval)
-    continuous = np.diff(x)
-    step = np.median(continuous)
-    discrete = np.where(continuous / step > 1.5 + eps, np.round(continuous / step), 1.0)
-    start = 0
-    out = np.zeros(x.shape, x.dtype)
-    while x.shape[0] > 0:
-        end = min(blocksize, x.shape[0])
-        with np.errstate(invalid="ignore"):  # a last block of one sample: 0 / 0, unused
-            stepsize = (x[end - 1] - x[0]) / np.sum(discrete[:end - 1])
-        out[start:start + end] = np.concatenate([np.array([0.0]), np.cumsum(discrete[:end - 1]) * stepsize]) + x[0]
-        x = x[end:]
-        discrete = discrete[end:]
-        start += end
-    return out
+    out = _roverlog.discretize(_checked(x, interval), float(interval), float(eps))
+    return out.astype(np.asarray(x).dtype, copy=False)
 
 
 __all__ = ["identity", "smooth", "discretize"]

@@ -7,7 +7,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ... import roverd as _roverd
+from ... import trace as _roverd
 from ...errors import from_os_error, quoted, quoted_list
 from .utils import Buffer, Prefetch, ReadableQueue
 

@@ -18,7 +18,7 @@ read-only attributes and reading methods (`Array` and `Group` list them): `path`
 something else: `info`'s `Type` and `Store type` name roverlog's classes
 (`roverlog.zarr.Array`, `roverlog.zarr.DirectoryStore`), and the `repr`s name the directory.
 
-Selections are zarr-python 2's (`roverlog._selection`): basic (`a[5]`, `a[10:20, 2]`,
+Selections are zarr-python 2's (`roverlog.zarr.selection`): basic (`a[5]`, `a[10:20, 2]`,
 `a[::3]`), field names (`a["track_id"]`, `a[0:3, "ego_translation"]`), integer arrays
 (`a[[1, 5, 9]]`), `a.oindex[...]`/`get_orthogonal_selection` (integer or Boolean arrays per
 dimension), `a.vindex[...]`/`get_coordinate_selection`/`get_mask_selection`, `a.blocks[...]`, with
@@ -40,11 +40,12 @@ import re
 
 import numpy as np
 
-from . import _roverlog, _selection
-from . import _zarr_meta as _meta
-from ._zarr_meta import Attributes, Codec, DirectoryStore, InfoReporter, ReadOnlyError
-from ._zarr_url import local_path
-from .errors import FileError, FormatError, MissingKeyError, from_os_error, quoted, quoted_list
+from .. import _roverlog
+from . import meta as _meta
+from . import selection as _selection
+from .meta import Attributes, Codec, DirectoryStore, InfoReporter, ReadOnlyError
+from .url import local_path
+from ..errors import FileError, FormatError, MissingKeyError, from_os_error, quoted, quoted_list
 
 # zarr-python's `info` names the classes by module: these are roverlog.zarr's.
 for _cls in (Attributes, Codec, DirectoryStore, InfoReporter, ReadOnlyError):
@@ -60,17 +61,6 @@ def _descr(d):
         name, typ = f[0], _descr(f[1])
         out.append((name, typ, tuple(f[2])) if len(f) > 2 else (name, typ))
     return out
-
-
-def _json(path):
-    """The JSON document in `path`; errors name the file."""
-    try:
-        with builtins.open(path, "rb") as f:
-            return json.load(f)
-    except OSError as e:
-        raise from_os_error(e, path) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FormatError(f"{path}: invalid JSON: {e}") from None
 
 
 class Array:
@@ -93,25 +83,22 @@ class Array:
         self.store = _store if _store is not None else DirectoryStore(self._file)
         self.path = _key
         self.cache_bytes = cache_bytes
-        # The library checks `.zarray` first, and says what is wrong with it and where.
-        self._native = _roverlog.ZarrArr(self._file)
+        # The library reads `.zarray` (within its limits), checks it, and says what is wrong
+        # with it and where; its values are taken from there (`src/zarr.rs`).
+        native = self._native = _roverlog.ZarrArr(self._file)
         if cache_bytes is not None:
-            self._native.set_cache_bytes(int(cache_bytes))
-        zarray = os.path.join(self._file, ".zarray")
-        meta = _json(zarray)
+            native.set_cache_bytes(int(cache_bytes))
+        self._meta = json.loads(native.meta_json())
+        self.shape = tuple(native.shape)
+        self.chunks = tuple(native.chunks)
         try:
-            self.shape = tuple(meta["shape"])
-            self.chunks = tuple(meta["chunks"])
-            self.dtype = np.dtype(_descr(meta["dtype"]))
-        except (KeyError, TypeError, ValueError) as e:
+            self.dtype = np.dtype(_descr(self._meta["dtype"]))
+        except (TypeError, ValueError) as e:
+            zarray = os.path.join(self._file, ".zarray")
             raise FormatError(f"{zarray}: {e!r} (not Zarr v2 array metadata numpy can read)") from None
-        self._meta = meta
-        self.order = meta.get("order", "C")
-        try:
-            self.fill_value = _meta.decode_fill_value(meta.get("fill_value"), self.dtype)
-        except FormatError as e:
-            raise FormatError(f"{zarray}: {e}") from None
-        self._separator = meta.get("dimension_separator") or "."
+        self.order = native.order
+        self.fill_value = _meta.fill_value(native.fill_value, self.dtype)
+        self._separator = native.dimension_separator
         self.attrs = _meta.Attributes(self.store, _join(self.path, ".zattrs"))
         self._le = self.dtype.newbyteorder("<") if self.dtype.fields is None else _little(self.dtype)
 
@@ -573,7 +560,7 @@ def _read_only(mode):
 
 def open(path, mode="r"):
     """Opens the group or array at `path` (a directory, or a `file://` or `memory://` URL as
-    zarr-python 2 opens them: `_zarr_url.py`; read-only: `mode` must be "r")."""
+    zarr-python 2 opens them: `roverlog/zarr/url.py`; read-only: `mode` must be "r")."""
     _read_only(mode)
     path = local_path(path)
     return _open_at(path, DirectoryStore(path), "")

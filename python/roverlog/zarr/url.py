@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from urllib.parse import unquote, urlsplit
 
-from .errors import FileError, quoted
+from ..errors import FileError, quoted
 
 _COPIES = []
 

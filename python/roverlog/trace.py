@@ -11,8 +11,10 @@ alive); pass `writable=True` for copies (e.g. for `torch.from_numpy`). `lzma`/`l
 and JPEG frames (`jpg`, `mjpg`) are decoded by the native library on every core with the GIL
 released. Every object pickles by path and re-opens in the receiving process.
 
-Errors about the files are `roverlog.Error`s naming the file, channel and sample
-(`roverlog.errors`); `sensor.channels` and `trace.sensors` are dicts whose missing keys raise
+`meta.json` is read, and samples counted, by the native library's rules (core's
+`format::meta` and `format::bounds`, `src/meta.rs`): a sensor whose `meta.json` core refuses
+does not open here either. Errors about the files are `roverlog.Error`s naming the file,
+channel and sample (`roverlog.errors`); `sensor.channels` and `trace.sensors` are dicts whose missing keys raise
 `roverlog.MissingKeyError` (a `KeyError`) naming the directory and the names it holds.
 """
 import io
@@ -55,19 +57,12 @@ class Channel:
     def __init__(self, sensor_dir, name, meta, writable=False):
         self.sensor_dir = os.fspath(sensor_dir)
         self.name = name
-        where = f"{os.path.join(self.sensor_dir, META_FILE)}: channel {quoted(name)}"
-        try:
-            self.meta = dict(meta)
-            self.format = meta["format"]
-            self.type = meta["type"]
-            self.shape = tuple(int(d) for d in meta["shape"])
-        except (KeyError, TypeError, ValueError) as e:
-            why = f"no {quoted(e.args[0])}" if isinstance(e, KeyError) else e
-            raise FormatError(f"{where}: not a channel description ({why})") from None
-        try:
-            self.dtype = _dtype(self.type)
-        except TypeError:
-            raise FormatError(f"{where}: unknown type code {quoted(self.type)}") from None
+        self.meta = dict(meta)
+        # Checked by core as a `meta.json` entry; errors name `meta.json` and the channel.
+        self.format, code, shape = _roverlog.channel_meta(self.sensor_dir, name, json.dumps(self.meta))
+        self.type = self.meta["type"]
+        self.shape = tuple(shape)
+        self.dtype = _dtype(code)
         self.writable = writable
         self.path = os.path.join(self.sensor_dir, name)
 
@@ -92,27 +87,6 @@ class Channel:
     def sample_bytes(self):
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
-    def _raw_len(self):
-        """Samples of a `raw` channel, counted by the file's size."""
-        if self.sample_bytes == 0:
-            raise FormatError(
-                f"{os.path.join(self.sensor_dir, META_FILE)}: channel {quoted(self.name)}: shape "
-                f"{list(self.shape)} holds no values (samples of 0 bytes cannot be counted)"
-            )
-        try:
-            return os.path.getsize(self.path) // self.sample_bytes
-        except OSError as e:
-            raise from_os_error(e, self.path) from None
-
-    def _ts_count(self):
-        """Samples the sensor's `ts` counts (`None` for `ts` itself, or without a `ts` file)."""
-        if self.name == TS:
-            return None
-        try:
-            return os.path.getsize(os.path.join(self.sensor_dir, TS)) // 8
-        except OSError:
-            return None
-
     def _raw(self):
         """The `raw` channel's samples as a read-only array over the mapped file."""
         n = len(self)
@@ -130,12 +104,8 @@ class Channel:
     def __len__(self):
         """Samples the channel holds: what the sensor's `ts` and the channel's intact data
         agree on (docs/format.md "Damaged channels"). A sample `ts` counts past it, or a hole
-        before it in a `jpg`/`npz` channel, raises `DamagedSampleError`."""
-        if self.format == "raw":
-            # `ts` first: it trails the data while a trace is being recorded.
-            ts = self._ts_count()
-            whole = self._raw_len()
-            return whole if ts is None else min(ts, whole)
+        before it in a `jpg`/`npz` channel, raises `DamagedSampleError`. Counted by the
+        native reader (core's `format::bounds`), for every format."""
         return self._native().len()
 
     def _past_end(self, first, n):
@@ -252,16 +222,9 @@ class Sensor:
         self.path = os.fspath(path)
         self.name = os.path.basename(os.path.normpath(self.path))
         self.writable = writable
-        meta_path = os.path.join(self.path, META_FILE)
-        try:
-            with open(meta_path, "rb") as f:
-                self.meta = json.load(f)
-        except OSError as e:
-            raise from_os_error(e, meta_path) from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise FormatError(f"{meta_path}: not valid JSON: {e}") from None
-        if not isinstance(self.meta, dict) or TS not in self.meta:
-            raise FormatError(f"{meta_path}: no \"ts\" channel")
+        # Read and checked whole by core (size limit, every description, `ts`); what comes
+        # back is the file's object as written.
+        self.meta = json.loads(_roverlog.sensor_meta(self.path))
         self.channels = _Names(
             {n: Channel(self.path, n, m, writable) for n, m in self.meta.items()}, self.path, "channel"
         )
@@ -282,11 +245,16 @@ class Sensor:
         return Metadata(self.timestamps)
 
     def __len__(self):
-        ts = os.path.join(self.path, TS)
-        try:
-            return os.path.getsize(ts) // 8
-        except OSError as e:
-            raise from_os_error(e, ts) from None
+        """Samples the sensor's `ts` counts (core's `format::bounds::ts_count`)."""
+        n = _roverlog.ts_count(self.path)
+        if n is None:
+            ts = os.path.join(self.path, TS)
+            try:
+                os.stat(ts)
+            except OSError as e:
+                raise from_os_error(e, ts) from None
+            raise FileError(f"{ts}: no such file")
+        return n
 
     def __getitem__(self, index):
         """Sample `index` of every channel, as a dict (abstract-dataloader's `Sensor`)."""

@@ -21,7 +21,7 @@ import numbers
 
 import numpy as np
 
-from .errors import SampleIndexError
+from ..errors import SampleIndexError
 
 
 def _is_int(x):

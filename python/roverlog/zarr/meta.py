@@ -1,7 +1,6 @@
 """What `roverlog.zarr`'s arrays and groups say about themselves, as zarr-python 2 says it: the
 directory store, read-only attributes, codecs (numcodecs' objects, or `Codec` without
-numcodecs), decoded fill values and the `info` report."""
-import base64
+numcodecs), fill values as zarr-python gives them and the `info` report."""
 import builtins
 import json
 import os
@@ -10,7 +9,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .errors import FormatError, MissingKeyError, from_os_error
+from .. import _roverlog
+from ..errors import MissingKeyError, from_os_error
 
 
 class ReadOnlyError(PermissionError):
@@ -95,7 +95,11 @@ class Attributes(Mapping):
 
     def _load(self):
         if self._doc is None:
-            self._doc = _json_key(self.store, self.key) if self.key in self.store else {}
+            # Read by the native library, within its limit; `{}` when there is none.
+            path = self.store._fs(self.key)
+            if os.path.basename(path) != ".zattrs":
+                raise ValueError(f"{path}: attributes are read from a .zattrs file")
+            self._doc = json.loads(_roverlog.zarr_attrs(os.path.dirname(path)))
         return self._doc
 
     def refresh(self):
@@ -120,14 +124,6 @@ class Attributes(Mapping):
         raise ReadOnlyError(f"{self.store._fs(self.key)}: roverlog.zarr is read-only")
 
     __setitem__ = __delitem__ = put = update = clear = pop = popitem = setdefault = _refuse
-
-
-def _json_key(store, key):
-    path = store._fs(key)
-    try:
-        return json.loads(store[key])
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FormatError(f"{path}: invalid JSON: {e}") from None
 
 
 _SHUFFLE = {-1: "AUTOSHUFFLE", 0: "NOSHUFFLE", 1: "SHUFFLE", 2: "BITSHUFFLE"}
@@ -194,32 +190,19 @@ def codec(config):
         return Codec(config)
 
 
-def decode_fill_value(v, dtype):
-    """The `.zarray` fill value as zarr-python 2 decodes it (a numpy scalar, `np.void` for a
-    structured dtype, a string for `U`, `None` for none)."""
-    if v is None:
+def fill_value(raw, dtype):
+    """The fill value as zarr-python 2 gives it, from what the native library decoded of
+    `.zarray`'s `fill_value` (`raw`: one element's bytes in the stored byte order, `None` for
+    none): a numpy scalar, `np.void` for a structured dtype, a `str` for `U`, a Python float
+    for NaN and the infinities."""
+    if raw is None:
         return None
-    try:
-        if dtype.kind == "f":
-            special = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
-            return special[v] if isinstance(v, str) and v in special else np.array(v, dtype=dtype)[()]
-        if dtype.kind == "c":
-            part = dtype.type().real.dtype
-            re_, im = decode_fill_value(v[0], part), decode_fill_value(v[1], part)
-            return np.array(re_ + 1j * im, dtype=dtype)[()]
-        if dtype.kind == "S":
-            try:
-                v = base64.standard_b64decode(v)
-            except Exception:  # zarr-python takes other old values (as 0) as they are
-                pass
-            return np.array(v, dtype=dtype)[()]
-        if dtype.kind == "V":
-            return np.array(base64.standard_b64decode(v), dtype=dtype.str).view(dtype)[()]
-        if dtype.kind == "U":
-            return v
-        return np.array(v, dtype=dtype)[()]
-    except (ValueError, TypeError, IndexError, KeyError) as e:
-        raise FormatError(f"fill_value {v!r} is not a {dtype}: {e}") from None
+    v = np.frombuffer(raw, dtype=dtype, count=1)[0]
+    if dtype.kind == "U":
+        return str(v)
+    if dtype.kind == "f" and not np.isfinite(v):
+        return float(v)
+    return v
 
 
 class InfoReporter:
