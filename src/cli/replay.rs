@@ -11,8 +11,8 @@ use clap::{Args, ValueEnum};
 use super::Outcome;
 use roverlog_client::PlayOptions;
 use roverlog_core::replay::{self, GulpSource, Source, TraceSource};
-use roverlog_core::ros::{self, ImageFormat, RosOptions, RosSource, Stamp};
 use roverlog_core::timestamps::Model;
+use roverlog_ros::{self as ros, ImageFormat, RosOptions, RosSource, Stamp};
 
 #[derive(Args)]
 pub struct ReplayArgs {

@@ -22,8 +22,6 @@
 //!   import into roverd (playback into a daemon is `roverlog-client`'s).
 //! - [`ouster`]: Ouster `lidar.json` intrinsics and the per-pixel table that projects a
 //!   depth frame to points (upstream's `transforms.ouster`).
-//! - [`ros`]: ROS recordings (rosbag2 MCAP, `.mcap`, ROS 1 `.bag`) as a replay source, decoded
-//!   from the message definitions they store.
 //! - [`timestamps`]: upstream's timestamp models (`smooth`, `discretize`) for jittered
 //!   receive times.
 //! - [`mem`], [`noise`]: the huge-page hint for large fresh buffers; a deterministic
@@ -43,7 +41,6 @@ pub mod mem;
 pub mod ouster;
 pub mod parallel;
 pub mod replay;
-pub mod ros;
 pub mod timestamps;
 pub mod zarr;
 

@@ -18,9 +18,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::mapping::{ImageFormat, Stamp};
-use crate::error::{Error, Result, RosProblem};
-use crate::format::meta::validate_name;
+use crate::error::{Error, IoContext, Result, RosProblem};
+use crate::import::mapping::{ImageFormat, Stamp};
+use roverlog_core::format::meta::validate_name;
 
 /// The longest mapping file we read.
 const MAX_FILE: u64 = 1 << 20;
@@ -46,21 +46,21 @@ pub struct TopicMap {
 impl TopicMap {
     /// Reads and checks `path`.
     pub fn read(path: &Path) -> Result<TopicMap> {
-        let len = std::fs::metadata(path)
-            .map_err(|e| Error::io(path, e))?
-            .len();
+        let len = std::fs::metadata(path).at(path)?.len();
         if len > MAX_FILE {
-            return Err(Error::TooLarge {
+            return Err(roverlog_core::Error::TooLarge {
                 what: format!("mapping file {}", path.display()),
                 got: len,
                 limit: MAX_FILE,
-            });
+            }
+            .into());
         }
-        let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let doc: Value = serde_json::from_slice(&text).map_err(|error| Error::Json {
-            path: path.to_path_buf(),
-            error,
-        })?;
+        let text = std::fs::read(path).at(path)?;
+        let doc: Value =
+            serde_json::from_slice(&text).map_err(|error| roverlog_core::Error::Json {
+                path: path.to_path_buf(),
+                error,
+            })?;
         TopicMap::parse(&doc).map_err(|problem| Error::Ros {
             path: path.to_path_buf(),
             problem,
@@ -135,7 +135,7 @@ impl TopicMap {
                                     })?;
                                     validate_name("channel", to)
                                         .map_err(|e| bad(topic, e.to_string()))?;
-                                    if to == crate::format::TS_CHANNEL {
+                                    if to == roverlog_core::format::TS_CHANNEL {
                                         return Err(bad(
                                             topic,
                                             "a channel cannot be named ts".into(),

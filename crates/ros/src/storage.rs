@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use super::container::BagFile;
-use super::mcap::Sink;
-use super::rosbag2_zstd::Scratch;
-use crate::error::{Error, Result};
+use crate::container::BagFile;
+use crate::container::Sink;
+use crate::error::{Error, IoContext, Result};
+use crate::rosbag2::zstd::Scratch;
 
 /// One file of a recording.
 pub(crate) enum Storage {
@@ -15,7 +15,7 @@ pub(crate) enum Storage {
     Mapped(BagFile),
     /// A rosbag2 sqlite3 database.
     #[cfg(feature = "sqlite")]
-    Db3(super::sqlite::Db3),
+    Db3(crate::rosbag2::sqlite::Db3),
 }
 
 impl Storage {
@@ -38,12 +38,12 @@ enum Kind {
 fn kind_of(path: &Path) -> Result<Kind> {
     use std::io::Read;
     let mut head = [0u8; 16];
-    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let n = f.read(&mut head).map_err(|e| Error::io(path, e))?;
+    let mut f = std::fs::File::open(path).at(path)?;
+    let n = f.read(&mut head).at(path)?;
     let head = &head[..n];
-    if super::mcap::is_mcap(head) {
+    if crate::rosbag2::mcap::is_mcap(head) {
         Ok(Kind::Mcap)
-    } else if super::ros1bag::is_bag(head) {
+    } else if crate::rosbag1::reader::is_bag(head) {
         Ok(Kind::Bag)
     } else if head.starts_with(b"SQLite format 3\0") {
         Ok(Kind::Sqlite)
@@ -101,14 +101,14 @@ pub(crate) fn open_and_scan(
                 let _ = std::fs::remove_file(&plain);
             }
             match kind {
-                Kind::Mcap => super::mcap::scan(&mut bag, no, sink)?,
-                _ => super::ros1bag::scan(&mut bag, no, sink)?,
+                Kind::Mcap => crate::rosbag2::mcap::scan(&mut bag, no, sink)?,
+                _ => crate::rosbag1::reader::scan(&mut bag, no, sink)?,
             }
             Storage::Mapped(bag)
         }
         #[cfg(feature = "sqlite")]
         Kind::Sqlite => {
-            let mut db = super::sqlite::Db3::open(&plain)?;
+            let mut db = crate::rosbag2::sqlite::Db3::open(&plain)?;
             db.path = f.to_path_buf();
             db.scan(no, sink)?;
             Storage::Db3(db)

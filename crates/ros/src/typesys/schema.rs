@@ -56,7 +56,7 @@ pub enum Base {
     /// A string, with its bound (`string<=N`) if any.
     String(Option<usize>),
     /// A wide string (ROS 2 `wstring`), with its bound (`wstring<=N`, in characters) if any.
-    /// Its wire form is one of two ([`super::wide::WideChars`]).
+    /// Its wire form is one of two ([`crate::wire::wide::WideChars`]).
     WString(Option<usize>),
     /// A message type: its index in [`Schema::types`].
     Msg(usize),

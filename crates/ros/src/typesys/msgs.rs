@@ -169,7 +169,7 @@ pub fn known() -> impl Iterator<Item = &'static str> {
 /// one: the root's fields, then each type it uses after a line of `=` and `MSG: pkg/Type`.
 /// `None` for a type not shipped.
 pub fn definition(msgtype: &str) -> Option<String> {
-    let name = super::schema::normalize_type(msgtype);
+    let name = crate::typesys::schema::normalize_type(msgtype);
     let (root, deps) = ROOTS.iter().find(|(n, _)| *n == name)?;
     let mut text = fields(root).to_string();
     for d in *deps {
@@ -182,8 +182,8 @@ pub fn definition(msgtype: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::schema::{Dialect, Schema};
     use super::*;
+    use crate::typesys::schema::{Dialect, Schema};
 
     #[test]
     fn every_shipped_definition_parses_with_its_dependencies() {

@@ -2,7 +2,7 @@
 //! serialization_format), `messages` (id, topic_id, timestamp, data) and, from rosbag2 Iron
 //! on, `message_definitions` (topic_type, encoding, encoded_message_definition). A recording
 //! from before Iron stores no definitions: a topic of a standard type the default mapping
-//! understands is decoded with the definition roverlog ships ([`super::standard_msgs`]); any
+//! understands is decoded with the definition roverlog ships ([`crate::typesys::msgs`]); any
 //! other is reported as one we cannot decode.
 //!
 //! The database is opened read-only; a message is read again by its row id.
@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-use super::container::{Connection as Topic, MsgRef};
-use super::decode::Wire;
-use super::mcap::Sink;
-use super::schema::normalize_type;
+use crate::container::Sink;
+use crate::container::{Connection as Topic, MsgRef};
 use crate::error::{Error, Result, RosProblem};
+use crate::typesys::schema::normalize_type;
+use crate::wire::decode::Wire;
 
 /// `MsgRef::chunk` of a message in a database (`start` is its row id).
 pub const ROW: u32 = u32::MAX - 1;
@@ -95,13 +95,13 @@ impl Db3 {
                     String::new(),
                     Err(format!("its definition is {enc:?} (we read ros2msg)")),
                 ),
-                ("cdr", None) => match super::standard_msgs::definition(&msgtype) {
+                ("cdr", None) => match crate::typesys::msgs::definition(&msgtype) {
                     Some(text) => (text, Ok(Wire::Cdr)),
                     None => (
                         String::new(),
                         Err(format!(
                             "the recording stores no message definition for its type (rosbag2 sqlite3 before Iron), and it is not one of the standard messages roverlog knows ({})",
-                            super::standard_msgs::known().collect::<Vec<_>>().join(", ")
+                            crate::typesys::msgs::known().collect::<Vec<_>>().join(", ")
                         )),
                     ),
                 },

@@ -1,54 +1,30 @@
-//! ROS recordings into roverd: rosbag2 directories (MCAP or sqlite3 storage), single `.mcap` files with
-//! ROS 2 (CDR) or ROS 1 messages, and ROS 1 `.bag` files, read as a replay
-//! [`Source`] ([`RosSource`]), so `import` and `replay` take them.
+//! ROS recordings into roverd: the recording as a replay [`Source`] ([`RosSource`]), one
+//! sensor per topic, so `import` and `replay` take it; [`import`] writes it as a trace.
 //!
-//! - [`schema`]: `.msg` definition text (stored with every topic) as types.
-//! - [`decode`]: one message against its schema, CDR or ROS 1 serialization, every length
-//!   checked against its limit and the bytes left; [`wide`]: ROS 2 `wstring`'s two wire
-//!   forms and how a topic's is told.
-//! - [`container`]: what the containers share (mapped file, chunks, decompression with a
-//!   bound, message locations); [`mcap`] and [`ros1bag`] read the two containers;
-//!   [`rosbag2`] the directory's `metadata.yaml`, [`rosbag2_zstd`] its zstd compression (per
-//!   message, or whole files decompressed to a temporary directory); `sqlite` (feature `sqlite`) rosbag2's
-//!   sqlite3 storage, with [`standard_msgs`]' definitions for a recording that stores none.
 //! - [`mapping`]: the default mapping of standard messages to channels (docs/ros.md);
 //!   [`cloud`]: unorganized point clouds of changing width, padded to the widest;
 //!   [`topic_map`]: the optional mapping file (per topic: skip, names, stamp, images).
-//! - `storage`: one file opened as the storage it holds (decompressed first when compressed
-//!   whole) and read once.
 //! - [`source`]: the recording as sensors, one per topic; topics we cannot import are listed
 //!   with the reason, never dropped without a word; [`import`] writes them as events.
 //!
-//! Dependencies point down this list. Plain Rust over files: no tokio.
+//! Dependencies point down this list; the readers below (`rosbag1`, `rosbag2`, `storage`)
+//! know nothing of this module.
 
 pub mod cloud;
-pub mod container;
-pub mod decode;
 pub mod mapping;
-pub mod mcap;
-pub mod ros1bag;
-pub mod rosbag2;
-pub mod rosbag2_zstd;
-pub mod schema;
 pub mod source;
-#[cfg(feature = "sqlite")]
-pub mod sqlite;
-pub mod standard_msgs;
-mod storage;
 pub mod topic_map;
-pub mod wide;
 
 use std::path::Path;
 
 pub use mapping::{ImageFormat, Stamp};
 pub use source::{RosOptions, RosSource, SkippedTopic};
-pub use storage::is_ros_recording;
 pub use topic_map::{TopicMap, TopicRule};
 
 use crate::error::{IoContext, Result};
-use crate::format::events::{events_path, Event, EventLine, EVENTS_DIR};
-use crate::format::WriterOptions;
-use crate::replay::{ImportReport, Source};
+use roverlog_core::format::events::{events_path, Event, EventLine, EVENTS_DIR};
+use roverlog_core::format::WriterOptions;
+use roverlog_core::replay::{ImportReport, Source};
 
 /// What importing a recording did: the sensors written and the topics left out.
 #[derive(Debug, Clone)]
@@ -57,7 +33,7 @@ pub struct RosImportReport {
     pub skipped: Vec<SkippedTopic>,
 }
 
-/// Writes `source` into a new trace at `out` (see [`crate::replay::import::import_in_time_order`]), then one
+/// Writes `source` into a new trace at `out` (see [`roverlog_core::replay::import::import_in_time_order`]), then one
 /// `import_skipped` event per topic left out (`_roverlog/events.jsonl`: topic, type,
 /// messages, reason), so the trace itself says what it lacks.
 pub fn import(
@@ -76,15 +52,20 @@ pub fn import(
             s.meta
                 .channels
                 .iter()
-                .any(|(_, c)| matches!(c.format, crate::format::ChannelFormat::Blob(_)))
+                .any(|(_, c)| matches!(c.format, roverlog_core::format::ChannelFormat::Blob(_)))
         })
         .count();
     let opts = WriterOptions {
         blob_max_open: (256 / blob_sensors.max(1)).clamp(4, 64),
         ..WriterOptions::default()
     };
-    let written =
-        crate::replay::import::import_in_time_order(source, out, described_as, &opts, progress)?;
+    let written = roverlog_core::replay::import::import_in_time_order(
+        source,
+        out,
+        described_as,
+        &opts,
+        progress,
+    )?;
     let skipped = source.skipped();
     if !skipped.is_empty() {
         let dir = out.join(EVENTS_DIR);
@@ -112,7 +93,7 @@ pub fn import(
             text.push(b'\n');
         }
         let path = events_path(out);
-        crate::format::meta::write_file_atomic(&path, &text)?;
+        roverlog_core::format::meta::write_file_atomic(&path, &text)?;
     }
     Ok(RosImportReport { written, skipped })
 }

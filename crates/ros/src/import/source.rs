@@ -1,11 +1,11 @@
 //! A ROS recording as a replay [`Source`]: one sensor per topic we understand.
 //!
 //! Opening reads the whole recording once: every message is decoded against its schema and
-//! mapped to channels ([`super::mapping`]); a topic keeps where each message is and its
+//! mapped to channels ([`crate::import::mapping`]); a topic keeps where each message is and its
 //! timestamp, nothing else. A topic whose schema does not parse, whose messages do not decode
 //! or do not map, or whose messages change type or shape is not a sensor: it is listed in
 //! [`RosSource::skipped`] with the reason (an unorganized point cloud that changes only its
-//! width is padded to its widest instead, [`super::cloud`]). Reading a sample decodes its
+//! width is padded to its widest instead, [`crate::import::cloud`]). Reading a sample decodes its
 //! message again (the last decompressed chunk is kept).
 
 use std::collections::HashMap;
@@ -13,21 +13,21 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::cloud::{self, Widths};
-use super::container::{Connection, MsgRef, MAX_CHUNK};
-use super::decode::{decode, decode_detect, Limits, WideChars, Wire};
-use super::mapping::{self, ImageFormat, Mapped, Stamp};
-use super::mcap::Sink;
-use super::rosbag2::Compression;
-use super::rosbag2_zstd::{FrameDecoder, Scratch};
-use super::schema::{Dialect, Schema};
-use super::storage::{open_and_scan, Storage};
+use crate::container::Sink;
+use crate::container::{Connection, MsgRef, MAX_CHUNK};
 use crate::error::{Error, Result};
-use crate::format::{ChannelFormat, SensorMeta};
-use crate::replay::{Source, SourceSensor};
+use crate::import::cloud::{self, Widths};
+use crate::import::mapping::{self, ImageFormat, Mapped, Stamp};
+use crate::rosbag2::metadata::Compression;
+use crate::rosbag2::zstd::{FrameDecoder, Scratch};
+use crate::storage::{open_and_scan, Storage};
+use crate::typesys::schema::{Dialect, Schema};
+use crate::wire::decode::{decode, decode_detect, Limits, WideChars, Wire};
+use roverlog_core::format::{ChannelFormat, SensorMeta};
+use roverlog_core::replay::{Source, SourceSensor};
 
 /// Most decompressed chunks kept: samples are read in time order over all topics (see
-/// [`crate::replay::import::import_in_time_order`]) and a topic's header stamps may lag the
+/// [`roverlog_core::replay::import::import_in_time_order`]) and a topic's header stamps may lag the
 /// log time its chunk is ordered by, so reading moves among a few neighbouring chunks.
 pub const CACHE_CHUNKS: usize = 8;
 /// Most bytes of decompressed chunks kept (the latest one is kept whatever its size).
@@ -41,7 +41,7 @@ pub struct RosOptions {
     /// Only these topics (all when empty).
     pub topics: Vec<String>,
     /// The mapping file's rules, if one was given.
-    pub map: Option<super::topic_map::TopicMap>,
+    pub map: Option<crate::import::topic_map::TopicMap>,
     pub limits: Option<Limits>,
 }
 
@@ -306,7 +306,7 @@ impl RosSource {
         mut progress: impl FnMut(usize, u64, u64),
     ) -> Result<RosSource> {
         let (files, compression) = if path.is_dir() {
-            let b = super::rosbag2::open(path)?;
+            let b = crate::rosbag2::metadata::open(path)?;
             (b.files, b.compression)
         } else {
             (vec![path.to_path_buf()], Compression::None)
@@ -547,7 +547,7 @@ impl RosSource {
 
 #[cfg(feature = "jpeg")]
 fn jpeg_shape(frame: &[u8]) -> Vec<usize> {
-    crate::jpeg::JpegFrame::open(frame, crate::jpeg::DEFAULT_MAX_PIXELS)
+    roverlog_core::jpeg::JpegFrame::open(frame, roverlog_core::jpeg::DEFAULT_MAX_PIXELS)
         .map(|f| vec![f.height(), f.width(), f.channels()])
         .unwrap_or_default()
 }
@@ -588,20 +588,35 @@ impl Source for RosSource {
         &self.sensors
     }
 
-    fn timestamps(&mut self, sensor: usize) -> Result<Vec<f64>> {
+    fn timestamps(&mut self, sensor: usize) -> roverlog_core::Result<Vec<f64>> {
         Ok(self.topics[self.sensor_topics[sensor]].ts.clone())
     }
 
-    fn read(&mut self, sensor: usize, index: u64, out: &mut Vec<Vec<u8>>) -> Result<()> {
+    fn read(
+        &mut self,
+        sensor: usize,
+        index: u64,
+        out: &mut Vec<Vec<u8>>,
+    ) -> roverlog_core::Result<()> {
+        Ok(self.read_message(sensor, index, out)?)
+    }
+
+    fn extra_files(&self, sensor: usize) -> Vec<(String, Vec<u8>)> {
+        self.sidecar(sensor)
+    }
+}
+
+impl RosSource {
+    /// Message `index` of `sensor`'s topic, decoded and mapped to its channels in `out`.
+    fn read_message(&mut self, sensor: usize, index: u64, out: &mut Vec<Vec<u8>>) -> Result<()> {
         let ti = self.sensor_topics[sensor];
-        let r = *self.topics[ti]
-            .refs
-            .get(index as usize)
-            .ok_or_else(|| Error::OutOfRange {
+        let r = *self.topics[ti].refs.get(index as usize).ok_or_else(|| {
+            roverlog_core::Error::OutOfRange {
                 path: self.path.clone(),
                 index,
                 len: self.topics[ti].refs.len() as u64,
-            })?;
+            }
+        })?;
         let images = self.topics[ti].images;
         let limits = self.limits;
         let path = self.files[r.file as usize].path().to_path_buf();
@@ -621,7 +636,7 @@ impl Source for RosSource {
         };
         let wide = t.wide.unwrap_or_default();
         let v = decode(schema, data, t.wire, wide, &limits).map_err(err)?;
-        let changed = |msg: String| Error::Corrupt {
+        let changed = |msg: String| roverlog_core::Error::Corrupt {
             path: path.clone(),
             msg: format!(
                 "topic {}, message {index}: {msg} (it mapped when first read)",
@@ -632,25 +647,27 @@ impl Source for RosSource {
         if let Some(max) = t.padded_to {
             match cloud::dims(&t.msgtype, &v) {
                 Some((1, w)) => cloud::pad(&mut m, w, max).map_err(changed)?,
-                _ => return Err(changed("not an unorganized point cloud".into())),
+                _ => return Err(changed("not an unorganized point cloud".into()).into()),
             }
         }
         let meta = &self.sensors[sensor].meta;
         if m.data.len() != meta.channels.len() {
-            return Err(Error::Corrupt {
+            return Err(roverlog_core::Error::Corrupt {
                 path,
                 msg: format!(
                     "topic {}, message {index}: changed since it was first read",
                     t.topic
                 ),
-            });
+            }
+            .into());
         }
         out.clear();
         out.extend(m.data);
         Ok(())
     }
 
-    fn extra_files(&self, sensor: usize) -> Vec<(String, Vec<u8>)> {
+    /// The sensor's `ros.json`: where its topic came from.
+    fn sidecar(&self, sensor: usize) -> Vec<(String, Vec<u8>)> {
         let t = &self.topics[self.sensor_topics[sensor]];
         let mut doc = json!({
             "source": self.path,

@@ -1,11 +1,11 @@
 //! A trace's lidar and IMU as a ROS bag, for SLAM tools (upstream's `roverd rosbag`,
 //! `transforms/ros.py`): `/imu` as `sensor_msgs/Imu` (frame `imu_link`) and `/points2` as
 //! `sensor_msgs/PointCloud2` (frame `os_sensor`, `x, y, z` float32), as a ROS 1 bag
-//! ([`bag1`]) or a ROS 2 bag with MCAP storage ([`bag2`]).
+//! ([`crate::rosbag1::writer`]) or a ROS 2 bag with MCAP storage ([`crate::rosbag2::writer`]).
 //!
 //! What upstream does, kept: the lidar's timestamps go through `discretize` (10 s, eps 0.05)
 //! and the IMU's through `smooth` (30 s), upstream's `correction="auto"`; header stamps and bag
-//! times come from those ([`msg::Stamp`]); the orientation is the `rot` Euler angles read as
+//! times come from those ([`crate::wire::encode::Stamp`]); the orientation is the `rot` Euler angles read as
 //! intrinsic `XYZ` (scipy's `from_euler('XYZ')`), as a quaternion `x, y, z, w`; the IMU is
 //! cut to the shortest of `ts`, `rot`, `acc`, `avel`; the points are
 //! [`roverlog_core::ouster::XyzLut`]'s with upstream's `min_range` rule. Both connections are
@@ -19,12 +19,8 @@
 //! complete. Frames are decoded (the bulk of the work: `lzma`), projected and serialised by
 //! one thread per usable CPU (`roverlog_core::cpus::usable`), each into buffers it reuses, while the calling thread
 //! writes them in order with the IMU (a point cloud goes from the worker's buffer to the
-//! file without another copy, see [`bag1`]); memory holds up to two messages per worker and
+//! file without another copy, see [`crate::rosbag1::writer`]); memory holds up to two messages per worker and
 //! one chunk, whatever the trace's length.
-
-pub mod bag1;
-pub mod bag2;
-pub mod msg;
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -37,9 +33,9 @@ use roverlog_core::format::{ChannelReader, DType, Sensor, Trace};
 use roverlog_core::ouster::{LidarIntrinsics, XyzLut};
 use roverlog_core::timestamps::{self, Model};
 
-use bag1::Bag1Writer;
-use bag2::Bag2Writer;
-use msg::{CloudWriter, Imu, Stamp};
+use crate::rosbag1::writer::Bag1Writer;
+use crate::rosbag2::writer::Bag2Writer;
+use crate::wire::encode::{CloudWriter, Imu, Stamp};
 
 /// Which kind of bag to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -192,7 +188,10 @@ enum Sink {
 /// [`Sink::finish`].
 impl Sink {
     fn create(tmp: &Path, out: &Path, format: BagFormat) -> Result<Sink> {
-        let (imu_t, cloud_t) = (msg::imu_type(), msg::pointcloud2_type());
+        let (imu_t, cloud_t) = (
+            crate::wire::encode::imu_type(),
+            crate::wire::encode::pointcloud2_type(),
+        );
         Ok(match format {
             BagFormat::Ros1 => {
                 let f = File::create_new(tmp).at(tmp)?;
@@ -228,7 +227,7 @@ impl Sink {
     /// Writes an IMU message at bag time `ns`, serialised into `buf`.
     fn write_imu(&mut self, tmp: &Path, ns: u64, m: &Imu, buf: &mut Vec<u8>) -> Result<()> {
         buf.clear();
-        let bad_stamp = |e: msg::StampRange| unexportable(tmp, e.to_string());
+        let bad_stamp = |e: crate::wire::encode::StampRange| unexportable(tmp, e.to_string());
         match self {
             Sink::Ros1 { w, imu, .. } => {
                 m.ros1(buf).map_err(bad_stamp)?;

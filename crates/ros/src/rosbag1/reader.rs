@@ -10,19 +10,15 @@
 
 use std::collections::HashMap;
 
-use super::container::{BagFile, Chunk, Compression, Connection, Cursor, MsgRef, MAX_CHUNK};
-use super::decode::Wire;
-use super::mcap::Sink;
-use super::schema::normalize_type;
+use super::{MAGIC, OP_CHUNK, OP_CONNECTION, OP_MSG_DATA};
+use crate::container::Sink;
+use crate::container::{BagFile, Chunk, Compression, Connection, Cursor, MsgRef, MAX_CHUNK};
 use crate::error::{Result, RosProblem};
+use crate::typesys::schema::normalize_type;
+use crate::wire::decode::Wire;
 
-pub const MAGIC: &[u8; 13] = b"#ROSBAG V2.0\n";
 /// The longest record header we accept (a connection's holds its message definition).
 pub const MAX_HEADER: u32 = 1 << 20;
-
-const OP_MSG_DATA: u8 = 0x02;
-const OP_CHUNK: u8 = 0x05;
-const OP_CONNECTION: u8 = 0x07;
 
 /// Whether `data` starts like a ROS 1 bag.
 pub fn is_bag(data: &[u8]) -> bool {
@@ -64,7 +60,7 @@ pub fn scan(file: &mut BagFile, file_no: u16, sink: &mut dyn Sink) -> Result<()>
                         uncompressed: size.into(),
                         crc: 0,
                     };
-                    let records = super::container::decompress(&data[ch.data.clone()], &ch)?;
+                    let records = crate::container::decompress(&data[ch.data.clone()], &ch)?;
                     let index = chunks.len() as u32;
                     chunks.push(ch);
                     let mut p = 0;

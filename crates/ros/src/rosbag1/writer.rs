@@ -17,20 +17,15 @@
 use std::collections::BTreeMap;
 use std::io::{self, Seek, SeekFrom, Write};
 
-use super::msg::MsgType;
+use super::{
+    MAGIC, OP_BAG_HEADER, OP_CHUNK, OP_CHUNK_INFO, OP_CONNECTION, OP_INDEX_DATA, OP_MSG_DATA,
+};
+use crate::wire::encode::MsgType;
 
 /// A chunk is written once its data passes this many bytes (`rosbags`' threshold).
 pub const CHUNK_BYTES: usize = 1 << 20;
 
-const MAGIC: &[u8] = b"#ROSBAG V2.0\n";
 const BAG_HEADER_LEN: usize = 4096;
-
-const OP_MSG_DATA: u8 = 0x02;
-const OP_BAG_HEADER: u8 = 0x03;
-const OP_INDEX_DATA: u8 = 0x04;
-const OP_CHUNK: u8 = 0x05;
-const OP_CHUNK_INFO: u8 = 0x06;
-const OP_CONNECTION: u8 = 0x07;
 
 /// Record header fields, in order.
 struct Fields(Vec<u8>);

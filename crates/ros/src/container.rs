@@ -8,11 +8,22 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
-use super::decode::Wire;
 use crate::error::{Error, IoContext, Result, RosProblem};
+use crate::wire::decode::Wire;
 
 /// The largest chunk (uncompressed) and the largest record we accept.
 pub const MAX_CHUNK: u64 = 1 << 30;
+
+/// Receives what a container holds, in file order.
+pub trait Sink {
+    /// A topic's publisher (may repeat: MCAP repeats channels in every chunk).
+    fn connection(&mut self, c: Connection);
+    /// One message of connection `conn`, logged at `log_time` (ns since the epoch). Returns
+    /// false when no connection `conn` was given before.
+    fn message(&mut self, conn: u32, log_time: u64, at: MsgRef, data: &[u8]) -> bool;
+    /// `done` of the file's `total` (bytes; rows for a database) read so far.
+    fn progress(&mut self, _done: u64, _total: u64) {}
+}
 
 /// A topic's publisher as the container declares it (an MCAP channel, a ROS 1 connection).
 #[derive(Debug, Clone)]

@@ -1,4 +1,4 @@
-//! rosbag2's zstd compression ([`super::rosbag2::Compression`]): per-message frames
+//! rosbag2's zstd compression ([`crate::rosbag2::metadata::Compression`]): per-message frames
 //! decompressed with a bound before they are decoded, and files compressed whole decompressed,
 //! streaming, into a temporary directory that lives as long as the source reading them.
 //!

@@ -14,10 +14,10 @@
 
 use std::collections::HashMap;
 
-use super::container::{BagFile, Chunk, Compression, Connection, Cursor, MsgRef, MAX_CHUNK};
-use super::decode::Wire;
-use super::schema::normalize_type;
+use crate::container::{BagFile, Chunk, Compression, Connection, Cursor, MsgRef, Sink, MAX_CHUNK};
 use crate::error::{Result, RosProblem};
+use crate::typesys::schema::normalize_type;
+use crate::wire::decode::Wire;
 
 pub const MAGIC: &[u8; 8] = b"\x89MCAP0\r\n";
 
@@ -27,17 +27,6 @@ const OP_CHANNEL: u8 = 0x04;
 const OP_MESSAGE: u8 = 0x05;
 const OP_CHUNK: u8 = 0x06;
 const OP_DATA_END: u8 = 0x0F;
-
-/// Receives what a container holds, in file order.
-pub trait Sink {
-    /// A topic's publisher (may repeat: MCAP repeats channels in every chunk).
-    fn connection(&mut self, c: Connection);
-    /// One message of connection `conn`, logged at `log_time` (ns since the epoch). Returns
-    /// false when no connection `conn` was given before.
-    fn message(&mut self, conn: u32, log_time: u64, at: MsgRef, data: &[u8]) -> bool;
-    /// `done` of the file's `total` (bytes; rows for a database) read so far.
-    fn progress(&mut self, _done: u64, _total: u64) {}
-}
 
 #[derive(Default)]
 struct State {
@@ -175,7 +164,7 @@ fn chunk(
         uncompressed,
         crc,
     };
-    let records = super::container::decompress(&data[ch.data.clone()], &ch)?;
+    let records = crate::container::decompress(&data[ch.data.clone()], &ch)?;
     let index = chunks.len() as u32;
     chunks.push(ch);
     let mut pos = 0;

@@ -6,7 +6,7 @@
 //! | `sensor_msgs/Image` (`rgb8`, `bgr8`, `rgba8`, `bgra8`, `mono8`, `mono16`, `8UC1`, `16UC1`) | `img` raw `u1` `[h, w, 3\|4]` (BGR turned into RGB) or `[h, w]`, `u2` `[h, w]` for 16 bits |
 //! | `sensor_msgs/Imu` | `rot` (`f4[3]`, Euler angles as upstream's collector: scipy `'XYZ'` of the quaternion, radians), `acc`, `avel` (`f4[3]`), `quat` (`f8[4]`, x y z w as in the message) |
 //! | `sensor_msgs/NavSatFix` | `latitude`, `longitude`, `altitude` (`f8`), `status` (`i1`), `service` (`u2`), `position_covariance` (`f8[9]`), `position_covariance_type` (`u1`) |
-//! | `sensor_msgs/PointCloud2` | one raw channel per field (`[w]` when `h` is 1, else `[h, w]`; `[.., count]`), in the field's type; a topic of unorganized clouds whose width changes is padded by [`super::cloud`] |
+//! | `sensor_msgs/PointCloud2` | one raw channel per field (`[w]` when `h` is 1, else `[h, w]`; `[.., count]`), in the field's type; a topic of unorganized clouds whose width changes is padded by [`crate::import::cloud`] |
 //! | `sensor_msgs/LaserScan` | `ranges`, `intensities` (when not empty) (`f4[n]`), and its scalars (`angle_min` ... `range_max`, `f4`) |
 //! | anything else | its numeric fields by dotted path (`pose.position.x`), fixed arrays and sequences of numbers shaped by their length; strings (and `wstring`s) are left out; a sequence of messages or strings makes the topic one we do not import |
 //!
@@ -14,10 +14,10 @@
 //! A topic keeps the channels of its first message; a later message that maps to others
 //! (another image size, an organized point cloud of another size) is a shape change.
 //! Unorganized point clouds that change only their width are the exception
-//! ([`super::cloud`]): padded to the topic's widest.
+//! ([`crate::import::cloud`]): padded to the topic's widest.
 
-use super::decode::Value;
-use super::schema::Prim;
+use crate::typesys::schema::Prim;
+use crate::wire::decode::Value;
 
 /// Where a sample's `ts` comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -28,7 +28,7 @@ pub enum Stamp {
     /// The time the recorder logged (received) the message.
     Log,
 }
-use crate::format::{ChannelFormat, ChannelMeta, DType};
+use roverlog_core::format::{ChannelFormat, ChannelMeta, DType};
 
 /// How JPEG images are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -397,12 +397,12 @@ fn dtype_of(prim: Prim) -> DType {
 /// A field name as a channel name: `ts` is the timestamp channel, so a field called that is
 /// `ts_field`; names that cannot be file names are refused.
 fn channel_name(name: &str) -> Result<String, String> {
-    let n = if name == crate::format::TS_CHANNEL {
+    let n = if name == roverlog_core::format::TS_CHANNEL {
         "ts_field".to_string()
     } else {
         name.to_string()
     };
-    crate::format::meta::validate_name("channel", &n).map_err(|e| e.to_string())?;
+    roverlog_core::format::meta::validate_name("channel", &n).map_err(|e| e.to_string())?;
     Ok(n)
 }
 

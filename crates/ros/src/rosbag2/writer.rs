@@ -13,7 +13,7 @@ use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 
-use super::msg::MsgType;
+use crate::wire::encode::MsgType;
 
 /// The rosbag2 metadata version written (`rosbags` writes 8 or 9; 9 adds type hashes).
 pub const METADATA_VERSION: u32 = 9;

@@ -7,10 +7,10 @@
 //! A ROS 2 `wstring` has two wire forms ([`WideChars`]): [`decode`] is told which,
 //! [`decode_detect`] finds it.
 
-use super::schema::{Base, Count, Prim, Schema};
-use super::wide::Chars;
-pub use super::wide::WideChars;
 use crate::error::DecodeProblem;
+use crate::typesys::schema::{Base, Count, Prim, Schema};
+use crate::wire::wide::Chars;
+pub use crate::wire::wide::WideChars;
 
 /// Limits on what one message may declare.
 #[derive(Debug, Clone, Copy)]
@@ -207,7 +207,7 @@ pub fn decode<'a>(
 /// which the whole message decodes, its bytes used up to the trailing padding [`decode`]
 /// allows, with no NUL character in a wstring (4-byte characters read as 2-byte ones give a
 /// NUL for every other one); if both do, 4-byte characters, as every ROS 2 rmw writes them on
-/// Linux (see [`super::wide`]); if neither, the one that decodes with a NUL, 4-byte first.
+/// Linux (see [`crate::wire::wide`]); if neither, the one that decodes with a NUL, 4-byte first.
 /// Returns the form found, or `None` when the message has no non-empty wstring (both forms
 /// read it the same). A message that fails to decode before any non-empty wstring fails as
 /// it would in [`decode`]; one that decodes in neither form is
@@ -502,8 +502,8 @@ impl<'a> Reader<'a, '_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::schema::Dialect;
     use super::*;
+    use crate::typesys::schema::Dialect;
 
     fn schema() -> Schema {
         Schema::parse(

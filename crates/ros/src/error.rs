@@ -1,5 +1,51 @@
-//! What is wrong with a ROS recording ([`super::Error::Ros`]) or with one message in it
-//! ([`DecodeProblem`]), as values. Beside the error type, below `ros`, which produces them.
+//! The crate's errors: [`Error`], what every operation returns, with what is wrong with a
+//! ROS recording ([`RosProblem`]) or with one message in it ([`DecodeProblem`]) as values.
+//! An error of core (I/O on a named file, a trace that cannot be written) passes through
+//! unchanged ([`Error::Core`]), and every [`Error`] converts into core's (a [`RosSource`]
+//! is a core replay source, whose methods return core's error).
+//!
+//! [`RosSource`]: crate::RosSource
+
+use std::path::PathBuf;
+
+pub use roverlog_core::error::IoContext;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong reading or writing ROS recordings.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An error of core's (I/O on a named file, a trace that cannot be written), unchanged.
+    #[error(transparent)]
+    Core(#[from] roverlog_core::Error),
+
+    /// A ROS recording (MCAP file, ROS 1 bag, rosbag2 directory) that cannot be read: `path`
+    /// is the file, `problem` what is wrong and where.
+    #[error("{}: {problem}", path.display())]
+    Ros { path: PathBuf, problem: RosProblem },
+
+    /// A message of a ROS recording that does not decode against the schema stored with it:
+    /// the file, the topic, the message's place in the topic, and why.
+    #[error("{}: topic {topic}, message {index}: {problem}", path.display())]
+    RosMessage {
+        path: PathBuf,
+        topic: String,
+        index: u64,
+        /// Boxed: the enum stays small for every other error.
+        problem: Box<DecodeProblem>,
+    },
+}
+
+impl From<Error> for roverlog_core::Error {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Core(e) => e,
+            other => roverlog_core::Error::Source(Box::new(other)),
+        }
+    }
+}
 
 /// Why a ROS recording (an MCAP file, a ROS 1 bag, a rosbag2 directory) cannot be read. Every
 /// variant that is about a place in a file carries its byte offset (`at`).

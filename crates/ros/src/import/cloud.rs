@@ -4,7 +4,7 @@
 //! A roverd channel has one shape for all its samples, but most lidar drivers (Velodyne,
 //! Hesai, Livox, any filtered cloud, `roverlog rosbag`'s own `/points2`) publish
 //! `sensor_msgs/PointCloud2` with `height` 1 and a `width` that changes every scan. Such a
-//! topic keeps its fields ([`super::mapping`] maps each to a channel `[w]` or `[w, count]`)
+//! topic keeps its fields ([`crate::import::mapping`] maps each to a channel `[w]` or `[w, count]`)
 //! while only `w` changes, so its channels get the widest cloud's width (found by the scan at
 //! open, which decodes every message anyway) and each sample is padded past its own width:
 //! float fields with NaN, integer fields with 0. A `u4` channel (`points`, or `n_points` when
@@ -14,9 +14,9 @@
 //! organized and not) of another size, and a cloud whose fields (names, types, counts)
 //! change. A cloud of fixed width maps as any other message: no padding, no count channel.
 
-use super::decode::Value;
-use super::mapping::Mapped;
-use crate::format::{ChannelFormat, ChannelMeta, DType};
+use crate::import::mapping::Mapped;
+use crate::wire::decode::Value;
+use roverlog_core::format::{ChannelFormat, ChannelMeta, DType};
 
 /// Most bytes one padded sample may take, all its channels together: beyond it the topic is
 /// skipped, so one huge outlier cloud cannot make every sample of a trace that large.

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result, RosProblem};
+use crate::error::{Error, IoContext, Result, RosProblem};
 
 /// The longest `metadata.yaml` we read.
 const MAX_METADATA: u64 = 16 << 20;
@@ -78,15 +78,13 @@ pub fn open(dir: &Path) -> Result<Rosbag2> {
         path: dir.to_path_buf(),
         problem: RosProblem::Metadata { msg },
     };
-    let len = std::fs::metadata(&meta)
-        .map_err(|e| Error::io(&meta, e))?
-        .len();
+    let len = std::fs::metadata(&meta).at(&meta)?.len();
     if len > MAX_METADATA {
         return Err(err(format!(
             "{len} bytes, over the limit of {MAX_METADATA}"
         )));
     }
-    let text = std::fs::read_to_string(&meta).map_err(|e| Error::io(&meta, e))?;
+    let text = std::fs::read_to_string(&meta).at(&meta)?;
     let m = parse(&text).map_err(err)?;
     if m.storage_identifier != "mcap" && m.storage_identifier != "sqlite3" {
         return Err(Error::Ros {

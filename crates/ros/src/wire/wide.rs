@@ -25,9 +25,9 @@
 //!   (Windows).
 //! - Only rmw_cyclonedds' non-legacy encoding counts bytes; its writer is always made
 //!   `CDR_Legacy`, and the other would carry another encapsulation header (which
-//!   [`super::decode`] refuses), so in what we read the length always counts characters.
+//!   [`crate::wire::decode`] refuses), so in what we read the length always counts characters.
 //!
-//! So [`super::decode::decode_detect`] tries 4 bytes first: see its rule. A 4-byte unit up to
+//! So [`crate::wire::decode::decode_detect`] tries 4 bytes first: see its rule. A 4-byte unit up to
 //! 0xFFFF is a UTF-16 code unit (surrogates pair up); 0x10000..=0x10FFFF is taken as a whole
 //! character (UTF-32, as a `std::wstring` written by Fast-CDR 1.x on Linux holds); anything
 //! else, or an unpaired surrogate, does not decode.
@@ -125,10 +125,10 @@ impl Iterator for Chars<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::decode::{decode, decode_detect, Limits, Value, Wire};
-    use super::super::schema::{Dialect, Schema};
     use super::*;
     use crate::error::DecodeProblem;
+    use crate::typesys::schema::{Dialect, Schema};
+    use crate::wire::decode::{decode, decode_detect, Limits, Value, Wire};
 
     /// A CDR message: encapsulation header, then `body` (built aligned relative to its start).
     struct Cdr {
