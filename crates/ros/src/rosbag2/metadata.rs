@@ -1,5 +1,8 @@
-//! rosbag2 directories: `metadata.yaml` names the storage plugin, the files in order and how
-//! they are compressed.
+//! rosbag2 directories' `metadata.yaml`, read and written: it names the storage plugin, the
+//! files in order and how they are compressed.
+//!
+//! Written ([`to_yaml`]): the whole mapping as rosbag2 and `rosbags` write it, version
+//! [`VERSION_WRITTEN`], for the bags `roverlog rosbag` writes.
 //!
 //! We read only the keys we need, line by line (the file is written by rosbag2 itself, or by
 //! `rosbags`, in a fixed layout; a YAML library would be a dependency for four keys):
@@ -150,6 +153,70 @@ pub fn parse(text: &str) -> Result<Metadata, String> {
     Ok(m)
 }
 
+/// The rosbag2 metadata version written (`rosbags` writes 8 or 9; 9 adds type hashes).
+pub const VERSION_WRITTEN: u32 = 9;
+
+/// One topic of a bag we write, as `metadata.yaml` lists it.
+#[derive(Debug, Clone, Copy)]
+pub struct WrittenTopic<'a> {
+    pub name: &'a str,
+    /// ROS 2 type name (`sensor_msgs/msg/Imu`).
+    pub msgtype: &'a str,
+    /// RIHS01 type hash.
+    pub type_hash: &'a str,
+    pub count: u64,
+}
+
+/// The `rosbag2_bagfile_information` mapping of a one-file MCAP bag (`file_name`, messages
+/// from `span`'s start to its end in ns since the epoch, uncompressed, CDR), each line
+/// indented by `indent` spaces.
+pub fn to_yaml(
+    file_name: &str,
+    span: Option<(u64, u64)>,
+    topics: &[WrittenTopic],
+    indent: usize,
+) -> String {
+    let (start, end) = span.unwrap_or((0, 0));
+    let duration = end - start;
+    let count: u64 = topics.iter().map(|t| t.count).sum();
+    let mut lines = vec![
+        "compression_format: ''".to_string(),
+        "compression_mode: ''".to_string(),
+        "custom_data: null".to_string(),
+        "duration:".to_string(),
+        format!("  nanoseconds: {duration}"),
+        "files:".to_string(),
+        "- duration:".to_string(),
+        format!("    nanoseconds: {duration}"),
+        format!("  message_count: {count}"),
+        format!("  path: {file_name}"),
+        "  starting_time:".to_string(),
+        format!("    nanoseconds_since_epoch: {start}"),
+        format!("message_count: {count}"),
+        "relative_file_paths:".to_string(),
+        format!("- {file_name}"),
+        "ros_distro: roverlog".to_string(),
+        "starting_time:".to_string(),
+        format!("  nanoseconds_since_epoch: {start}"),
+        "storage_identifier: mcap".to_string(),
+        "topics_with_message_count:".to_string(),
+    ];
+    for t in topics {
+        lines.extend([
+            format!("- message_count: {}", t.count),
+            "  topic_metadata:".to_string(),
+            format!("    name: {}", t.name),
+            "    offered_qos_profiles: []".to_string(),
+            "    serialization_format: cdr".to_string(),
+            format!("    type: {}", t.msgtype),
+            format!("    type_description_hash: {}", t.type_hash),
+        ]);
+    }
+    lines.push(format!("version: {VERSION_WRITTEN}"));
+    let pad = " ".repeat(indent);
+    lines.iter().map(|l| format!("{pad}{l}\n")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::Compression;
@@ -277,5 +344,23 @@ rosbag2_bagfile_information:
         // A format without a mode: nothing is compressed.
         assert_eq!(m("zstd", "").compression(), Ok(Compression::None));
         assert_eq!(m("zstd", "NONE").compression(), Ok(Compression::None));
+    }
+
+    #[test]
+    fn what_we_write_we_read() {
+        let topics = [super::WrittenTopic {
+            name: "/imu",
+            msgtype: "sensor_msgs/msg/Imu",
+            type_hash: "RIHS01_00",
+            count: 3,
+        }];
+        let yaml = format!(
+            "rosbag2_bagfile_information:\n{}",
+            super::to_yaml("b.mcap", Some((5, 9)), &topics, 2)
+        );
+        let m = super::parse(&yaml).unwrap();
+        assert_eq!(m.storage_identifier, "mcap");
+        assert_eq!(m.relative_file_paths, ["b.mcap"]);
+        assert_eq!(m.compression().unwrap(), super::Compression::None);
     }
 }

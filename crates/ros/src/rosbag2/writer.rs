@@ -13,10 +13,8 @@ use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 
+use super::metadata::{self, WrittenTopic};
 use crate::wire::encode::MsgType;
-
-/// The rosbag2 metadata version written (`rosbags` writes 8 or 9; 9 adds type hashes).
-pub const METADATA_VERSION: u32 = 9;
 
 struct Topic {
     name: String,
@@ -125,45 +123,17 @@ impl Bag2Writer {
 
     /// The `rosbag2_bagfile_information` mapping, indented by `indent` spaces.
     fn metadata_yaml(&self, indent: usize) -> String {
-        let (start, end) = self.span.unwrap_or((0, 0));
-        let duration = end - start;
-        let count: u64 = self.topics.iter().map(|(_, t)| t.count).sum();
-        let mut lines = vec![
-            "compression_format: ''".to_string(),
-            "compression_mode: ''".to_string(),
-            "custom_data: null".to_string(),
-            "duration:".to_string(),
-            format!("  nanoseconds: {duration}"),
-            "files:".to_string(),
-            "- duration:".to_string(),
-            format!("    nanoseconds: {duration}"),
-            format!("  message_count: {count}"),
-            format!("  path: {}", self.file_name),
-            "  starting_time:".to_string(),
-            format!("    nanoseconds_since_epoch: {start}"),
-            format!("message_count: {count}"),
-            "relative_file_paths:".to_string(),
-            format!("- {}", self.file_name),
-            "ros_distro: roverlog".to_string(),
-            "starting_time:".to_string(),
-            format!("  nanoseconds_since_epoch: {start}"),
-            "storage_identifier: mcap".to_string(),
-            "topics_with_message_count:".to_string(),
-        ];
-        for (_, t) in &self.topics {
-            lines.extend([
-                format!("- message_count: {}", t.count),
-                "  topic_metadata:".to_string(),
-                format!("    name: {}", t.name),
-                "    offered_qos_profiles: []".to_string(),
-                "    serialization_format: cdr".to_string(),
-                format!("    type: {}", t.ty.ros2_name),
-                format!("    type_description_hash: {}", t.ty.ros2_rihs01),
-            ]);
-        }
-        lines.push(format!("version: {METADATA_VERSION}"));
-        let pad = " ".repeat(indent);
-        lines.iter().map(|l| format!("{pad}{l}\n")).collect()
+        let topics: Vec<WrittenTopic> = self
+            .topics
+            .iter()
+            .map(|(_, t)| WrittenTopic {
+                name: &t.name,
+                msgtype: t.ty.ros2_name,
+                type_hash: t.ty.ros2_rihs01,
+                count: t.count,
+            })
+            .collect();
+        metadata::to_yaml(&self.file_name, self.span, &topics, indent)
     }
 
     /// Writes the `rosbag2` metadata record, closes the MCAP file and writes

@@ -1,9 +1,15 @@
-//! The ROS 2 definitions (`ros2msg` text) of the standard messages the default mapping
-//! understands, for recordings that store none: rosbag2's sqlite3 storage before Iron keeps
-//! only the type's name. Written from the ROS 2 interface definitions (`sensor_msgs`,
-//! `std_msgs`, `geometry_msgs`, `builtin_interfaces`; their layout has not changed since
-//! Foxy); constants are kept, comments are not. Used only when a recording lacks the
-//! definition: one it stores is always what is decoded.
+//! The one table of the standard messages we know, shared by the readers and the writers:
+//! each type's fields as its `.msg` definition gives them (in the text the `rosbags`
+//! package's type system generates: constants `NAME=value`, no default values), the root
+//! types with the types they use, and the hashes of those we write.
+//!
+//! The readers use a ROS 2 definition ([`definition`]) only for a recording that stores none
+//! (rosbag2's sqlite3 storage before Iron keeps only the type's name): one a recording
+//! stores is always what is decoded. The writers (`roverlog rosbag`) put [`msg_type`]'s
+//! definitions and hashes in every bag; `tests/cli/rosbag.rs` checks them against `rosbags`.
+//! The layouts have not changed since Foxy (ROS 2) and Noetic (ROS 1).
+
+use std::sync::OnceLock;
 
 /// The field lines of each type, by its `pkg/Type` name.
 const TYPES: [(&str, &str); 12] = [
@@ -14,7 +20,7 @@ const TYPES: [(&str, &str); 12] = [
     ),
     (
         "geometry_msgs/Quaternion",
-        "float64 x 0\nfloat64 y 0\nfloat64 z 0\nfloat64 w 1\n",
+        "float64 x\nfloat64 y\nfloat64 z\nfloat64 w\n",
     ),
     ("geometry_msgs/Vector3", "float64 x\nfloat64 y\nfloat64 z\n"),
     (
@@ -29,16 +35,16 @@ const TYPES: [(&str, &str); 12] = [
     ),
     (
         "sensor_msgs/NavSatStatus",
-        "int8 STATUS_UNKNOWN = -2\n\
-         int8 STATUS_NO_FIX = -1\n\
-         int8 STATUS_FIX = 0\n\
-         int8 STATUS_SBAS_FIX = 1\n\
-         int8 STATUS_GBAS_FIX = 2\n\
+        "int8 STATUS_UNKNOWN=-2\n\
+         int8 STATUS_NO_FIX=-1\n\
+         int8 STATUS_FIX=0\n\
+         int8 STATUS_SBAS_FIX=1\n\
+         int8 STATUS_GBAS_FIX=2\n\
          int8 status\n\
-         uint16 SERVICE_GPS = 1\n\
-         uint16 SERVICE_GLONASS = 2\n\
-         uint16 SERVICE_COMPASS = 4\n\
-         uint16 SERVICE_GALILEO = 8\n\
+         uint16 SERVICE_GPS=1\n\
+         uint16 SERVICE_GLONASS=2\n\
+         uint16 SERVICE_COMPASS=4\n\
+         uint16 SERVICE_GALILEO=8\n\
          uint16 service\n",
     ),
     (
@@ -49,10 +55,10 @@ const TYPES: [(&str, &str); 12] = [
          float64 longitude\n\
          float64 altitude\n\
          float64[9] position_covariance\n\
-         uint8 COVARIANCE_TYPE_UNKNOWN = 0\n\
-         uint8 COVARIANCE_TYPE_APPROXIMATED = 1\n\
-         uint8 COVARIANCE_TYPE_DIAGONAL_KNOWN = 2\n\
-         uint8 COVARIANCE_TYPE_KNOWN = 3\n\
+         uint8 COVARIANCE_TYPE_UNKNOWN=0\n\
+         uint8 COVARIANCE_TYPE_APPROXIMATED=1\n\
+         uint8 COVARIANCE_TYPE_DIAGONAL_KNOWN=2\n\
+         uint8 COVARIANCE_TYPE_KNOWN=3\n\
          uint8 position_covariance_type\n",
     ),
     (
@@ -71,14 +77,14 @@ const TYPES: [(&str, &str); 12] = [
     ),
     (
         "sensor_msgs/PointField",
-        "uint8 INT8 = 1\n\
-         uint8 UINT8 = 2\n\
-         uint8 INT16 = 3\n\
-         uint8 UINT16 = 4\n\
-         uint8 INT32 = 5\n\
-         uint8 UINT32 = 6\n\
-         uint8 FLOAT32 = 7\n\
-         uint8 FLOAT64 = 8\n\
+        "uint8 INT8=1\n\
+         uint8 UINT8=2\n\
+         uint8 INT16=3\n\
+         uint8 UINT16=4\n\
+         uint8 INT32=5\n\
+         uint8 UINT32=6\n\
+         uint8 FLOAT32=7\n\
+         uint8 FLOAT64=8\n\
          string name\n\
          uint32 offset\n\
          uint8 datatype\n\
@@ -165,19 +171,96 @@ pub fn known() -> impl Iterator<Item = &'static str> {
     ROOTS.iter().map(|(n, _)| *n)
 }
 
-/// The `ros2msg` definition of `msgtype` (`pkg/Type` or `pkg/msg/Type`) as rosbag2 stores
+/// ROS 1's `std_msgs/Header`: a `seq`, and the builtin `time` for the stamp (ROS 2's, in
+/// [`TYPES`], has neither).
+const HEADER_ROS1: &str = "uint32 seq\ntime stamp\nstring frame_id\n";
+
+/// Which ROS a definition is written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ros {
+    /// ROS 1 (`message_definition` of a bag's connection): `std_msgs/Header` with its `seq`,
+    /// `time` builtin.
+    One,
+    /// ROS 2 (`ros2msg`, as rosbag2 stores it).
+    Two,
+}
+
+/// The definition of `msgtype` (`pkg/Type` or `pkg/msg/Type`) as a recording of `ros` stores
 /// one: the root's fields, then each type it uses after a line of `=` and `MSG: pkg/Type`.
 /// `None` for a type not shipped.
-pub fn definition(msgtype: &str) -> Option<String> {
+pub fn definition_for(msgtype: &str, ros: Ros) -> Option<String> {
     let name = crate::typesys::schema::normalize_type(msgtype);
     let (root, deps) = ROOTS.iter().find(|(n, _)| *n == name)?;
     let mut text = fields(root).to_string();
-    for d in *deps {
+    for &d in *deps {
+        let body = match (ros, d) {
+            (Ros::One, "builtin_interfaces/Time") => continue,
+            (Ros::One, "std_msgs/Header") => HEADER_ROS1,
+            _ => fields(d),
+        };
         text.push_str(&"=".repeat(80));
         text.push_str(&format!("\nMSG: {d}\n"));
-        text.push_str(fields(d));
+        text.push_str(body);
     }
     Some(text)
+}
+
+/// The ROS 2 definition of `msgtype` (see [`definition_for`]), for a recording that stores
+/// none.
+pub fn definition(msgtype: &str) -> Option<String> {
+    definition_for(msgtype, Ros::Two)
+}
+
+/// A message type the writers write: its name in each ROS, definitions and hashes.
+#[derive(Debug, Clone, Copy)]
+pub struct MsgType {
+    /// ROS 1 name (`sensor_msgs/Imu`).
+    pub ros1_name: &'static str,
+    /// ROS 2 name (`sensor_msgs/msg/Imu`).
+    pub ros2_name: &'static str,
+    pub ros1_md5: &'static str,
+    pub ros1_definition: &'static str,
+    pub ros2_rihs01: &'static str,
+    pub ros2_definition: &'static str,
+}
+
+/// The hashes of the types we write: ROS 1 md5sum (the standard ones) and ROS 2 type hash
+/// (RIHS01, rosbags' `hash_rihs01`), by `pkg/Type`.
+const HASHES: [(&str, &str, &str); 2] = [
+    (
+        "sensor_msgs/Imu",
+        "6a62c6daae103f4ff57a132d6f95cec2",
+        "RIHS01_7d9a00ff131080897a5ec7e26e315954b8eae3353c3f995c55faf71574000b5b",
+    ),
+    (
+        "sensor_msgs/PointCloud2",
+        "1158d486dd51d683ce2f1be655c3c181",
+        "RIHS01_9198cabf7da3796ae6fe19c4cb3bdd3525492988c70522628af5daa124bae2b5",
+    ),
+];
+
+/// `pkg/Type` as a type we write, with its definitions and hashes; `None` for one we have no
+/// hashes for.
+pub fn msg_type(name: &str) -> Option<MsgType> {
+    static TYPES_WRITTEN: OnceLock<Vec<MsgType>> = OnceLock::new();
+    let all = TYPES_WRITTEN.get_or_init(|| {
+        HASHES
+            .iter()
+            .map(|&(name, md5, rihs01)| {
+                let (pkg, ty) = name.split_once('/').expect("pkg/Type");
+                let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+                MsgType {
+                    ros1_name: name,
+                    ros2_name: leak(format!("{pkg}/msg/{ty}")),
+                    ros1_md5: md5,
+                    ros1_definition: leak(definition_for(name, Ros::One).expect("shipped")),
+                    ros2_rihs01: rihs01,
+                    ros2_definition: leak(definition_for(name, Ros::Two).expect("shipped")),
+                }
+            })
+            .collect()
+    });
+    all.iter().find(|t| t.ros1_name == name).copied()
 }
 
 #[cfg(test)]

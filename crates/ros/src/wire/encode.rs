@@ -1,86 +1,18 @@
 //! The two ROS messages `roverlog rosbag` writes, `sensor_msgs/Imu` and
-//! `sensor_msgs/PointCloud2`, serialised for ROS 1 (bags) and as CDR (ROS 2), with their
-//! standard definitions and hashes.
-//!
-//! The definition texts, ROS 1 md5sums and ROS 2 type hashes (RIHS01) are those the `rosbags`
-//! package's type system generates (`Typestore.generate_msgdef` for the ROS 1 Noetic and the
-//! latest ROS 2 stores, `hash_rihs01`), which is what its writers put in bags; the md5sums
-//! are the standard ROS ones. `tests/cli/rosbag.rs` checks every one of them against
-//! `rosbags` and the serialised bytes against its serialisers.
+//! `sensor_msgs/PointCloud2`, serialised for ROS 1 (bags) and as CDR (ROS 2); their
+//! definitions and hashes are the message table's ([`crate::typesys::msgs`]).
+//! `tests/cli/rosbag.rs` checks the serialised bytes against `rosbags`' serialisers.
 
-/// A message type: its name in each ROS, definitions and hashes.
-#[derive(Debug, Clone, Copy)]
-pub struct MsgType {
-    /// ROS 1 name (`sensor_msgs/Imu`).
-    pub ros1_name: &'static str,
-    /// ROS 2 name (`sensor_msgs/msg/Imu`).
-    pub ros2_name: &'static str,
-    pub ros1_md5: &'static str,
-    pub ros1_definition: &'static str,
-    pub ros2_rihs01: &'static str,
-    pub ros2_definition: &'static str,
-}
-
-const SEP: &str =
-    "================================================================================\n";
-
-const HEADER1: &str = "MSG: std_msgs/Header\nuint32 seq\ntime stamp\nstring frame_id\n";
-const HEADER2: &str = "MSG: std_msgs/Header\nbuiltin_interfaces/Time stamp\nstring frame_id\n";
-const TIME2: &str = "MSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n";
-const QUATERNION: &str =
-    "MSG: geometry_msgs/Quaternion\nfloat64 x\nfloat64 y\nfloat64 z\nfloat64 w\n";
-const VECTOR3: &str = "MSG: geometry_msgs/Vector3\nfloat64 x\nfloat64 y\nfloat64 z\n";
-const POINT_FIELD: &str = "MSG: sensor_msgs/PointField\nuint8 INT8=1\nuint8 UINT8=2\nuint8 INT16=3\nuint8 UINT16=4\nuint8 INT32=5\nuint8 UINT32=6\nuint8 FLOAT32=7\nuint8 FLOAT64=8\nstring name\nuint32 offset\nuint8 datatype\nuint32 count\n";
-
-const IMU_BODY: &str = "std_msgs/Header header\ngeometry_msgs/Quaternion orientation\nfloat64[9] orientation_covariance\ngeometry_msgs/Vector3 angular_velocity\nfloat64[9] angular_velocity_covariance\ngeometry_msgs/Vector3 linear_acceleration\nfloat64[9] linear_acceleration_covariance\n";
-const POINTCLOUD2_BODY: &str = "std_msgs/Header header\nuint32 height\nuint32 width\nsensor_msgs/PointField[] fields\nbool is_bigendian\nuint32 point_step\nuint32 row_step\nuint8[] data\nbool is_dense\n";
-
-/// Builds the definition text: the body, then each dependency after a separator line.
-fn join(body: &str, deps: &[&str]) -> String {
-    let mut s = body.to_string();
-    for d in deps {
-        s.push_str(SEP);
-        s.push_str(d);
-    }
-    s
-}
+pub use crate::typesys::msgs::MsgType;
 
 /// `sensor_msgs/Imu`.
 pub fn imu_type() -> MsgType {
-    static DEFS: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
-    let (r1, r2) = DEFS.get_or_init(|| {
-        (
-            join(IMU_BODY, &[HEADER1, QUATERNION, VECTOR3]),
-            join(IMU_BODY, &[HEADER2, TIME2, QUATERNION, VECTOR3]),
-        )
-    });
-    MsgType {
-        ros1_name: "sensor_msgs/Imu",
-        ros2_name: "sensor_msgs/msg/Imu",
-        ros1_md5: "6a62c6daae103f4ff57a132d6f95cec2",
-        ros1_definition: r1,
-        ros2_rihs01: "RIHS01_7d9a00ff131080897a5ec7e26e315954b8eae3353c3f995c55faf71574000b5b",
-        ros2_definition: r2,
-    }
+    crate::typesys::msgs::msg_type("sensor_msgs/Imu").expect("in the table")
 }
 
 /// `sensor_msgs/PointCloud2`.
 pub fn pointcloud2_type() -> MsgType {
-    static DEFS: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
-    let (r1, r2) = DEFS.get_or_init(|| {
-        (
-            join(POINTCLOUD2_BODY, &[HEADER1, POINT_FIELD]),
-            join(POINTCLOUD2_BODY, &[HEADER2, TIME2, POINT_FIELD]),
-        )
-    });
-    MsgType {
-        ros1_name: "sensor_msgs/PointCloud2",
-        ros2_name: "sensor_msgs/msg/PointCloud2",
-        ros1_md5: "1158d486dd51d683ce2f1be655c3c181",
-        ros1_definition: r1,
-        ros2_rihs01: "RIHS01_9198cabf7da3796ae6fe19c4cb3bdd3525492988c70522628af5daa124bae2b5",
-        ros2_definition: r2,
-    }
+    crate::typesys::msgs::msg_type("sensor_msgs/PointCloud2").expect("in the table")
 }
 
 /// A header stamp as upstream computes it from epoch seconds `t`: `sec = int(t)`,
