@@ -36,6 +36,24 @@ pub enum Error {
         /// Boxed: the enum stays small for every other error.
         problem: Box<DecodeProblem>,
     },
+
+    /// A message that mapped to channels when the recording was first read and does not
+    /// now (the file changed under us): the file, the topic, the message, and why.
+    #[error("{}: topic {topic}, message {index}: {problem} (it mapped when first read)", path.display())]
+    MapsDifferently {
+        path: PathBuf,
+        topic: String,
+        index: u64,
+        problem: crate::import::skip::MapError,
+    },
+
+    /// A message that maps to other channels than when the recording was first read.
+    #[error("{}: topic {topic}, message {index}: changed since it was first read", path.display())]
+    ShapeChanged {
+        path: PathBuf,
+        topic: String,
+        index: u64,
+    },
 }
 
 impl From<Error> for roverlog_core::Error {
@@ -88,8 +106,8 @@ pub enum RosProblem {
     #[error("message at byte {at} names channel/connection {id}, which was never defined")]
     UnknownChannel { at: u64, id: u32 },
     /// A rosbag2 `metadata.yaml` we cannot use.
-    #[error("metadata.yaml: {msg}")]
-    Metadata { msg: String },
+    #[error("metadata.yaml: {0}")]
+    Metadata(MetadataProblem),
     /// A storage plugin of a rosbag2 directory we do not read.
     #[error("storage {name:?} is not supported (this build reads mcap{})", if cfg!(feature = "sqlite") { " and sqlite3" } else { "" })]
     Storage { name: String },
@@ -107,6 +125,85 @@ pub enum RosProblem {
     /// how far it got, and why.
     #[error("compressed file (compression_mode: file): {msg} after {written} bytes decompressed")]
     CompressedFile { written: u64, msg: String },
+}
+
+/// What is wrong with a rosbag2 directory's `metadata.yaml` (or the files it lists).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MetadataProblem {
+    #[error("{len} bytes, over the limit of {limit}")]
+    TooLarge { len: u64, limit: u64 },
+    #[error("no storage_identifier")]
+    NoStorage,
+    #[error("relative_file_paths: unclosed [")]
+    Unclosed,
+    #[error("compression_mode {mode:?} is not one rosbag2 writes (FILE, MESSAGE or none)")]
+    Mode { mode: String },
+    #[error("compression_format {format:?} is not supported (we read zstd, the only compressor rosbag2 ships)")]
+    Format { format: String },
+    #[error("file {file:?} is outside the directory")]
+    Outside { file: String },
+    #[error("lists {file:?}, which is not in the directory")]
+    Missing { file: String },
+    #[error("relative_file_paths lists no file")]
+    NoFiles,
+    #[error("more than 65535 files")]
+    TooManyFiles,
+}
+
+/// Why a line of a `.msg` definition does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaProblem {
+    #[error("a separator line with no type after it")]
+    NoTypeAfterSeparator,
+    #[error("expected \"MSG: pkg/Type\", got {got:?}")]
+    BadSection { got: String },
+    #[error("more than {limit} types")]
+    TooManyTypes { limit: usize },
+    #[error("more than {limit} fields")]
+    TooManyFields { limit: usize },
+    #[error("field {name:?} twice")]
+    FieldTwice { name: String },
+    #[error("{text:?} is a type without a field name")]
+    NoFieldName { text: String },
+    #[error("{name:?} is not a field name")]
+    BadFieldName { name: String },
+    #[error("{ty:?}: unclosed array bracket")]
+    UnclosedBracket { ty: String },
+    #[error("{ty:?}: fixed array over the limit of {limit}")]
+    FixedTooLong { ty: String, limit: usize },
+    #[error("{ty:?}: ROS 1 has no wide strings (wstring is a ROS 2 type)")]
+    Ros1Wide { ty: String },
+    #[error("{name:?} is not a type")]
+    NotAType { name: String },
+    #[error("{ty:?}: {len:?} is not an array length")]
+    BadLength { ty: String, len: String },
+}
+
+/// Why a `wstring` does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WideProblem {
+    #[error("ROS 1 has no wide strings")]
+    Ros1,
+    /// A character that is not one, read with `read_as` (`4-byte characters`).
+    #[error("{char} (read as {read_as})")]
+    Char {
+        char: BadChar,
+        read_as: &'static str,
+    },
+}
+
+/// A `wstring` character that is not one: its place in the string and its code unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BadChar {
+    #[error("character {index} is {unit:#06x}, a high surrogate without its low one")]
+    HighSurrogate { index: usize, unit: u32 },
+    #[error("character {index} is {unit:#06x}, a low surrogate without its high one")]
+    LowSurrogate { index: usize, unit: u32 },
+    #[error("character {index} is {unit:#x}, beyond Unicode")]
+    BeyondUnicode { index: usize, unit: u32 },
 }
 
 /// Why one message did not decode against its schema, or why a schema text does not parse.
@@ -140,11 +237,11 @@ pub enum DecodeProblem {
     #[error("messages nested deeper than {0}")]
     TooDeep(usize),
     /// A schema line that does not parse.
-    #[error("schema of {type_name}, line {line}: {msg}")]
+    #[error("schema of {type_name}, line {line}: {problem}")]
     Schema {
         type_name: String,
         line: usize,
-        msg: String,
+        problem: SchemaProblem,
     },
     /// A field type the schema never defines.
     #[error("schema of {type_name}: type {missing:?} is used but not defined")]
@@ -157,11 +254,11 @@ pub enum DecodeProblem {
     Trailing { left: usize },
     /// A `wstring` whose characters are not text (an unpaired UTF-16 surrogate, a value past
     /// U+10FFFF), or one in a ROS 1 message (which has none).
-    #[error("wstring {field} at byte {at}: {msg}")]
+    #[error("wstring {field} at byte {at}: {problem}")]
     BadWide {
         field: String,
         at: usize,
-        msg: String,
+        problem: WideProblem,
     },
     /// A message with a non-empty `wstring` that decodes with neither 4-byte nor 2-byte
     /// characters (the two forms ROS 2 writers use; see `ros::wide`): `field` is the first

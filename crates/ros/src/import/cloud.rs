@@ -15,6 +15,7 @@
 //! change. A cloud of fixed width maps as any other message: no padding, no count channel.
 
 use crate::import::mapping::Mapped;
+use crate::import::skip::MapError;
 use crate::wire::decode::Value;
 use roverlog_core::format::{ChannelFormat, ChannelMeta, DType};
 
@@ -65,17 +66,14 @@ impl Widths {
         first: &Mapped,
         m: &Mapped,
         dims: (usize, usize),
-    ) -> Result<(), String> {
+    ) -> Result<(), MapError> {
         if dims == self.first {
             return first.same_layout(m);
         }
         let (h0, w0) = self.first;
         let (h, w) = dims;
         if h != 1 || h0 != 1 {
-            return Err(format!(
-                "{w}x{h} points instead of {w0}x{h0}: only an unorganized cloud (height 1) \
-                 may change its width"
-            ));
+            return Err(MapError::CloudShape { w, h, w0, h0 });
         }
         same_fields(first, m)?;
         self.max = self.max.max(w);
@@ -86,28 +84,27 @@ impl Widths {
 
 /// Whether `m` has the channels of `first` (names, types, and shapes past the first
 /// dimension, the point count).
-fn same_fields(first: &Mapped, m: &Mapped) -> Result<(), String> {
-    fn names(m: &Mapped) -> Vec<&str> {
-        m.channels.iter().map(|(n, _)| n.as_str()).collect()
+fn same_fields(first: &Mapped, m: &Mapped) -> Result<(), MapError> {
+    fn names(m: &Mapped) -> Vec<String> {
+        m.channels.iter().map(|(n, _)| n.clone()).collect()
     }
     if names(first) != names(m) {
-        return Err(format!(
-            "point fields [{}] instead of [{}]",
-            names(m).join(", "),
-            names(first).join(", ")
-        ));
+        return Err(MapError::PointFields {
+            got: names(m),
+            want: names(first),
+        });
     }
     for ((n, a), (_, b)) in first.channels.iter().zip(&m.channels) {
         if a.dtype != b.dtype || a.shape.get(1..) != b.shape.get(1..) {
             let per = |c: &ChannelMeta| match c.shape.get(1..) {
-                Some([count]) => format!("{} x{count}", c.dtype.code()),
-                _ => c.dtype.code().to_string(),
+                Some([count]) => (c.dtype, Some(*count)),
+                _ => (c.dtype, None),
             };
-            return Err(format!(
-                "point field {n} is {} instead of {}",
-                per(b),
-                per(a)
-            ));
+            return Err(MapError::PointField {
+                name: n.clone(),
+                got: per(b),
+                want: per(a),
+            });
         }
     }
     Ok(())
@@ -140,18 +137,18 @@ pub fn count_channel_name(channels: &[(String, ChannelMeta)]) -> String {
 /// Makes a cloud topic's channels (those of its first message) padded ones: first dimension
 /// `max`, then the count channel. Refused, with the reason, when a padded sample would pass
 /// [`MAX_PADDED_SAMPLE`].
-pub fn pad_channels(channels: &mut Vec<(String, ChannelMeta)>, max: usize) -> Result<(), String> {
+pub fn pad_channels(channels: &mut Vec<(String, ChannelMeta)>, max: usize) -> Result<(), MapError> {
     let point = point_bytes(channels);
     let sample = max
         .checked_mul(point)
         .and_then(|b| b.checked_add(4))
         .filter(|&b| b <= MAX_PADDED_SAMPLE);
     if sample.is_none() {
-        return Err(format!(
-            "its widest cloud ({max} points of {point} bytes) would pad every sample past \
-             {} MiB",
-            MAX_PADDED_SAMPLE >> 20
-        ));
+        return Err(MapError::PaddedTooLarge {
+            max,
+            point,
+            limit_mib: MAX_PADDED_SAMPLE >> 20,
+        });
     }
     let name = count_channel_name(channels);
     for (_, c) in channels.iter_mut() {
@@ -180,20 +177,19 @@ fn is_float(d: DType) -> bool {
 
 /// Pads one mapped cloud of `width` points to `max` (the channels of [`pad_channels`]): each
 /// field's values past `width` NaN for floats, 0 for integers; then the count.
-pub fn pad(m: &mut Mapped, width: usize, max: usize) -> Result<(), String> {
+pub fn pad(m: &mut Mapped, width: usize, max: usize) -> Result<(), MapError> {
     if width > max {
-        return Err(format!(
-            "{width} points, more than the {max} the topic was padded to"
-        ));
+        return Err(MapError::WiderThanPadded { width, max });
     }
-    let count = u32::try_from(width).map_err(|_| format!("{width} points"))?;
+    let count = u32::try_from(width).map_err(|_| MapError::TooManyPoints { width })?;
     for ((name, c), data) in m.channels.iter().zip(&mut m.data) {
         let per = c.dtype.itemsize() * c.shape.iter().skip(1).product::<usize>();
         if data.len() != width * per {
-            return Err(format!(
-                "point field {name}: {} bytes for {width} points",
-                data.len()
-            ));
+            return Err(MapError::FieldLength {
+                name: name.clone(),
+                len: data.len(),
+                width,
+            });
         }
         let fill: &[u8] = match c.dtype {
             DType::F4 => &f32::NAN.to_le_bytes(),
@@ -279,10 +275,13 @@ mod tests {
         assert_eq!(m.data[3], 0u32.to_le_bytes());
 
         let mut m = cloud(FIELDS, 6);
-        let e = pad(&mut m, 6, 5).unwrap_err();
+        let e = pad(&mut m, 6, 5).unwrap_err().to_string();
         assert!(e.contains("6 points, more than the 5"), "{e}");
         let mut m = cloud(FIELDS, 3);
-        assert!(pad(&mut m, 2, 5).unwrap_err().contains("point field x"));
+        assert!(pad(&mut m, 2, 5)
+            .unwrap_err()
+            .to_string()
+            .contains("point field x"));
     }
 
     #[test]
@@ -308,7 +307,7 @@ mod tests {
         let fits = (MAX_PADDED_SAMPLE - 4) / 12;
         pad_channels(&mut ok, fits).unwrap();
         let mut over = cloud(&f, 1).channels;
-        let e = pad_channels(&mut over, fits + 1).unwrap_err();
+        let e = pad_channels(&mut over, fits + 1).unwrap_err().to_string();
         assert!(
             e.contains(&format!("{} points of 12 bytes", fits + 1)) && e.contains("256 MiB"),
             "{e}"
@@ -327,18 +326,25 @@ mod tests {
         w.admit(&first, &cloud(FIELDS, 0), (1, 0)).unwrap();
         assert_eq!((w.max, w.varies), (9, true));
 
-        let e = w.admit(&first, &cloud(FIELDS, 8), (2, 4)).unwrap_err();
+        let e = w
+            .admit(&first, &cloud(FIELDS, 8), (2, 4))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("4x2 points instead of 4x1"), "{e}");
         let other = [
             ("x", DType::F4, 1),
             ("ring", DType::U1, 1),
             ("normal", DType::F8, 3),
         ];
-        let e = w.admit(&first, &cloud(&other, 3), (1, 3)).unwrap_err();
+        let e = w
+            .admit(&first, &cloud(&other, 3), (1, 3))
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "point field ring is u1 instead of u2");
         let e = w
             .admit(&first, &cloud(&FIELDS[..2], 3), (1, 3))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("point fields [x, ring] instead of [x, ring, normal]"),
             "{e}"
@@ -348,7 +354,10 @@ mod tests {
             ("ring", DType::U2, 1),
             ("normal", DType::F8, 4),
         ];
-        let e = w.admit(&first, &cloud(&counts, 3), (1, 3)).unwrap_err();
+        let e = w
+            .admit(&first, &cloud(&counts, 3), (1, 3))
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "point field normal is f8 x4 instead of f8 x3");
         // The same size still maps the same, as any message.
         assert!(w.admit(&first, &cloud(&other, 4), (1, 4)).is_err());
@@ -357,9 +366,15 @@ mod tests {
         // An organized cloud keeps its size.
         let first = cloud(FIELDS, 8);
         let mut w = Widths::new((2, 4));
-        let e = w.admit(&first, &cloud(FIELDS, 10), (2, 5)).unwrap_err();
+        let e = w
+            .admit(&first, &cloud(FIELDS, 10), (2, 5))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("5x2 points instead of 4x2"), "{e}");
-        let e = w.admit(&first, &cloud(FIELDS, 8), (1, 8)).unwrap_err();
+        let e = w
+            .admit(&first, &cloud(FIELDS, 8), (1, 8))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("only an unorganized cloud"), "{e}");
     }
 }

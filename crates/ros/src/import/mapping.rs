@@ -16,6 +16,7 @@
 //! Unorganized point clouds that change only their width are the exception
 //! ([`crate::import::cloud`]): padded to the topic's widest.
 
+use crate::import::skip::MapError;
 use crate::typesys::schema::Prim;
 use crate::wire::decode::Value;
 
@@ -58,7 +59,7 @@ impl Mapped {
 
     /// Whether `other` has the same channels (blob and video shapes aside: their samples are
     /// whole compressed images of any size).
-    pub fn same_layout(&self, other: &Mapped) -> Result<(), String> {
+    pub fn same_layout(&self, other: &Mapped) -> Result<(), MapError> {
         let names = |m: &Mapped| {
             m.channels
                 .iter()
@@ -66,22 +67,19 @@ impl Mapped {
                 .collect::<Vec<_>>()
         };
         if names(self) != names(other) {
-            return Err(format!(
-                "channels [{}] instead of [{}]",
-                names(other).join(", "),
-                names(self).join(", ")
-            ));
+            return Err(MapError::Channels {
+                got: names(other),
+                want: names(self),
+            });
         }
         for ((n, a), (_, b)) in self.channels.iter().zip(&other.channels) {
             let fixed = matches!(a.format, ChannelFormat::Raw);
             if a.dtype != b.dtype || (fixed && a.shape != b.shape) {
-                return Err(format!(
-                    "channel {n} is {} {:?} instead of {} {:?}",
-                    b.dtype.code(),
-                    b.shape,
-                    a.dtype.code(),
-                    a.shape
-                ));
+                return Err(MapError::Channel {
+                    name: n.clone(),
+                    got: (b.dtype, b.shape.clone()),
+                    want: (a.dtype, a.shape.clone()),
+                });
             }
         }
         Ok(())
@@ -111,7 +109,7 @@ pub fn frame_id(msg: &Value) -> Option<String> {
 }
 
 /// Maps one message of type `msgtype` (`pkg/Type`).
-pub fn map(msgtype: &str, msg: &Value, images: ImageFormat) -> Result<Mapped, String> {
+pub fn map(msgtype: &str, msg: &Value, images: ImageFormat) -> Result<Mapped, MapError> {
     match msgtype {
         "sensor_msgs/CompressedImage" => compressed_image(msg, images),
         "sensor_msgs/Image" => image(msg),
@@ -123,24 +121,25 @@ pub fn map(msgtype: &str, msg: &Value, images: ImageFormat) -> Result<Mapped, St
     }
 }
 
-fn field<'v, 'a>(msg: &'v Value<'a>, path: &str) -> Result<&'v Value<'a>, String> {
-    msg.path(path).ok_or_else(|| format!("no field {path}"))
+fn field<'v, 'a>(msg: &'v Value<'a>, path: &str) -> Result<&'v Value<'a>, MapError> {
+    msg.path(path)
+        .ok_or_else(|| MapError::NoField { path: path.into() })
 }
 
-fn num(msg: &Value, path: &str) -> Result<f64, String> {
+fn num(msg: &Value, path: &str) -> Result<f64, MapError> {
     field(msg, path)?
         .as_f64()
-        .ok_or_else(|| format!("field {path} is not a number"))
+        .ok_or_else(|| MapError::NotNumber { path: path.into() })
 }
 
-fn uint(msg: &Value, path: &str) -> Result<usize, String> {
+fn uint(msg: &Value, path: &str) -> Result<usize, MapError> {
     field(msg, path)?
         .as_u64()
         .map(|v| v as usize)
-        .ok_or_else(|| format!("field {path} is not an unsigned integer"))
+        .ok_or_else(|| MapError::NotUnsigned { path: path.into() })
 }
 
-fn bytes<'v>(msg: &'v Value, path: &str) -> Result<&'v [u8], String> {
+fn bytes<'v>(msg: &'v Value, path: &str) -> Result<&'v [u8], MapError> {
     match field(msg, path)? {
         Value::Prims {
             prim: Prim::U8 | Prim::I8,
@@ -148,31 +147,29 @@ fn bytes<'v>(msg: &'v Value, path: &str) -> Result<&'v [u8], String> {
             bytes,
             ..
         } => Ok(bytes),
-        _ => Err(format!("field {path} is not a byte array")),
+        _ => Err(MapError::NotBytes { path: path.into() }),
     }
 }
 
-fn text(msg: &Value, path: &str) -> Result<String, String> {
+fn text(msg: &Value, path: &str) -> Result<String, MapError> {
     field(msg, path)?
         .as_str()
-        .ok_or_else(|| format!("field {path} is not a string"))
+        .ok_or_else(|| MapError::NotString { path: path.into() })
 }
 
-fn compressed_image(msg: &Value, images: ImageFormat) -> Result<Mapped, String> {
+fn compressed_image(msg: &Value, images: ImageFormat) -> Result<Mapped, MapError> {
     let format = text(msg, "format")?;
     let f = format.to_ascii_lowercase();
     let data = bytes(msg, "data")?;
     if data.is_empty() {
-        return Err("an empty compressed image".into());
+        return Err(MapError::EmptyImage);
     }
     // Some drivers leave `format` empty: the bytes say what they are.
     let jpeg = f.contains("jpeg")
         || f.contains("jpg")
         || (f.is_empty() && data.starts_with(&[0xff, 0xd8, 0xff]));
     if !jpeg {
-        return Err(format!(
-            "compressed image format {format:?}: only JPEG is imported"
-        ));
+        return Err(MapError::NotJpeg { format });
     }
     let (name, fmt) = match images {
         ImageFormat::Jpg => ("img", ChannelFormat::Blob("jpg".into())),
@@ -187,7 +184,7 @@ fn compressed_image(msg: &Value, images: ImageFormat) -> Result<Mapped, String> 
     })
 }
 
-fn image(msg: &Value) -> Result<Mapped, String> {
+fn image(msg: &Value) -> Result<Mapped, MapError> {
     let h = uint(msg, "height")?;
     let w = uint(msg, "width")?;
     let step = uint(msg, "step")?;
@@ -202,19 +199,26 @@ fn image(msg: &Value) -> Result<Mapped, String> {
         "bgra8" => (4, 4, 1, true),
         "mono8" | "8UC1" => (1, 1, 1, false),
         "mono16" | "16UC1" => (2, 1, 2, false),
-        e => return Err(format!("image encoding {e:?} is not imported")),
+        e => {
+            return Err(MapError::ImageEncoding {
+                encoding: e.to_string(),
+            })
+        }
     };
-    let row = w.checked_mul(bpp).ok_or("image width overflows")?;
+    let row = w.checked_mul(bpp).ok_or(MapError::ImageWidth)?;
     // Without pixels nothing bounds `height` (a step of 0 fits any), and a sensor's sample
     // needs at least one byte.
     if row == 0 || h == 0 {
-        return Err(format!("image {w}x{h} {encoding} has no pixels"));
+        return Err(MapError::NoPixels { w, h, encoding });
     }
     if step < row || h.checked_mul(step).is_none_or(|n| n > data.len()) {
-        return Err(format!(
-            "image {w}x{h} {encoding} with step {step} needs more than its {} bytes",
-            data.len()
-        ));
+        return Err(MapError::ImageShort {
+            w,
+            h,
+            encoding,
+            step,
+            len: data.len(),
+        });
     }
     let mut out = Vec::with_capacity(row * h);
     for r in 0..h {
@@ -274,7 +278,7 @@ fn f4s(v: &[f64]) -> Vec<u8> {
     v.iter().flat_map(|&x| (x as f32).to_le_bytes()).collect()
 }
 
-fn vec3(msg: &Value, path: &str) -> Result<[f64; 3], String> {
+fn vec3(msg: &Value, path: &str) -> Result<[f64; 3], MapError> {
     Ok([
         num(msg, &format!("{path}.x"))?,
         num(msg, &format!("{path}.y"))?,
@@ -282,7 +286,7 @@ fn vec3(msg: &Value, path: &str) -> Result<[f64; 3], String> {
     ])
 }
 
-fn imu(msg: &Value) -> Result<Mapped, String> {
+fn imu(msg: &Value) -> Result<Mapped, MapError> {
     let q = [
         num(msg, "orientation.x")?,
         num(msg, "orientation.y")?,
@@ -322,7 +326,7 @@ fn imu(msg: &Value) -> Result<Mapped, String> {
     Ok(m)
 }
 
-fn navsatfix(msg: &Value) -> Result<Mapped, String> {
+fn navsatfix(msg: &Value) -> Result<Mapped, MapError> {
     let mut m = Mapped::default();
     for (name, desc) in [
         ("latitude", "Latitude (degrees)"),
@@ -355,7 +359,7 @@ fn navsatfix(msg: &Value) -> Result<Mapped, String> {
     );
     let cov = field(msg, "position_covariance")?;
     let cov: Vec<u8> = (0..9)
-        .map(|i| cov.f64_at(i).ok_or("position_covariance is not 9 numbers"))
+        .map(|i| cov.f64_at(i).ok_or(MapError::Covariance))
         .collect::<Result<Vec<_>, _>>()?
         .iter()
         .flat_map(|v| v.to_le_bytes())
@@ -396,17 +400,26 @@ fn dtype_of(prim: Prim) -> DType {
 
 /// A field name as a channel name: `ts` is the timestamp channel, so a field called that is
 /// `ts_field`; names that cannot be file names are refused.
-fn channel_name(name: &str) -> Result<String, String> {
+fn channel_name(name: &str) -> Result<String, MapError> {
     let n = if name == roverlog_core::format::TS_CHANNEL {
         "ts_field".to_string()
     } else {
         name.to_string()
     };
-    roverlog_core::format::meta::validate_name("channel", &n).map_err(|e| e.to_string())?;
+    roverlog_core::format::meta::validate_name("channel", &n).map_err(|e| match e {
+        roverlog_core::Error::InvalidName { reason, .. } => MapError::ChannelName {
+            name: n.clone(),
+            reason,
+        },
+        _ => MapError::ChannelName {
+            name: n.clone(),
+            reason: "not a valid name",
+        },
+    })?;
     Ok(n)
 }
 
-fn pointcloud2(msg: &Value) -> Result<Mapped, String> {
+fn pointcloud2(msg: &Value) -> Result<Mapped, MapError> {
     let h = uint(msg, "height")?;
     let w = uint(msg, "width")?;
     let point_step = uint(msg, "point_step")?;
@@ -414,29 +427,34 @@ fn pointcloud2(msg: &Value) -> Result<Mapped, String> {
     let big = num(msg, "is_bigendian")? != 0.0;
     let data = bytes(msg, "data")?;
     let Value::List(fields) = field(msg, "fields")? else {
-        return Err("fields is not a list".into());
+        return Err(MapError::FieldsNotList);
     };
-    let n = h.checked_mul(w).ok_or("point count overflows")?;
+    let n = h.checked_mul(w).ok_or(MapError::PointCount)?;
     if h > 0
         && (h - 1)
             .checked_mul(row_step)
             .and_then(|r| r.checked_add(w.saturating_sub(1) * point_step))
             .is_none_or(|e| e > data.len())
     {
-        return Err(format!(
-            "{w}x{h} points with row_step {row_step} need more than its {} bytes",
-            data.len()
-        ));
+        return Err(MapError::RowsShort {
+            w,
+            h,
+            row_step,
+            len: data.len(),
+        });
     }
     // What the fields decode to is bounded by the message: rows do not overlap (a cloud of
     // `row_step` 0 and a million rows would otherwise turn one point's bytes into a million),
     // and neither do the fields, in total (a thousand fields at one offset would turn each
     // point's bytes into a thousand copies).
     if n.checked_mul(point_step).is_none_or(|b| b > data.len()) {
-        return Err(format!(
-            "{w}x{h} points of {point_step} bytes need more than its {} bytes (rows overlap: row_step {row_step})",
-            data.len()
-        ));
+        return Err(MapError::RowsOverlap {
+            w,
+            h,
+            point_step,
+            row_step,
+            len: data.len(),
+        });
     }
     let mut field_bytes = 0usize;
     let mut m = Mapped::default();
@@ -453,28 +471,30 @@ fn pointcloud2(msg: &Value) -> Result<Mapped, String> {
             6 => Prim::U32,
             7 => Prim::F32,
             8 => Prim::F64,
-            d => {
-                return Err(format!(
-                    "point field {name}: datatype {d} is not a PointField type"
-                ))
-            }
+            d => return Err(MapError::PointDatatype { name, datatype: d }),
         };
         let size = prim
             .size()
             .checked_mul(count)
             .filter(|&z| offset.checked_add(z).is_some_and(|e| e <= point_step))
-            .ok_or_else(|| {
-                format!("point field {name} (offset {offset}, {count} x {} bytes) is past point_step {point_step}", prim.size())
+            .ok_or_else(|| MapError::FieldPastStep {
+                name: name.clone(),
+                offset,
+                count,
+                size: prim.size(),
+                point_step,
             })?;
         field_bytes += size;
         if field_bytes > point_step {
-            return Err(format!(
-                "point fields overlap: {field_bytes} bytes of fields up to {name} in a point_step of {point_step}"
-            ));
+            return Err(MapError::FieldsOverlap {
+                bytes: field_bytes,
+                name,
+                point_step,
+            });
         }
         let ch = channel_name(&name)?;
         if m.channels.iter().any(|(c, _)| *c == ch) {
-            return Err(format!("point field {name} twice"));
+            return Err(MapError::FieldTwice { name });
         }
         let mut out = Vec::with_capacity(n * size);
         // Rows of no points copy nothing, however many are declared (a width of 0 leaves
@@ -484,7 +504,7 @@ fn pointcloud2(msg: &Value) -> Result<Mapped, String> {
                 let at = r * row_step + c * point_step + offset;
                 let v = data
                     .get(at..at + size)
-                    .ok_or_else(|| format!("point ({r}, {c}) is past the data"))?;
+                    .ok_or(MapError::PointPastData { row: r, col: c })?;
                 if big && prim.size() > 1 {
                     out.extend(v.chunks_exact(prim.size()).flat_map(|e| e.iter().rev()));
                 } else {
@@ -505,17 +525,17 @@ fn pointcloud2(msg: &Value) -> Result<Mapped, String> {
         );
     }
     if m.channels.is_empty() {
-        return Err("a point cloud without fields".into());
+        return Err(MapError::NoPointFields);
     }
     Ok(m)
 }
 
-fn laserscan(msg: &Value) -> Result<Mapped, String> {
+fn laserscan(msg: &Value) -> Result<Mapped, MapError> {
     let mut m = Mapped::default();
     for name in ["ranges", "intensities"] {
         let (_, n, b) = field(msg, name)?
             .le_bytes()
-            .ok_or_else(|| format!("{name} is not numbers"))?;
+            .ok_or(MapError::NotNumbers { name })?;
         if n > 0 || name == "ranges" {
             m.push(
                 name,
@@ -551,16 +571,16 @@ fn laserscan(msg: &Value) -> Result<Mapped, String> {
 }
 
 /// Every numeric field by its dotted path; the header is the timestamp, not a channel.
-fn generic(msg: &Value) -> Result<Mapped, String> {
+fn generic(msg: &Value) -> Result<Mapped, MapError> {
     let mut m = Mapped::default();
     flatten("", msg, &mut m, true)?;
     if m.channels.is_empty() {
-        return Err("no numeric fields to store".into());
+        return Err(MapError::NoNumericFields);
     }
     Ok(m)
 }
 
-fn flatten(prefix: &str, v: &Value, m: &mut Mapped, top: bool) -> Result<(), String> {
+fn flatten(prefix: &str, v: &Value, m: &mut Mapped, top: bool) -> Result<(), MapError> {
     match v {
         Value::Msg(fields) => {
             for (i, (name, f)) in fields.iter().enumerate() {
@@ -591,9 +611,10 @@ fn flatten(prefix: &str, v: &Value, m: &mut Mapped, top: bool) -> Result<(), Str
             } else {
                 "messages"
             };
-            return Err(format!(
-                "field {prefix} is a sequence of {what}, which we do not map to channels"
-            ));
+            return Err(MapError::Sequence {
+                path: prefix.to_string(),
+                what,
+            });
         }
     }
     Ok(())

@@ -87,16 +87,18 @@ fn a_point_cloud_decodes_to_at_most_its_bytes() {
     assert_eq!(map((1, 4), (12, 48), &xyz), Ok(3));
     assert_eq!(map((2, 2), (12, 24), &xyz), Ok(3));
     // Rows that overlap (row_step 0): a million rows out of one row's bytes.
-    let e = map((1_000_000, 4), (12, 0), &xyz).unwrap_err();
+    let e = map((1_000_000, 4), (12, 0), &xyz).unwrap_err().to_string();
     assert!(e.contains("rows overlap"), "{e}");
     // Fields that overlap: four 12-byte fields at offset 0 of a 12-byte point.
     let many: Vec<_> = ["a", "b", "c", "d"].iter().map(|&n| (n, 0, 7, 3)).collect();
-    let e = map((1, 4), (12, 48), &many).unwrap_err();
+    let e = map((1, 4), (12, 48), &many).unwrap_err().to_string();
     assert!(e.contains("point fields overlap"), "{e}");
     // No points per row and billions of rows (row_step 0): nothing to copy, at once.
     assert_eq!(map((u32::MAX, 0), (12, 0), &xyz), Ok(3));
     // A count far past the point.
-    let e = map((1, 4), (12, 48), &[("x", 0, 8, u32::MAX)]).unwrap_err();
+    let e = map((1, 4), (12, 48), &[("x", 0, 8, u32::MAX)])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("past point_step"), "{e}");
 }
 

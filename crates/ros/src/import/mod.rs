@@ -12,6 +12,7 @@
 
 pub mod cloud;
 pub mod mapping;
+pub mod skip;
 pub mod source;
 pub mod topic_map;
 
@@ -81,7 +82,7 @@ pub fn import(
                 "topic": s.topic,
                 "type": s.msgtype,
                 "messages": s.messages,
-                "reason": s.reason,
+                "reason": s.reason.to_string(),
             }) else {
                 unreachable!("an object")
             };

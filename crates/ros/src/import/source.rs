@@ -18,6 +18,7 @@ use crate::container::{Connection, MsgRef, MAX_CHUNK};
 use crate::error::{Error, Result};
 use crate::import::cloud::{self, Widths};
 use crate::import::mapping::{self, ImageFormat, Mapped, Stamp};
+use crate::import::skip::{MapError, SkipReason};
 use crate::rosbag2::metadata::Compression;
 use crate::rosbag2::zstd::{FrameDecoder, Scratch};
 use crate::storage::{open_and_scan, Storage};
@@ -52,7 +53,7 @@ pub struct SkippedTopic {
     pub msgtype: String,
     /// Messages of it in the recording.
     pub messages: u64,
-    pub reason: String,
+    pub reason: SkipReason,
 }
 
 struct Topic {
@@ -64,7 +65,7 @@ struct Topic {
     /// ([`decode_detect`]); until then every wstring was empty and either form reads it.
     wide: Option<WideChars>,
     /// Why it is skipped, once it is.
-    skip: Option<String>,
+    skip: Option<SkipReason>,
     messages: u64,
     refs: Vec<MsgRef>,
     ts: Vec<f64>,
@@ -120,7 +121,7 @@ struct Collector<'o> {
 }
 
 impl Collector<'_> {
-    fn skip(t: &mut Topic, reason: String) {
+    fn skip(t: &mut Topic, reason: SkipReason) {
         if t.skip.is_none() {
             t.skip = Some(reason);
             t.refs = Vec::new();
@@ -142,19 +143,18 @@ impl Sink for Collector<'_> {
             self.by_conn.insert((self.file_no, c.id), i);
             let t = &mut self.topics[i];
             if t.msgtype != c.msgtype {
-                let r = format!("its type changes from {} to {}", t.msgtype, c.msgtype);
+                let r = SkipReason::TypeChanges {
+                    from: t.msgtype.clone(),
+                    to: c.msgtype.clone(),
+                };
                 Self::skip(t, r);
             }
             return;
         }
         let rule = self.opts.map.as_ref().and_then(|m| m.get(&c.topic));
         let (wire, schema, skip) = match &c.wire {
-            _ if rule.is_some_and(|r| r.skip) => (
-                Wire::Cdr,
-                None,
-                Some("left out by the mapping file".to_string()),
-            ),
-            Err(why) => (Wire::Cdr, None, Some(why.clone())),
+            _ if rule.is_some_and(|r| r.skip) => (Wire::Cdr, None, Some(SkipReason::LeftOut)),
+            Err(why) => (Wire::Cdr, None, Some(SkipReason::Wire(why.clone()))),
             Ok(w) => {
                 let dialect = if *w == Wire::Ros1 {
                     Dialect::Ros1
@@ -163,7 +163,7 @@ impl Sink for Collector<'_> {
                 };
                 match Schema::parse(&c.msgtype, &c.schema, dialect) {
                     Ok(s) => (*w, Some(s), None),
-                    Err(e) => (*w, None, Some(e.to_string())),
+                    Err(e) => (*w, None, Some(SkipReason::Schema(e))),
                 }
             }
         };
@@ -236,10 +236,10 @@ impl Sink for Collector<'_> {
             }),
         };
         let outcome = decoded
-            .map_err(|e| format!("message {k} does not decode: {e}"))
+            .map_err(|problem| SkipReason::Decode { index: k, problem })
             .and_then(|v| {
                 let m = mapping::map(&t.msgtype, &v, t.images)
-                    .map_err(|e| format!("message {k}: {e}"))?;
+                    .map_err(|problem| SkipReason::Map { index: k, problem })?;
                 let dims = cloud::dims(&t.msgtype, &v);
                 Ok((m, mapping::header_stamp(&v), mapping::frame_id(&v), dims))
             });
@@ -276,7 +276,13 @@ impl Sink for Collector<'_> {
                     _ => first.same_layout(&m),
                 };
                 if let Err(e) = fits {
-                    Self::skip(t, format!("message {k} changes shape: {e}"));
+                    Self::skip(
+                        t,
+                        SkipReason::ChangesShape {
+                            index: k,
+                            problem: e,
+                        },
+                    );
                     return true;
                 }
             }
@@ -335,9 +341,9 @@ impl RosSource {
         for (no, f) in files.iter().enumerate() {
             let no = u16::try_from(no).map_err(|_| Error::Ros {
                 path: path.to_path_buf(),
-                problem: crate::error::RosProblem::Metadata {
-                    msg: "more than 65535 files".into(),
-                },
+                problem: crate::error::RosProblem::Metadata(
+                    crate::error::MetadataProblem::TooManyFiles,
+                ),
             })?;
             c.file_no = no;
             c.file = f.clone();
@@ -373,12 +379,12 @@ impl RosSource {
                 continue;
             }
             let Some(mut first) = t.first.take() else {
-                t.skip = Some("no messages".into());
+                t.skip = Some(SkipReason::NoMessages);
                 continue;
             };
             if let Some(w) = t.widths.filter(|w| w.varies) {
                 if let Err(e) = cloud::pad_channels(&mut first.channels, w.max) {
-                    t.skip = Some(e);
+                    t.skip = Some(SkipReason::Padding(e));
                     t.refs = Vec::new();
                     t.ts = Vec::new();
                     continue;
@@ -636,30 +642,26 @@ impl RosSource {
         };
         let wide = t.wide.unwrap_or_default();
         let v = decode(schema, data, t.wire, wide, &limits).map_err(err)?;
-        let changed = |msg: String| roverlog_core::Error::Corrupt {
+        let changed = |problem| Error::MapsDifferently {
             path: path.clone(),
-            msg: format!(
-                "topic {}, message {index}: {msg} (it mapped when first read)",
-                t.topic
-            ),
+            topic: t.topic.clone(),
+            index,
+            problem,
         };
         let mut m = mapping::map(&t.msgtype, &v, images).map_err(changed)?;
         if let Some(max) = t.padded_to {
             match cloud::dims(&t.msgtype, &v) {
                 Some((1, w)) => cloud::pad(&mut m, w, max).map_err(changed)?,
-                _ => return Err(changed("not an unorganized point cloud".into()).into()),
+                _ => return Err(changed(MapError::NotUnorganized)),
             }
         }
         let meta = &self.sensors[sensor].meta;
         if m.data.len() != meta.channels.len() {
-            return Err(roverlog_core::Error::Corrupt {
+            return Err(Error::ShapeChanged {
                 path,
-                msg: format!(
-                    "topic {}, message {index}: changed since it was first read",
-                    t.topic
-                ),
-            }
-            .into());
+                topic: t.topic.clone(),
+                index,
+            });
         }
         out.clear();
         out.extend(m.data);

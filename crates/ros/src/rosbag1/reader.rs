@@ -12,7 +12,9 @@ use std::collections::HashMap;
 
 use super::{MAGIC, OP_CHUNK, OP_CONNECTION, OP_MSG_DATA};
 use crate::container::Sink;
-use crate::container::{BagFile, Chunk, Compression, Connection, Cursor, MsgRef, MAX_CHUNK};
+use crate::container::{
+    BagFile, Chunk, Compression, Connection, Cursor, MsgRef, NoWire, MAX_CHUNK,
+};
 use crate::error::{Result, RosProblem};
 use crate::typesys::schema::normalize_type;
 use crate::wire::decode::Wire;
@@ -106,7 +108,7 @@ fn handle(
             };
             let msgtype = get("type");
             let wire = if msgtype.is_empty() {
-                Err("the connection names no message type".to_string())
+                Err(NoWire::NoType)
             } else {
                 Ok(Wire::Ros1)
             };

@@ -14,7 +14,9 @@
 
 use std::collections::HashMap;
 
-use crate::container::{BagFile, Chunk, Compression, Connection, Cursor, MsgRef, Sink, MAX_CHUNK};
+use crate::container::{
+    BagFile, Chunk, Compression, Connection, Cursor, MsgRef, NoWire, Sink, MAX_CHUNK,
+};
 use crate::error::{Result, RosProblem};
 use crate::typesys::schema::normalize_type;
 use crate::wire::decode::Wire;
@@ -227,11 +229,7 @@ fn inner(
             let topic = c.string()?;
             let encoding = c.string()?;
             let (msgtype, schema, wire) = match st.schemas.get(&schema_id) {
-                None if schema_id == 0 => (
-                    String::new(),
-                    String::new(),
-                    Err("the channel has no schema".to_string()),
-                ),
+                None if schema_id == 0 => (String::new(), String::new(), Err(NoWire::NoSchema)),
                 None => {
                     return Err(RosProblem::BadRecord {
                         what: "channel record",
@@ -243,9 +241,10 @@ fn inner(
                     let wire = match (encoding.as_str(), senc.as_str()) {
                         ("cdr", "ros2msg") => Ok(Wire::Cdr),
                         ("ros1", "ros1msg") => Ok(Wire::Ros1),
-                        (e, s) => Err(format!(
-                            "message encoding {e:?} with schema encoding {s:?} (we decode cdr/ros2msg and ros1/ros1msg)"
-                        )),
+                        (e, s) => Err(NoWire::Encodings {
+                            message: e.to_string(),
+                            schema: s.to_string(),
+                        }),
                     };
                     (normalize_type(name), text.clone(), wire)
                 }

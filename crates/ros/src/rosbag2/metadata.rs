@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, IoContext, Result, RosProblem};
+use crate::error::{Error, IoContext, MetadataProblem, Result, RosProblem};
 
 /// The longest `metadata.yaml` we read.
 const MAX_METADATA: u64 = 16 << 20;
@@ -50,24 +50,22 @@ pub struct Metadata {
 
 impl Metadata {
     /// The compression the two keys name, or why we cannot read it.
-    pub fn compression(&self) -> Result<Compression, String> {
+    pub fn compression(&self) -> Result<Compression, MetadataProblem> {
         let mode = self.compression_mode.to_ascii_lowercase();
         let mode = match mode.as_str() {
             "" | "none" => return Ok(Compression::None),
             "file" => Compression::ZstdFile,
             "message" => Compression::ZstdMessage,
             _ => {
-                return Err(format!(
-                    "compression_mode {:?} is not one rosbag2 writes (FILE, MESSAGE or none)",
-                    self.compression_mode
-                ))
+                return Err(MetadataProblem::Mode {
+                    mode: self.compression_mode.clone(),
+                })
             }
         };
         if !self.compression_format.eq_ignore_ascii_case("zstd") {
-            return Err(format!(
-                "compression_format {:?} is not supported (we read zstd, the only compressor rosbag2 ships)",
-                self.compression_format
-            ));
+            return Err(MetadataProblem::Format {
+                format: self.compression_format.clone(),
+            });
         }
         Ok(mode)
     }
@@ -77,15 +75,16 @@ impl Metadata {
 pub fn open(dir: &Path) -> Result<Rosbag2> {
     let meta = dir.join("metadata.yaml");
     // The problem's text starts with `metadata.yaml: `: the path is the directory's.
-    let err = |msg: String| Error::Ros {
+    let err = |problem| Error::Ros {
         path: dir.to_path_buf(),
-        problem: RosProblem::Metadata { msg },
+        problem: RosProblem::Metadata(problem),
     };
     let len = std::fs::metadata(&meta).at(&meta)?.len();
     if len > MAX_METADATA {
-        return Err(err(format!(
-            "{len} bytes, over the limit of {MAX_METADATA}"
-        )));
+        return Err(err(MetadataProblem::TooLarge {
+            len,
+            limit: MAX_METADATA,
+        }));
     }
     let text = std::fs::read_to_string(&meta).at(&meta)?;
     let m = parse(&text).map_err(err)?;
@@ -105,22 +104,22 @@ pub fn open(dir: &Path) -> Result<Rosbag2> {
             || p.components()
                 .any(|c| matches!(c, std::path::Component::ParentDir))
         {
-            return Err(err(format!("file {n:?} is outside the directory")));
+            return Err(err(MetadataProblem::Outside { file: n }));
         }
         let f = dir.join(p);
         if !f.is_file() {
-            return Err(err(format!("lists {n:?}, which is not in the directory")));
+            return Err(err(MetadataProblem::Missing { file: n }));
         }
         files.push(f);
     }
     if files.is_empty() {
-        return Err(err("relative_file_paths lists no file".into()));
+        return Err(err(MetadataProblem::NoFiles));
     }
     Ok(Rosbag2 { files, compression })
 }
 
 /// The keys we read from `metadata.yaml`'s text (untrusted: fuzzed by `rosbag2_meta`).
-pub fn parse(text: &str) -> Result<Metadata, String> {
+pub fn parse(text: &str) -> Result<Metadata, MetadataProblem> {
     let unquote = |s: &str| s.trim().trim_matches(|c| c == '"' || c == '\'').to_string();
     let mut storage = None;
     let mut m = Metadata::default();
@@ -136,9 +135,7 @@ pub fn parse(text: &str) -> Result<Metadata, String> {
         } else if let Some(v) = t.strip_prefix("relative_file_paths:") {
             let v = v.trim();
             if let Some(inline) = v.strip_prefix('[') {
-                let inline = inline
-                    .strip_suffix(']')
-                    .ok_or("relative_file_paths: unclosed [")?;
+                let inline = inline.strip_suffix(']').ok_or(MetadataProblem::Unclosed)?;
                 m.relative_file_paths
                     .extend(inline.split(',').map(unquote).filter(|s| !s.is_empty()));
             } else {
@@ -149,7 +146,7 @@ pub fn parse(text: &str) -> Result<Metadata, String> {
             }
         }
     }
-    m.storage_identifier = storage.ok_or("no storage_identifier")?;
+    m.storage_identifier = storage.ok_or(MetadataProblem::NoStorage)?;
     Ok(m)
 }
 
@@ -334,11 +331,11 @@ rosbag2_bagfile_information:
             compression_format: format.into(),
             compression_mode: mode.into(),
         };
-        let e = m("lz4", "FILE").compression().unwrap_err();
+        let e = m("lz4", "FILE").compression().unwrap_err().to_string();
         assert!(e.contains("\"lz4\""), "{e}");
-        let e = m("", "message").compression().unwrap_err();
+        let e = m("", "message").compression().unwrap_err().to_string();
         assert!(e.contains("compression_format \"\""), "{e}");
-        let e = m("zstd", "STORAGE").compression().unwrap_err();
+        let e = m("zstd", "STORAGE").compression().unwrap_err().to_string();
         assert!(e.contains("\"STORAGE\""), "{e}");
         assert_eq!(m("ZSTD", "File").compression(), Ok(Compression::ZstdFile));
         // A format without a mode: nothing is compressed.

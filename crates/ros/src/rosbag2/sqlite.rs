@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use crate::container::Sink;
-use crate::container::{Connection as Topic, MsgRef};
+use crate::container::{Connection as Topic, MsgRef, NoWire};
 use crate::error::{Error, Result, RosProblem};
 use crate::typesys::schema::normalize_type;
 use crate::wire::decode::Wire;
@@ -93,19 +93,20 @@ impl Db3 {
                 ("cdr", Some((enc, text))) if enc == "ros2msg" => (text.clone(), Ok(Wire::Cdr)),
                 ("cdr", Some((enc, _))) => (
                     String::new(),
-                    Err(format!("its definition is {enc:?} (we read ros2msg)")),
+                    Err(NoWire::DefinitionEncoding {
+                        encoding: enc.clone(),
+                    }),
                 ),
                 ("cdr", None) => match crate::typesys::msgs::definition(&msgtype) {
                     Some(text) => (text, Ok(Wire::Cdr)),
-                    None => (
-                        String::new(),
-                        Err(format!(
-                            "the recording stores no message definition for its type (rosbag2 sqlite3 before Iron), and it is not one of the standard messages roverlog knows ({})",
-                            crate::typesys::msgs::known().collect::<Vec<_>>().join(", ")
-                        )),
-                    ),
+                    None => (String::new(), Err(NoWire::NoDefinition)),
                 },
-                (f, _) => (String::new(), Err(format!("serialization format {f:?} is not cdr"))),
+                (f, _) => (
+                    String::new(),
+                    Err(NoWire::Serialization {
+                        format: f.to_string(),
+                    }),
+                ),
             };
             sink.connection(Topic {
                 id: id as u32,

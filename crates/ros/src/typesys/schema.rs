@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use crate::error::DecodeProblem;
+use crate::error::{DecodeProblem, SchemaProblem};
 
 /// Most types one schema may define (a sensor message uses a handful).
 pub const MAX_TYPES: usize = 256;
@@ -121,10 +121,10 @@ impl Schema {
         let mut sections: Vec<(String, Vec<RawField>)> = vec![(root.clone(), Vec::new())];
         let mut lines = text.lines().enumerate().peekable();
         while let Some((i, line)) = lines.next() {
-            let bad = |msg: String| DecodeProblem::Schema {
+            let bad = |problem| DecodeProblem::Schema {
                 type_name: root.clone(),
                 line: i + 1,
-                msg,
+                problem,
             };
             let t = line.trim();
             if t.len() >= 3 && t.bytes().all(|b| b == b'=') {
@@ -133,14 +133,16 @@ impl Schema {
                     match lines.next() {
                         Some((_, l)) if l.trim().is_empty() => continue,
                         Some((_, l)) => break l.trim(),
-                        None => return Err(bad("a separator line with no type after it".into())),
+                        None => return Err(bad(SchemaProblem::NoTypeAfterSeparator)),
                     }
                 };
                 let Some(name) = name.strip_prefix("MSG:") else {
-                    return Err(bad(format!("expected \"MSG: pkg/Type\", got {name:?}")));
+                    return Err(bad(SchemaProblem::BadSection {
+                        got: name.to_string(),
+                    }));
                 };
                 if sections.len() >= MAX_TYPES {
-                    return Err(bad(format!("more than {MAX_TYPES} types")));
+                    return Err(bad(SchemaProblem::TooManyTypes { limit: MAX_TYPES }));
                 }
                 sections.push((normalize_type(name), Vec::new()));
                 continue;
@@ -153,10 +155,12 @@ impl Schema {
             if let Some(f) = parse_line(line, &package, dialect).map_err(bad)? {
                 let fields = &mut sections.last_mut().expect("root section").1;
                 if fields.len() >= MAX_FIELDS {
-                    return Err(bad(format!("more than {MAX_FIELDS} fields")));
+                    return Err(bad(SchemaProblem::TooManyFields { limit: MAX_FIELDS }));
                 }
                 if fields.iter().any(|g| g.name == f.name) {
-                    return Err(bad(format!("field {:?} twice", f.name)));
+                    return Err(bad(SchemaProblem::FieldTwice {
+                        name: f.name.clone(),
+                    }));
                 }
                 fields.push(f);
             }
@@ -267,14 +271,20 @@ impl Schema {
 }
 
 /// One line: `Ok(None)` for blank lines, comments and constants.
-fn parse_line(line: &str, package: &str, dialect: Dialect) -> Result<Option<RawField>, String> {
+fn parse_line(
+    line: &str,
+    package: &str,
+    dialect: Dialect,
+) -> Result<Option<RawField>, SchemaProblem> {
     let t = line.trim();
     if t.is_empty() || t.starts_with('#') {
         return Ok(None);
     }
-    let (ty, rest) = t
-        .split_once(char::is_whitespace)
-        .ok_or_else(|| format!("{t:?} is a type without a field name"))?;
+    let (ty, rest) =
+        t.split_once(char::is_whitespace)
+            .ok_or_else(|| SchemaProblem::NoFieldName {
+                text: t.to_string(),
+            })?;
     let rest = rest.trim_start();
     // A constant's value runs to the end of the line (a string constant may hold '#').
     let name_end = rest
@@ -285,14 +295,16 @@ fn parse_line(line: &str, package: &str, dialect: Dialect) -> Result<Option<RawF
         return Ok(None);
     }
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(format!("{name:?} is not a field name"));
+        return Err(SchemaProblem::BadFieldName {
+            name: name.to_string(),
+        });
     }
     let (elem, count) = match ty.find('[') {
         None => (ty, Count::One),
         Some(open) => {
             let inner = ty[open + 1..]
                 .strip_suffix(']')
-                .ok_or_else(|| format!("{ty:?}: unclosed array bracket"))?;
+                .ok_or_else(|| SchemaProblem::UnclosedBracket { ty: ty.to_string() })?;
             let count = if inner.is_empty() {
                 Count::Seq(None)
             } else if let Some(b) = inner.strip_prefix("<=") {
@@ -300,9 +312,10 @@ fn parse_line(line: &str, package: &str, dialect: Dialect) -> Result<Option<RawF
             } else {
                 let n = parse_len(inner, ty)?;
                 if n > MAX_FIXED_ARRAY {
-                    return Err(format!(
-                        "{ty:?}: fixed array over the limit of {MAX_FIXED_ARRAY}"
-                    ));
+                    return Err(SchemaProblem::FixedTooLong {
+                        ty: ty.to_string(),
+                        limit: MAX_FIXED_ARRAY,
+                    });
                 }
                 Count::Fixed(n)
             };
@@ -325,9 +338,7 @@ fn parse_line(line: &str, package: &str, dialect: Dialect) -> Result<Option<RawF
         "float64" => prim(Prim::F64),
         "string" => Some(Base::String(None)),
         s if dialect == Dialect::Ros1 && (s == "wstring" || s.starts_with("wstring<=")) => {
-            return Err(format!(
-                "{ty:?}: ROS 1 has no wide strings (wstring is a ROS 2 type)"
-            ))
+            return Err(SchemaProblem::Ros1Wide { ty: ty.to_string() })
         }
         "wstring" => Some(Base::WString(None)),
         s if s.starts_with("string<=") => Some(Base::String(Some(parse_len(&s[8..], ty)?))),
@@ -342,7 +353,11 @@ fn parse_line(line: &str, package: &str, dialect: Dialect) -> Result<Option<RawF
         (None, e) if !e.is_empty() && e.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
             format!("{package}/{e}")
         }
-        (None, e) => return Err(format!("{e:?} is not a type")),
+        (None, e) => {
+            return Err(SchemaProblem::NotAType {
+                name: e.to_string(),
+            })
+        }
     };
     Ok(Some(RawField {
         name: name.to_string(),
@@ -352,10 +367,11 @@ fn parse_line(line: &str, package: &str, dialect: Dialect) -> Result<Option<RawF
     }))
 }
 
-fn parse_len(s: &str, ty: &str) -> Result<usize, String> {
-    s.trim()
-        .parse()
-        .map_err(|_| format!("{ty:?}: {s:?} is not an array length"))
+fn parse_len(s: &str, ty: &str) -> Result<usize, SchemaProblem> {
+    s.trim().parse().map_err(|_| SchemaProblem::BadLength {
+        ty: ty.to_string(),
+        len: s.to_string(),
+    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! A ROS 2 `wstring` has two wire forms ([`WideChars`]): [`decode`] is told which,
 //! [`decode_detect`] finds it.
 
-use crate::error::DecodeProblem;
+use crate::error::{DecodeProblem, WideProblem};
 use crate::typesys::schema::{Base, Count, Prim, Schema};
 use crate::wire::wide::Chars;
 pub use crate::wire::wide::WideChars;
@@ -457,7 +457,7 @@ impl<'a> Reader<'a, '_> {
             return Err(DecodeProblem::BadWide {
                 field: name.to_string(),
                 at,
-                msg: "ROS 1 has no wide strings".into(),
+                problem: WideProblem::Ros1,
             });
         }
         let n = self.u32(name)? as usize;
@@ -483,11 +483,14 @@ impl<'a> Reader<'a, '_> {
             match c {
                 Ok('\0') => self.wide_nul = true,
                 Ok(_) => {}
-                Err(msg) => {
+                Err(char) => {
                     return Err(DecodeProblem::BadWide {
                         field: name.to_string(),
                         at,
-                        msg: format!("{msg} (read as {})", self.wide.describe()),
+                        problem: WideProblem::Char {
+                            char,
+                            read_as: self.wide.describe(),
+                        },
                     })
                 }
             }

@@ -32,6 +32,8 @@
 //! character (UTF-32, as a `std::wstring` written by Fast-CDR 1.x on Linux holds); anything
 //! else, or an unpaired surrogate, does not decode.
 
+use crate::error::BadChar;
+
 /// How wide one character of a `wstring` is on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WideChars {
@@ -95,7 +97,7 @@ impl<'a> Chars<'a> {
 }
 
 impl Iterator for Chars<'_> {
-    type Item = Result<char, String>;
+    type Item = Result<char, BadChar>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let k = self.at;
@@ -108,16 +110,14 @@ impl Iterator for Chars<'_> {
                     let c = 0x10000 + ((u - 0xD800) << 10) + (low - 0xDC00);
                     Ok(char::from_u32(c).expect("a surrogate pair is a character"))
                 }
-                _ => Err(format!(
-                    "character {k} is {u:#06x}, a high surrogate without its low one"
-                )),
+                _ => Err(BadChar::HighSurrogate { index: k, unit: u }),
             });
         }
         Some(char::from_u32(u).ok_or_else(|| {
             if (0xDC00..0xE000).contains(&u) {
-                format!("character {k} is {u:#06x}, a low surrogate without its high one")
+                BadChar::LowSurrogate { index: k, unit: u }
             } else {
-                format!("character {k} is {u:#x}, beyond Unicode")
+                BadChar::BeyondUnicode { index: k, unit: u }
             }
         }))
     }
