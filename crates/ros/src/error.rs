@@ -44,7 +44,17 @@ pub enum Error {
         path: PathBuf,
         topic: String,
         index: u64,
-        problem: crate::import::skip::MapError,
+        /// Boxed: the enum stays small for every other error.
+        problem: Box<crate::import::skip::MapError>,
+    },
+
+    /// A trace whose sensors cannot become a bag (`roverlog rosbag`): `path` is the sensor,
+    /// channel or file, `problem` what is wrong with it.
+    #[error("{}: {problem}", path.display())]
+    Rosbag {
+        path: PathBuf,
+        /// Boxed: the enum stays small for every other error.
+        problem: Box<RosbagProblem>,
     },
 
     /// A message that maps to other channels than when the recording was first read.
@@ -63,6 +73,46 @@ impl From<Error> for roverlog_core::Error {
             other => roverlog_core::Error::Source(Box::new(other)),
         }
     }
+}
+
+/// Why a trace cannot become a bag (`roverlog rosbag`): [`super::Error::Rosbag`] carries it
+/// with the sensor, channel or file it is about.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RosbagProblem {
+    /// The trace has no sensor of that name for the role (`lidar`, `imu`).
+    #[error("no {role} sensor {name:?} (sensors: {})", sensors.join(", "))]
+    NoSensor {
+        role: &'static str,
+        name: String,
+        sensors: Vec<String>,
+    },
+    /// A channel the message needs is absent.
+    #[error("no such channel")]
+    NoChannel,
+    /// A channel of another type or shape than the message needs.
+    #[error("is {} {:?}, expected {} {:?}", dtype.code(), shape, want.iter().map(|d| d.code()).collect::<Vec<_>>().join(" or "), want_shape)]
+    Channel {
+        dtype: roverlog_core::format::DType,
+        shape: Vec<usize>,
+        want: Vec<roverlog_core::format::DType>,
+        want_shape: Vec<usize>,
+    },
+    /// The lidar's `lidar.json` is not there.
+    #[error("missing: the lidar's intrinsics (the collector saves the sensor's metadata there)")]
+    NoIntrinsics,
+    /// A sample whose time is before 1970 (a bag's time is unsigned).
+    #[error("sample {index}: time {sec} s is before 1970")]
+    BeforeEpoch { index: usize, sec: i64 },
+    /// A time a header stamp cannot hold.
+    #[error("{0}")]
+    Stamp(crate::wire::encode::StampRange),
+    /// The output exists already.
+    #[error("already exists (refusing to overwrite it)")]
+    Exists,
+    /// A worker thread stopped before giving frame `frame`.
+    #[error("frame {frame}: the reader thread stopped")]
+    WorkerStopped { frame: usize },
 }
 
 /// Why a ROS recording (an MCAP file, a ROS 1 bag, a rosbag2 directory) cannot be read. Every

@@ -12,6 +12,7 @@
 
 pub mod cloud;
 pub mod mapping;
+mod sensors;
 pub mod skip;
 pub mod source;
 pub mod topic_map;

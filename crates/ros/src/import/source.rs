@@ -18,13 +18,14 @@ use crate::container::{Connection, MsgRef, MAX_CHUNK};
 use crate::error::{Error, Result};
 use crate::import::cloud::{self, Widths};
 use crate::import::mapping::{self, ImageFormat, Mapped, Stamp};
+use crate::import::sensors::as_sensors;
 use crate::import::skip::{MapError, SkipReason};
 use crate::rosbag2::metadata::Compression;
 use crate::rosbag2::zstd::{FrameDecoder, Scratch};
 use crate::storage::{open_and_scan, Storage};
 use crate::typesys::schema::{Dialect, Schema};
 use crate::wire::decode::{decode, decode_detect, Limits, WideChars, Wire};
-use roverlog_core::format::{ChannelFormat, SensorMeta};
+use roverlog_core::format::ChannelFormat;
 use roverlog_core::replay::{Source, SourceSensor};
 
 /// Most decompressed chunks kept: samples are read in time order over all topics (see
@@ -56,8 +57,8 @@ pub struct SkippedTopic {
     pub reason: SkipReason,
 }
 
-struct Topic {
-    topic: String,
+pub(super) struct Topic {
+    pub(super) topic: String,
     msgtype: String,
     wire: Wire,
     schema: Option<Schema>,
@@ -65,16 +66,16 @@ struct Topic {
     /// ([`decode_detect`]); until then every wstring was empty and either form reads it.
     wide: Option<WideChars>,
     /// Why it is skipped, once it is.
-    skip: Option<SkipReason>,
+    pub(super) skip: Option<SkipReason>,
     messages: u64,
-    refs: Vec<MsgRef>,
-    ts: Vec<f64>,
-    first: Option<Mapped>,
-    first_frame: Vec<u8>,
+    pub(super) refs: Vec<MsgRef>,
+    pub(super) ts: Vec<f64>,
+    pub(super) first: Option<Mapped>,
+    pub(super) first_frame: Vec<u8>,
     /// A point cloud's sizes so far (a few numbers, whatever the message count).
-    widths: Option<Widths>,
+    pub(super) widths: Option<Widths>,
     /// The width its samples are padded to, when they are ([`cloud::pad`]).
-    padded_to: Option<usize>,
+    pub(super) padded_to: Option<usize>,
     stamp: Stamp,
     images: ImageFormat,
     frame_id: String,
@@ -121,6 +122,32 @@ struct Collector<'o> {
 }
 
 impl Collector<'_> {
+    /// Reads every file of the recording once, in order, collecting its topics; the storages
+    /// opened (to read samples from later).
+    fn scan(
+        &mut self,
+        path: &Path,
+        files: &[PathBuf],
+        scratch: Option<&Scratch>,
+    ) -> Result<Vec<Storage>> {
+        let mut bags = Vec::new();
+        for (no, f) in files.iter().enumerate() {
+            let no = u16::try_from(no).map_err(|_| Error::Ros {
+                path: path.to_path_buf(),
+                problem: crate::error::RosProblem::Metadata(
+                    crate::error::MetadataProblem::TooManyFiles,
+                ),
+            })?;
+            self.file_no = no;
+            self.file = f.clone();
+            bags.push(open_and_scan(f, no, scratch, self)?);
+            if let Some(e) = self.failed.take() {
+                return Err(e);
+            }
+        }
+        Ok(bags)
+    }
+
     fn skip(t: &mut Topic, reason: SkipReason) {
         if t.skip.is_none() {
             t.skip = Some(reason);
@@ -337,116 +364,19 @@ impl RosSource {
             by_topic: HashMap::new(),
             topics: Vec::new(),
         };
-        let mut bags = Vec::new();
-        for (no, f) in files.iter().enumerate() {
-            let no = u16::try_from(no).map_err(|_| Error::Ros {
-                path: path.to_path_buf(),
-                problem: crate::error::RosProblem::Metadata(
-                    crate::error::MetadataProblem::TooManyFiles,
-                ),
-            })?;
-            c.file_no = no;
-            c.file = f.clone();
-            bags.push(open_and_scan(f, no, scratch.as_ref(), &mut c)?);
-            if let Some(e) = c.failed.take() {
-                return Err(e);
-            }
-        }
-        let mut topics = c.topics;
-        let map_err = |topic: &str, msg: String| Error::Ros {
-            path: path.to_path_buf(),
-            problem: crate::error::RosProblem::Mapping {
-                topic: topic.to_string(),
-                msg,
-            },
-        };
+        let bags = c.scan(path, &files, scratch.as_ref())?;
         let rules = opts.map.as_ref().map(|m| &m.topics);
         for topic in rules.into_iter().flat_map(|r| r.keys()) {
             if !c.by_topic.contains_key(topic) {
-                return Err(map_err(topic, "the recording has no such topic".into()));
+                return Err(mapping_error(
+                    path,
+                    topic,
+                    "the recording has no such topic".into(),
+                ));
             }
         }
-        let rule = |topic: &str| rules.and_then(|r| r.get(topic));
-        let mut sensors = Vec::new();
-        let mut sensor_topics = Vec::new();
-        // Names the mapping file gives are taken first; the others go around them.
-        let mut used: Vec<String> = rules
-            .into_iter()
-            .flat_map(|r| r.values().filter_map(|r| r.sensor.clone()))
-            .collect();
-        for (i, t) in topics.iter_mut().enumerate() {
-            if t.skip.is_some() {
-                continue;
-            }
-            let Some(mut first) = t.first.take() else {
-                t.skip = Some(SkipReason::NoMessages);
-                continue;
-            };
-            if let Some(w) = t.widths.filter(|w| w.varies) {
-                if let Err(e) = cloud::pad_channels(&mut first.channels, w.max) {
-                    t.skip = Some(SkipReason::Padding(e));
-                    t.refs = Vec::new();
-                    t.ts = Vec::new();
-                    continue;
-                }
-                t.padded_to = Some(w.max);
-            }
-            // Samples in time order (a recorder logs in arrival order; stamps may differ).
-            let mut order: Vec<usize> = (0..t.ts.len()).collect();
-            order.sort_by(|&a, &b| t.ts[a].total_cmp(&t.ts[b]));
-            t.refs = order.iter().map(|&k| t.refs[k]).collect();
-            t.ts = order.iter().map(|&k| t.ts[k]).collect();
-            let mut meta = SensorMeta::default();
-            for (name, mut ch) in first.channels {
-                if matches!(ch.format, ChannelFormat::Blob(_) | ChannelFormat::Mjpg) {
-                    ch.shape = jpeg_shape(&t.first_frame);
-                    if ch.format == ChannelFormat::Mjpg {
-                        let span = t.ts.last().unwrap_or(&0.0) - t.ts.first().unwrap_or(&0.0);
-                        let fps = if span > 0.0 {
-                            (t.ts.len() - 1) as f64 / span
-                        } else {
-                            30.0
-                        };
-                        let mut args = serde_json::Map::new();
-                        args.insert("fps".into(), json!(fps));
-                        ch.args = Some(args);
-                    }
-                }
-                meta.channels.push((name, ch));
-            }
-            t.first_frame = Vec::new();
-            if let Some(r) = rule(&t.topic) {
-                for (from, to) in &r.channels {
-                    let names: Vec<&str> = meta.channels.iter().map(|(n, _)| n.as_str()).collect();
-                    let Some(k) = names.iter().position(|n| n == from) else {
-                        return Err(map_err(
-                            &t.topic,
-                            format!(
-                                "no channel {from:?} to rename (it has {})",
-                                names.join(", ")
-                            ),
-                        ));
-                    };
-                    if names.iter().enumerate().any(|(j, n)| j != k && n == to) {
-                        return Err(map_err(
-                            &t.topic,
-                            format!("two channels would be named {to:?}"),
-                        ));
-                    }
-                    meta.channels[k].0 = to.clone();
-                }
-            }
-            let name = match rule(&t.topic).and_then(|r| r.sensor.clone()) {
-                Some(n) => n,
-                None => {
-                    let n = sensor_name(&t.topic, &used);
-                    used.push(n.clone());
-                    n
-                }
-            };
-            sensors.push(SourceSensor { name, meta });
-            sensor_topics.push(i);
-        }
+        let mut topics = c.topics;
+        let (sensors, sensor_topics) = as_sensors(path, &mut topics, rules)?;
         Ok(RosSource {
             path: path.to_path_buf(),
             files: bags,
@@ -551,42 +481,15 @@ impl RosSource {
     }
 }
 
-#[cfg(feature = "jpeg")]
-fn jpeg_shape(frame: &[u8]) -> Vec<usize> {
-    roverlog_core::jpeg::JpegFrame::open(frame, roverlog_core::jpeg::DEFAULT_MAX_PIXELS)
-        .map(|f| vec![f.height(), f.width(), f.channels()])
-        .unwrap_or_default()
-}
-
-#[cfg(not(feature = "jpeg"))]
-fn jpeg_shape(_: &[u8]) -> Vec<usize> {
-    Vec::new()
-}
-
-/// `/camera/image_raw` -> `camera_image_raw`; a second topic of the same name gets `_2`.
-pub fn sensor_name(topic: &str, used: &[String]) -> String {
-    let mut s: String = topic
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    s = s.trim_matches('_').to_string();
-    if s.is_empty() {
-        s = "topic".into();
+/// A mapping file rule (`--map`) about `topic` we cannot follow.
+pub(super) fn mapping_error(path: &Path, topic: &str, msg: String) -> Error {
+    Error::Ros {
+        path: path.to_path_buf(),
+        problem: crate::error::RosProblem::Mapping {
+            topic: topic.to_string(),
+            msg,
+        },
     }
-    s.truncate(200);
-    let mut name = s.clone();
-    let mut k = 2;
-    while used.contains(&name) {
-        name = format!("{s}_{k}");
-        k += 1;
-    }
-    name
 }
 
 impl Source for RosSource {
@@ -646,7 +549,7 @@ impl RosSource {
             path: path.clone(),
             topic: t.topic.clone(),
             index,
-            problem,
+            problem: Box::new(problem),
         };
         let mut m = mapping::map(&t.msgtype, &v, images).map_err(changed)?;
         if let Some(max) = t.padded_to {
