@@ -36,25 +36,7 @@ pub struct Connection {
     /// The `.msg` definition text stored with it.
     pub schema: String,
     /// How its messages are serialized, or why they cannot be decoded.
-    pub wire: std::result::Result<Wire, NoWire>,
-}
-
-/// Why a connection's messages cannot be decoded (the topic is skipped with it).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum NoWire {
-    #[error("the channel has no schema")]
-    NoSchema,
-    #[error("message encoding {message:?} with schema encoding {schema:?} (we decode cdr/ros2msg and ros1/ros1msg)")]
-    Encodings { message: String, schema: String },
-    #[error("the connection names no message type")]
-    NoType,
-    #[error("its definition is {encoding:?} (we read ros2msg)")]
-    DefinitionEncoding { encoding: String },
-    #[error("the recording stores no message definition for its type (rosbag2 sqlite3 before Iron), and it is not one of the standard messages roverlog knows ({})", crate::typesys::msgs::known().collect::<Vec<_>>().join(", "))]
-    NoDefinition,
-    #[error("serialization format {format:?} is not cdr")]
-    Serialization { format: String },
+    pub wire: std::result::Result<Wire, crate::error::NoWire>,
 }
 
 /// How a chunk's records are compressed.

@@ -88,8 +88,7 @@ impl Sink {
         buf: &mut Vec<u8>,
     ) -> Result<()> {
         buf.clear();
-        let bad_stamp =
-            |e: crate::wire::encode::StampRange| rosbag_error(tmp, RosbagProblem::Stamp(e));
+        let bad_stamp = |e: crate::error::StampRange| rosbag_error(tmp, RosbagProblem::Stamp(e));
         match self {
             Sink::Ros1 { w, imu, .. } => {
                 m.ros1(buf).map_err(bad_stamp)?;

@@ -14,8 +14,8 @@
 //! organized and not) of another size, and a cloud whose fields (names, types, counts)
 //! change. A cloud of fixed width maps as any other message: no padding, no count channel.
 
+use crate::error::MapError;
 use crate::import::mapping::Mapped;
-use crate::import::skip::MapError;
 use crate::wire::decode::Value;
 use roverlog_core::format::{ChannelFormat, ChannelMeta, DType};
 

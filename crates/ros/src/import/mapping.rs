@@ -16,7 +16,7 @@
 //! Unorganized point clouds that change only their width are the exception
 //! ([`crate::import::cloud`]): padded to the topic's widest.
 
-use crate::import::skip::MapError;
+use crate::error::MapError;
 use crate::typesys::schema::Prim;
 use crate::wire::decode::Value;
 

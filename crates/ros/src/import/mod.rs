@@ -13,7 +13,6 @@
 pub mod cloud;
 pub mod mapping;
 mod sensors;
-pub mod skip;
 pub mod source;
 pub mod topic_map;
 

@@ -11,11 +11,50 @@ use serde_json::json;
 use roverlog_core::format::{ChannelFormat, SensorMeta};
 use roverlog_core::replay::SourceSensor;
 
-use crate::error::Result;
-use crate::import::cloud;
-use crate::import::skip::SkipReason;
-use crate::import::source::{mapping_error, Topic};
+use crate::container::MsgRef;
+use crate::error::SkipReason;
+use crate::error::{Error, Result};
+use crate::import::cloud::{self, Widths};
+use crate::import::mapping::{ImageFormat, Mapped, Stamp};
 use crate::import::topic_map::TopicRule;
+use crate::typesys::schema::Schema;
+use crate::wire::decode::{WideChars, Wire};
+
+/// One topic of the recording as the scan collects it.
+pub(super) struct Topic {
+    pub(super) topic: String,
+    pub(super) msgtype: String,
+    pub(super) wire: Wire,
+    pub(super) schema: Option<Schema>,
+    /// The form of its `wstring`s, once a message with a non-empty one has told it
+    /// ([`decode_detect`]); until then every wstring was empty and either form reads it.
+    pub(super) wide: Option<WideChars>,
+    /// Why it is skipped, once it is.
+    pub(super) skip: Option<SkipReason>,
+    pub(super) messages: u64,
+    pub(super) refs: Vec<MsgRef>,
+    pub(super) ts: Vec<f64>,
+    pub(super) first: Option<Mapped>,
+    pub(super) first_frame: Vec<u8>,
+    /// A point cloud's sizes so far (a few numbers, whatever the message count).
+    pub(super) widths: Option<Widths>,
+    /// The width its samples are padded to, when they are ([`cloud::pad`]).
+    pub(super) padded_to: Option<usize>,
+    pub(super) stamp: Stamp,
+    pub(super) images: ImageFormat,
+    pub(super) frame_id: String,
+}
+
+/// A mapping file rule (`--map`) about `topic` we cannot follow.
+pub(super) fn mapping_error(path: &Path, topic: &str, msg: String) -> Error {
+    Error::Ros {
+        path: path.to_path_buf(),
+        problem: crate::error::RosProblem::Mapping {
+            topic: topic.to_string(),
+            msg,
+        },
+    }
+}
 
 /// The topics that are not skipped as sensors, in the recording's order, with the topic each
 /// is; a topic whose sensor cannot be made (no messages, clouds that cannot be padded) is

@@ -16,15 +16,15 @@ use serde_json::json;
 use crate::container::Sink;
 use crate::container::{Connection, MsgRef, MAX_CHUNK};
 use crate::error::{Error, Result};
+use crate::error::{MapError, SkipReason};
 use crate::import::cloud::{self, Widths};
 use crate::import::mapping::{self, ImageFormat, Mapped, Stamp};
-use crate::import::sensors::as_sensors;
-use crate::import::skip::{MapError, SkipReason};
+use crate::import::sensors::{as_sensors, mapping_error, Topic};
 use crate::rosbag2::metadata::Compression;
 use crate::rosbag2::zstd::{FrameDecoder, Scratch};
 use crate::storage::{open_and_scan, Storage};
 use crate::typesys::schema::{Dialect, Schema};
-use crate::wire::decode::{decode, decode_detect, Limits, WideChars, Wire};
+use crate::wire::decode::{decode, decode_detect, Limits, Wire};
 use roverlog_core::format::ChannelFormat;
 use roverlog_core::replay::{Source, SourceSensor};
 
@@ -55,30 +55,6 @@ pub struct SkippedTopic {
     /// Messages of it in the recording.
     pub messages: u64,
     pub reason: SkipReason,
-}
-
-pub(super) struct Topic {
-    pub(super) topic: String,
-    msgtype: String,
-    wire: Wire,
-    schema: Option<Schema>,
-    /// The form of its `wstring`s, once a message with a non-empty one has told it
-    /// ([`decode_detect`]); until then every wstring was empty and either form reads it.
-    wide: Option<WideChars>,
-    /// Why it is skipped, once it is.
-    pub(super) skip: Option<SkipReason>,
-    messages: u64,
-    pub(super) refs: Vec<MsgRef>,
-    pub(super) ts: Vec<f64>,
-    pub(super) first: Option<Mapped>,
-    pub(super) first_frame: Vec<u8>,
-    /// A point cloud's sizes so far (a few numbers, whatever the message count).
-    pub(super) widths: Option<Widths>,
-    /// The width its samples are padded to, when they are ([`cloud::pad`]).
-    pub(super) padded_to: Option<usize>,
-    stamp: Stamp,
-    images: ImageFormat,
-    frame_id: String,
 }
 
 /// A ROS recording (MCAP file, ROS 1 bag, rosbag2 directory) as sensors.
@@ -478,17 +454,6 @@ impl RosSource {
             Storage::Mapped(f) if r.chunk == MsgRef::NO_CHUNK => &f.map[range],
             Storage::Mapped(_) => &cache.first().expect("load fills the cache").2[range],
         }
-    }
-}
-
-/// A mapping file rule (`--map`) about `topic` we cannot follow.
-pub(super) fn mapping_error(path: &Path, topic: &str, msg: String) -> Error {
-    Error::Ros {
-        path: path.to_path_buf(),
-        problem: crate::error::RosProblem::Mapping {
-            topic: topic.to_string(),
-            msg,
-        },
     }
 }
 

@@ -12,10 +12,8 @@ use std::collections::HashMap;
 
 use super::{MAGIC, OP_CHUNK, OP_CONNECTION, OP_MSG_DATA};
 use crate::container::Sink;
-use crate::container::{
-    BagFile, Chunk, Compression, Connection, Cursor, MsgRef, NoWire, MAX_CHUNK,
-};
-use crate::error::{Result, RosProblem};
+use crate::container::{BagFile, Chunk, Compression, Connection, Cursor, MsgRef, MAX_CHUNK};
+use crate::error::{NoWire, Result, RosProblem};
 use crate::typesys::schema::normalize_type;
 use crate::wire::decode::Wire;
 

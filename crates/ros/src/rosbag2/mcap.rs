@@ -14,10 +14,8 @@
 
 use std::collections::HashMap;
 
-use crate::container::{
-    BagFile, Chunk, Compression, Connection, Cursor, MsgRef, NoWire, Sink, MAX_CHUNK,
-};
-use crate::error::{Result, RosProblem};
+use crate::container::{BagFile, Chunk, Compression, Connection, Cursor, MsgRef, Sink, MAX_CHUNK};
+use crate::error::{NoWire, Result, RosProblem};
 use crate::typesys::schema::normalize_type;
 use crate::wire::decode::Wire;
 

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use crate::container::Sink;
-use crate::container::{Connection as Topic, MsgRef, NoWire};
-use crate::error::{Error, Result, RosProblem};
+use crate::container::{Connection as Topic, MsgRef};
+use crate::error::{Error, NoWire, Result, RosProblem};
 use crate::typesys::schema::normalize_type;
 use crate::wire::decode::Wire;
 
@@ -99,7 +99,12 @@ impl Db3 {
                 ),
                 ("cdr", None) => match crate::typesys::msgs::definition(&msgtype) {
                     Some(text) => (text, Ok(Wire::Cdr)),
-                    None => (String::new(), Err(NoWire::NoDefinition)),
+                    None => (
+                        String::new(),
+                        Err(NoWire::NoDefinition {
+                            known: crate::typesys::msgs::known().collect(),
+                        }),
+                    ),
                 },
                 (f, _) => (
                     String::new(),

@@ -50,22 +50,7 @@ pub const POINTS_FRAME: &str = "os_sensor";
 /// `sensor_msgs/PointField.FLOAT32`.
 const FLOAT32: u8 = 7;
 
-/// A value that does not fit the message's field (a stamp before 1970 or past 2106).
-#[derive(Debug, Clone, PartialEq)]
-pub struct StampRange {
-    pub sec: i64,
-    pub field: &'static str,
-}
-
-impl std::fmt::Display for StampRange {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "time {} s does not fit the {} of a header stamp",
-            self.sec, self.field
-        )
-    }
-}
+pub use crate::error::StampRange;
 
 fn ros1_sec(sec: i64) -> Result<u32, StampRange> {
     u32::try_from(sec).map_err(|_| StampRange {

@@ -4,8 +4,7 @@
 
 use roverlog_core::format::DType;
 
-use crate::container::NoWire;
-use crate::error::DecodeProblem;
+use super::DecodeProblem;
 
 /// Why a topic of a recording is left out of an import.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -189,4 +188,24 @@ fn per_point((dtype, count): &(DType, Option<usize>)) -> String {
         Some(count) => format!("{} x{count}", dtype.code()),
         None => dtype.code().to_string(),
     }
+}
+
+/// Why a connection's messages cannot be decoded (the topic is skipped with it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NoWire {
+    #[error("the channel has no schema")]
+    NoSchema,
+    #[error("message encoding {message:?} with schema encoding {schema:?} (we decode cdr/ros2msg and ros1/ros1msg)")]
+    Encodings { message: String, schema: String },
+    #[error("the connection names no message type")]
+    NoType,
+    #[error("its definition is {encoding:?} (we read ros2msg)")]
+    DefinitionEncoding { encoding: String },
+    /// A type a pre-Iron `.db3` stores no definition for, and none of those we know
+    /// (`known`).
+    #[error("the recording stores no message definition for its type (rosbag2 sqlite3 before Iron), and it is not one of the standard messages roverlog knows ({})", known.join(", "))]
+    NoDefinition { known: Vec<&'static str> },
+    #[error("serialization format {format:?} is not cdr")]
+    Serialization { format: String },
 }
