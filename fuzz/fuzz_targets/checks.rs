@@ -18,8 +18,6 @@ use roverlog_core::ouster::{LidarIntrinsics, XyzLut, MAX_PIXELS};
 use roverlog_core::zarr::{blosc, ArrayMeta, Compressor};
 use roverlog_daemon::protocol::{accept_hello, Check, FrameLayout};
 
-#[allow(unused_imports)] // each fuzz binary uses one of these
-
 /// Limits small enough that the fuzzer reaches them, in the same roles as the daemon's.
 const MAX_HELLO: usize = 4096;
 const MAX_CHANNELS: usize = 16;

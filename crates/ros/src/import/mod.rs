@@ -25,7 +25,8 @@ pub use topic_map::{TopicMap, TopicRule};
 use crate::error::{IoContext, Result};
 use roverlog_core::format::events::{events_path, Event, EventLine, EVENTS_DIR};
 use roverlog_core::format::WriterOptions;
-use roverlog_core::replay::{ImportReport, Source};
+use roverlog_core::import::ImportReport;
+use roverlog_core::replay::Source;
 
 /// What importing a recording did: the sensors written and the topics left out.
 #[derive(Debug, Clone)]
@@ -34,7 +35,7 @@ pub struct RosImportReport {
     pub skipped: Vec<SkippedTopic>,
 }
 
-/// Writes `source` into a new trace at `out` (see [`roverlog_core::replay::import::import_in_time_order`]), then one
+/// Writes `source` into a new trace at `out` (see [`roverlog_core::import::import_in_time_order`]), then one
 /// `import_skipped` event per topic left out (`_roverlog/events.jsonl`: topic, type,
 /// messages, reason), so the trace itself says what it lacks.
 pub fn import(
@@ -60,13 +61,8 @@ pub fn import(
         blob_max_open: (256 / blob_sensors.max(1)).clamp(4, 64),
         ..WriterOptions::default()
     };
-    let written = roverlog_core::replay::import::import_in_time_order(
-        source,
-        out,
-        described_as,
-        &opts,
-        progress,
-    )?;
+    let written =
+        roverlog_core::import::import_in_time_order(source, out, described_as, &opts, progress)?;
     let skipped = source.skipped();
     if !skipped.is_empty() {
         let dir = out.join(EVENTS_DIR);

@@ -29,7 +29,7 @@ use roverlog_core::format::ChannelFormat;
 use roverlog_core::replay::{Source, SourceSensor};
 
 /// Most decompressed chunks kept: samples are read in time order over all topics (see
-/// [`roverlog_core::replay::import::import_in_time_order`]) and a topic's header stamps may lag the
+/// [`roverlog_core::import::import_in_time_order`]) and a topic's header stamps may lag the
 /// log time its chunk is ordered by, so reading moves among a few neighbouring chunks.
 pub const CACHE_CHUNKS: usize = 8;
 /// Most bytes of decompressed chunks kept (the latest one is kept whatever its size).

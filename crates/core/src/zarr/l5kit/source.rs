@@ -10,10 +10,10 @@
 use std::ops::Range;
 use std::path::Path;
 
-use super::source::{Source, SourceSensor};
+use super::ChunkedDataset;
 use crate::error::{Error, Result};
 use crate::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
-use crate::zarr::l5kit::ChunkedDataset;
+use crate::replay::{Source, SourceSensor};
 use crate::zarr::{self, ScalarKind, ZarrArray};
 
 /// Rows decoded at a time per sensor (samples are read in order, so a block is reused).

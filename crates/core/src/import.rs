@@ -3,10 +3,10 @@
 use std::fs;
 use std::path::Path;
 
-use super::source::{check_sensors, Source};
 use crate::error::{Error, IoContext, Result};
 use crate::format::meta::{sync_dir, write_file_atomic};
 use crate::format::{SensorWriter, WriterOptions};
+use crate::replay::source::{check_sensors, Source};
 
 /// What an import wrote.
 #[derive(Debug, Clone, Default)]
@@ -165,7 +165,7 @@ fn import_in_time_order_into(
         }
         all.push((sensor.name, source.timestamps(i)?));
     }
-    let merge = super::merge::TimeMerge::from_timestamps(all)?;
+    let merge = crate::replay::merge::TimeMerge::from_timestamps(all)?;
     let total = merge.len_in_window();
     let mut counts = vec![0u64; n];
     let mut done = 0;

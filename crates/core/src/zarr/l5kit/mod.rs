@@ -6,6 +6,10 @@
 //! `[start, end)` row ranges into the next array; they are checked against its length.
 //! Reads go in bulk: one slice decodes each chunk once, unlike row-by-row access.
 
+mod source;
+
+pub use source::L5KitSource;
+
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
