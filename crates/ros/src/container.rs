@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
-use crate::error::{Error, IoContext, Result, RosProblem};
+use crate::error::{Error, IoContext, RecordProblem, Result, RosProblem};
 use crate::wire::decode::Wire;
 
 /// The largest chunk (uncompressed) and the largest record we accept.
@@ -256,10 +256,10 @@ impl<'a> Cursor<'a> {
             return Err(RosProblem::BadRecord {
                 what: self.what,
                 at: self.base + self.pos as u64,
-                msg: format!(
-                    "a field of {n} bytes runs past the record's end ({} left)",
-                    self.left()
-                ),
+                problem: RecordProblem::FieldPastEnd {
+                    len: n,
+                    left: self.left(),
+                },
             });
         }
         let b = &self.buf[self.pos..self.pos + n as usize];
@@ -287,7 +287,7 @@ impl<'a> Cursor<'a> {
         String::from_utf8(b.to_vec()).map_err(|_| RosProblem::BadRecord {
             what: self.what,
             at,
-            msg: "a string that is not UTF-8".into(),
+            problem: RecordProblem::NotUtf8,
         })
     }
 }

@@ -146,11 +146,11 @@ pub enum RosProblem {
         limit: u64,
     },
     /// A record whose fields do not parse or contradict each other.
-    #[error("{what} at byte {at}: {msg}")]
+    #[error("{what} at byte {at}: {problem}")]
     BadRecord {
         what: &'static str,
         at: u64,
-        msg: String,
+        problem: RecordProblem,
     },
     /// A chunk compressed with something we do not decode.
     #[error("chunk at byte {at}: unsupported compression {name:?} (we read none, zstd, lz4, bz2)")]
@@ -172,8 +172,11 @@ pub enum RosProblem {
     Encoding { topic: String, encoding: String },
     /// A mapping file (`--map`) rule we cannot follow: the topic it is about (empty for the
     /// whole file) and why.
-    #[error("mapping file, topic {topic:?}: {msg}")]
-    Mapping { topic: String, msg: String },
+    #[error("mapping file, topic {topic:?}: {problem}")]
+    Mapping {
+        topic: String,
+        problem: MappingProblem,
+    },
     /// Something the SQLite storage refused (rosbag2 `.db3`).
     #[error("sqlite: {msg}")]
     Sqlite { msg: String },
@@ -181,6 +184,92 @@ pub enum RosProblem {
     /// how far it got, and why.
     #[error("compressed file (compression_mode: file): {msg} after {written} bytes decompressed")]
     CompressedFile { written: u64, msg: String },
+}
+
+/// What is wrong inside one record of a container (MCAP or ROS 1 bag).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordProblem {
+    /// A record inside a chunk cut short (`pos` is its offset among the chunk's records).
+    #[error("a record at byte {pos} of its records needs {need} bytes, {left} are left")]
+    InnerTruncated { pos: usize, need: u64, left: u64 },
+    #[error("topic {topic} names schema {schema}, never defined")]
+    UndefinedSchema { topic: String, schema: u16 },
+    #[error("a field of {len} bytes runs past the record's end ({left} left)")]
+    FieldPastEnd { len: u64, left: usize },
+    #[error("a string that is not UTF-8")]
+    NotUtf8,
+    #[error("a header field's length is cut off")]
+    FieldLengthCut,
+    #[error("a header field runs past the header")]
+    FieldPastHeader,
+    #[error("a header field without '='")]
+    NoEquals,
+    #[error("a header field name that is not UTF-8")]
+    FieldNameNotUtf8,
+    #[error("no one-byte op field")]
+    NoOp,
+    #[error("no 8-byte time field")]
+    NoTime,
+    #[error("no 4-byte {name} field")]
+    NoU32 { name: String },
+    #[error("no {name} field")]
+    NoField { name: String },
+}
+
+/// Why a mapping file (`--map`) rule cannot be followed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MappingProblem {
+    #[error("the file is not a JSON object of topics")]
+    NotAnObject,
+    #[error("must be \"skip\" or an object (sensor, channels, images, stamp)")]
+    BadRule,
+    #[error("{key} must be a string")]
+    NotAString { key: String },
+    /// A sensor or channel name that cannot be one (`kind`: `sensor`, `channel`).
+    #[error("invalid {kind} name {name:?}: {reason}")]
+    BadName {
+        kind: &'static str,
+        name: String,
+        reason: &'static str,
+    },
+    #[error("images {got:?} (jpg or mjpg)")]
+    Images { got: String },
+    #[error("stamp {got:?} (header or log)")]
+    Stamp { got: String },
+    #[error("channels must be an object of names")]
+    ChannelsNotAnObject,
+    #[error("channels.{from} must be a string")]
+    ChannelNotAString { from: String },
+    #[error("a channel cannot be named ts")]
+    ChannelNamedTs,
+    #[error("unknown key {key:?} (sensor, channels, images, stamp)")]
+    UnknownKey { key: String },
+    #[error("sensor {sensor:?} is given to two topics")]
+    SensorTwice { sensor: String },
+    #[error("the recording has no such topic")]
+    NoSuchTopic,
+    #[error("no channel {from:?} to rename (it has {})", has.join(", "))]
+    NoSuchChannel { from: String, has: Vec<String> },
+    #[error("two channels would be named {to:?}")]
+    ChannelTwice { to: String },
+}
+
+impl MappingProblem {
+    /// A name core's `validate_name` refused.
+    pub fn bad_name(e: roverlog_core::Error) -> MappingProblem {
+        match e {
+            roverlog_core::Error::InvalidName { kind, name, reason } => {
+                MappingProblem::BadName { kind, name, reason }
+            }
+            other => MappingProblem::BadName {
+                kind: "",
+                name: other.to_string(),
+                reason: "not a valid name",
+            },
+        }
+    }
 }
 
 /// What is wrong with a rosbag2 directory's `metadata.yaml` (or the files it lists).

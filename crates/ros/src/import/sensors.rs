@@ -13,7 +13,7 @@ use roverlog_core::replay::SourceSensor;
 
 use crate::container::MsgRef;
 use crate::error::SkipReason;
-use crate::error::{Error, Result};
+use crate::error::{Error, MappingProblem, Result};
 use crate::import::cloud::{self, Widths};
 use crate::import::mapping::{ImageFormat, Mapped, Stamp};
 use crate::import::topic_map::TopicRule;
@@ -46,12 +46,12 @@ pub(super) struct Topic {
 }
 
 /// A mapping file rule (`--map`) about `topic` we cannot follow.
-pub(super) fn mapping_error(path: &Path, topic: &str, msg: String) -> Error {
+pub(super) fn mapping_error(path: &Path, topic: &str, problem: MappingProblem) -> Error {
     Error::Ros {
         path: path.to_path_buf(),
         problem: crate::error::RosProblem::Mapping {
             topic: topic.to_string(),
-            msg,
+            problem,
         },
     }
 }
@@ -153,17 +153,17 @@ fn rename_channels(
             return Err(mapping_error(
                 path,
                 topic,
-                format!(
-                    "no channel {from:?} to rename (it has {})",
-                    names.join(", ")
-                ),
+                MappingProblem::NoSuchChannel {
+                    from: from.clone(),
+                    has: names.iter().map(|n| n.to_string()).collect(),
+                },
             ));
         };
         if names.iter().enumerate().any(|(j, n)| j != k && n == to) {
             return Err(mapping_error(
                 path,
                 topic,
-                format!("two channels would be named {to:?}"),
+                MappingProblem::ChannelTwice { to: to.clone() },
             ));
         }
         meta.channels[k].0 = to.clone();

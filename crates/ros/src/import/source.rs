@@ -347,7 +347,7 @@ impl RosSource {
                 return Err(mapping_error(
                     path,
                     topic,
-                    "the recording has no such topic".into(),
+                    crate::error::MappingProblem::NoSuchTopic,
                 ));
             }
         }

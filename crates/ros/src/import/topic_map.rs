@@ -18,7 +18,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::error::{Error, IoContext, Result, RosProblem};
+use crate::error::{Error, IoContext, MappingProblem, Result, RosProblem};
 use crate::import::mapping::{ImageFormat, Stamp};
 use roverlog_core::format::meta::validate_name;
 
@@ -69,12 +69,12 @@ impl TopicMap {
 
     /// Checks a parsed document.
     pub fn parse(doc: &Value) -> Result<TopicMap, RosProblem> {
-        let bad = |topic: &str, msg: String| RosProblem::Mapping {
+        let bad = |topic: &str, problem| RosProblem::Mapping {
             topic: topic.to_string(),
-            msg,
+            problem,
         };
         let Value::Object(map) = doc else {
-            return Err(bad("", "the file is not a JSON object of topics".into()));
+            return Err(bad("", MappingProblem::NotAnObject));
         };
         let mut out = TopicMap::default();
         let mut sensors: Vec<String> = Vec::new();
@@ -88,14 +88,15 @@ impl TopicMap {
                     let mut r = TopicRule::default();
                     for (k, v) in o {
                         let text = || {
-                            v.as_str()
-                                .ok_or_else(|| bad(topic, format!("{k} must be a string")))
+                            v.as_str().ok_or_else(|| {
+                                bad(topic, MappingProblem::NotAString { key: k.clone() })
+                            })
                         };
                         match k.as_str() {
                             "sensor" => {
                                 let s = text()?;
                                 validate_name("sensor", s)
-                                    .map_err(|e| bad(topic, e.to_string()))?;
+                                    .map_err(|e| bad(topic, MappingProblem::bad_name(e)))?;
                                 r.sensor = Some(s.to_string());
                             }
                             "images" => {
@@ -105,7 +106,7 @@ impl TopicMap {
                                     o => {
                                         return Err(bad(
                                             topic,
-                                            format!("images {o:?} (jpg or mjpg)"),
+                                            MappingProblem::Images { got: o.to_string() },
                                         ))
                                     }
                                 })
@@ -117,29 +118,28 @@ impl TopicMap {
                                     o => {
                                         return Err(bad(
                                             topic,
-                                            format!("stamp {o:?} (header or log)"),
+                                            MappingProblem::Stamp { got: o.to_string() },
                                         ))
                                     }
                                 })
                             }
                             "channels" => {
                                 let Value::Object(c) = v else {
-                                    return Err(bad(
-                                        topic,
-                                        "channels must be an object of names".into(),
-                                    ));
+                                    return Err(bad(topic, MappingProblem::ChannelsNotAnObject));
                                 };
                                 for (from, to) in c {
                                     let to = to.as_str().ok_or_else(|| {
-                                        bad(topic, format!("channels.{from} must be a string"))
+                                        bad(
+                                            topic,
+                                            MappingProblem::ChannelNotAString {
+                                                from: from.clone(),
+                                            },
+                                        )
                                     })?;
                                     validate_name("channel", to)
-                                        .map_err(|e| bad(topic, e.to_string()))?;
+                                        .map_err(|e| bad(topic, MappingProblem::bad_name(e)))?;
                                     if to == roverlog_core::format::TS_CHANNEL {
-                                        return Err(bad(
-                                            topic,
-                                            "a channel cannot be named ts".into(),
-                                        ));
+                                        return Err(bad(topic, MappingProblem::ChannelNamedTs));
                                     }
                                     r.channels.push((from.clone(), to.to_string()));
                                 }
@@ -147,25 +147,23 @@ impl TopicMap {
                             other => {
                                 return Err(bad(
                                     topic,
-                                    format!(
-                                        "unknown key {other:?} (sensor, channels, images, stamp)"
-                                    ),
+                                    MappingProblem::UnknownKey {
+                                        key: other.to_string(),
+                                    },
                                 ))
                             }
                         }
                     }
                     r
                 }
-                _ => {
-                    return Err(bad(
-                        topic,
-                        "must be \"skip\" or an object (sensor, channels, images, stamp)".into(),
-                    ))
-                }
+                _ => return Err(bad(topic, MappingProblem::BadRule)),
             };
             if let Some(s) = &rule.sensor {
                 if sensors.contains(s) {
-                    return Err(bad(topic, format!("sensor {s:?} is given to two topics")));
+                    return Err(bad(
+                        topic,
+                        MappingProblem::SensorTwice { sensor: s.clone() },
+                    ));
                 }
                 sensors.push(s.clone());
             }

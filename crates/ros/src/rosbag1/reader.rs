@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use super::{MAGIC, OP_CHUNK, OP_CONNECTION, OP_MSG_DATA};
 use crate::container::Sink;
 use crate::container::{BagFile, Chunk, Compression, Connection, Cursor, MsgRef, MAX_CHUNK};
-use crate::error::{NoWire, Result, RosProblem};
+use crate::error::{NoWire, RecordProblem, Result, RosProblem};
 use crate::typesys::schema::normalize_type;
 use crate::wire::decode::Wire;
 
@@ -124,7 +124,7 @@ fn handle(
             let time: [u8; 8] = time.try_into().map_err(|_| RosProblem::BadRecord {
                 what: "message data",
                 at,
-                msg: "no 8-byte time field".into(),
+                problem: RecordProblem::NoTime,
             })?;
             let sec = u32::from_le_bytes(time[..4].try_into().expect("4"));
             let nsec = u32::from_le_bytes(time[4..].try_into().expect("4"));
@@ -157,9 +157,11 @@ fn record<'a>(
             RosProblem::BadRecord {
                 what: "chunk",
                 at,
-                msg: format!(
-                    "a record at byte {pos} of its records needs {need} bytes, {left} are left"
-                ),
+                problem: RecordProblem::InnerTruncated {
+                    pos,
+                    need,
+                    left: left as u64,
+                },
             }
         } else {
             RosProblem::Truncated {
@@ -215,26 +217,22 @@ fn fields<'a>(
     at: u64,
     what: &'static str,
 ) -> Result<HashMap<&'a str, &'a [u8]>, RosProblem> {
-    let bad = |msg: &str| RosProblem::BadRecord {
-        what,
-        at,
-        msg: msg.to_string(),
-    };
+    let bad = |problem| RosProblem::BadRecord { what, at, problem };
     let mut out = HashMap::new();
     while !b.is_empty() {
         if b.len() < 4 {
-            return Err(bad("a header field's length is cut off"));
+            return Err(bad(RecordProblem::FieldLengthCut));
         }
         let n = u32::from_le_bytes(b[..4].try_into().expect("4")) as usize;
         let f = b
             .get(4..4 + n)
-            .ok_or_else(|| bad("a header field runs past the header"))?;
+            .ok_or_else(|| bad(RecordProblem::FieldPastHeader))?;
         let eq = f
             .iter()
             .position(|&c| c == b'=')
-            .ok_or_else(|| bad("a header field without '='"))?;
-        let name = std::str::from_utf8(&f[..eq])
-            .map_err(|_| bad("a header field name that is not UTF-8"))?;
+            .ok_or_else(|| bad(RecordProblem::NoEquals))?;
+        let name =
+            std::str::from_utf8(&f[..eq]).map_err(|_| bad(RecordProblem::FieldNameNotUtf8))?;
         out.insert(name, &f[eq + 1..]);
         b = &b[4 + n..];
     }
@@ -247,7 +245,7 @@ fn op(rec: &Record, at: u64) -> Result<u8, RosProblem> {
         _ => Err(RosProblem::BadRecord {
             what: "record",
             at,
-            msg: "no one-byte op field".into(),
+            problem: RecordProblem::NoOp,
         }),
     }
 }
@@ -258,7 +256,9 @@ fn u32_field(rec: &Record, name: &str, at: u64, what: &'static str) -> Result<u3
         _ => Err(RosProblem::BadRecord {
             what,
             at,
-            msg: format!("no 4-byte {name} field"),
+            problem: RecordProblem::NoU32 {
+                name: name.to_string(),
+            },
         }),
     }
 }
@@ -270,6 +270,8 @@ fn text(rec: &Record, name: &str, at: u64, what: &'static str) -> Result<String,
         .ok_or_else(|| RosProblem::BadRecord {
             what,
             at,
-            msg: format!("no {name} field"),
+            problem: RecordProblem::NoField {
+                name: name.to_string(),
+            },
         })
 }

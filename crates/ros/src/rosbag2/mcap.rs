@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use crate::container::{BagFile, Chunk, Compression, Connection, Cursor, MsgRef, Sink, MAX_CHUNK};
-use crate::error::{NoWire, Result, RosProblem};
+use crate::error::{NoWire, RecordProblem, Result, RosProblem};
 use crate::typesys::schema::normalize_type;
 use crate::wire::decode::Wire;
 
@@ -174,9 +174,7 @@ fn chunk(
             RosProblem::Truncated { need, left, .. } => RosProblem::BadRecord {
                 what: "chunk",
                 at,
-                msg: format!(
-                    "a record at byte {pos} of its records needs {need} bytes, {left} are left"
-                ),
+                problem: RecordProblem::InnerTruncated { pos, need, left },
             },
             other => other,
         },
@@ -232,7 +230,10 @@ fn inner(
                     return Err(RosProblem::BadRecord {
                         what: "channel record",
                         at,
-                        msg: format!("topic {topic} names schema {schema_id}, never defined"),
+                        problem: RecordProblem::UndefinedSchema {
+                            topic,
+                            schema: schema_id,
+                        },
                     })
                 }
                 Some((name, senc, text)) => {
