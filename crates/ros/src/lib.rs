@@ -20,7 +20,7 @@
 //!   the writer ([`rosbag2::writer`]).
 //! - `storage`: one file opened as the storage it holds (decompressed first when compressed
 //!   whole) and read once.
-//! - [`import`]: a recording as a replay source of roverd sensors ([`RosSource`]) and its
+//! - [`import`](mod@import): a recording as a replay source of roverd sensors ([`RosSource`]) and its
 //!   import into a trace ([`import()`]).
 //! - [`export`]: a trace's lidar and IMU as a bag ([`export_rosbag`], `roverlog rosbag`).
 //!

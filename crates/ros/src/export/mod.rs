@@ -17,11 +17,12 @@
 //! `width` 1 and `row_step` 12: its points array is `(1, 1, N, 3)`, so `shape[0]` is 1; the
 //! data is the same), and the output is written under a temporary name and renamed when
 //! complete. Frames are decoded (the bulk of the work: `lzma`), projected and serialised by
-//! one thread per usable CPU (`roverlog_core::cpus::usable`), each into buffers it reuses, while the calling thread
-//! writes them in order with the IMU ([`workers`] is the pool, [`sink`] the output, [`inputs`]
-//! the sensors read) (a point cloud goes from the worker's buffer to the
-//! file without another copy, see [`crate::rosbag1::writer`]); memory holds up to two messages per worker and
-//! one chunk, whatever the trace's length.
+//! one thread per usable CPU (`roverlog_core::cpus::usable`, the pool in `workers`), each
+//! into buffers it reuses, while the calling thread writes them in order with the IMU
+//! (`write_in_order`, into the bag of `sink`; `inputs` reads the sensors). A point cloud goes
+//! from the worker's buffer to the file without another copy (see
+//! [`crate::rosbag1::writer`]); memory holds up to two messages per worker and one chunk,
+//! whatever the trace's length.
 
 mod inputs;
 mod sink;
