@@ -1,7 +1,9 @@
-//! The ROS recording targets' bodies (`ros_mcap`, `ros1_bag`, `rosbag2_dir`), beside
-//! `checks.rs` (which re-exports them) so that file stays one screenful per parser family.
+//! The ROS targets' bodies, as plain functions over bytes (as `checks.rs` for the others):
+//! `fuzz_targets/<name>.rs` calls them under libFuzzer, and `crates/ros/tests/fuzz_corpus.rs`
+//! runs them over the committed seeds in `fuzz/corpus-seeds/<name>/`. `ros_cdr` is one message
+//! against a schema; `rosbag2_meta` a `metadata.yaml` or a zstd frame.
 //!
-//! Each opens the input the way `roverlog import`/`replay` do ([`RosSource::open`], which
+//! The recording targets (`ros_mcap`, `ros1_bag`, `rosbag2_dir`) each open the input the way `roverlog import`/`replay` do ([`RosSource::open`], which
 //! sniffs the container from the magic, scans every record, decodes and maps every message
 //! against the schema stored with its topic) and then reads every sample back as the import
 //! does. Invariants: no panic; an error is [`Error::Ros`] (or I/O) and says something; every
@@ -10,14 +12,16 @@
 //! libFuzzer's `-malloc_limit_mb` (default: the RSS limit): a declared length past the
 //! bytes left must be refused before anything of that size is allocated.
 
+#![allow(dead_code)] // each fuzz binary uses one of these
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use roverlog_core::error::Error;
 use roverlog_core::format::{ChannelFormat, SensorMeta};
 use roverlog_core::replay::Source;
-use roverlog_core::ros::decode::Limits;
-use roverlog_core::ros::{RosOptions, RosSource, SkippedTopic};
+use roverlog_ros::error::Error;
+use roverlog_ros::wire::decode::Limits;
+use roverlog_ros::{RosOptions, RosSource, SkippedTopic};
 
 /// Message limits small enough that the fuzzer reaches them (the defaults are 1 MiB).
 const LIMITS: Limits = Limits {
@@ -73,7 +77,10 @@ struct Sensor {
 
 fn check_error(e: &Error) -> String {
     assert!(
-        matches!(e, Error::Ros { .. } | Error::Io { .. }),
+        matches!(
+            e,
+            Error::Ros { .. } | Error::Core(roverlog_core::Error::Io { .. })
+        ),
         "not a recording error: {e:?}"
     );
     let text = e.to_string();
@@ -159,7 +166,7 @@ pub fn rosbag2_dir(data: &[u8]) {
     dir.write("metadata.yaml", data);
     dir.write("data.mcap", ROSBAG2_DATA);
     std::fs::create_dir_all(dir.0.join("sub")).expect("a subdirectory");
-    match roverlog_core::ros::rosbag2::open(&dir.0) {
+    match roverlog_ros::rosbag2::open(&dir.0) {
         Ok(bag) => {
             assert!(!bag.files.is_empty(), "a rosbag2 directory without files");
             for f in &bag.files {
@@ -195,4 +202,192 @@ pub fn ros_recording_sensors(target: &str, data: &[u8]) -> Result<usize, String>
         other => panic!("no ROS target {other}"),
     };
     open(&path).map(|o| o.sensors.len())
+}
+
+/// The ROS 2 (`.msg`) and ROS 1 (`.ros1.msg`) definitions `ros_cdr` decodes against, by
+/// `fuzz/ros_cdr_seeds.py`.
+const ROS_SCHEMAS: [(&str, &str, &str); 7] = [
+    (
+        "sensor_msgs/msg/Imu",
+        include_str!("ros_schemas/Imu.msg"),
+        include_str!("ros_schemas/Imu.ros1.msg"),
+    ),
+    (
+        "sensor_msgs/msg/Image",
+        include_str!("ros_schemas/Image.msg"),
+        include_str!("ros_schemas/Image.ros1.msg"),
+    ),
+    (
+        "sensor_msgs/msg/PointCloud2",
+        include_str!("ros_schemas/PointCloud2.msg"),
+        include_str!("ros_schemas/PointCloud2.ros1.msg"),
+    ),
+    (
+        "sensor_msgs/msg/LaserScan",
+        include_str!("ros_schemas/LaserScan.msg"),
+        include_str!("ros_schemas/LaserScan.ros1.msg"),
+    ),
+    (
+        "sensor_msgs/msg/NavSatFix",
+        include_str!("ros_schemas/NavSatFix.msg"),
+        include_str!("ros_schemas/NavSatFix.ros1.msg"),
+    ),
+    (
+        "sensor_msgs/msg/CompressedImage",
+        include_str!("ros_schemas/CompressedImage.msg"),
+        include_str!("ros_schemas/CompressedImage.ros1.msg"),
+    ),
+    (
+        "geometry_msgs/msg/PoseStamped",
+        include_str!("ros_schemas/PoseStamped.msg"),
+        include_str!("ros_schemas/PoseStamped.ros1.msg"),
+    ),
+];
+
+/// `ros_cdr`: byte 0 picks the wire (bit 0: CDR or ROS 1) and the schema (bits 1-3: 0 = the
+/// schema text is in the input up to a NUL, else one of [`ROS_SCHEMAS`]); the rest is one
+/// message. Schema parsing and decoding never panic; what decodes lies within the message,
+/// decodes the same again, and maps to channels whose raw samples are exactly their type
+/// and shape's size.
+pub fn ros_cdr(data: &[u8]) {
+    let _ = ros_cdr_channels(data);
+}
+
+/// The body of `ros_cdr`: how many channels the message mapped to (`None`: it did not parse,
+/// decode or map), so the seeds' test can check they reach the mapping.
+pub fn ros_cdr_channels(data: &[u8]) -> Option<usize> {
+    use roverlog_core::format::ChannelFormat;
+    use roverlog_ros::import::mapping::{map, ImageFormat};
+    use roverlog_ros::typesys::schema::{normalize_type, Dialect, Schema};
+    use roverlog_ros::wire::decode::{decode, decode_detect, Limits, Value, Wire};
+    let (&sel, rest) = data.split_first()?;
+    let (wire, dialect) = if sel & 1 == 0 {
+        (Wire::Cdr, Dialect::Ros2)
+    } else {
+        (Wire::Ros1, Dialect::Ros1)
+    };
+    let (name, text, msg) = match usize::from(sel >> 1) % 8 {
+        0 => {
+            let nul = rest.iter().position(|&b| b == 0)?;
+            (
+                "fuzz/msg/Msg",
+                String::from_utf8_lossy(&rest[..nul]).into_owned(),
+                &rest[nul + 1..],
+            )
+        }
+        k => {
+            let (n, ros2, ros1) = ROS_SCHEMAS[k - 1];
+            (
+                n,
+                if wire == Wire::Cdr { ros2 } else { ros1 }.to_string(),
+                rest,
+            )
+        }
+    };
+    let schema = Schema::parse(name, &text, dialect).ok()?;
+    let limits = Limits {
+        max_string: 4096,
+        max_elements: 4096,
+        max_depth: 8,
+    };
+    let (v, wide) = decode_detect(&schema, msg, wire, &limits).ok()?;
+    fn within(v: &Value, msg: &[u8]) {
+        let range = msg.as_ptr_range();
+        let inside = |b: &[u8]| {
+            b.is_empty() || (range.start <= b.as_ptr() && b.as_ptr_range().end <= range.end)
+        };
+        match v {
+            Value::Prims {
+                prim, bytes, array, ..
+            } => {
+                assert!(inside(bytes), "numbers outside the message");
+                assert_eq!(bytes.len() % prim.size(), 0);
+                assert!(*array || bytes.len() == prim.size());
+            }
+            Value::Str(b) => assert!(inside(b), "a string outside the message"),
+            Value::WStr {
+                wide,
+                big_endian,
+                bytes,
+            } => {
+                assert!(inside(bytes), "a wide string outside the message");
+                assert_eq!(bytes.len() % wide.size(), 0);
+                let mut chars = roverlog_ros::wire::wide::Chars::new(bytes, *wide, *big_endian);
+                assert!(chars.all(|c| c.is_ok()), "a wide string that is not text");
+            }
+            Value::List(items) => items.iter().for_each(|i| within(i, msg)),
+            Value::Msg(fields) => fields.iter().for_each(|(_, f)| within(f, msg)),
+        }
+    }
+    within(&v, msg);
+    assert_eq!(
+        decode_detect(&schema, msg, wire, &limits).unwrap(),
+        (v.clone(), wide),
+        "decodes differently twice"
+    );
+    if let Some(w) = wide {
+        // The form found decodes the message by itself, to the same value.
+        assert_eq!(decode(&schema, msg, wire, w, &limits).unwrap(), v);
+    }
+    let m = map(&normalize_type(name), &v, ImageFormat::Jpg).ok()?;
+    {
+        assert_eq!(m.channels.len(), m.data.len());
+        for ((ch, meta), bytes) in m.channels.iter().zip(&m.data) {
+            if meta.format == ChannelFormat::Raw {
+                let want = meta.shape.iter().product::<usize>() * meta.dtype.itemsize();
+                assert_eq!(
+                    bytes.len(),
+                    want,
+                    "channel {ch}: {:?} {:?}",
+                    meta.dtype,
+                    meta.shape
+                );
+            } else {
+                assert!(!bytes.is_empty(), "channel {ch}: an empty image");
+            }
+        }
+    }
+    Some(m.channels.len())
+}
+
+/// `rosbag2_meta`: byte 0 even: the rest is a rosbag2 `metadata.yaml`
+/// (`roverlog_ros::rosbag2::parse`): never panics; what parses, written back out (every value quoted,
+/// each key once) parses to the same keys; a compression it accepts is zstd. Byte 0 odd: the
+/// rest is one message of a `compression_mode: message` bag through `FrameDecoder` with a
+/// 64 KiB limit: never more than the limit out, and the same outcome twice with one reused
+/// zstd context.
+pub fn rosbag2_meta(data: &[u8]) {
+    use roverlog_ros::rosbag2::zstd::FrameDecoder;
+    use roverlog_ros::rosbag2::{parse, Compression};
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
+    if sel & 1 == 1 {
+        const LIMIT: u64 = 64 << 10;
+        let mut d = FrameDecoder::new(LIMIT);
+        let first = d.decompress(rest).map(<[u8]>::to_vec);
+        if let Ok(out) = &first {
+            assert!(out.len() as u64 <= LIMIT, "{} bytes out", out.len());
+        }
+        let again = d.decompress(rest).map(<[u8]>::to_vec);
+        assert_eq!(first, again, "a reused context decodes differently");
+        return;
+    }
+    let text = String::from_utf8_lossy(rest);
+    let Ok(m) = parse(&text) else {
+        return;
+    };
+    if let Ok(c) = m.compression() {
+        if c != Compression::None {
+            assert!(m.compression_format.eq_ignore_ascii_case("zstd"), "{m:?}");
+        }
+    }
+    let mut out = format!(
+        "rosbag2_bagfile_information:\n  storage_identifier: \"{}\"\n  compression_format: \"{}\"\n  compression_mode: \"{}\"\n  relative_file_paths:\n",
+        m.storage_identifier, m.compression_format, m.compression_mode
+    );
+    for f in &m.relative_file_paths {
+        out.push_str(&format!("  - \"{f}\"\n"));
+    }
+    assert_eq!(parse(&out).as_ref(), Ok(&m), "written back:\n{out}");
 }

@@ -10,9 +10,10 @@ use clap::{Args, ValueEnum};
 
 use super::Outcome;
 use roverlog_client::PlayOptions;
-use roverlog_core::replay::{self, GulpSource, Source, TraceSource};
-use roverlog_core::ros::{self, ImageFormat, RosOptions, RosSource, Stamp};
+use roverlog_core::gulp::GulpSource;
+use roverlog_core::replay::{Source, TraceSource};
 use roverlog_core::timestamps::Model;
+use roverlog_ros::{self as ros, ImageFormat, RosOptions, RosSource, Stamp};
 
 #[derive(Args)]
 pub struct ReplayArgs {
@@ -215,7 +216,9 @@ fn open_source(
         if !sensors.is_empty() {
             bail!("--sensors applies to roverd traces; an L5Kit dataset gives ego, agents and traffic_light_faces");
         }
-        return Ok(Box::new(roverlog_core::replay::L5KitSource::open(path)?));
+        return Ok(Box::new(roverlog_core::zarr::l5kit::L5KitSource::open(
+            path,
+        )?));
     }
     bail!(
         "{}: not a roverd trace, gulp directory, L5Kit zarr dataset or ROS recording (rosbag2 directory, .mcap, .bag)",
@@ -305,7 +308,7 @@ pub fn import(args: ImportArgs) -> Result<Outcome> {
     let mut source = open_source(&args.source, &args.sensors, args.fps, args.timestamps, ros)?;
     let pb = super::progress::bar("import", "samples");
     let t0 = std::time::Instant::now();
-    let r = replay::import(
+    let r = roverlog_core::import::import(
         source.as_mut(),
         &args.out,
         &args.source.display().to_string(),

@@ -1,6 +1,6 @@
 //! `roverlog rosbag <trace> [--out PATH] [--min-range M] [--format bag|mcap]`: the trace's
 //! lidar as `sensor_msgs/PointCloud2` on `/points2` and its IMU as `sensor_msgs/Imu` on
-//! `/imu`, for SLAM tools (upstream's `roverd rosbag`; see `roverlog_export::ros`). The
+//! `/imu`, for SLAM tools (upstream's `roverd rosbag`; see `roverlog_ros::export`). The
 //! default output is upstream's, `<trace>/_scratch/lidar.bag` (`_scratch/lidar/`, a rosbag2
 //! directory, with `--format mcap`). An existing output is refused; a failure leaves none.
 
@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
 use super::Outcome;
-use roverlog_export::ros::{export_rosbag, BagFormat, RosbagOptions};
+use roverlog_ros::{export_rosbag, BagFormat, RosbagOptions};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Format {

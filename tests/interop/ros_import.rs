@@ -210,7 +210,7 @@ fn imports_mcap_written_by_mcap_ros2_support() {
 /// whole import (samples are read in time order over all topics), not once per topic.
 #[test]
 fn small_chunks_are_decompressed_about_once() {
-    use roverlog_core::ros::{self, RosOptions, RosSource};
+    use roverlog_ros::{self as ros, RosOptions, RosSource};
     let bags = write_bags();
     check_import(&bags, "ros2_small_chunks.mcap", false);
     let mut src = RosSource::open(

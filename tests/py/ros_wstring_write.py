@@ -4,7 +4,7 @@ tests/interop/ros_wstring.rs, and what importing it must give.
 usage: ros_wstring_write.py OUTDIR
 
 Neither rosbags nor mcap-ros2-support serializes a wstring, so the CDR is built here by hand,
-in both wire forms ROS 2 writers use (crates/core/src/ros/wide.rs): a uint32 count of UTF-16
+in both wire forms ROS 2 writers use (crates/ros/src/wire/wide.rs): a uint32 count of UTF-16
 code units, then each unit as a uint32 (every rmw on Linux) or as a uint16 (Fast-CDR 2.x's
 own form). Written with the `mcap` package's writer.
 

@@ -10,14 +10,12 @@ mod avi;
 mod damage;
 mod jpeg;
 mod lidar;
-mod ros;
 mod zarr;
 
 pub use avi::AviProblem;
 pub use damage::{zero_filled, Damage, ZERO_RUN};
 pub use jpeg::JpegProblem;
 pub use lidar::LidarProblem;
-pub use ros::{DecodeProblem, RosProblem};
 pub use zarr::{ChunkProblem, DTypeProblem, FillProblem, SettingProblem};
 
 /// Result alias used throughout the library.
@@ -153,22 +151,11 @@ pub enum Error {
         limit: usize,
     },
 
-    // ----- ROS recordings ----------------------------------------------------------------
-    /// A ROS recording (MCAP file, ROS 1 bag, rosbag2 directory) that cannot be read: `path`
-    /// is the file, `problem` what is wrong and where.
-    #[error("{}: {problem}", path.display())]
-    Ros { path: PathBuf, problem: RosProblem },
-
-    /// A message of a ROS recording that does not decode against the schema stored with it:
-    /// the file, the topic, the message's place in the topic, and why.
-    #[error("{}: topic {topic}, message {index}: {problem}", path.display())]
-    RosMessage {
-        path: PathBuf,
-        topic: String,
-        index: u64,
-        /// Boxed: the enum stays small for every other error.
-        problem: Box<DecodeProblem>,
-    },
+    // ----- other crates' sources ------------------------------------------------------
+    /// A replay source outside this crate (`roverlog-ros`'s `RosSource`) that failed: its
+    /// own error, whose message is shown unchanged.
+    #[error(transparent)]
+    Source(Box<dyn std::error::Error + Send + Sync + 'static>),
 
     // ----- gulp ------------------------------------------------------------------------
     /// A frame selection (`a:b:c`, `i,j,k`) that does not parse or does not fit a video.

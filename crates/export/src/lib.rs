@@ -23,8 +23,7 @@
 //! `location` (a position mapping and its `LocationFix`); this file writes the file. The
 //! daemon's live feed uses the three, so it shows a trace as this export does.
 //!
-//! [`ros`] writes a trace's lidar and IMU as a ROS 1 bag or a ROS 2 (MCAP) bag instead
-//! (`roverlog rosbag`, upstream's `roverd rosbag`).
+//! A trace's lidar and IMU as a ROS bag (`roverlog rosbag`) is `roverlog-ros`'s.
 
 use std::collections::BTreeMap;
 use std::io::BufWriter;
@@ -38,7 +37,6 @@ use roverlog_core::format::{DType, Trace};
 pub mod location;
 pub mod log;
 pub mod message;
-pub mod ros;
 
 use location::{Location, LocationMapping};
 use message::{channel_metadata, nanos, topic, MessageKind};

@@ -312,9 +312,9 @@ impl Element {
             DType::I4 => f64::from(i32::from_le_bytes(a4())),
             DType::U8 => u64::from_le_bytes(a8()) as f64,
             DType::I8 => i64::from_le_bytes(a8()) as f64,
-            DType::F2 => f64::from(roverlog_core::zarr::values::f16_to_f32(u16::from_le_bytes(
-                a2(),
-            ))),
+            DType::F2 => f64::from(roverlog_core::format::dtype::f16_to_f32(
+                u16::from_le_bytes(a2()),
+            )),
             DType::F4 => f64::from(f32::from_le_bytes(a4())),
             DType::F8 => f64::from_le_bytes(a8()),
             // Refused by `resolve`.

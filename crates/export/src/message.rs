@@ -180,9 +180,9 @@ fn element(dtype: DType, b: &[u8]) -> Value {
         DType::I4 => json!(i32::from_le_bytes(a(4)[..4].try_into().unwrap())),
         DType::U8 => json!(u64::from_le_bytes(a(8))),
         DType::I8 => json!(i64::from_le_bytes(a(8))),
-        DType::F2 => json!(roverlog_core::zarr::values::f16_to_f32(u16::from_le_bytes(
-            [b[0], b[1]]
-        ))),
+        DType::F2 => json!(roverlog_core::format::dtype::f16_to_f32(
+            u16::from_le_bytes([b[0], b[1]])
+        )),
         DType::F4 => json!(f32::from_le_bytes(a(4)[..4].try_into().unwrap())),
         DType::F8 => json!(f64::from_le_bytes(a(8))),
         DType::C8 => json!([element(DType::F4, b), element(DType::F4, &b[4..])]),

@@ -19,6 +19,7 @@
 pub mod check;
 pub mod meta;
 pub mod select;
+mod source;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -34,6 +35,7 @@ pub use crate::jpeg::{
 pub use check::{sanity_check, ChunkSummary, GulpSummary, SanityProblem, SanityReport};
 pub use meta::{parse_gmeta, FrameInfo, GmetaEntry};
 pub use select::FrameSelection;
+pub use source::GulpSource;
 
 use crate::error::IoContext;
 use crate::{Error, Result};

@@ -3,21 +3,18 @@
 //! - [`merge`]: a time-merged stream over a trace's sensors (k-way merge of their `ts`), with
 //!   seek, time window and sensor selection.
 //! - [`sync`]: nearest-sample synchronisation of sensors against a reference sensor.
-//! - [`source`]: datasets presented as sensors (roverd traces, GulpIO2 directories);
-//!   [`l5kit`]: L5Kit zarr datasets likewise.
-//! - [`import`](mod@import): a source written straight to a roverd trace.
+//! - [`source`]: what a source is ([`Source`]: sensors with timestamps and samples) and a
+//!   roverd trace as one ([`TraceSource`]). The other formats' sources live beside their
+//!   readers: [`crate::gulp::GulpSource`], [`crate::zarr::l5kit::L5KitSource`] (and
+//!   `roverlog-ros`'s `RosSource`).
 //!
-//! Plain Rust over files: no sockets, no tokio. Playback into a daemon is
-//! `roverlog_client::play`.
+//! Plain Rust over files: no sockets, no tokio. Writing a source into a trace is
+//! [`crate::import`]; playback into a daemon is `roverlog_client::play`.
 
-pub mod import;
-pub mod l5kit;
 pub mod merge;
 pub mod source;
 pub mod sync;
 
-pub use import::{import, ImportReport};
-pub use l5kit::L5KitSource;
 pub use merge::{MergedSample, TimeMerge};
-pub use source::{GulpSource, Source, SourceSensor, TraceSource};
+pub use source::{Source, SourceSensor, TraceSource};
 pub use sync::{nearest, SyncRow};

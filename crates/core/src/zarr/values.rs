@@ -5,6 +5,7 @@
 //! floats live here too, both ways, since fill values need the other direction.
 
 use super::dtype::{Scalar, ScalarKind};
+use crate::format::dtype::f16_to_f32;
 
 /// Typed values of one field (or of a scalar array), flattened in C order.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,29 +126,6 @@ pub fn utf32_str(bytes: &[u8]) -> String {
         .iter()
         .map(|&u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER))
         .collect()
-}
-
-/// IEEE half to single precision (exact).
-pub fn f16_to_f32(h: u16) -> f32 {
-    let sign = ((h >> 15) as u32) << 31;
-    let exp = ((h >> 10) & 0x1f) as u32;
-    let man = (h & 0x3ff) as u32;
-    let bits = match exp {
-        0 if man == 0 => sign,
-        0 => {
-            // Subnormal: normalise the mantissa.
-            let mut e: u32 = 127 - 15 + 1;
-            let mut m = man;
-            while m & 0x400 == 0 {
-                m <<= 1;
-                e -= 1;
-            }
-            sign | (e << 23) | ((m & 0x3ff) << 13)
-        }
-        31 => sign | 0x7f80_0000 | (man << 13),
-        _ => sign | ((exp + 127 - 15) << 23) | (man << 13),
-    };
-    f32::from_bits(bits)
 }
 
 /// Double to IEEE half, round to nearest even (via `f32`; used for fill values only).

@@ -1,0 +1,561 @@
+//! A ROS recording as a replay [`Source`]: one sensor per topic we understand.
+//!
+//! Opening reads the whole recording once: every message is decoded against its schema and
+//! mapped to channels ([`crate::import::mapping`]); a topic keeps where each message is and its
+//! timestamp, nothing else. A topic whose schema does not parse, whose messages do not decode
+//! or do not map, or whose messages change type or shape is not a sensor: it is listed in
+//! [`RosSource::skipped`] with the reason (an unorganized point cloud that changes only its
+//! width is padded to its widest instead, [`crate::import::cloud`]). Reading a sample decodes its
+//! message again (the last decompressed chunk is kept).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use crate::container::Sink;
+use crate::container::{Connection, MsgRef, MAX_CHUNK};
+use crate::error::{Error, Result};
+use crate::error::{MapError, SkipReason};
+use crate::import::cloud::{self, Widths};
+use crate::import::mapping::{self, ImageFormat, Mapped, Stamp};
+use crate::import::sensors::{as_sensors, mapping_error, Topic};
+use crate::rosbag2::metadata::Compression;
+use crate::rosbag2::zstd::{FrameDecoder, Scratch};
+use crate::storage::{open_and_scan, Storage};
+use crate::typesys::schema::{Dialect, Schema};
+use crate::wire::decode::{decode, decode_detect, Limits, Wire};
+use roverlog_core::format::ChannelFormat;
+use roverlog_core::replay::{Source, SourceSensor};
+
+/// Most decompressed chunks kept: samples are read in time order over all topics (see
+/// [`roverlog_core::import::import_in_time_order`]) and a topic's header stamps may lag the
+/// log time its chunk is ordered by, so reading moves among a few neighbouring chunks.
+pub const CACHE_CHUNKS: usize = 8;
+/// Most bytes of decompressed chunks kept (the latest one is kept whatever its size).
+pub const CACHE_BYTES: usize = 256 << 20;
+
+/// How to read a recording.
+#[derive(Debug, Clone, Default)]
+pub struct RosOptions {
+    pub stamp: Stamp,
+    pub images: ImageFormat,
+    /// Only these topics (all when empty).
+    pub topics: Vec<String>,
+    /// The mapping file's rules, if one was given.
+    pub map: Option<crate::import::topic_map::TopicMap>,
+    pub limits: Option<Limits>,
+}
+
+/// A topic that is not imported, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkippedTopic {
+    pub topic: String,
+    pub msgtype: String,
+    /// Messages of it in the recording.
+    pub messages: u64,
+    pub reason: SkipReason,
+}
+
+/// A ROS recording (MCAP file, ROS 1 bag, rosbag2 directory) as sensors.
+pub struct RosSource {
+    path: PathBuf,
+    files: Vec<Storage>,
+    topics: Vec<Topic>,
+    /// Per sensor: its topic's index.
+    sensor_topics: Vec<usize>,
+    sensors: Vec<SourceSensor>,
+    limits: Limits,
+    /// Decompressed chunks, most recently used first (see [`CACHE_CHUNKS`]).
+    cache: Vec<(u16, u32, Vec<u8>)>,
+    /// Chunks decompressed since opening (the scan aside).
+    decompressed: u64,
+    /// The last message read from a database.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    row: Vec<u8>,
+    /// Messages are zstd frames (rosbag2 `compression_mode: message`).
+    frames: Option<FrameDecoder>,
+    /// Where files compressed whole were decompressed to; last, so removed after the files
+    /// are closed.
+    _scratch: Option<Scratch>,
+}
+
+struct Collector<'o> {
+    opts: &'o RosOptions,
+    /// (file number, done, total) of the scan.
+    progress: &'o mut dyn FnMut(usize, u64, u64),
+    limits: Limits,
+    file_no: u16,
+    /// The file being read (as the recording names it), for errors.
+    file: PathBuf,
+    /// Messages are zstd frames (rosbag2 `compression_mode: message`).
+    frames: Option<FrameDecoder>,
+    /// A message that could not be read (its frame does not decompress): the scan stops.
+    failed: Option<Error>,
+    by_conn: HashMap<(u16, u32), usize>,
+    by_topic: HashMap<String, usize>,
+    topics: Vec<Topic>,
+}
+
+impl Collector<'_> {
+    /// Reads every file of the recording once, in order, collecting its topics; the storages
+    /// opened (to read samples from later).
+    fn scan(
+        &mut self,
+        path: &Path,
+        files: &[PathBuf],
+        scratch: Option<&Scratch>,
+    ) -> Result<Vec<Storage>> {
+        let mut bags = Vec::new();
+        for (no, f) in files.iter().enumerate() {
+            let no = u16::try_from(no).map_err(|_| Error::Ros {
+                path: path.to_path_buf(),
+                problem: crate::error::RosProblem::Metadata(
+                    crate::error::MetadataProblem::TooManyFiles,
+                ),
+            })?;
+            self.file_no = no;
+            self.file = f.clone();
+            bags.push(open_and_scan(f, no, scratch, self)?);
+            if let Some(e) = self.failed.take() {
+                return Err(e);
+            }
+        }
+        Ok(bags)
+    }
+
+    fn skip(t: &mut Topic, reason: SkipReason) {
+        if t.skip.is_none() {
+            t.skip = Some(reason);
+            t.refs = Vec::new();
+            t.ts = Vec::new();
+            t.first = None;
+            t.first_frame = Vec::new();
+        }
+    }
+}
+
+impl Sink for Collector<'_> {
+    fn connection(&mut self, c: Connection) {
+        if !self.opts.topics.is_empty() && !self.opts.topics.contains(&c.topic) {
+            // Known, so its messages are not "of an undefined channel"; never a sensor.
+            self.by_conn.insert((self.file_no, c.id), usize::MAX);
+            return;
+        }
+        if let Some(&i) = self.by_topic.get(&c.topic) {
+            self.by_conn.insert((self.file_no, c.id), i);
+            let t = &mut self.topics[i];
+            if t.msgtype != c.msgtype {
+                let r = SkipReason::TypeChanges {
+                    from: t.msgtype.clone(),
+                    to: c.msgtype.clone(),
+                };
+                Self::skip(t, r);
+            }
+            return;
+        }
+        let rule = self.opts.map.as_ref().and_then(|m| m.get(&c.topic));
+        let (wire, schema, skip) = match &c.wire {
+            _ if rule.is_some_and(|r| r.skip) => (Wire::Cdr, None, Some(SkipReason::LeftOut)),
+            Err(why) => (Wire::Cdr, None, Some(SkipReason::Wire(why.clone()))),
+            Ok(w) => {
+                let dialect = if *w == Wire::Ros1 {
+                    Dialect::Ros1
+                } else {
+                    Dialect::Ros2
+                };
+                match Schema::parse(&c.msgtype, &c.schema, dialect) {
+                    Ok(s) => (*w, Some(s), None),
+                    Err(e) => (*w, None, Some(SkipReason::Schema(e))),
+                }
+            }
+        };
+        let i = self.topics.len();
+        self.topics.push(Topic {
+            topic: c.topic.clone(),
+            msgtype: c.msgtype,
+            wire,
+            schema,
+            wide: None,
+            skip,
+            messages: 0,
+            refs: Vec::new(),
+            ts: Vec::new(),
+            first: None,
+            first_frame: Vec::new(),
+            widths: None,
+            padded_to: None,
+            stamp: rule.and_then(|r| r.stamp).unwrap_or(self.opts.stamp),
+            images: rule.and_then(|r| r.images).unwrap_or(self.opts.images),
+            frame_id: String::new(),
+        });
+        self.by_topic.insert(c.topic, i);
+        self.by_conn.insert((self.file_no, c.id), i);
+    }
+
+    fn progress(&mut self, done: u64, total: u64) {
+        (self.progress)(self.file_no as usize, done, total);
+    }
+
+    fn message(&mut self, conn: u32, log_time: u64, at: MsgRef, data: &[u8]) -> bool {
+        let Some(&i) = self.by_conn.get(&(self.file_no, conn)) else {
+            return false;
+        };
+        if i == usize::MAX || self.failed.is_some() {
+            return true;
+        }
+        let t = &mut self.topics[i];
+        let k = t.messages;
+        t.messages += 1;
+        if t.skip.is_some() {
+            return true;
+        }
+        // A frame that does not decompress is a damaged recording (as a chunk that does not
+        // decompress is), not a message that does not fit its schema: the import fails.
+        let data = match &mut self.frames {
+            None => data,
+            Some(f) => match f.decompress(data) {
+                Ok(d) => d,
+                Err(p) => {
+                    self.failed = Some(Error::RosMessage {
+                        path: self.file.clone(),
+                        topic: t.topic.clone(),
+                        index: k,
+                        problem: Box::new(p),
+                    });
+                    return true;
+                }
+            },
+        };
+        let schema = t
+            .schema
+            .as_ref()
+            .expect("a topic without a schema is skipped");
+        let decoded = match t.wide {
+            Some(w) => decode(schema, data, t.wire, w, &self.limits),
+            None => decode_detect(schema, data, t.wire, &self.limits).map(|(v, found)| {
+                t.wide = found;
+                v
+            }),
+        };
+        let outcome = decoded
+            .map_err(|problem| SkipReason::Decode { index: k, problem })
+            .and_then(|v| {
+                let m = mapping::map(&t.msgtype, &v, t.images)
+                    .map_err(|problem| SkipReason::Map { index: k, problem })?;
+                let dims = cloud::dims(&t.msgtype, &v);
+                Ok((m, mapping::header_stamp(&v), mapping::frame_id(&v), dims))
+            });
+        let (m, stamp, frame, dims) = match outcome {
+            Ok(x) => x,
+            Err(reason) => {
+                Self::skip(t, reason);
+                return true;
+            }
+        };
+        match &t.first {
+            None => {
+                // A publisher that never fills its header leaves the stamp zero: the log
+                // time is then the only time there is.
+                if stamp.is_none() || stamp == Some(0.0) {
+                    t.stamp = Stamp::Log;
+                }
+                t.frame_id = frame.unwrap_or_default();
+                t.widths = dims.map(Widths::new);
+                if matches!(
+                    m.channels[0].1.format,
+                    ChannelFormat::Blob(_) | ChannelFormat::Mjpg
+                ) {
+                    t.first_frame = m.data[0].clone();
+                }
+                t.first = Some(Mapped {
+                    channels: m.channels,
+                    data: Vec::new(),
+                });
+            }
+            Some(first) => {
+                let fits = match (&mut t.widths, dims) {
+                    (Some(w), Some(d)) => w.admit(first, &m, d),
+                    _ => first.same_layout(&m),
+                };
+                if let Err(e) = fits {
+                    Self::skip(
+                        t,
+                        SkipReason::ChangesShape {
+                            index: k,
+                            problem: e,
+                        },
+                    );
+                    return true;
+                }
+            }
+        }
+        let ts = match (t.stamp, stamp) {
+            (Stamp::Header, Some(s)) => s,
+            _ => log_time as f64 * 1e-9,
+        };
+        t.refs.push(at);
+        t.ts.push(ts);
+        true
+    }
+}
+
+impl RosSource {
+    /// Opens and reads `path`: a rosbag2 directory, an `.mcap` file or a ROS 1 `.bag`.
+    pub fn open(path: &Path, opts: RosOptions) -> Result<RosSource> {
+        Self::open_with_progress(path, opts, |_, _, _| {})
+    }
+
+    /// [`RosSource::open`], calling `progress(file number, done, total)` while each file is
+    /// read (bytes of an MCAP file or bag, rows of a database; a rosbag2 directory's files in
+    /// turn).
+    pub fn open_with_progress(
+        path: &Path,
+        opts: RosOptions,
+        mut progress: impl FnMut(usize, u64, u64),
+    ) -> Result<RosSource> {
+        let (files, compression) = if path.is_dir() {
+            let b = crate::rosbag2::metadata::open(path)?;
+            (b.files, b.compression)
+        } else {
+            (vec![path.to_path_buf()], Compression::None)
+        };
+        // Dropped (the directory removed) on every return, the errors' included.
+        let scratch = match compression {
+            Compression::ZstdFile => Some(Scratch::new()?),
+            _ => None,
+        };
+        let frames =
+            || (compression == Compression::ZstdMessage).then(|| FrameDecoder::new(MAX_CHUNK));
+        let limits = opts.limits.unwrap_or_default();
+        let mut c = Collector {
+            opts: &opts,
+            progress: &mut progress,
+            limits,
+            file_no: 0,
+            file: PathBuf::new(),
+            frames: frames(),
+            failed: None,
+            by_conn: HashMap::new(),
+            by_topic: HashMap::new(),
+            topics: Vec::new(),
+        };
+        let bags = c.scan(path, &files, scratch.as_ref())?;
+        let rules = opts.map.as_ref().map(|m| &m.topics);
+        for topic in rules.into_iter().flat_map(|r| r.keys()) {
+            if !c.by_topic.contains_key(topic) {
+                return Err(mapping_error(
+                    path,
+                    topic,
+                    crate::error::MappingProblem::NoSuchTopic,
+                ));
+            }
+        }
+        let mut topics = c.topics;
+        let (sensors, sensor_topics) = as_sensors(path, &mut topics, rules)?;
+        Ok(RosSource {
+            path: path.to_path_buf(),
+            files: bags,
+            topics,
+            sensor_topics,
+            sensors,
+            limits,
+            cache: Vec::new(),
+            decompressed: 0,
+            row: Vec::new(),
+            frames: frames(),
+            _scratch: scratch,
+        })
+    }
+
+    /// Topics not imported, with the reason, in the order they appear.
+    pub fn skipped(&self) -> Vec<SkippedTopic> {
+        self.topics
+            .iter()
+            .filter_map(|t| {
+                t.skip.as_ref().map(|r| SkippedTopic {
+                    topic: t.topic.clone(),
+                    msgtype: t.msgtype.clone(),
+                    messages: t.messages,
+                    reason: r.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// (chunks in the recording, chunks decompressed to read samples so far): how well the
+    /// reading order fits the chunks.
+    pub fn chunk_reads(&self) -> (u64, u64) {
+        let chunks = self
+            .files
+            .iter()
+            .map(|f| match f {
+                Storage::Mapped(b) => b.chunks.len() as u64,
+                #[cfg(feature = "sqlite")]
+                Storage::Db3(_) => 0,
+            })
+            .sum();
+        (chunks, self.decompressed)
+    }
+
+    /// The topic sensor `i` was made from.
+    pub fn topic_of(&self, sensor: usize) -> &str {
+        &self.topics[self.sensor_topics[sensor]].topic
+    }
+
+    /// Makes the bytes of `r` available to [`RosSource::bytes`]: its chunk decompressed (the
+    /// last one is kept), or its database row read.
+    fn load(&mut self, r: MsgRef) -> Result<()> {
+        match &self.files[r.file as usize] {
+            #[cfg(feature = "sqlite")]
+            Storage::Db3(db) => db.read_into(r.start as i64, &mut self.row),
+            Storage::Mapped(_) if r.chunk == MsgRef::NO_CHUNK => Ok(()),
+            Storage::Mapped(file) => {
+                let at = self
+                    .cache
+                    .iter()
+                    .position(|(f, c, _)| *f == r.file && *c == r.chunk);
+                let entry = match at {
+                    Some(i) => self.cache.remove(i),
+                    None => {
+                        self.decompressed += 1;
+                        (r.file, r.chunk, file.decompress(r.chunk as usize)?)
+                    }
+                };
+                self.cache.insert(0, entry);
+                let mut bytes = 0;
+                let keep = self
+                    .cache
+                    .iter()
+                    .take_while(|(_, _, c)| {
+                        bytes += c.len();
+                        bytes <= CACHE_BYTES
+                    })
+                    .count()
+                    .clamp(1, CACHE_CHUNKS);
+                self.cache.truncate(keep);
+                Ok(())
+            }
+        }
+    }
+
+    /// The bytes of `r` as stored, after [`RosSource::load`]. Not a method: the caller
+    /// borrows `frames` mutably beside it.
+    fn stored<'a>(
+        files: &'a [Storage],
+        cache: &'a [(u16, u32, Vec<u8>)],
+        #[cfg_attr(not(feature = "sqlite"), allow(unused_variables))] row: &'a [u8],
+        r: MsgRef,
+    ) -> &'a [u8] {
+        let range = r.start as usize..r.start as usize + r.len as usize;
+        match &files[r.file as usize] {
+            #[cfg(feature = "sqlite")]
+            Storage::Db3(_) => row,
+            Storage::Mapped(f) if r.chunk == MsgRef::NO_CHUNK => &f.map[range],
+            Storage::Mapped(_) => &cache.first().expect("load fills the cache").2[range],
+        }
+    }
+}
+
+impl Source for RosSource {
+    fn sensors(&self) -> &[SourceSensor] {
+        &self.sensors
+    }
+
+    fn timestamps(&mut self, sensor: usize) -> roverlog_core::Result<Vec<f64>> {
+        Ok(self.topics[self.sensor_topics[sensor]].ts.clone())
+    }
+
+    fn read(
+        &mut self,
+        sensor: usize,
+        index: u64,
+        out: &mut Vec<Vec<u8>>,
+    ) -> roverlog_core::Result<()> {
+        Ok(self.read_message(sensor, index, out)?)
+    }
+
+    fn extra_files(&self, sensor: usize) -> Vec<(String, Vec<u8>)> {
+        self.sidecar(sensor)
+    }
+}
+
+impl RosSource {
+    /// Message `index` of `sensor`'s topic, decoded and mapped to its channels in `out`.
+    fn read_message(&mut self, sensor: usize, index: u64, out: &mut Vec<Vec<u8>>) -> Result<()> {
+        let ti = self.sensor_topics[sensor];
+        let r = *self.topics[ti].refs.get(index as usize).ok_or_else(|| {
+            roverlog_core::Error::OutOfRange {
+                path: self.path.clone(),
+                index,
+                len: self.topics[ti].refs.len() as u64,
+            }
+        })?;
+        let images = self.topics[ti].images;
+        let limits = self.limits;
+        let path = self.files[r.file as usize].path().to_path_buf();
+        self.load(r)?;
+        let data = Self::stored(&self.files, &self.cache, &self.row, r);
+        let t = &self.topics[ti];
+        let schema = t.schema.as_ref().expect("a sensor's topic has a schema");
+        let err = |problem| Error::RosMessage {
+            path: path.clone(),
+            topic: t.topic.clone(),
+            index,
+            problem: Box::new(problem),
+        };
+        let data = match &mut self.frames {
+            None => data,
+            Some(f) => f.decompress(data).map_err(err)?,
+        };
+        let wide = t.wide.unwrap_or_default();
+        let v = decode(schema, data, t.wire, wide, &limits).map_err(err)?;
+        let changed = |problem| Error::MapsDifferently {
+            path: path.clone(),
+            topic: t.topic.clone(),
+            index,
+            problem: Box::new(problem),
+        };
+        let mut m = mapping::map(&t.msgtype, &v, images).map_err(changed)?;
+        if let Some(max) = t.padded_to {
+            match cloud::dims(&t.msgtype, &v) {
+                Some((1, w)) => cloud::pad(&mut m, w, max).map_err(changed)?,
+                _ => return Err(changed(MapError::NotUnorganized)),
+            }
+        }
+        let meta = &self.sensors[sensor].meta;
+        if m.data.len() != meta.channels.len() {
+            return Err(Error::ShapeChanged {
+                path,
+                topic: t.topic.clone(),
+                index,
+            });
+        }
+        out.clear();
+        out.extend(m.data);
+        Ok(())
+    }
+
+    /// The sensor's `ros.json`: where its topic came from.
+    fn sidecar(&self, sensor: usize) -> Vec<(String, Vec<u8>)> {
+        let t = &self.topics[self.sensor_topics[sensor]];
+        let mut doc = json!({
+            "source": self.path,
+            "topic": t.topic,
+            "type": t.msgtype,
+            "frame_id": t.frame_id,
+            "messages": t.messages,
+            "stamp": match t.stamp { Stamp::Header => "header", Stamp::Log => "log" },
+        });
+        if let Some(max) = t.padded_to {
+            // Every channel but the count is padded past the count to this many points.
+            let meta = &self.sensors[sensor].meta;
+            doc["padded_to"] = json!(max);
+            doc["points_channel"] = json!(meta.channels.last().map(|(n, _)| n.as_str()));
+        }
+        vec![(
+            "ros.json".into(),
+            serde_json::to_vec_pretty(&doc).expect("JSON"),
+        )]
+    }
+}
