@@ -1,4 +1,4 @@
-//! `roverlog bench --disk DIR`: prints what [`roverlog_bench::disk::measure`] measured and
+//! `roverlog bench --disk DIR`: prints what [`crate::disk::measure`] measured and
 //! the advice drawn from it. The advice is a pure function of the measured figures
 //! ([`advice`]), so what it says for given numbers is tested without a disk.
 //!
@@ -43,7 +43,7 @@ pub struct Advice {
 }
 
 /// The advice for a load of `load` bytes/s in all, `sensor_load` of it from the busiest
-/// sensor, from `r`, [`roverlog_bench::disk::measure`]'s figures (`sizes` with `block_bytes`
+/// sensor, from `r`, [`crate::disk::measure`]'s figures (`sizes` with `block_bytes`
 /// and `mb_per_s`; `plan` with `fsync_interval_ms`, `bytes_per_interval`, `worst_round_s`,
 /// `holds`, or `why` when it was not measured).
 ///
@@ -61,7 +61,7 @@ pub fn advice(r: &Value, load: f64, sensor_load: f64) -> Advice {
         "for a load of {} in all, the busiest sensor {} (fsync \"periodic\"); one interval's data written and fdatasynced, worst of {} rounds:",
         mib_s(load),
         mib_s(sensor_load),
-        roverlog_bench::disk::PLAN_ROUNDS
+        crate::disk::PLAN_ROUNDS
     ));
     let plan: Vec<&Value> = r["plan"].as_array().into_iter().flatten().collect();
     for p in &plan {
@@ -195,7 +195,7 @@ pub fn advice(r: &Value, load: f64, sensor_load: f64) -> Advice {
     }
 }
 
-/// `bench --disk DIR` (see [`roverlog_bench::disk`]): measures, prints the table and the
+/// `bench --disk DIR` (see [`crate::disk`]): measures, prints the table and the
 /// advice (or one JSON object); exit 1 when the disk does not hold the load.
 pub fn run(
     dir: &Path,
@@ -223,7 +223,7 @@ pub fn run(
         return ExitCode::from(2);
     }
     let (load, sensor_load) = (load_mbps * 1e6, sensor_mbps * 1e6);
-    let mut r = match roverlog_bench::disk::measure(dir, disk_mib << 20, 4 << 20, load) {
+    let mut r = match crate::disk::measure(dir, disk_mib << 20, 4 << 20, load) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("roverlog bench: error: {e}");
@@ -293,7 +293,7 @@ mod tests {
     /// Figures as `measure` reports them: three block sizes at `mbps` MB/s (the 4 KiB one at
     /// `small_mbps`), and per interval the worst round in ms (`None`: not measured).
     fn measured(small_mbps: f64, mbps: f64, load: f64, rounds_ms: [Option<f64>; 5]) -> Value {
-        let plan: Vec<Value> = roverlog_bench::disk::INTERVALS_MS
+        let plan: Vec<Value> = crate::disk::INTERVALS_MS
             .iter()
             .zip(rounds_ms)
             .map(|(&ms, worst)| {

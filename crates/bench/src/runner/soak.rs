@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
-use roverlog_bench::procfs;
+use crate::procfs;
 use roverlog_client::Driver;
 use roverlog_core::format::events::{read_events, Event};
 use roverlog_core::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
@@ -40,6 +40,7 @@ use roverlog_daemon::Config;
 
 use super::child::{ctl, DaemonChild};
 use super::foxglove::Watcher;
+use super::{make_work_dir, Options};
 
 /// Bytes of one camera frame: a 640x480 JPEG at ordinary quality.
 pub(super) const CAMERA_BYTES: usize = 60_000;
@@ -499,4 +500,22 @@ pub(super) fn print(r: &Value) {
     for f in r["failures"].as_array().into_iter().flatten() {
         println!("FAILED: {}", f.as_str().unwrap_or_default());
     }
+}
+
+/// `--only soak`: the soak in a fresh working directory, its report as a table or JSON.
+pub(super) fn alone(args: &Options) -> Result<bool> {
+    let work = make_work_dir(args.dir.as_deref())?;
+    super::progress(&format!(
+        "working in {}; soak for {} min",
+        work.display(),
+        args.minutes
+    ));
+    let (report, ok) = run(&work, args.minutes)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).expect("json"));
+    } else {
+        print(&report);
+    }
+    super::finish(&work, args.keep, ok);
+    Ok(ok)
 }
