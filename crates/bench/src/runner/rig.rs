@@ -168,56 +168,9 @@ pub(super) fn run(args: &Options) -> Result<bool> {
     progress("rig: making the frames (JPEG-encoding the camera's)");
     let pool = frames::write_pool(&frames_dir, &dims)?;
 
-    // Rounds alternate which side goes first, so drift in the machine's load hits both.
     let kind = peer_kind(args);
-    let (mut ours, mut theirs): (Option<Ours>, Option<Result<Side>>) = (None, None);
-    for round in 0..rounds {
-        let mut theirs_round = None;
-        if round % 2 == 1 {
-            theirs_round = Some(run_python(args, &kind, &work, &frames_dir, seconds, round));
-        }
-        let o = run_ours(args, &work, &frames_dir, &dims, seconds, round)?;
-        let t = match theirs_round {
-            Some(t) => t,
-            None => run_python(args, &kind, &work, &frames_dir, seconds, round),
-        };
-        if let Err(e) = &t {
-            progress(&format!("rig: the Python writers failed: {e:#}"));
-        }
-        progress(&format!(
-            "rig: round {}: ours {:.2}x real time, {:.2} daemon CPU s per rig s ({:.2} system, \
-             {} minor faults); theirs {}",
-            round + 1,
-            o.side.x_real_time(seconds),
-            o.daemon_cpu / seconds,
-            o.daemon_system / seconds,
-            o.daemon_minor_faults,
-            match &t {
-                Ok(t) => format!(
-                    "{:.2}x, {:.2} CPU s",
-                    t.x_real_time(seconds),
-                    t.own_cpu() / seconds
-                ),
-                Err(_) => "failed".into(),
-            }
-        ));
-        match &mut ours {
-            None => ours = Some(o),
-            Some(acc) => acc.absorb(o),
-        }
-        theirs = Some(match (theirs, t) {
-            (None, t) => t,
-            (Some(Ok(mut acc)), Ok(t)) => {
-                acc.rounds.extend(t.rounds);
-                Ok(acc)
-            }
-            (Some(Err(e)), _) | (Some(Ok(_)), Err(e)) => Err(e),
-        });
-    }
-    let (ours, theirs) = (
-        ours.expect("at least one round"),
-        (kind, theirs.expect("at least one round")),
-    );
+    let (ours, theirs) = run_rounds(args, &kind, &work, &frames_dir, &dims, seconds, rounds)?;
+    let theirs = (kind, theirs);
     let load_after = load_average();
 
     let total = seconds * rounds as f64;
@@ -308,6 +261,67 @@ pub(super) fn run(args: &Options) -> Result<bool> {
         let _ = std::fs::remove_dir_all(&work);
     }
     Ok(ok)
+}
+
+/// The rig's rounds, ours and the Python writers' summed. Rounds alternate which side goes
+/// first, so drift in the machine's load hits both.
+fn run_rounds(
+    args: &Options,
+    kind: &PeerKind,
+    work: &Path,
+    frames_dir: &Path,
+    dims: &Dims,
+    seconds: f64,
+    rounds: usize,
+) -> Result<(Ours, Result<Side>)> {
+    let (mut ours, mut theirs): (Option<Ours>, Option<Result<Side>>) = (None, None);
+    for round in 0..rounds {
+        let mut theirs_round = None;
+        if round % 2 == 1 {
+            theirs_round = Some(run_python(args, kind, work, frames_dir, seconds, round));
+        }
+        let o = run_ours(args, work, frames_dir, dims, seconds, round)?;
+        let t = match theirs_round {
+            Some(t) => t,
+            None => run_python(args, kind, work, frames_dir, seconds, round),
+        };
+        if let Err(e) = &t {
+            progress(&format!("rig: the Python writers failed: {e:#}"));
+        }
+        progress(&format!(
+            "rig: round {}: ours {:.2}x real time, {:.2} daemon CPU s per rig s ({:.2} system, \
+             {} minor faults); theirs {}",
+            round + 1,
+            o.side.x_real_time(seconds),
+            o.daemon_cpu / seconds,
+            o.daemon_system / seconds,
+            o.daemon_minor_faults,
+            match &t {
+                Ok(t) => format!(
+                    "{:.2}x, {:.2} CPU s",
+                    t.x_real_time(seconds),
+                    t.own_cpu() / seconds
+                ),
+                Err(_) => "failed".into(),
+            }
+        ));
+        match &mut ours {
+            None => ours = Some(o),
+            Some(acc) => acc.absorb(o),
+        }
+        theirs = Some(match (theirs, t) {
+            (None, t) => t,
+            (Some(Ok(mut acc)), Ok(t)) => {
+                acc.rounds.extend(t.rounds);
+                Ok(acc)
+            }
+            (Some(Err(e)), _) | (Some(Ok(_)), Err(e)) => Err(e),
+        });
+    }
+    Ok((
+        ours.expect("at least one round"),
+        theirs.expect("at least one round"),
+    ))
 }
 
 fn first_line(s: &str) -> &str {
