@@ -61,7 +61,7 @@ pub struct Options {
     /// Directory to work in (a fresh subdirectory is made inside); default ./target/bench-tmp
     /// when ./target exists, else the system temp dir.
     pub dir: Option<PathBuf>,
-    /// Measure this directory's disk instead ([`disk::run`]).
+    /// Measure this directory's disk instead (write and fsync latency, throughput, advice).
     pub disk: Option<PathBuf>,
     /// The sensor load for `disk`'s advice, all sensors together, MB/s.
     pub load_mbps: f64,

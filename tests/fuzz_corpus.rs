@@ -1,8 +1,10 @@
 //! Runs every fuzz target's check (`fuzz/fuzz_targets/checks.rs`) over its committed seeds in
 //! `fuzz/corpus-seeds/<target>/` (inputs that once crashed included), with the normal test
 //! harness: a regression is caught by `cargo test`, without cargo-fuzz or a nightly compiler.
+//! Its own binary in the root package: the targets check core, the daemon's protocol and
+//! config, and ROS, so it builds with all of them (not with core's tests).
 
-#[path = "../../fuzz/fuzz_targets/checks.rs"]
+#[path = "../fuzz/fuzz_targets/checks.rs"]
 mod checks;
 
 use std::path::Path;
