@@ -1,5 +1,5 @@
 //! The body of every fuzz target, as plain functions over bytes: `fuzz_targets/<name>.rs` calls
-//! them under libFuzzer, and `tests/format/fuzz_corpus.rs` runs them over the committed seeds in
+//! them under libFuzzer, and `tests/fuzz_corpus.rs` runs them over the committed seeds in
 //! `fuzz/corpus-seeds/<name>/` with the normal test harness, so a regression of a fixed crash
 //! is caught without cargo-fuzz. Each one panics exactly when an invariant breaks. The ROS
 //! targets' bodies are `checks_ros.rs` (run by `crates/ros/tests/fuzz_corpus.rs`).

@@ -103,7 +103,7 @@ enum Command {
     Driver(driver::Args),
     /// One stream of `bench --only rig` (started by it, one process per sensor).
     #[command(hide = true, name = "bench-rig-driver")]
-    BenchRigDriver(bench::rig::DriverArgs),
+    BenchRigDriver(bench::DriverArgs),
 }
 
 /// From here on, a reader of stdout that goes away (`| head`) ends the process quietly, like
@@ -162,7 +162,7 @@ pub fn main() -> ExitCode {
         Command::Ctl(a) => return ctl::main(a),
         Command::Bench(a) => return bench::main(a),
         Command::Driver(a) => return driver::main(a),
-        Command::BenchRigDriver(a) => return bench::rig::driver_main(a),
+        Command::BenchRigDriver(a) => return bench::driver_main(a),
         Command::Info(a) => trace_cmds::info(a),
         Command::Validate(a) => trace_cmds::validate(a),
         Command::Recover(a) => trace_cmds::recover(a),

@@ -157,6 +157,32 @@ fn assert_usage_error(args: &[&str], needle: &str) {
     assert!(String::from_utf8_lossy(&out.stderr).contains(needle));
 }
 
+/// `bench --help`'s `--only` names every scenario of the bench crate's table (a row added
+/// there is documented here too).
+#[test]
+fn help_names_every_scenario_of_the_table() {
+    let out = Command::new(common::roverlog_bin())
+        .args(["bench", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let only = help
+        .split("--only <ONLY>")
+        .nth(1)
+        .and_then(|rest| rest.split("\n      --").next())
+        .expect("bench --help documents --only");
+    let words: Vec<&str> = only
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .collect();
+    let catalogue = roverlog_bench::runner::catalogue();
+    assert!(catalogue.len() >= 13, "{catalogue:?}");
+    for (name, measures) in catalogue {
+        assert!(!measures.is_empty(), "{name}: what it measures is empty");
+        assert!(words.contains(&name), "--only's help lacks {name}: {only}");
+    }
+}
+
 #[test]
 fn unknown_scenario_is_a_usage_error() {
     assert_usage_error(&["--only", "nosuch"], "nosuch");

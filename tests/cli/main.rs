@@ -4,19 +4,17 @@
 //! to the damage; an OS error printed once (on a tmpfs the test mounts: root). Some check their
 //! output with the Python peers (`.venv`) and ffmpeg.
 
-// The helpers of tests/support/ this binary uses, compiled once for all its modules.
-// `common` and `daemon`: shared by several test binaries, each using its own part (the rest is not dead).
+// The shared test helpers are the roverlog-testkit crate (crates/testkit); the helpers
+// only this binary uses stay in tests/support/.
 #[path = "../support"]
 mod support {
-    #[allow(dead_code)]
-    pub mod common;
-    #[allow(dead_code)]
-    pub mod daemon;
+    pub use roverlog_testkit::{common, daemon};
     pub mod garage;
 }
 
 mod bench_smoke;
 mod compact;
+mod crash;
 mod damaged;
 mod export_location;
 mod export_mcap;

@@ -1,16 +1,11 @@
 //! The real `roverlog daemon` process driven like drivers, `roverlog ctl` and systemd drive
 //! it: ingest, control, crashes, the disk guard, health, receive timestamps, snapshots, the
 //! dashboard's HTTP API, the Foxglove feed, sd_notify and `examples/driver.py`. Needs root
-//! (the disk tests mount a tmpfs) and `python3` (part of `scripts/test --quick`).
+//! (the disk tests mount a tmpfs) and `python3`.
 
-// The helpers of tests/support/ this binary uses, compiled once for all its modules.
-// `common` and `daemon`: shared by several test binaries, each using its own part (the rest is not dead).
-#[path = "../support"]
+// The shared test helpers: the roverlog-testkit crate (crates/testkit).
 mod support {
-    #[allow(dead_code)]
-    pub mod common;
-    #[allow(dead_code)]
-    pub mod daemon;
+    pub use roverlog_testkit::{common, daemon};
 }
 
 mod alarms_steady;

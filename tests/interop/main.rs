@@ -2,14 +2,9 @@
 //! zarr-python (the Python peers in `.venv`, `tests/py/`), OpenCV and ffmpeg for `mjpg`
 //! video, and the dashboard in headless Chromium. A missing peer fails the test naming it.
 
-// The helpers of tests/support/ this binary uses, compiled once for all its modules.
-// `common` and `daemon`: shared by several test binaries, each using its own part (the rest is not dead).
-#[path = "../support"]
+// The shared test helpers: the roverlog-testkit crate (crates/testkit).
 mod support {
-    #[allow(dead_code)]
-    pub mod common;
-    #[allow(dead_code)]
-    pub mod daemon;
+    pub use roverlog_testkit::{common, daemon};
 }
 
 mod daemon_mjpg;

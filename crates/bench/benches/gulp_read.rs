@@ -14,10 +14,8 @@
 //! hands out a copy of every frame must at least spend here; and how many times gulpio2's time
 //! that is.
 
-// The integration tests' helpers (the venv's Python, the root); this bench uses a few.
-#[path = "../../../tests/support/common/mod.rs"]
-#[allow(dead_code)]
-mod common;
+// The integration tests' helpers (the venv's Python, the root): crates/testkit.
+use roverlog_testkit::common;
 
 #[path = "support/mod.rs"]
 mod support;

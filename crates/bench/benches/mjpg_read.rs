@@ -10,10 +10,8 @@
 //!   (frames split in contiguous ranges), against OpenCV opening the file and reading every
 //!   frame (`VideoCapture.read` plus upstream's BGR -> RGB conversion).
 
-// The integration tests' helpers (the venv's Python, the root); this bench uses a few.
-#[path = "../../../tests/support/common/mod.rs"]
-#[allow(dead_code)]
-mod common;
+// The integration tests' helpers (the venv's Python, the root): crates/testkit.
+use roverlog_testkit::common;
 
 #[path = "support/mod.rs"]
 mod support;

@@ -4,10 +4,8 @@
 //!
 //! `cargo bench --bench zarr_codecs`
 
-// The integration tests' helpers (the venv's Python, the root); this bench uses a few.
-#[path = "../../../tests/support/common/mod.rs"]
-#[allow(dead_code)]
-mod common;
+// The integration tests' helpers (the venv's Python, the root): crates/testkit.
+use roverlog_testkit::common;
 
 #[path = "support/mod.rs"]
 mod support;

@@ -6,10 +6,8 @@
 //! rows (the same slices), best of several repeats in
 //! alternating rounds. Results must be byte-identical.
 
-// The integration tests' helpers (the venv's Python, the root); this bench uses a few.
-#[path = "../../../tests/support/common/mod.rs"]
-#[allow(dead_code)]
-mod common;
+// The integration tests' helpers (the venv's Python, the root): crates/testkit.
+use roverlog_testkit::common;
 
 #[path = "support/mod.rs"]
 mod support;

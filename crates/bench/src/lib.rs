@@ -10,6 +10,9 @@
 //!   the `.xz` encoder bench and the `lzmaf` tests.
 //! - [`procfs`]: the daemon's resident memory and the target directory's filesystem, read
 //!   from `/proc`.
+//! - [`runner`]: `roverlog bench` itself (the binary only parses its arguments): the
+//!   scenarios' table (name, what it measures, the function that runs it), the daemon run as
+//!   a child process per scenario, the data check and the reports.
 //!
 //! Plain std threads and blocking sockets: the harness must not share the daemon's runtime
 //! or its bugs. Results are [`Throughput`]s, printed as MB/s and samples/s.
@@ -22,6 +25,7 @@ pub mod load;
 pub mod procfs;
 pub mod rig;
 pub mod rosbag_trace;
+pub mod runner;
 
 pub use roverlog_core::noise;
 

@@ -24,7 +24,7 @@ use roverlog_client::Driver;
 use roverlog_core::format::{ChannelFormat, ChannelMeta, DType, Sensor, SensorMeta};
 
 use super::child::{ctl, make_work_dir};
-use super::{progress, Args};
+use super::{progress, Options};
 
 const SCENARIOS: [&str; 3] = ["fsync_eio", "enospc", "shutdown"];
 /// Bytes of one sample (one raw channel).
@@ -38,7 +38,7 @@ struct Figures {
     rss_peak: u64,
 }
 
-pub(super) fn run(args: &Args) -> Result<bool> {
+pub(super) fn run(args: &Options) -> Result<bool> {
     let rounds = args.rounds.unwrap_or(3).max(1);
     let work = make_work_dir(args.dir.as_deref())?;
     let mut ok = true;

@@ -1,5 +1,5 @@
 //! `roverlog bench --only rosbag`: the `rosbag` verb on a full-size trace against upstream's
-//! `roverd rosbag`, same run. The trace (`roverlog_bench::rosbag_trace`: `--lidar-frames`
+//! `roverd rosbag`, same run. The trace (`crate::rosbag_trace`: `--lidar-frames`
 //! OS1-128 frames of 128 x 2048, `rfl`, `nir`, `rng` as `lzmaf`, a real-shaped `lidar.json`,
 //! a 100 Hz IMU) is written once; then the rounds alternate upstream and ours, each a child
 //! process writing a ROS 1 bag with `--min_range 0.5` into the working directory. Each run's
@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use super::{load_average, make_work_dir, progress, rig::UPSTREAM_ENV, Args};
+use super::{load_average, make_work_dir, progress, rig::UPSTREAM_ENV, Options};
 
 /// One verb's run.
 struct Run {
@@ -93,7 +93,7 @@ fn counts(python: &Path, bag: &Path) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-pub(super) fn run_bench(args: &Args) -> Result<bool> {
+pub(super) fn run_bench(args: &Options) -> Result<bool> {
     let frames = args.lidar_frames;
     if frames == 0 {
         bail!("--lidar-frames must be at least 1");
@@ -108,9 +108,9 @@ pub(super) fn run_bench(args: &Args) -> Result<bool> {
     progress(&format!(
         "writing {} ({frames} lidar frames, {} IMU samples)",
         trace.display(),
-        frames * roverlog_bench::rosbag_trace::IMU_PER_FRAME
+        frames * crate::rosbag_trace::IMU_PER_FRAME
     ));
-    roverlog_bench::rosbag_trace::write(&trace, frames)?;
+    crate::rosbag_trace::write(&trace, frames)?;
     let exe = std::env::current_exe().context("finding this executable")?;
 
     let mut ours = Vec::new();
@@ -180,7 +180,7 @@ pub(super) fn run_bench(args: &Args) -> Result<bool> {
     };
     println!(
         "rosbag: {frames} lidar frames 128 x 2048, {} IMU samples, --min-range 0.5, {rounds} rounds alternating",
-        frames * roverlog_bench::rosbag_trace::IMU_PER_FRAME
+        frames * crate::rosbag_trace::IMU_PER_FRAME
     );
     if !theirs.is_empty() {
         line("upstream roverd rosbag", &theirs);

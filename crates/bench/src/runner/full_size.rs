@@ -1,5 +1,5 @@
 //! `roverlog bench --only full-size`: the red-rover rig's one-hour trace (written by
-//! [`roverlog_bench::hour`]) read at full size.
+//! [`crate::hour`]) read at full size.
 //!
 //! - Single-sample reads in the library, per format: one `Sensor::open` + `channel` + `len`,
 //!   and one random `get(i)` on a channel kept open, on the hour's channel against a
@@ -20,11 +20,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use roverlog_bench::hour::{self, RigShape};
-use roverlog_bench::procfs;
+use crate::hour::{self, RigShape};
+use crate::procfs;
 use roverlog_core::format::Sensor;
 
 use super::verb_floor;
+use super::{make_work_dir, Options};
 
 /// Peak resident memory a verb may use on the hour trace, whatever its length.
 pub(super) const RSS_BUDGET: u64 = 256 << 20;
@@ -488,4 +489,13 @@ fn print_table(r: &Value) {
 
 fn progress(msg: &str) {
     eprintln!("bench full-size: {msg}");
+}
+
+/// `--only full-size`: the bench in a fresh working directory, kept when asked or failed.
+pub(super) fn alone(args: &Options) -> Result<bool> {
+    let work = make_work_dir(args.dir.as_deref())?;
+    super::progress(&format!("working in {}", work.display()));
+    let ok = run(&work, args.quick, args.json)?;
+    super::finish(&work, args.keep, ok);
+    Ok(ok)
 }

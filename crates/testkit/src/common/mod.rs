@@ -60,13 +60,29 @@ pub fn run_python(script: &str, args: &[&std::ffi::OsStr]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// The `roverlog` binary built for this test run (the root package's tests; the bench crate's
-/// benches include this file too, and have no such binary: `env!` would not compile there).
+/// The `roverlog` binary built for this test run: cargo builds the root package's binary for
+/// its integration tests and puts it beside their `deps/` directory (`CARGO_BIN_EXE_roverlog`
+/// exists only while a test of that package compiles, not in this crate). Panics naming the
+/// path when it is not there (a test of another package, or the binary not built).
 pub fn roverlog_bin() -> PathBuf {
-    match option_env!("CARGO_BIN_EXE_roverlog") {
-        Some(bin) => PathBuf::from(bin),
-        None => panic!("only the roverlog package's tests are built with the roverlog binary"),
+    if let Some(bin) = std::env::var_os("CARGO_BIN_EXE_roverlog") {
+        return PathBuf::from(bin);
     }
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let dir = exe.parent().expect("the test executable's directory");
+    // target/<profile>/deps/<test> -> target/<profile>/roverlog
+    let dir = if dir.ends_with("deps") {
+        dir.parent().unwrap_or(dir)
+    } else {
+        dir
+    };
+    let bin = dir.join("roverlog");
+    assert!(
+        bin.is_file(),
+        "{}: no roverlog binary (only the roverlog package's tests are built with it)",
+        bin.display()
+    );
+    bin
 }
 
 /// Lower-case hex sha256 of `bytes`.

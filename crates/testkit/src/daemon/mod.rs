@@ -58,7 +58,7 @@ impl TestDaemon {
 
     /// `roverlog daemon --config <config>`, not started.
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_roverlog"));
+        let mut cmd = Command::new(crate::common::roverlog_bin());
         cmd.args(["daemon", "--config"]).arg(&self.config);
         cmd
     }

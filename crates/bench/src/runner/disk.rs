@@ -1,4 +1,4 @@
-//! `roverlog bench --disk DIR`: prints what [`roverlog_bench::disk::measure`] measured and
+//! `roverlog bench --disk DIR`: prints what [`crate::disk::measure`] measured and
 //! the advice drawn from it. The advice is a pure function of the measured figures
 //! ([`advice`]), so what it says for given numbers is tested without a disk.
 //!
@@ -43,7 +43,7 @@ pub struct Advice {
 }
 
 /// The advice for a load of `load` bytes/s in all, `sensor_load` of it from the busiest
-/// sensor, from `r`, [`roverlog_bench::disk::measure`]'s figures (`sizes` with `block_bytes`
+/// sensor, from `r`, [`crate::disk::measure`]'s figures (`sizes` with `block_bytes`
 /// and `mb_per_s`; `plan` with `fsync_interval_ms`, `bytes_per_interval`, `worst_round_s`,
 /// `holds`, or `why` when it was not measured).
 ///
@@ -54,17 +54,38 @@ pub struct Advice {
 /// wrote slower than the load with any block size is not trusted to hold it, whatever a few
 /// short rounds showed.
 pub fn advice(r: &Value, load: f64, sensor_load: f64) -> Advice {
-    // The daemon's defaults the advice compares against.
-    let defaults = roverlog_daemon::config::RawConfig::default();
+    let plan: Vec<&Value> = r["plan"].as_array().into_iter().flatten().collect();
+    let mut lines = plan_lines(&plan, load, sensor_load);
+    lines.push(String::new());
+    let fails = |mut lines: Vec<String>, more: Vec<String>| {
+        lines.extend(more);
+        Advice {
+            holds: false,
+            fsync_interval_ms: None,
+            queue_bytes: None,
+            lines,
+        }
+    };
+    if let Some(warning) = slower_than_load(r, load) {
+        return fails(lines, warning);
+    }
+    match plan.iter().position(|p| p["holds"] == true) {
+        None => fails(lines, vec![no_interval_holds(&plan)]),
+        Some(i) => recommend(&plan, i, sensor_load, lines),
+    }
+}
+
+/// The advice's first lines: each candidate fsync interval, and whether writing and syncing
+/// one interval of the load fit in it.
+fn plan_lines(plan: &[&Value], load: f64, sensor_load: f64) -> Vec<String> {
     let mut lines = Vec::new();
     lines.push(format!(
         "for a load of {} in all, the busiest sensor {} (fsync \"periodic\"); one interval's data written and fdatasynced, worst of {} rounds:",
         mib_s(load),
         mib_s(sensor_load),
-        roverlog_bench::disk::PLAN_ROUNDS
+        crate::disk::PLAN_ROUNDS
     ));
-    let plan: Vec<&Value> = r["plan"].as_array().into_iter().flatten().collect();
-    for p in &plan {
+    for p in plan {
         let ms = p["fsync_interval_ms"].as_u64().unwrap_or(0);
         let bytes = p["bytes_per_interval"].as_f64().unwrap_or(0.0);
         let line = match (p["why"].as_str(), p["worst_round_s"].as_f64()) {
@@ -83,8 +104,12 @@ pub fn advice(r: &Value, load: f64, sensor_load: f64) -> Advice {
         };
         lines.push(format!("  fsync_interval_ms {ms:>5}: {line}"));
     }
-    lines.push(String::new());
+    lines
+}
 
+/// The warning when the disk's sustained rate at its slowest block size is under the load:
+/// no interval can hold it for long.
+fn slower_than_load(r: &Value, load: f64) -> Option<Vec<String>> {
     // The slowest block size: the disk's sustained rate at its worst.
     let slowest = r["sizes"]
         .as_array()
@@ -92,48 +117,45 @@ pub fn advice(r: &Value, load: f64, sensor_load: f64) -> Advice {
         .flatten()
         .filter_map(|s| Some((s["block_bytes"].as_u64()?, s["mb_per_s"].as_f64()? * 1e6)))
         .min_by(|a, b| a.1.total_cmp(&b.1));
-    if let Some((block_bytes, rate)) = slowest.filter(|&(_, rate)| rate < load) {
-        lines.push(format!(
+    let (block_bytes, rate) = slowest.filter(|&(_, rate)| rate < load)?;
+    Some(vec![
+        format!(
             "WARNING: this disk is slower than the load. With {} writes it wrote {} (fdatasync every {} included), under the {} stated: it cannot keep up for long, whatever a short interval shows above.",
             block(block_bytes),
             mib_s(rate),
             mib(r["sync_every_bytes"].as_f64().unwrap_or(0.0)),
             mib_s(load),
-        ));
-        lines.push("The queues would fill, then queue_policy decides (\"block\": the drivers wait; \"drop\": frames are lost). Lower the load or record to a faster disk.".into());
-        lines.push("no fsync interval holds this load (exit 1)".into());
-        return Advice {
-            holds: false,
-            fsync_interval_ms: None,
-            queue_bytes: None,
-            lines,
-        };
-    }
+        ),
+        "The queues would fill, then queue_policy decides (\"block\": the drivers wait; \"drop\": frames are lost). Lower the load or record to a faster disk.".into(),
+        "no fsync interval holds this load (exit 1)".into(),
+    ])
+}
 
-    let Some(i) = plan.iter().position(|p| p["holds"] == true) else {
-        let shortest = plan.first();
-        let took = shortest.and_then(|p| p["worst_round_s"].as_f64());
-        let mut l = "no fsync interval holds this load: ".to_string();
-        match (shortest, took) {
-            (Some(p), Some(t)) => {
-                let _ = write!(
-                    l,
-                    "even {} ms of it took {:.0} ms to write and sync",
-                    p["fsync_interval_ms"],
-                    t * 1e3
-                );
-            }
-            _ => l.push_str("the disk is too slow for it"),
+/// Why no candidate interval holds the load: how long the shortest one took.
+fn no_interval_holds(plan: &[&Value]) -> String {
+    let shortest = plan.first();
+    let took = shortest.and_then(|p| p["worst_round_s"].as_f64());
+    let mut l = "no fsync interval holds this load: ".to_string();
+    match (shortest, took) {
+        (Some(p), Some(t)) => {
+            let _ = write!(
+                l,
+                "even {} ms of it took {:.0} ms to write and sync",
+                p["fsync_interval_ms"],
+                t * 1e3
+            );
         }
-        l.push_str(" (exit 1)");
-        lines.push(l);
-        return Advice {
-            holds: false,
-            fsync_interval_ms: None,
-            queue_bytes: None,
-            lines,
-        };
-    };
+        _ => l.push_str("the disk is too slow for it"),
+    }
+    l.push_str(" (exit 1)");
+    l
+}
+
+/// The recommendation from the shortest interval that holds (`plan[i]`): that interval, and
+/// the per-sensor queue that covers the busiest sensor while the writer is busy.
+fn recommend(plan: &[&Value], i: usize, sensor_load: f64, mut lines: Vec<String>) -> Advice {
+    // The daemon's defaults the advice compares against.
+    let defaults = roverlog_daemon::config::RawConfig::default();
     let p = plan[i];
     let ms = p["fsync_interval_ms"].as_u64().unwrap_or(0);
     let worst = p["worst_round_s"].as_f64().unwrap_or(0.0);
@@ -195,7 +217,7 @@ pub fn advice(r: &Value, load: f64, sensor_load: f64) -> Advice {
     }
 }
 
-/// `bench --disk DIR` (see [`roverlog_bench::disk`]): measures, prints the table and the
+/// `bench --disk DIR` (see [`crate::disk`]): measures, prints the table and the
 /// advice (or one JSON object); exit 1 when the disk does not hold the load.
 pub fn run(
     dir: &Path,
@@ -223,7 +245,7 @@ pub fn run(
         return ExitCode::from(2);
     }
     let (load, sensor_load) = (load_mbps * 1e6, sensor_mbps * 1e6);
-    let mut r = match roverlog_bench::disk::measure(dir, disk_mib << 20, 4 << 20, load) {
+    let mut r = match crate::disk::measure(dir, disk_mib << 20, 4 << 20, load) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("roverlog bench: error: {e}");
@@ -293,7 +315,7 @@ mod tests {
     /// Figures as `measure` reports them: three block sizes at `mbps` MB/s (the 4 KiB one at
     /// `small_mbps`), and per interval the worst round in ms (`None`: not measured).
     fn measured(small_mbps: f64, mbps: f64, load: f64, rounds_ms: [Option<f64>; 5]) -> Value {
-        let plan: Vec<Value> = roverlog_bench::disk::INTERVALS_MS
+        let plan: Vec<Value> = crate::disk::INTERVALS_MS
             .iter()
             .zip(rounds_ms)
             .map(|(&ms, worst)| {

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use roverlog_bench::Throughput;
+use crate::Throughput;
 
 use super::{mib, Memory, Row, Unit};
 

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
-use roverlog_bench::procfs;
+use crate::procfs;
 use roverlog_client::Driver;
 use roverlog_core::format::events::{read_events, Event};
 use roverlog_core::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
@@ -40,6 +40,7 @@ use roverlog_daemon::Config;
 
 use super::child::{ctl, DaemonChild};
 use super::foxglove::Watcher;
+use super::{make_work_dir, Options};
 
 /// Bytes of one camera frame: a 640x480 JPEG at ordinary quality.
 pub(super) const CAMERA_BYTES: usize = 60_000;
@@ -275,66 +276,7 @@ pub(super) fn run(work: &Path, minutes: f64) -> Result<(Value, bool)> {
     let poller = start_poller(http.to_owned(), stop.clone());
     let watcher = Watcher::start(feed)?;
 
-    let t0 = Instant::now();
-    let mut rss = Vec::new(); // (seconds, bytes)
-    let mut commands = Vec::new();
-    let mut refused = Vec::new();
-    let mut cycle = 0u64;
-    let mut rotated = true;
-    let (mut triggers, mut rotations, mut rotations_skipped) = (0u64, 0u64, 0u64);
-    let cmd = |c: Value, refused: &mut Vec<String>| match ctl(&cfg.sockets.control, c.clone()) {
-        Ok(r) if r["ok"] == true => true,
-        Ok(r) => {
-            refused.push(format!("{c} -> {r}"));
-            false
-        }
-        Err(e) => {
-            refused.push(format!("{c} -> {e:#}"));
-            false
-        }
-    };
-    // A moment for the ring to fill and the rates to be measured before the first trigger.
-    std::thread::sleep(Duration::from_secs_f64((period / 2.0).min(3.0)));
-    let start_at = t0.elapsed();
-    while t0.elapsed() < total {
-        let t = t0.elapsed().as_secs_f64() - start_at.as_secs_f64();
-        let k = (t / period).floor() as u64;
-        if k >= cycle {
-            cycle = k + 1;
-            rotated = false;
-            if cmd(
-                json!({"cmd": "trigger", "label": "soak", "after": 0.75 * period}),
-                &mut refused,
-            ) {
-                triggers += 1;
-            }
-            commands.push(json!({"t_s": t, "cmd": "trigger"}));
-        } else if !rotated && t - k as f64 * period >= 0.5 * period {
-            rotated = true;
-            // On a starved machine this loop (or the daemon) can wake so late that the
-            // triggered trace is about to stop: a rotate then races the stop. Skip it
-            // (counted) unless the daemon says the trace has a fifth of a period left.
-            let left = ctl(&cfg.sockets.control, json!({"cmd": "status"}))
-                .ok()
-                .and_then(|st| st["snapshot"]["trigger_stops_in_s"].as_f64());
-            if left.is_some_and(|l| l >= 0.2 * period) {
-                if cmd(json!({"cmd": "rotate"}), &mut refused) {
-                    rotations += 1;
-                }
-            } else {
-                rotations_skipped += 1;
-            }
-        }
-        if rss
-            .last()
-            .is_none_or(|&(s, _)| t0.elapsed().as_secs_f64() - s >= 1.0)
-        {
-            if let Some(b) = procfs::status_bytes(pid, "VmRSS") {
-                rss.push((t0.elapsed().as_secs_f64(), b));
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let cycles = run_cycles(&cfg.sockets.control, pid, total, period);
     // From here the drivers stop sending (and sync) while the daemon still records: a
     // `silent` raised now is true.
     let drivers_stopped = now_epoch();
@@ -372,14 +314,161 @@ pub(super) fn run(work: &Path, minutes: f64) -> Result<(Value, bool)> {
             poll_error.unwrap_or_default()
         ));
     }
-    failures.extend(refused.iter().map(|r| format!("command refused: {r}")));
+    failures.extend(
+        cycles
+            .refused
+            .iter()
+            .map(|r| format!("command refused: {r}")),
+    );
 
+    let alarms = classify_alarms(work, &alarms_file, drivers_stopped, &stalls)?;
+    let (alarm_events, invocations) = (&alarms.events, &alarms.commands);
+    let false_alarms = alarm_events.len() + invocations.len();
+    if false_alarms > 0 {
+        failures.push(format!(
+            "{false_alarms} false alarms: {} alarm events, {} alarm_command runs",
+            alarm_events.len(),
+            invocations.len()
+        ));
+    }
+    let (r0, r1, r2) = rss_figures(&cycles, period, total);
+    let ok = failures.is_empty();
+    let report = json!({
+        "scenario": "soak",
+        "ok": ok,
+        "minutes": minutes,
+        "rotation_period_s": period,
+        "sensors": sensors().iter().map(|s| json!({"sensor": s.name, "expected_hz": s.hz})).collect::<Vec<_>>(),
+        "frames_sent": sent,
+        "triggers": cycles.triggers,
+        "rotations": cycles.rotations,
+        "rotations_skipped_late": cycles.rotations_skipped,
+        "driver_stalls": stalls.iter().map(|(n, g)| (n.to_string(), json!(g.len()))).collect::<serde_json::Map<_, _>>(),
+        "alarms_after_driver_stalls": {"alarm_events": alarms.explained_events, "alarm_command_runs": alarms.explained_commands},
+        "traces": alarms.traces,
+        "dashboard_requests": polled,
+        "feed_messages": feed_messages,
+        "false_alarms": {"total": false_alarms, "alarm_events": alarm_events.len(),
+                         "alarm_command_runs": invocations.len(),
+                         "events": alarm_events, "commands": invocations},
+        "rss_bytes": {"start": r0, "middle": r1, "end": r2,
+                      "end_over_start": if r0 > 0 { r2 as f64 / r0 as f64 } else { 0.0 }},
+        "daemon_exit": exit,
+        "failures": failures,
+    });
+    Ok((report, ok))
+}
+
+/// What the soak's control loop did and saw.
+struct Cycles {
+    /// The daemon's `VmRSS` about every second: (seconds since the start, bytes).
+    rss: Vec<(f64, u64)>,
+    /// Commands the daemon refused, with its answer.
+    refused: Vec<String>,
+    /// When the first trigger was sent, from the start.
+    start_at: Duration,
+    triggers: u64,
+    rotations: u64,
+    /// Rotations skipped because the triggered trace was about to stop.
+    rotations_skipped: u64,
+}
+
+/// The control loop for `total`: a trigger at the start of each period, a rotation in its
+/// middle, the daemon's RSS sampled every second.
+fn run_cycles(control: &Path, pid: u32, total: Duration, period: f64) -> Cycles {
+    let t0 = Instant::now();
+    let mut rss = Vec::new(); // (seconds, bytes)
+    let mut refused = Vec::new();
+    let mut cycle = 0u64;
+    let mut rotated = true;
+    let (mut triggers, mut rotations, mut rotations_skipped) = (0u64, 0u64, 0u64);
+    let cmd = |c: Value, refused: &mut Vec<String>| match ctl(control, c.clone()) {
+        Ok(r) if r["ok"] == true => true,
+        Ok(r) => {
+            refused.push(format!("{c} -> {r}"));
+            false
+        }
+        Err(e) => {
+            refused.push(format!("{c} -> {e:#}"));
+            false
+        }
+    };
+    // A moment for the ring to fill and the rates to be measured before the first trigger.
+    std::thread::sleep(Duration::from_secs_f64((period / 2.0).min(3.0)));
+    let start_at = t0.elapsed();
+    while t0.elapsed() < total {
+        let t = t0.elapsed().as_secs_f64() - start_at.as_secs_f64();
+        let k = (t / period).floor() as u64;
+        if k >= cycle {
+            cycle = k + 1;
+            rotated = false;
+            if cmd(
+                json!({"cmd": "trigger", "label": "soak", "after": 0.75 * period}),
+                &mut refused,
+            ) {
+                triggers += 1;
+            }
+        } else if !rotated && t - k as f64 * period >= 0.5 * period {
+            rotated = true;
+            // On a starved machine this loop (or the daemon) can wake so late that the
+            // triggered trace is about to stop: a rotate then races the stop. Skip it
+            // (counted) unless the daemon says the trace has a fifth of a period left.
+            let left = ctl(control, json!({"cmd": "status"}))
+                .ok()
+                .and_then(|st| st["snapshot"]["trigger_stops_in_s"].as_f64());
+            if left.is_some_and(|l| l >= 0.2 * period) {
+                if cmd(json!({"cmd": "rotate"}), &mut refused) {
+                    rotations += 1;
+                }
+            } else {
+                rotations_skipped += 1;
+            }
+        }
+        if rss
+            .last()
+            .is_none_or(|&(s, _)| t0.elapsed().as_secs_f64() - s >= 1.0)
+        {
+            if let Some(b) = procfs::status_bytes(pid, "VmRSS") {
+                rss.push((t0.elapsed().as_secs_f64(), b));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Cycles {
+        rss,
+        refused,
+        start_at,
+        triggers,
+        rotations,
+        rotations_skipped,
+    }
+}
+
+/// The soak's alarms, false and explained.
+struct Alarms {
+    /// Its traces (one per trigger, rotation, ...).
+    traces: usize,
+    /// Alarm events no driver stall explains: false alarms.
+    events: Vec<Value>,
+    /// Alarm events after a driver stalled or stopped.
+    explained_events: Vec<Value>,
+    /// `alarm_command` runs no driver stall explains: false alarms.
+    commands: Vec<Value>,
+    explained_commands: u64,
+}
+
+/// Reads the alarm events of every trace and the `alarm_command` runs. An alarm for a sensor
+/// whose driver had just stalled (see STALL_S), or raised after the bench stopped its drivers,
+/// is true: the driver did stop sending. Every other alarm is false (the sensors are steady).
+fn classify_alarms(
+    work: &Path,
+    alarms_file: &Path,
+    drivers_stopped: f64,
+    stalls: &[(&str, Vec<(f64, f64)>)],
+) -> Result<Alarms> {
     let mut dirs = Vec::new();
     traces(&work.join("data-soak"), &mut dirs);
     dirs.sort();
-    // An alarm for a sensor whose driver had just stalled (see STALL_S), or raised after the
-    // bench stopped its drivers, is true: the driver did stop sending. Every other alarm is
-    // false (the sensors are steady).
     let explained = |sensor: &str, start: f64| {
         start >= drivers_stopped
             || stalls.iter().any(|(name, gaps)| {
@@ -404,7 +493,7 @@ pub(super) fn run(work: &Path, minutes: f64) -> Result<(Value, bool)> {
         }
     }
     let (mut invocations, mut explained_runs) = (Vec::new(), 0u64);
-    for l in std::fs::read_to_string(&alarms_file)
+    for l in std::fs::read_to_string(alarms_file)
         .unwrap_or_default()
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -415,52 +504,31 @@ pub(super) fn run(work: &Path, minutes: f64) -> Result<(Value, bool)> {
             _ => invocations.push(v),
         }
     }
-    let false_alarms = alarm_events.len() + invocations.len();
-    if false_alarms > 0 {
-        failures.push(format!(
-            "{false_alarms} false alarms: {} alarm events, {} alarm_command runs",
-            alarm_events.len(),
-            invocations.len()
-        ));
-    }
-    // RSS: after the first period (the ring, queues and pools warmed up), mid-run, last.
+    Ok(Alarms {
+        traces: dirs.len(),
+        events: alarm_events,
+        explained_events: explained_alarms,
+        commands: invocations,
+        explained_commands: explained_runs,
+    })
+}
+
+/// The daemon's RSS after the first period (the ring, queues and pools warmed up), mid-run,
+/// and last.
+fn rss_figures(c: &Cycles, period: f64, total: Duration) -> (u64, u64, u64) {
+    let rss = &c.rss;
     let at = |s: f64| {
         rss.iter()
             .find(|&&(x, _)| x >= s)
             .or(rss.last())
             .map_or(0, |&(_, b)| b)
     };
-    let first = (start_at.as_secs_f64() + period).min(total.as_secs_f64() / 4.0);
-    let (r0, r1, r2) = (
+    let first = (c.start_at.as_secs_f64() + period).min(total.as_secs_f64() / 4.0);
+    (
         at(first),
         at(total.as_secs_f64() / 2.0),
         rss.last().map_or(0, |&(_, b)| b),
-    );
-    let ok = failures.is_empty();
-    let report = json!({
-        "scenario": "soak",
-        "ok": ok,
-        "minutes": minutes,
-        "rotation_period_s": period,
-        "sensors": sensors().iter().map(|s| json!({"sensor": s.name, "expected_hz": s.hz})).collect::<Vec<_>>(),
-        "frames_sent": sent,
-        "triggers": triggers,
-        "rotations": rotations,
-        "rotations_skipped_late": rotations_skipped,
-        "driver_stalls": stalls.iter().map(|(n, g)| (n.to_string(), json!(g.len()))).collect::<serde_json::Map<_, _>>(),
-        "alarms_after_driver_stalls": {"alarm_events": explained_alarms, "alarm_command_runs": explained_runs},
-        "traces": dirs.len(),
-        "dashboard_requests": polled,
-        "feed_messages": feed_messages,
-        "false_alarms": {"total": false_alarms, "alarm_events": alarm_events.len(),
-                         "alarm_command_runs": invocations.len(),
-                         "events": alarm_events, "commands": invocations},
-        "rss_bytes": {"start": r0, "middle": r1, "end": r2,
-                      "end_over_start": if r0 > 0 { r2 as f64 / r0 as f64 } else { 0.0 }},
-        "daemon_exit": exit,
-        "failures": failures,
-    });
-    Ok((report, ok))
+    )
 }
 
 /// The report as a few lines.
@@ -499,4 +567,22 @@ pub(super) fn print(r: &Value) {
     for f in r["failures"].as_array().into_iter().flatten() {
         println!("FAILED: {}", f.as_str().unwrap_or_default());
     }
+}
+
+/// `--only soak`: the soak in a fresh working directory, its report as a table or JSON.
+pub(super) fn alone(args: &Options) -> Result<bool> {
+    let work = make_work_dir(args.dir.as_deref())?;
+    super::progress(&format!(
+        "working in {}; soak for {} min",
+        work.display(),
+        args.minutes
+    ));
+    let (report, ok) = run(&work, args.minutes)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).expect("json"));
+    } else {
+        print(&report);
+    }
+    super::finish(&work, args.keep, ok);
+    Ok(ok)
 }

@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use super::child::{ctl, write_config, DaemonChild};
-use roverlog_bench::procfs;
+use crate::procfs;
 use roverlog_core::format::{avi, lzma, ChannelFormat, ChannelReader, Trace};
 
 /// Seconds, frames and decoded bytes of one decoder over one channel.

@@ -1,4 +1,4 @@
-//! `roverlog bench --only rig`: the red-rover rig ([`roverlog_bench::rig`]) recorded through
+//! `roverlog bench --only rig`: the red-rover rig ([`crate::rig`]) recorded through
 //! the real daemon, one driver process per sensor pushing as fast as the daemon takes them,
 //! and in the same run the same samples written by upstream roverd's Python writers (or, when
 //! no upstream install is given, by `scripts/bench/python_writer.py`'s stdlib imitation).
@@ -19,16 +19,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use roverlog_bench::procfs;
-use roverlog_bench::rig::frames::{self, PoolSummary, MANIFEST};
-use roverlog_bench::rig::push::Session;
-use roverlog_bench::rig::{Dims, Stream, STREAMS};
+use crate::procfs;
+use crate::rig::frames::{self, PoolSummary, MANIFEST};
+use crate::rig::push::Session;
+use crate::rig::{Dims, Stream, STREAMS};
 use roverlog_core::format::events::{read_events, Event};
 
 use super::child::{ctl, make_work_dir, write_config, DaemonChild};
 use super::peers::{run_together, Finished};
 use super::scenario::{check_data, python_writer, repo_file};
-use super::{load_average, mib, progress, Args};
+use super::{load_average, mib, progress, Options};
 
 /// The environment variable naming upstream's Python, when `--upstream-python` is not given.
 pub(super) const UPSTREAM_ENV: &str = "ROVERLOG_UPSTREAM_PYTHON";
@@ -36,32 +36,24 @@ pub(super) const UPSTREAM_ENV: &str = "ROVERLOG_UPSTREAM_PYTHON";
 /// `roverlog bench-rig-driver`: one rig stream into a running daemon (started by `bench --only
 /// rig`, one process per stream). Prints `ready` once connected, waits for a line on stdin,
 /// sends, and prints one JSON line with what it did.
-#[derive(clap::Args)]
-pub struct DriverArgs {
+pub struct Driver {
     /// The daemon's ingest socket.
-    #[arg(long)]
-    socket: PathBuf,
+    pub socket: PathBuf,
     /// camera, lidar, radar or imu.
-    #[arg(long)]
-    stream: String,
+    pub stream: String,
     /// The frames directory `bench` made (holding rig.json).
-    #[arg(long)]
-    frames: PathBuf,
+    pub frames: PathBuf,
     /// Rig seconds to send.
-    #[arg(long)]
-    seconds: f64,
+    pub seconds: f64,
     /// The first sample's timestamp, epoch seconds.
-    #[arg(long)]
-    t0: f64,
+    pub t0: f64,
     /// The frames are the tiny ones.
-    #[arg(long)]
-    tiny: bool,
+    pub tiny: bool,
     /// The trace directory, for the collector's sidecar files (`lidar.json`).
-    #[arg(long)]
-    trace_dir: Option<PathBuf>,
+    pub trace_dir: Option<PathBuf>,
 }
 
-pub fn driver_main(a: DriverArgs) -> ExitCode {
+pub fn driver_main(a: Driver) -> ExitCode {
     match drive(&a) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -71,7 +63,7 @@ pub fn driver_main(a: DriverArgs) -> ExitCode {
     }
 }
 
-fn drive(a: &DriverArgs) -> Result<()> {
+fn drive(a: &Driver) -> Result<()> {
     let Some(stream) = Stream::parse(&a.stream) else {
         bail!("unknown stream {:?} (camera, lidar, radar, imu)", a.stream);
     };
@@ -153,7 +145,7 @@ impl Side {
     }
 }
 
-pub(super) fn run(args: &Args) -> Result<bool> {
+pub(super) fn run(args: &Options) -> Result<bool> {
     let seconds = args
         .rig_seconds
         .unwrap_or(if args.quick { 2.0 } else { 60.0 });
@@ -176,56 +168,9 @@ pub(super) fn run(args: &Args) -> Result<bool> {
     progress("rig: making the frames (JPEG-encoding the camera's)");
     let pool = frames::write_pool(&frames_dir, &dims)?;
 
-    // Rounds alternate which side goes first, so drift in the machine's load hits both.
     let kind = peer_kind(args);
-    let (mut ours, mut theirs): (Option<Ours>, Option<Result<Side>>) = (None, None);
-    for round in 0..rounds {
-        let mut theirs_round = None;
-        if round % 2 == 1 {
-            theirs_round = Some(run_python(args, &kind, &work, &frames_dir, seconds, round));
-        }
-        let o = run_ours(args, &work, &frames_dir, &dims, seconds, round)?;
-        let t = match theirs_round {
-            Some(t) => t,
-            None => run_python(args, &kind, &work, &frames_dir, seconds, round),
-        };
-        if let Err(e) = &t {
-            progress(&format!("rig: the Python writers failed: {e:#}"));
-        }
-        progress(&format!(
-            "rig: round {}: ours {:.2}x real time, {:.2} daemon CPU s per rig s ({:.2} system, \
-             {} minor faults); theirs {}",
-            round + 1,
-            o.side.x_real_time(seconds),
-            o.daemon_cpu / seconds,
-            o.daemon_system / seconds,
-            o.daemon_minor_faults,
-            match &t {
-                Ok(t) => format!(
-                    "{:.2}x, {:.2} CPU s",
-                    t.x_real_time(seconds),
-                    t.own_cpu() / seconds
-                ),
-                Err(_) => "failed".into(),
-            }
-        ));
-        match &mut ours {
-            None => ours = Some(o),
-            Some(acc) => acc.absorb(o),
-        }
-        theirs = Some(match (theirs, t) {
-            (None, t) => t,
-            (Some(Ok(mut acc)), Ok(t)) => {
-                acc.rounds.extend(t.rounds);
-                Ok(acc)
-            }
-            (Some(Err(e)), _) | (Some(Ok(_)), Err(e)) => Err(e),
-        });
-    }
-    let (ours, theirs) = (
-        ours.expect("at least one round"),
-        (kind, theirs.expect("at least one round")),
-    );
+    let (ours, theirs) = run_rounds(args, &kind, &work, &frames_dir, &dims, seconds, rounds)?;
+    let theirs = (kind, theirs);
     let load_after = load_average();
 
     let total = seconds * rounds as f64;
@@ -318,6 +263,67 @@ pub(super) fn run(args: &Args) -> Result<bool> {
     Ok(ok)
 }
 
+/// The rig's rounds, ours and the Python writers' summed. Rounds alternate which side goes
+/// first, so drift in the machine's load hits both.
+fn run_rounds(
+    args: &Options,
+    kind: &PeerKind,
+    work: &Path,
+    frames_dir: &Path,
+    dims: &Dims,
+    seconds: f64,
+    rounds: usize,
+) -> Result<(Ours, Result<Side>)> {
+    let (mut ours, mut theirs): (Option<Ours>, Option<Result<Side>>) = (None, None);
+    for round in 0..rounds {
+        let mut theirs_round = None;
+        if round % 2 == 1 {
+            theirs_round = Some(run_python(args, kind, work, frames_dir, seconds, round));
+        }
+        let o = run_ours(args, work, frames_dir, dims, seconds, round)?;
+        let t = match theirs_round {
+            Some(t) => t,
+            None => run_python(args, kind, work, frames_dir, seconds, round),
+        };
+        if let Err(e) = &t {
+            progress(&format!("rig: the Python writers failed: {e:#}"));
+        }
+        progress(&format!(
+            "rig: round {}: ours {:.2}x real time, {:.2} daemon CPU s per rig s ({:.2} system, \
+             {} minor faults); theirs {}",
+            round + 1,
+            o.side.x_real_time(seconds),
+            o.daemon_cpu / seconds,
+            o.daemon_system / seconds,
+            o.daemon_minor_faults,
+            match &t {
+                Ok(t) => format!(
+                    "{:.2}x, {:.2} CPU s",
+                    t.x_real_time(seconds),
+                    t.own_cpu() / seconds
+                ),
+                Err(_) => "failed".into(),
+            }
+        ));
+        match &mut ours {
+            None => ours = Some(o),
+            Some(acc) => acc.absorb(o),
+        }
+        theirs = Some(match (theirs, t) {
+            (None, t) => t,
+            (Some(Ok(mut acc)), Ok(t)) => {
+                acc.rounds.extend(t.rounds);
+                Ok(acc)
+            }
+            (Some(Err(e)), _) | (Some(Ok(_)), Err(e)) => Err(e),
+        });
+    }
+    Ok((
+        ours.expect("at least one round"),
+        theirs.expect("at least one round"),
+    ))
+}
+
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or_default()
 }
@@ -374,7 +380,7 @@ fn deadline(seconds: f64) -> Duration {
 }
 
 fn run_ours(
-    args: &Args,
+    args: &Options,
     work: &Path,
     frames_dir: &Path,
     dims: &Dims,
@@ -502,7 +508,7 @@ enum PeerKind {
     Stdlib(String),
 }
 
-fn peer_kind(args: &Args) -> PeerKind {
+fn peer_kind(args: &Options) -> PeerKind {
     let upstream = args
         .upstream_python
         .clone()
@@ -514,7 +520,7 @@ fn peer_kind(args: &Args) -> PeerKind {
 }
 
 fn run_python(
-    args: &Args,
+    args: &Options,
     kind: &PeerKind,
     work: &Path,
     frames_dir: &Path,

@@ -2,8 +2,10 @@
 //! `fuzz/corpus-seeds/<target>/` (inputs that once crashed included), with the normal test
 //! harness: a regression is caught by `cargo test`, without cargo-fuzz or a nightly compiler.
 //! The ROS targets' seeds are run by `crates/ros/tests/fuzz_corpus.rs`.
+//! Its own binary in the root package: the targets check core and the daemon's protocol and
+//! config, so it builds with them (not with core's tests).
 
-#[path = "../../fuzz/fuzz_targets/checks.rs"]
+#[path = "../fuzz/fuzz_targets/checks.rs"]
 mod checks;
 
 use std::path::Path;

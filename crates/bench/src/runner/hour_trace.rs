@@ -1,5 +1,5 @@
 //! `roverlog bench --only hour-trace`: writes the red-rover rig's one-hour trace
-//! ([`roverlog_bench::hour::write_rig_trace`], the trace `--only full-size` reads) and keeps
+//! ([`crate::hour::write_rig_trace`], the trace `--only full-size` reads) and keeps
 //! it, for benches outside this binary (`python/benches/dataloader.py` samples it from
 //! Python, ours against upstream `roverd`). Prints the trace's path on stdout.
 
@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use roverlog_bench::hour::{self, RigShape};
+use crate::hour::{self, RigShape};
+
+use super::{make_work_dir, Options};
 
 /// Writes the rig trace as `work/hour-rig` (two minutes of the rig with `quick`, the full
 /// hour otherwise) and returns its path.
@@ -33,4 +35,11 @@ pub(super) fn run(work: &Path, quick: bool) -> Result<PathBuf> {
         t.elapsed().as_secs_f64()
     );
     Ok(dir)
+}
+
+/// `--only hour-trace`: writes the trace in a fresh working directory and prints its path.
+pub(super) fn alone(args: &Options) -> Result<bool> {
+    let work = make_work_dir(args.dir.as_deref())?;
+    println!("{}", run(&work, args.quick)?.display());
+    Ok(true)
 }
