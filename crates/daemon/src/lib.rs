@@ -15,6 +15,7 @@
 //! - [`command`]: the control commands and their replies as types, parsed once at the edge.
 //! - [`control`]: the control socket. [`http`]: the dashboard (page and JSON API).
 //!   [`foxglove_live`]: the live Foxglove feed. [`events`]: `events.jsonl`. [`stats`]: counters.
+//! - [`clock_sync`]: the host clock's synchronisation state, recorded with each trace.
 //! - [`netns`]: the warning when a TCP listener is in a namespace with only loopback.
 //! - [`notify`]: systemd `sd_notify` (READY, STATUS, WATCHDOG, STOPPING) without libsystemd.
 //! - [`malloc_policy`]: the glibc allocator thresholds the daemon sets at start.
@@ -28,6 +29,7 @@
 //! [`config::FsyncPolicy`] → durable watermark.
 
 pub mod bufpool;
+pub mod clock_sync;
 pub mod command;
 pub mod compress;
 pub mod config;
