@@ -202,7 +202,7 @@ impl<P: FnMut(u64, u64)> McapOut<'_, P> {
     /// One sample written: the progress, every 256.
     fn count(&mut self) {
         self.done += 1;
-        if self.done % 256 == 0 {
+        if self.done.is_multiple_of(256) {
             (self.progress)(self.done, self.total);
         }
     }

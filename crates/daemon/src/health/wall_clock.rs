@@ -37,8 +37,10 @@ fn now(clock: libc::clockid_t) -> Option<f64> {
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes the timespec we own.
-    (unsafe { libc::clock_gettime(clock, &mut ts) } == 0)
-        .then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return None;
+    }
+    Some(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
 }
 
 /// Reads both clocks: the wall clock between two boot-clock reads, taken again (at most

@@ -106,9 +106,8 @@ impl Running {
         let free = disk::free_bytes(&cfg.data_root).ok();
         self.rec.set_disk_free(free);
         if let Some(why) = self.rec.disk_low() {
-            if self.rec.current().is_none() {
-                return None;
-            }
+            // Only a recording is stopped.
+            self.rec.current()?;
             let r = self.rec.clone();
             return Some(Box::pin(async move { r.stop_for(why).await }));
         }
