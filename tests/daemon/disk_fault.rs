@@ -529,6 +529,9 @@ fn a_full_ext4_stops_recording_keeps_every_durable_sample_and_resumes_when_space
         "min_free_bytes": 0,
         "resume_free_bytes": 1 << 20,
         "disk_check_interval_ms": 100,
+        // Alarms looked at once a second: the full disk stops the trace before the tick that
+        // raises `disk_error`, which then finds no trace open.
+        "health_interval_ms": 1000,
     }));
     let first = d.trace_dir();
     let (mut cam, r) = Conn::open(&d, &cam_hello());
@@ -555,6 +558,13 @@ fn a_full_ext4_stops_recording_keeps_every_durable_sample_and_resumes_when_space
     assert!(
         disk_alarm(&st, "cam").is_some() || !st["disk"]["errors"].as_array().unwrap().is_empty(),
         "{st}"
+    );
+    // The alarm raised after the stop still reaches events.jsonl: that of the trace its file
+    // was in (issue 39; it reached only status and alarm_command).
+    wait_event(
+        &first,
+        "disk_error in the stopped trace's events",
+        |e| matches!(e, Event::Alarm { alarm, sensor, .. } if alarm == "disk_error" && sensor == "cam"),
     );
     // Exactly the durable samples: the ones written after the last good fsync were cut.
     assert_eq!(cam_on_disk(&first), durable);

@@ -10,6 +10,7 @@ mod support {
 
 mod alarms_steady;
 mod client_resilient;
+mod clock;
 mod compress_pool;
 mod control;
 mod control_roles;

@@ -365,6 +365,7 @@ impl Recorder {
             return Err(Refusal::AlreadyRecording { trace });
         }
         let t = self.create_trace(label)?;
+        crate::clock_sync::record_with(&t.dir, "start");
         Ok(self.open_all(t, reason, None).await.0)
     }
 
@@ -386,6 +387,7 @@ impl Recorder {
             .flatten()
             .or_else(|| self.cfg.recording.label.clone());
         let ev = EventLog::open(dir)?.observed(self.event_observer());
+        crate::clock_sync::record_with(dir, "resume");
         // Wall-clock time since its first event; 0 if the clock is behind it.
         let age = created_at(dir).map_or(0.0, |t| crate::events::now_epoch() - t);
         let t = OpenTrace {
@@ -445,6 +447,7 @@ impl Recorder {
             None => self.lock().trace.as_ref().and_then(|t| t.label.clone()),
         };
         let t = self.create_trace(label.as_deref())?;
+        crate::clock_sync::record_with(&t.dir, "rotate");
         let new = t.name.clone();
         // Written before the switch, so whoever sees the new trace finds this line.
         old_events.write(Event::Rotate {

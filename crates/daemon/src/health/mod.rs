@@ -13,7 +13,12 @@
 //!   started (this daemon's start of it; a rotation does not restart the wait);
 //! - `queue_high`: its queue holds more than `queue_high_fraction` of its budget;
 //! - `disk_low` (no sensor): the free space above `min_free_bytes` (where the disk guard
-//!   stops recording) lasts less than `disk_low_seconds` at the rate all sensors send now.
+//!   stops recording) lasts less than `disk_low_seconds` at the rate all sensors send now;
+//! - `clock_step` (no sensor): the host's wall clock stepped by more than 100 ms against its
+//!   boot clock between two ticks ([`wall_clock`]);
+//! - `disk_error`: a write or fsync failed ([`crate::disk_fault`]). It stays raised while
+//!   nothing records too; raised while no trace is open (the failing disk stopped it), its
+//!   line goes to the `events.jsonl` of the trace the failed file was in.
 //!
 //! Also a `clock_step` event (kind `offset`) when a sensor's median driver-vs-daemon clock
 //! offset (`status` `clock_offset_s`) moves by more than `clock_step_threshold_s`, at most one
@@ -29,14 +34,12 @@
 //! written to `events.jsonl` (`alarm`, `alarm_clear` with `start` and `end`), logged, shown in
 //! `status` (`alarms`, top level and per sensor), and given to `alarm_command` as JSON on its
 //! stdin (at most 4 at once, each killed after `alarm_command_timeout_ms`; it never blocks
-//! the daemon). When recording stops, the active alarms are cleared. Otherwise an alarm clears
+//! the daemon). When recording stops, the active alarms but `disk_error` are cleared. Otherwise an alarm clears
 //! only when its condition has been gone for [`CLEAR_AFTER`], so a sensor at the edge of a
 //! bound does not page the crew again and again.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::Write;
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -44,13 +47,14 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::config::Config;
-use crate::events::{now_epoch, ClockStepKind, Event, EventLog};
+use crate::events::{now_epoch, Event, EventLog};
 use crate::poison::LockExt;
 use crate::shutdown::Shutdown;
 use crate::slot::Slot;
 
-/// Most alarm commands running at once.
-const MAX_COMMANDS: usize = 4;
+mod checks;
+mod command;
+pub mod wall_clock;
 
 /// Shortest silence that raises `silent`, whatever the expected rate.
 pub const MIN_SILENT: Duration = Duration::from_millis(250);
@@ -147,6 +151,11 @@ struct Health {
     pending: HashMap<(String, String), Instant>,
     /// Raised alarms whose condition is gone but not yet for [`CLEAR_AFTER`]: since when.
     fading: HashMap<(String, String), Instant>,
+    /// Raised alarms written while no trace was open: the trace whose log took the raise
+    /// (a `disk_error`'s), which takes the clear too.
+    homes: HashMap<(String, String), std::path::PathBuf>,
+    /// The host's wall clock against its boot clock: `clock_step`.
+    wall: wall_clock::WallClock,
     running: Arc<AtomicUsize>,
     alarms: Alarms,
 }
@@ -165,171 +174,54 @@ impl Health {
             .map(|hz| (hz, c.tolerance))
     }
 
+    /// One evaluation: every alarm's condition on what `w` shows, debounced, then raised
+    /// or cleared (see the module's list; one function per alarm in [`checks`]).
     fn tick(&mut self, w: Watch) {
         // `disk_error` stays raised while nothing records too (a failing disk stops the
         // recording): the crew must learn it until the sensor records again.
-        let disk_errors: Vec<Found> = w
-            .faults
-            .iter()
-            .map(|f| ("disk_error".into(), f.sensor.clone(), f.details()))
-            .collect();
+        let disk_errors = checks::disk_errors(&w.faults);
         let Some(events) = w.events else {
-            self.apply(None, disk_errors);
-            self.history.clear();
-            self.recording_since = None;
-            self.pending.clear();
-            self.fading.clear();
+            self.idle(disk_errors, &w.faults);
             return;
         };
         let now = Instant::now();
         let recording_since = *self.recording_since.get_or_insert(now);
-        let now_ms = w.now_ms;
-        let window = self.cfg.health.rate_window;
         let mut found: Vec<Found> = Vec::new();
-        let mut total_rate = 0.0;
-        let mut measured_all = true;
-        let slots = w.slots;
-        for s in &slots {
-            let st = &s.stats;
-            let (samples, bytes) = (st.received.load(Relaxed), st.bytes.load(Relaxed));
-            let h = self.history.entry(s.name.clone()).or_default();
-            h.push_back((now, samples, bytes));
-            while h.len() > 2 && now.duration_since(h[1].0) >= window {
-                h.pop_front();
-            }
-            let (t0, n0, b0) = h[0];
-            let dt = now.duration_since(t0).as_secs_f64();
-            let full = dt >= window.as_secs_f64() * 0.9;
-            let rate = if dt > 0.0 {
-                samples.saturating_sub(n0) as f64 / dt
-            } else {
-                0.0
-            };
-            if full {
-                total_rate += bytes.saturating_sub(b0) as f64 / dt;
-            } else {
-                measured_all = false;
-            }
-            let connected = st.connected.load(Relaxed);
-            if self
-                .cfg
-                .health
-                .sensors
-                .get(&s.name)
-                .and_then(|c| c.expected_hz)
-                .is_none()
-                && !self.learned.contains_key(&s.name)
-            {
-                if connected && full && rate > 0.0 {
-                    let since = *self.steady_since.entry(s.name.clone()).or_insert(now);
-                    if now.duration_since(since) >= self.cfg.health.learn_rate {
-                        let hz = (rate * 100.0).round() / 100.0;
-                        tracing::info!(sensor = %s.name, expected_hz = hz, "learned the sensor's rate");
-                        self.learned.insert(s.name.clone(), hz);
-                    }
-                } else {
-                    self.steady_since.remove(&s.name);
-                }
-            }
-            let last = st.last_frame_ms.load(Relaxed);
-            let mut silent = false;
+        // The bytes per second all sensors send; `None` while one has no full window yet.
+        let mut total_rate = Some(0.0);
+        for s in &w.slots {
+            let m = self.measure(s, now);
+            total_rate = total_rate.zip(m.byte_rate).map(|(t, r)| t + r);
+            self.learn_rate(s, &m, now);
             if let Some((hz, tol)) = self.expected(&s.name) {
-                let bound = ((self.cfg.health.silent_periods / hz * 1000.0) as u64)
-                    .max(MIN_SILENT.as_millis() as u64);
-                let quiet = if last == u64::MAX {
-                    None
-                } else {
-                    Some(now_ms.saturating_sub(last))
-                };
-                if let Some(q) = quiet.filter(|&q| q > bound) {
-                    silent = true;
-                    found.push((
-                        "silent".into(),
-                        s.name.clone(),
-                        json!({"expected_hz": hz, "silent_ms": q}),
-                    ));
-                }
-                if silent || !connected {
-                    self.quiet_at.insert(s.name.clone(), now);
-                }
-                let settled = self
-                    .quiet_at
-                    .get(&s.name)
-                    .is_none_or(|&q| now.duration_since(q) >= window);
-                if connected && full && !silent && settled {
-                    let detail = json!({"expected_hz": hz, "tolerance": tol, "rate_hz": (rate * 100.0).round() / 100.0});
-                    if rate < hz * (1.0 - tol) {
-                        found.push(("rate_low".into(), s.name.clone(), detail));
-                    } else if rate > hz * (1.0 + tol) {
-                        found.push(("rate_high".into(), s.name.clone(), detail));
-                    }
-                }
+                let silent = self.silent(s, hz, w.now_ms);
+                found.extend(self.rate(s, &m, (hz, tol), silent.is_some(), now));
+                found.extend(silent);
             }
-            if let Some((median, _)) = st.clock() {
-                let threshold = self.cfg.health.clock_step_threshold_s;
-                let o = self.offsets.entry(s.name.clone()).or_insert(Offset {
-                    last: median,
-                    reported: median,
-                    at: None,
-                    moves: 0,
-                });
-                if (median - o.last).abs() > threshold {
-                    o.moves += 1;
-                    o.last = median;
-                }
-                let held =
-                    o.at.is_none_or(|a| now.duration_since(a) >= CLOCK_STEP_HOLD);
-                if o.moves > 0 && held {
-                    tracing::warn!(sensor = %s.name, from = o.reported, to = median, moves = o.moves, "the driver's clock moved against the daemon's");
-                    events.write(Event::ClockStep {
-                        sensor: s.name.clone(),
-                        frame: None,
-                        kind: Some(ClockStepKind::Offset),
-                        from: o.reported,
-                        to: median,
-                        moves: Some(o.moves),
-                    });
-                    o.reported = median;
-                    o.at = Some(now);
-                    o.moves = 0;
-                }
-            }
-            let fill = s.queue_fill();
-            if fill as f64 > self.cfg.health.queue_high_fraction * st.queue_limit as f64 {
-                found.push((
-                    "queue_high".into(),
-                    s.name.clone(),
-                    json!({"queue_bytes": fill, "queue_limit": st.queue_limit}),
-                ));
-            }
+            self.clock_offset(s, now, &events);
+            found.extend(self.queue_high(s));
         }
-        {
-            let late = now.duration_since(recording_since) >= self.cfg.health.missing_after;
-            for (name, c) in &self.cfg.health.sensors {
-                let here = slots
-                    .iter()
-                    .any(|s| &s.name == name && s.stats.connected.load(Relaxed));
-                if c.required && late && !here {
-                    found.push((
-                        "missing".into(),
-                        name.clone(),
-                        json!({"missing_after_ms": self.cfg.health.missing_after.as_millis() as u64}),
-                    ));
-                }
-            }
-        }
-        if let (Some(free), true) = (w.free_bytes, measured_all && total_rate > 0.0) {
-            // The disk guard stops recording at `min_free_bytes`: the time left is to there.
-            let min_free = self.cfg.recording.min_free_bytes;
-            let left = free.saturating_sub(min_free) as f64 / total_rate;
-            if left < self.cfg.health.disk_low.as_secs_f64() {
-                found.push(("disk_low".into(), String::new(), json!({
-                    "free_bytes": free, "min_free_bytes": min_free, "bytes_per_s": total_rate.round(), "seconds_left": left.round()})));
-            }
-        }
+        found.extend(self.missing(&w.slots, now, recording_since));
+        found.extend(self.disk_low(w.free_bytes, total_rate));
+        found.extend(self.wall.check(wall_clock::read()));
         found.extend(disk_errors);
         let found = self.debounce(found, now);
         self.apply(Some(&events), found);
+    }
+
+    /// A tick while nothing records: every alarm clears but `disk_error`, whose raise goes
+    /// to the event log of the trace its file was in (no trace is open to take it).
+    fn idle(&mut self, disk_errors: Vec<Found>, faults: &[crate::disk_fault::Fault]) {
+        for f in faults {
+            self.homes
+                .insert(("disk_error".into(), f.sensor.clone()), f.trace.clone());
+        }
+        self.apply(None, disk_errors);
+        self.history.clear();
+        self.recording_since = None;
+        self.pending.clear();
+        self.fading.clear();
+        self.wall.reset();
     }
 
     /// Holds back a rate condition until it lasted [`RATE_HOLD`], and keeps a raised alarm
@@ -379,14 +271,17 @@ impl Health {
             let (start, _) = self.active.remove(&key).expect("listed");
             let v = json!({"alarm": key.0, "sensor": key.1, "state": "cleared", "start": start, "end": now});
             tracing::info!(alarm = %key.0, sensor = %key.1, "alarm cleared");
-            if let Some(ev) = events {
-                ev.write(Event::AlarmClear {
+            let home = self.homes.remove(&key);
+            self.write_event(
+                events,
+                home.as_deref(),
+                Event::AlarmClear {
                     alarm: key.0.clone(),
                     sensor: key.1.clone(),
                     start,
                     end: now,
-                });
-            }
+                },
+            );
             self.run_command(&v);
         }
         for (key, detail) in seen {
@@ -399,14 +294,16 @@ impl Health {
                 m.extend(d.clone());
             }
             tracing::warn!(alarm = %key.0, sensor = %key.1, "alarm raised: {detail}");
-            if let Some(ev) = events {
-                ev.write(Event::Alarm {
+            self.write_event(
+                events,
+                self.homes.get(&key).map(|p| p.as_path()),
+                Event::Alarm {
                     alarm: key.0.clone(),
                     sensor: key.1.clone(),
                     start: now,
                     details: detail.as_object().cloned().unwrap_or_default(),
-                });
-            }
+                },
+            );
             self.run_command(&v);
             self.active.insert(key, (now, detail));
         }
@@ -423,58 +320,23 @@ impl Health {
         self.alarms.set(list);
     }
 
-    /// Runs `alarm_command` with `alarm` on stdin, on a thread of its own: never waits.
-    fn run_command(&self, alarm: &Value) {
-        let Some((prog, args)) = self.cfg.health.alarm_command.split_first() else {
-            return;
-        };
-        if self.running.fetch_add(1, Relaxed) >= MAX_COMMANDS {
-            self.running.fetch_sub(1, Relaxed);
-            tracing::warn!("alarm_command: {MAX_COMMANDS} still running, not started for {alarm}");
-            return;
-        }
-        let mut cmd = Command::new(prog);
-        cmd.args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let line = format!("{alarm}\n");
-        let timeout = self.cfg.health.alarm_command_timeout;
-        let running = self.running.clone();
-        std::thread::spawn(move || {
-            match cmd.spawn() {
-                Ok(mut child) => {
-                    if let Some(mut stdin) = child.stdin.take() {
-                        let _ = stdin.write_all(line.as_bytes());
-                    }
-                    let t0 = Instant::now();
-                    loop {
-                        match child.try_wait() {
-                            Ok(Some(status)) if !status.success() => {
-                                tracing::warn!("alarm_command exited with {status}");
-                                break;
-                            }
-                            Ok(Some(_)) => break,
-                            Ok(None) if t0.elapsed() >= timeout => {
-                                tracing::warn!(
-                                    "alarm_command still running after {timeout:?}: killed"
-                                );
-                                let _ = child.kill();
-                                let _ = child.wait();
-                                break;
-                            }
-                            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                            Err(e) => {
-                                tracing::warn!("alarm_command: {e}");
-                                break;
-                            }
-                        }
-                    }
-                }
-                Err(e) => tracing::warn!("alarm_command could not start: {e}"),
+    /// Writes an alarm's line to the open trace's log, or, while none is open, to that of
+    /// `home` (the trace a `disk_error`'s file was in), opened for this line. A log that
+    /// cannot be opened (the disk is gone) is logged: the alarm still reaches status, the
+    /// daemon's log and `alarm_command`.
+    fn write_event(&self, open: Option<&EventLog>, home: Option<&std::path::Path>, e: Event) {
+        if let Some(ev) = open {
+            ev.write(e);
+        } else if let Some(trace) = home {
+            match EventLog::open(trace) {
+                Ok(ev) => ev.write(e),
+                Err(err) => tracing::warn!(
+                    "{} not written to {}'s events.jsonl: {err}",
+                    e.kind(),
+                    trace.display()
+                ),
             }
-            running.fetch_sub(1, Relaxed);
-        });
+        }
     }
 }
 
@@ -499,6 +361,8 @@ pub async fn run(
         recording_since: None,
         pending: HashMap::new(),
         fading: HashMap::new(),
+        homes: HashMap::new(),
+        wall: wall_clock::WallClock::default(),
         running: Arc::new(AtomicUsize::new(0)),
     };
     let mut tick = tokio::time::interval(interval);
