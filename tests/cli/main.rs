@@ -16,6 +16,7 @@ mod support {
 }
 
 mod bench_smoke;
+mod closed_stdout;
 mod compact;
 mod damaged;
 mod export_location;

@@ -477,7 +477,16 @@ fn convert_and_extract_take_relative_paths() {
     run(&["import", s(&gulp), "t"]);
     run(&["convert", "t", "c", "--channel", "camera/img=mjpg"]);
     run(&["convert", "./c", "./d", "--channel", "camera/img=jpg"]);
-    run(&["extract", "t", "e", "--relative", "--start", "0", "--end", "1"]);
+    run(&[
+        "extract",
+        "t",
+        "e",
+        "--relative",
+        "--start",
+        "0",
+        "--end",
+        "1",
+    ]);
     for name in ["c", "d", "e"] {
         run(&["validate", name]);
     }
