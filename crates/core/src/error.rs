@@ -16,6 +16,8 @@ mod zarr;
 pub use avi::AviProblem;
 pub use damage::{zero_filled, Damage, ZERO_RUN};
 pub use jpeg::JpegProblem;
+#[cfg(feature = "jpeg")]
+pub use jpeg::TurboError;
 pub use lidar::LidarProblem;
 pub use ros::{DecodeProblem, RosProblem};
 pub use zarr::{ChunkProblem, DTypeProblem, FillProblem, SettingProblem};

@@ -135,8 +135,8 @@ fn jpeg_err(e: zune_jpeg::errors::DecodeErrors) -> Error {
     Error::Jpeg(JpegProblem::Decode(e))
 }
 
-fn turbo_err(msg: String) -> Error {
-    Error::Jpeg(JpegProblem::Turbo(msg))
+fn turbo_err(e: crate::error::TurboError) -> Error {
+    Error::Jpeg(JpegProblem::Turbo(e))
 }
 
 fn check_size(width: usize, height: usize, max_pixels: usize) -> Result<()> {
