@@ -47,12 +47,27 @@ impl Kind {
                 Io::NotFound | Io::NotADirectory | Io::IsADirectory => Kind::File,
                 _ => Kind::Read,
             },
-            roverlog_core::Error::NoDaemon { missing: true, .. } => Kind::File,
-            roverlog_core::Error::NoDaemon { .. } => Kind::Read,
             roverlog_core::Error::OutOfRange { .. } => Kind::SampleIndex,
             roverlog_core::Error::DamagedSample { .. } => Kind::Damaged,
             // A directory expected (a blob channel's, a trace's) that is missing or a file.
             roverlog_core::Error::NotA { path, .. } if !path.is_dir() => Kind::File,
+            _ => Kind::Format,
+        }
+    }
+
+    /// The class for an error of the daemon client (the driver): its I/O errors and an
+    /// absent daemon as for files, the dataset's errors as [`Kind::of`], the rest `Format`.
+    pub(crate) fn of_client(e: &roverlog_client::Error) -> Kind {
+        use roverlog_client::Error;
+        use std::io::ErrorKind as Io;
+        match e {
+            Error::Core(e) => Kind::of(e),
+            Error::Io { error, .. } => match error.kind() {
+                Io::NotFound | Io::NotADirectory | Io::IsADirectory => Kind::File,
+                _ => Kind::Read,
+            },
+            Error::NoDaemon { missing: true, .. } => Kind::File,
+            Error::NoDaemon { .. } => Kind::Read,
             _ => Kind::Format,
         }
     }
@@ -91,4 +106,12 @@ pub(crate) fn to_py(e: roverlog_core::Error) -> PyErr {
         _ => None,
     };
     Kind::of(&e).err_with(e.to_string(), sample)
+}
+
+/// A daemon client's error as the `roverlog.errors` class of its kind ([`Kind::of_client`]).
+pub(crate) fn client_to_py(e: roverlog_client::Error) -> PyErr {
+    match e {
+        roverlog_client::Error::Core(e) => to_py(e),
+        e => Kind::of_client(&e).err(e.to_string()),
+    }
 }

@@ -26,7 +26,7 @@ mod ouster;
 mod threads;
 mod zarr;
 
-pub(crate) use errors::{to_py, Kind};
+pub(crate) use errors::{client_to_py, to_py, Kind};
 
 /// A decoding thread's result, its panic (a decoder bug) turned into an error, so that it
 /// reaches Python as `roverlog.FormatError` rather than pyo3's `PanicException`.

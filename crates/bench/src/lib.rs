@@ -11,11 +11,14 @@
 //! - [`procfs`]: the daemon's resident memory and the target directory's filesystem, read
 //!   from `/proc`.
 //!
+//! - [`error`]: the bench's [`Error`](error::Error); the client's and core's convert into it.
+//!
 //! Plain std threads and blocking sockets: the harness must not share the daemon's runtime
 //! or its bugs. Results are [`Throughput`]s, printed as MB/s and samples/s.
 
 pub mod baselines;
 pub mod disk;
+pub mod error;
 pub mod hour;
 pub mod lidar;
 pub mod load;

@@ -238,11 +238,11 @@ fn frames_forgotten_by_a_full_retain_buffer_are_reported_when_needed() {
     assert!(
         matches!(
             e,
-            Error::RetainedLost {
+            Error::Resume(ResumeError::RetainedLost {
                 have: 1,
                 retained_from: 3,
                 ..
-            }
+            })
         ),
         "{e}"
     );

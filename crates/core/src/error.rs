@@ -301,150 +301,6 @@ pub enum Error {
     /// A thread or task of the daemon could not start, or ended abnormally.
     #[error("{what}: {msg}")]
     Task { what: &'static str, msg: String },
-
-    // ----- ingest client (roverlog-client) ---------------------------------------------
-    // Every message reads like the `Protocol` errors the client raised before these
-    // variants existed: the driver's callers (the Python binding, `roverlog replay`) print
-    // them as they are.
-    /// The daemon closed a driver's connection without an error line: it is stopping or
-    /// restarting (docs/protocol.md 6). A driver reconnects with back-off.
-    #[error("protocol error: {} sensor {sensor:?}: connection closed without a reply", socket.display())]
-    DaemonClosed { socket: PathBuf, sensor: String },
-
-    /// A hello refused because an older connection of the sensor is still open
-    /// (docs/protocol.md 7): the daemon has not noticed it closing yet. A driver retries
-    /// after a back-off. `msg` is the daemon's.
-    #[error("protocol error: {} sensor {sensor:?}: {msg}", socket.display())]
-    SensorBusy {
-        socket: PathBuf,
-        sensor: String,
-        msg: String,
-    },
-
-    /// The daemon answered a driver with an error line (docs/protocol.md 6) and closed.
-    /// `msg` is the daemon's.
-    #[error("protocol error: {} sensor {sensor:?}: {msg}", socket.display())]
-    Refused {
-        socket: PathBuf,
-        sensor: String,
-        msg: String,
-    },
-
-    /// The sensor's files failed on the daemon's disk (a write or fsync error; docs/protocol.md
-    /// 6.2) and the daemon closed the connection: the first `durable` samples of `trace` are
-    /// on stable storage and it holds no more of them. A driver reconnects and resends from
-    /// there (the hello's `samples`). `msg` is the daemon's.
-    #[error("{0}")]
-    SensorFailed(Box<SensorFailed>),
-
-    /// A reply line a driver cannot use (not JSON, or without the field it answers with).
-    #[error("protocol error: {} sensor {sensor:?}: {msg}", socket.display())]
-    BadReply {
-        socket: PathBuf,
-        sensor: String,
-        msg: String,
-    },
-
-    /// A sensor declared with no data channel: there would be nothing to send.
-    #[error("protocol error: sensor {sensor:?}: no data channel to send (\"ts\" is implicit)")]
-    NoDataChannel { sensor: String },
-
-    /// A sample that does not fit the channels its sensor declared; nothing of it was sent.
-    /// `socket` is named when the sample went to one connection.
-    #[error("protocol error: {}sensor {sensor:?}: {problem}",
-            socket.as_ref().map(|s| format!("{} ", s.display())).unwrap_or_default())]
-    BadSample {
-        socket: Option<PathBuf>,
-        sensor: String,
-        problem: SampleMismatch,
-    },
-
-    /// After a reconnect into the same trace, the daemon counts fewer samples of the sensor
-    /// than it had before the driver's first frame.
-    #[error("protocol error: sensor {sensor:?}: the daemon reports {samples} samples, fewer than it had when we started")]
-    ResumeBehind { sensor: String, samples: u64 },
-
-    /// After a reconnect, the daemon counts more of the driver's samples than it sent.
-    #[error("protocol error: sensor {sensor:?}: the daemon holds {have} samples of ours but we sent {sent}")]
-    ResumeAhead {
-        sensor: String,
-        have: u64,
-        sent: u64,
-    },
-
-    /// After a reconnect, the daemon lacks samples the driver's full retain buffer had
-    /// already forgotten: they cannot be resent.
-    #[error("protocol error: sensor {sensor:?}: the daemon lost samples {have}..{retained_from} which were no longer retained (raise max_retained or sync more often)")]
-    RetainedLost {
-        sensor: String,
-        have: u64,
-        retained_from: u64,
-    },
-
-    /// No daemon answered at `socket` within the driver's connect timeout; `reason` is the
-    /// last attempt's error, `missing` whether the socket did not exist at all.
-    #[error("no roverlog daemon at {}: {reason} (waited {:.1} s; is the daemon running, and is this its ingest_socket?)", socket.display(), waited.as_secs_f64())]
-    NoDaemon {
-        socket: PathBuf,
-        waited: std::time::Duration,
-        reason: String,
-        missing: bool,
-    },
-
-    /// A write made in the background failed; every later sample is refused with it.
-    #[error("protocol error: an earlier write failed: {0}")]
-    EarlierWriteFailed(std::sync::Arc<Error>),
-
-    /// The daemon records nothing (protocol.md 5.1): the samples sent meanwhile were
-    /// discarded. `reason`: the daemon's, when it gives one.
-    #[error("the roverlog daemon at {} is not recording ({}): samples of sensor {sensor:?} are discarded until a trace starts (`roverlog ctl start`)",
-            socket.display(),
-            reason.as_ref().map(|r| format!("recording stopped: {r}"))
-                .unwrap_or_else(|| "no trace is open: stopped by a command, or autostart is off".into()))]
-    NotRecording {
-        socket: PathBuf,
-        sensor: String,
-        reason: Option<String>,
-    },
-
-    /// At the end of a replay, the daemon confirms fewer durable samples than were sent.
-    #[error("protocol error: sensor {sensor:?}: daemon confirms {durable} durable samples, expected {expected}")]
-    NotDurable {
-        sensor: String,
-        durable: u64,
-        expected: u64,
-    },
-}
-
-/// What about a sample did not fit its sensor's channels ([`Error::BadSample`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SampleMismatch {
-    /// One buffer per data channel is needed.
-    Buffers { got: usize, channels: usize },
-    /// A fixed-size channel's buffer of the wrong length (`channel` counts data channels).
-    Size {
-        channel: usize,
-        got: usize,
-        expected: usize,
-    },
-    /// A frame longer than its 32-bit length field can announce.
-    TooLong { len: usize },
-}
-
-impl std::fmt::Display for SampleMismatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SampleMismatch::Buffers { got, channels } => {
-                write!(f, "{got} channel buffers for {channels} channels")
-            }
-            SampleMismatch::Size {
-                channel,
-                got,
-                expected,
-            } => write!(f, "channel {channel}: {got} bytes, expected {expected}"),
-            SampleMismatch::TooLong { len } => write!(f, "frame of {len} bytes"),
-        }
-    }
 }
 
 /// What is wrong with one channel's description in `meta.json` ([`Error::InvalidChannel`]).
@@ -529,19 +385,6 @@ fn join(problems: &[AviProblem]) -> String {
     lines.join("; ")
 }
 
-/// What [`Error::SensorFailed`] holds (boxed: the error stays small).
-#[derive(Debug, thiserror::Error)]
-#[error("protocol error: {} sensor {sensor:?}: {msg} ({durable} samples of trace {trace:?} are durable; the ones sent after them were not kept)", socket.display())]
-pub struct SensorFailed {
-    pub socket: PathBuf,
-    pub sensor: String,
-    /// The daemon's error text.
-    pub msg: String,
-    /// The sensor's samples of `trace` on stable storage; the trace holds no more of them.
-    pub durable: u64,
-    pub trace: String,
-}
-
 impl Error {
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
@@ -552,13 +395,12 @@ impl Error {
     }
 
     /// The operating system's error behind this one, if there is one (through the variants
-    /// that hold another error as part of their message: [`Error::At`], [`Error::Chunk`],
-    /// [`Error::EarlierWriteFailed`]). None of them is a `source`; see [`Error::Io`].
+    /// that hold another error as part of their message: [`Error::At`], [`Error::Chunk`]).
+    /// None of them is a `source`; see [`Error::Io`].
     pub fn io_error(&self) -> Option<&std::io::Error> {
         match self {
             Error::Io { error, .. } | Error::CorruptStream(error) => Some(error),
             Error::At { inner, .. } | Error::Chunk { inner, .. } => inner.io_error(),
-            Error::EarlierWriteFailed(inner) => inner.io_error(),
             _ => None,
         }
     }
