@@ -83,11 +83,12 @@ pub fn main(args: Args) -> Result<Outcome> {
             // A config that cannot work (a missing socket_group, a socket path naming
             // something else, an address nobody may listen on) is the operator's to fix: 2,
             // not a runtime failure.
+            use roverlog_daemon::error::Error;
             let exit = match e {
-                roverlog_core::Error::InUse { .. } => Exit::Unavailable,
-                roverlog_core::Error::Config(_) | roverlog_core::Error::Listen { .. } => {
-                    Exit::Usage
-                }
+                Error::InUse { .. } => Exit::Unavailable,
+                Error::Core(roverlog_core::Error::Config(_))
+                | Error::Socket(_)
+                | Error::Listen { .. } => Exit::Usage,
                 _ => Exit::Runtime,
             };
             return Err(e).fail(exit, WHO);

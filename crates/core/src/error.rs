@@ -253,9 +253,9 @@ pub enum Error {
         inner: Box<Error>,
     },
 
-    /// Timestamps a timestamp model cannot be applied to (too few, not advancing).
+    /// Timestamps a timestamp model cannot be applied to (not advancing, no period).
     #[error("timestamps: {0}")]
-    Timestamps(String),
+    Timestamps(TimestampsProblem),
 
     /// A timestamp model name that is not one of ours.
     #[error("unknown timestamp model {name:?} (raw, smooth, discretize)")]
@@ -271,36 +271,31 @@ pub enum Error {
         problem: String,
     },
 
-    // ----- daemon ----------------------------------------------------------------------
-    /// A driver broke the ingest protocol.
-    #[error("protocol error: {0}")]
-    Protocol(String),
-
-    /// A configuration value that is not valid.
+    // ----- configuration ---------------------------------------------------------------
+    /// A configuration value or option that is not valid (the daemon's config, a copy's
+    /// plan).
     #[error("config: {0}")]
     Config(String),
+}
 
-    /// Another running daemon holds `path` (a socket it listens on, or data_root's lock).
-    #[error("{}: another daemon is {holds}", path.display())]
-    InUse { path: PathBuf, holds: &'static str },
-
-    /// A listener the config asks for (`what`: the key and address) could not be set up.
-    #[error("{what}: {msg}")]
-    Listen { what: String, msg: String },
-
-    /// The daemon's drain (connections, queues, fsync) did not end within the deadline.
-    #[error("shutdown did not finish within shutdown_deadline_ms ({deadline_ms} ms); queued samples may be lost")]
-    ShutdownDeadline { deadline_ms: u64 },
-
-    /// The daemon drained and stopped, but a write or fsync of its data failed during the run
-    /// (`what`: the first failure still unresolved, or a pointer to the log): not a clean
-    /// stop, so a service manager restarts it and the journal says why.
-    #[error("stopped, but the data disk failed during the run: {what}")]
-    DiskFailed { what: String },
-
-    /// A thread or task of the daemon could not start, or ended abnormally.
-    #[error("{what}: {msg}")]
-    Task { what: &'static str, msg: String },
+/// Why a timestamp model cannot be applied ([`Error::Timestamps`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TimestampsProblem {
+    /// The last timestamp is not after the first.
+    #[error(
+        "time does not advance from the first to the last of {samples} samples ({first} -> {last})"
+    )]
+    NotAdvancing {
+        samples: usize,
+        first: f64,
+        last: f64,
+    },
+    /// A model interval that is not a positive number of seconds.
+    #[error("interval must be a positive number of seconds, not {interval}")]
+    Interval { interval: f64 },
+    /// A median step between timestamps that is not positive.
+    #[error("the median difference between timestamps is {step}: no period to count in")]
+    NoPeriod { step: f64 },
 }
 
 /// What is wrong with one channel's description in `meta.json` ([`Error::InvalidChannel`]).

@@ -120,13 +120,7 @@ fn check_complete(bytes: &[u8]) -> Result<()> {
         None => bytes,
     };
     if bytes.starts_with(&[0xFF, 0xD8]) && !body.ends_with(&[0xFF, 0xD9]) {
-        return Err(Error::Codec {
-            codec: "jpeg".into(),
-            msg: format!(
-                "truncated: no end-of-image marker (FF D9) at the end of its {} bytes",
-                bytes.len()
-            ),
-        });
+        return Err(Error::Jpeg(JpegProblem::Truncated { len: bytes.len() }));
     }
     Ok(())
 }

@@ -35,6 +35,7 @@ pub mod control;
 pub mod dedup;
 pub mod disk;
 pub mod disk_fault;
+pub mod error;
 pub mod events;
 pub mod failure;
 pub mod foxglove_live;
@@ -66,8 +67,8 @@ use tokio::sync::mpsc;
 
 pub use config::{Config, FsyncPolicy, QueuePolicy, RawConfig};
 
+use crate::error::{Error, Result};
 use recording::Recorder;
-use roverlog_core::error::{Error, Result};
 use writer::WriterNotice;
 
 /// Something asked of a running daemon from outside its sockets (e.g. SIGHUP).
@@ -398,10 +399,7 @@ impl Daemon {
                 let faults = rec.faults().all();
                 tracing::error!("stopped after disk errors: {faults:?}");
                 Err(Error::DiskFailed {
-                    what: match faults.first() {
-                        Some(f) => f.to_string(),
-                        None => "a write or fsync failed during the run (see the log)".into(),
-                    },
+                    first: faults.first().cloned().map(Box::new),
                 })
             }
             Ok(()) => {
@@ -548,10 +546,7 @@ const START_EXTENSION: Duration = Duration::from_secs(30);
 /// Start-up recovery of unfinished traces (which may read and cut large files) on a blocking
 /// thread, telling the service manager to extend the start timeout while it runs: a long
 /// recovery must not make systemd kill the daemon before it is ready.
-async fn recover_extending_start(
-    cfg: &Config,
-    notify: &impl Fn(&str),
-) -> roverlog_core::Result<Option<PathBuf>> {
+async fn recover_extending_start(cfg: &Config, notify: &impl Fn(&str)) -> Result<Option<PathBuf>> {
     let root = cfg.recording.data_root.clone();
     let delay = cfg.test_knobs.recovery_delay;
     let mut job = tokio::task::spawn_blocking(move || {
@@ -568,7 +563,8 @@ async fn recover_extending_start(
     loop {
         tokio::select! {
             r = &mut job => {
-                return r.map_err(|e| Error::Task { what: "start-up recovery", msg: e.to_string() })?;
+                let found = r.map_err(|e| Error::Task { what: "start-up recovery", error: Box::new(e) })?;
+                return Ok(found?);
             }
             _ = tokio::time::sleep(START_EXTENSION / 3) => extend(),
         }

@@ -26,6 +26,8 @@ pub enum JpegProblem {
     },
     /// Headers that give no image size.
     NoDimensions,
+    /// A frame of `len` bytes that starts as a JPEG but has no end-of-image marker.
+    Truncated { len: usize },
     /// An image of more than `max_pixels` pixels (refused before allocating).
     TooLarge {
         width: usize,
@@ -61,6 +63,10 @@ impl fmt::Display for JpegProblem {
                 f,
                 "libjpeg-turbo was asked for but {library} does not load ({why}); install it \
                  (Debian: apt-get install libturbojpeg0) or use ROVERLOG_JPEG=auto or zune"
+            ),
+            JpegProblem::Truncated { len } => write!(
+                f,
+                "truncated: no end-of-image marker (FF D9) at the end of its {len} bytes"
             ),
             JpegProblem::NoDimensions => {
                 f.write_str("no image dimensions after reading the headers")
