@@ -115,3 +115,40 @@ pub(crate) fn client_to_py(e: roverlog_client::Error) -> PyErr {
         e => Kind::of_client(&e).err(e.to_string()),
     }
 }
+
+/// What the binding itself refuses while building an array (not a library error); the
+/// library's errors pass through ([`BindError::Core`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BindError {
+    #[error(transparent)]
+    Core(#[from] roverlog_core::Error),
+    /// A decoding thread panicked (a decoder bug): its panic message.
+    #[error("decoder: a decoding thread panicked: {why}")]
+    Panicked { why: String },
+    /// Frame `index` of a channel decodes to another size than frame `first`.
+    #[error("jpeg: {}: frame {index} decodes to {got} bytes, frame {first} to {per} ({height}x{width}x3): frames of different sizes cannot share one array (read them one at a time, or decode=False)", path.display())]
+    FrameSizes {
+        path: std::path::PathBuf,
+        index: u64,
+        got: usize,
+        first: u64,
+        per: usize,
+        height: usize,
+        width: usize,
+    },
+    /// Decoded frames larger together than the address space.
+    #[error("jpeg: decoded frames overflow the address space")]
+    Overflow,
+    /// No memory for the decoded frames.
+    #[error("jpeg: cannot allocate {bytes} bytes for the decoded frames")]
+    Alloc { bytes: usize },
+}
+
+/// A [`BindError`] as Python's exception: the library's errors by [`to_py`], the binding's
+/// own as `roverlog.FormatError`.
+pub(crate) fn bind_to_py(e: BindError) -> PyErr {
+    match e {
+        BindError::Core(e) => to_py(e),
+        e => Kind::Format.err(e.to_string()),
+    }
+}

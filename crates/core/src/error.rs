@@ -1,4 +1,6 @@
-//! The library's one error type.
+//! roverlog-core's error type: what core itself raises. The crates above it raise their own
+//! (`roverlog_client::Error`, `roverlog_daemon::Error`, `roverlog_bench::Error`, the Python
+//! binding's `BindError`), each converting this one with `From`, as redb does.
 //!
 //! Every variant carries the values involved (the path, the sensor or channel, what was
 //! expected and what was found) so that a message printed to a user names what was wrong
@@ -217,11 +219,6 @@ pub enum Error {
         path: PathBuf,
         problem: LidarProblem,
     },
-
-    /// Something a codec outside this crate could not encode or decode (the binary's plot
-    /// renderer, the Python binding's frame arrays): `codec` names it, `msg` is its words.
-    #[error("{codec}: {msg}")]
-    Codec { codec: String, msg: String },
 
     // ----- zarr chunks and settings (path-less: the caller names the file or chunk) ----
     /// A chunk that decoded to another size than its metadata gives.
