@@ -102,7 +102,11 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
         {
             continue;
         }
-        match m.and_then(|m| m.resolve(&sensor, t.sensor(&sensor)?.meta()).map(|_| m)) {
+        let fits = m.map_err(anyhow::Error::from).and_then(|m| {
+            m.resolve(&sensor, t.sensor(&sensor)?.meta())?;
+            anyhow::Ok(m)
+        });
+        match fits {
             Ok(m) => {
                 locations.insert(sensor, m);
             }

@@ -258,16 +258,6 @@ pub enum Error {
     #[error("unknown timestamp model {name:?} (raw, smooth, discretize)")]
     UnknownModel { name: String },
 
-    /// A position mapping (config `foxglove_location`, `roverlog export --location`) that
-    /// cannot be read, or does not fit its sensor's channels: which sensor, which field
-    /// (`latitude`, `longitude`, `altitude`, or the unknown key), and what is wrong with it.
-    #[error("{sensor}.{field}: {problem}")]
-    Location {
-        sensor: String,
-        field: String,
-        problem: String,
-    },
-
     // ----- configuration ---------------------------------------------------------------
     /// A configuration value or option that is not valid (the daemon's config, a copy's
     /// plan).

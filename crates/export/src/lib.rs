@@ -35,6 +35,7 @@ use roverlog_core::error::{Error, IoContext, Result};
 use roverlog_core::format::events::read_events;
 use roverlog_core::format::{DType, Trace};
 
+pub mod error;
 pub mod location;
 pub mod log;
 pub mod message;
@@ -99,7 +100,7 @@ pub fn export_mcap(
     out: &Path,
     opts: &ExportOptions,
     mut progress: impl FnMut(u64, u64),
-) -> Result<ExportReport> {
+) -> std::result::Result<ExportReport, error::ExportError> {
     let t = Trace::open(trace)?;
     let names: Vec<String> = if opts.sensors.is_empty() {
         t.sensor_names().into_iter().map(String::from).collect()
@@ -294,5 +295,5 @@ pub fn export_mcap(
     if r.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    r
+    Ok(r?)
 }
