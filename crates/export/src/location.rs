@@ -164,7 +164,7 @@ fn problem(sensor: &str, field: &str, problem: LocationProblem) -> LocationError
     LocationError {
         sensor: sensor.to_owned(),
         field: field.to_owned(),
-        problem,
+        problem: Box::new(problem),
     }
 }
 
@@ -176,7 +176,8 @@ fn problem(sensor: &str, field: &str, problem: LocationProblem) -> LocationError
 pub struct LocationError {
     pub sensor: String,
     pub field: String,
-    pub problem: LocationProblem,
+    /// Boxed: the error stays small on the success path.
+    pub problem: Box<LocationProblem>,
 }
 
 /// What is wrong with one field of a mapping ([`LocationError`]); `element` is the field's
