@@ -19,7 +19,7 @@ use pyo3::types::{PyBytes, PyList};
 use roverlog_core::format::channel::channel_files;
 use roverlog_core::format::{ChannelFormat, ChannelMeta, ChannelReader, Sensor};
 
-use crate::{lock, parallel_fill, to_py, Kind};
+use crate::{bind_to_py, lock, parallel_fill, to_py, BindError, Kind};
 
 /// Size and modification time of each file a channel's length depends on.
 type Stamp = Vec<Option<(u64, SystemTime)>>;
@@ -59,10 +59,10 @@ impl NativeChannel {
     }
 
     /// The open reader, (re)opened when the channel's files changed since it was opened.
-    fn with_open<T>(
+    fn with_open<T, E: From<roverlog_core::Error>>(
         &self,
-        f: impl FnOnce(&mut Open) -> roverlog_core::Result<T>,
-    ) -> roverlog_core::Result<T> {
+        f: impl FnOnce(&mut Open) -> Result<T, E>,
+    ) -> Result<T, E> {
         let mut guard = lock(&self.open);
         let now = stamp(&self.watched);
         if guard.as_ref().is_none_or(|o| o.stamp != now) {
@@ -109,7 +109,10 @@ impl NativeChannel {
 
     /// Samples the channel holds.
     fn len(&self, py: Python<'_>) -> PyResult<u64> {
-        crate::gil::detach(py, || self.with_open(|o| Ok(o.len))).map_err(to_py)
+        crate::gil::detach(py, || {
+            self.with_open(|o| Ok::<_, roverlog_core::Error>(o.len))
+        })
+        .map_err(to_py)
     }
 
     /// `read(start, count, decode)`:
@@ -133,7 +136,7 @@ impl NativeChannel {
                     // The first sample past the channel's length: damaged when `ts`
                     // counts it (the reader's error names it), else out of range.
                     return match o.reader.get(start.max(o.len)) {
-                        Err(e @ roverlog_core::Error::DamagedSample { .. }) => Err(e),
+                        Err(e @ roverlog_core::Error::DamagedSample { .. }) => Err(e.into()),
                         _ => Ok(Err(o.len)),
                     };
                 }
@@ -145,7 +148,7 @@ impl NativeChannel {
                 }))
             })
         });
-        match got.map_err(to_py)? {
+        match got.map_err(bind_to_py)? {
             Err(len) => Err(Kind::SampleIndex.err(format!(
                 "{}: samples {start}..{} out of range (channel holds {len})",
                 self.path().display(),
@@ -187,7 +190,7 @@ fn read_fixed(
     count: u64,
     len: u64,
     per: usize,
-) -> roverlog_core::Result<Vec<u8>> {
+) -> Result<Vec<u8>, BindError> {
     let mut out = vec![0u8; count as usize * per];
     if let ChannelReader::Lzma(l) = r {
         // One stream for the whole file. A read of most of it decodes in order (no second
@@ -254,7 +257,7 @@ fn decode_frames(
     path: &Path,
     start: u64,
     count: u64,
-) -> roverlog_core::Result<(Vec<u8>, [usize; 3])> {
+) -> Result<(Vec<u8>, [usize; 3]), BindError> {
     use roverlog_core::jpeg::{JpegFrame, DEFAULT_MAX_PIXELS};
     if count == 0 {
         return Ok((Vec::new(), [0, 0, 3]));
@@ -297,15 +300,14 @@ fn decode_frames(
                 .map_err(|e| in_sample(path, i, &bytes, e))?;
             let (h, w) = (frame.height(), frame.width());
             if h * w * 3 != per {
-                return Err(roverlog_core::Error::Codec {
-                    codec: "jpeg".into(),
-                    msg: format!(
-                        "{}: frame {i} decodes to {} bytes, frame {start} to {per} ({}x{}x3): frames of different sizes cannot share one array (read them one at a time, or decode=False)",
-                        path.display(),
-                        h * w * 3,
-                        shape[0],
-                        shape[1]
-                    ),
+                return Err(BindError::FrameSizes {
+                    path: path.to_path_buf(),
+                    index: i,
+                    got: h * w * 3,
+                    first: start,
+                    per,
+                    height: shape[0],
+                    width: shape[1],
                 });
             }
             into_rgb(frame, &bytes, dst, i)?;

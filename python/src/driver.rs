@@ -19,12 +19,12 @@ use pyo3::prelude::*;
 use roverlog_client::{ResilientDriver, ResilientOptions};
 use roverlog_core::format::SensorMeta;
 
-use crate::{lock, to_py, Kind};
+use crate::{client_to_py, lock, to_py, Kind};
 
 struct Inner {
     driver: ResilientDriver,
     /// A failure of the flusher thread, raised by the next `send`.
-    failed: Option<Arc<roverlog_core::Error>>,
+    failed: Option<Arc<roverlog_client::Error>>,
     closed: bool,
 }
 
@@ -116,10 +116,10 @@ impl NativeDriver {
         // The callback's own exception (a warning turned into an error) ends the wait.
         let mut raised: Option<PyErr> = None;
         let driver = crate::gil::detach(py, || {
-            let mut notice = |e: &roverlog_core::Error| {
+            let mut notice = |e: &roverlog_client::Error| {
                 let Some(cb) = &waiting else { return Ok(()) };
                 let why = match e {
-                    roverlog_core::Error::Io { error, .. } => error.to_string(),
+                    roverlog_client::Error::Io { error, .. } => error.to_string(),
                     e => e.to_string(),
                 };
                 let msg = format!(
@@ -132,9 +132,8 @@ impl NativeDriver {
                 crate::gil::attach(|py| match cb.call1(py, (msg,)) {
                     Ok(_) => Ok(()),
                     Err(err) => {
-                        let text = err.to_string();
                         raised = Some(err);
-                        Err(roverlog_core::Error::Config(text))
+                        Err(roverlog_client::Error::WaitAborted)
                     }
                 })
             };
@@ -143,7 +142,7 @@ impl NativeDriver {
         let driver = match (driver, raised) {
             (Ok(d), _) => d,
             (Err(_), Some(err)) => return Err(err),
-            (Err(e), None) => return Err(to_py(e)),
+            (Err(e), None) => return Err(client_to_py(e)),
         };
         let inner = Arc::new(Mutex::new(Inner {
             driver,
@@ -198,9 +197,11 @@ impl NativeDriver {
             return Err(Kind::Format.err("the driver is closed".into()));
         }
         if let Some(f) = &g.failed {
-            return Err(to_py(roverlog_core::Error::EarlierWriteFailed(f.clone())));
+            return Err(client_to_py(roverlog_client::Error::EarlierWriteFailed(
+                f.clone(),
+            )));
         }
-        g.driver.push(ts, seq, &slices).map_err(to_py)?;
+        g.driver.push(ts, seq, &slices).map_err(client_to_py)?;
         drop(slices);
         drop(views);
         if g.driver.batch_full() {
@@ -209,14 +210,14 @@ impl NativeDriver {
                 let mut g = lock(&self.inner);
                 g.driver.flush().map(|()| g.driver.recording())
             })
-            .map_err(to_py);
+            .map_err(client_to_py);
         }
         Ok(g.driver.recording())
     }
 
     /// Writes what is buffered.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        crate::gil::detach(py, || lock(&self.inner).driver.flush()).map_err(to_py)
+        crate::gil::detach(py, || lock(&self.inner).driver.flush()).map_err(client_to_py)
     }
 
     /// Flushes and asks for durability: `(durable, reason)`, the sensor's samples the
@@ -228,7 +229,7 @@ impl NativeDriver {
                 .sync_reply()
                 .map(|d| (d.durable, g.driver.not_recording()))
         })
-        .map_err(to_py)
+        .map_err(client_to_py)
     }
 
     /// Whether the daemon recorded at its last reply.
@@ -283,7 +284,7 @@ impl NativeDriver {
             g.driver.disconnect();
             r
         });
-        r.map_err(to_py)
+        r.map_err(client_to_py)
     }
 }
 

@@ -47,12 +47,27 @@ impl Kind {
                 Io::NotFound | Io::NotADirectory | Io::IsADirectory => Kind::File,
                 _ => Kind::Read,
             },
-            roverlog_core::Error::NoDaemon { missing: true, .. } => Kind::File,
-            roverlog_core::Error::NoDaemon { .. } => Kind::Read,
             roverlog_core::Error::OutOfRange { .. } => Kind::SampleIndex,
             roverlog_core::Error::DamagedSample { .. } => Kind::Damaged,
             // A directory expected (a blob channel's, a trace's) that is missing or a file.
             roverlog_core::Error::NotA { path, .. } if !path.is_dir() => Kind::File,
+            _ => Kind::Format,
+        }
+    }
+
+    /// The class for an error of the daemon client (the driver): its I/O errors and an
+    /// absent daemon as for files, the dataset's errors as [`Kind::of`], the rest `Format`.
+    pub(crate) fn of_client(e: &roverlog_client::Error) -> Kind {
+        use roverlog_client::Error;
+        use std::io::ErrorKind as Io;
+        match e {
+            Error::Core(e) => Kind::of(e),
+            Error::Io { error, .. } => match error.kind() {
+                Io::NotFound | Io::NotADirectory | Io::IsADirectory => Kind::File,
+                _ => Kind::Read,
+            },
+            Error::NoDaemon { missing: true, .. } => Kind::File,
+            Error::NoDaemon { .. } => Kind::Read,
             _ => Kind::Format,
         }
     }
@@ -91,4 +106,49 @@ pub(crate) fn to_py(e: roverlog_core::Error) -> PyErr {
         _ => None,
     };
     Kind::of(&e).err_with(e.to_string(), sample)
+}
+
+/// A daemon client's error as the `roverlog.errors` class of its kind ([`Kind::of_client`]).
+pub(crate) fn client_to_py(e: roverlog_client::Error) -> PyErr {
+    match e {
+        roverlog_client::Error::Core(e) => to_py(e),
+        e => Kind::of_client(&e).err(e.to_string()),
+    }
+}
+
+/// What the binding itself refuses while building an array (not a library error); the
+/// library's errors pass through ([`BindError::Core`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BindError {
+    #[error(transparent)]
+    Core(#[from] roverlog_core::Error),
+    /// A decoding thread panicked (a decoder bug): its panic message.
+    #[error("decoder: a decoding thread panicked: {why}")]
+    Panicked { why: String },
+    /// Frame `index` of a channel decodes to another size than frame `first`.
+    #[error("jpeg: {}: frame {index} decodes to {got} bytes, frame {first} to {per} ({height}x{width}x3): frames of different sizes cannot share one array (read them one at a time, or decode=False)", path.display())]
+    FrameSizes {
+        path: std::path::PathBuf,
+        index: u64,
+        got: usize,
+        first: u64,
+        per: usize,
+        height: usize,
+        width: usize,
+    },
+    /// Decoded frames larger together than the address space.
+    #[error("jpeg: decoded frames overflow the address space")]
+    Overflow,
+    /// No memory for the decoded frames.
+    #[error("jpeg: cannot allocate {bytes} bytes for the decoded frames")]
+    Alloc { bytes: usize },
+}
+
+/// A [`BindError`] as Python's exception: the library's errors by [`to_py`], the binding's
+/// own as `roverlog.FormatError`.
+pub(crate) fn bind_to_py(e: BindError) -> PyErr {
+    match e {
+        BindError::Core(e) => to_py(e),
+        e => Kind::Format.err(e.to_string()),
+    }
 }

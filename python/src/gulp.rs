@@ -9,7 +9,7 @@ use pyo3::types::{PyBytes, PyList};
 
 use roverlog_core::gulp::{FrameSelection, GulpDirectory, GulpOptions, JpegFrame};
 
-use crate::{joined, to_py, Kind};
+use crate::{bind_to_py, joined, to_py, BindError, Kind};
 
 #[pyclass(module = "roverlog._roverlog")]
 pub struct GulpDir {
@@ -32,7 +32,7 @@ fn decode_block(
     id: &str,
     indices: &[i64],
     frames: &[&[u8]],
-) -> roverlog_core::Result<(Vec<u8>, Vec<Placed>)> {
+) -> Result<(Vec<u8>, Vec<Placed>), BindError> {
     use std::mem::MaybeUninit;
     use std::sync::Mutex;
 
@@ -52,20 +52,12 @@ fn decode_block(
     let mut total = 0usize;
     for f in &opened {
         placed.push((total, f.height(), f.width(), f.channels()));
-        total = total
-            .checked_add(f.len())
-            .ok_or_else(|| roverlog_core::Error::Codec {
-                codec: "jpeg".into(),
-                msg: "decoded frames overflow the address space".into(),
-            })?;
+        total = total.checked_add(f.len()).ok_or(BindError::Overflow)?;
     }
     let mut block: Vec<u8> = Vec::new();
     block
         .try_reserve_exact(total)
-        .map_err(|_| roverlog_core::Error::Codec {
-            codec: "jpeg".into(),
-            msg: format!("cannot allocate {total} bytes for the decoded frames"),
-        })?;
+        .map_err(|_| BindError::Alloc { bytes: total })?;
     // gulpio2's frames get numpy's huge-page hint; a read larger than malloc's mmap threshold
     // (32 MiB at most; 60 frames of 1080p are 373 MB) gets fresh memory each time.
     roverlog_core::mem::advise_huge_pages(block.spare_capacity_mut());
@@ -79,7 +71,7 @@ fn decode_block(
     }
     let threads = crate::threads::current().min(jobs.len().max(1));
     let queue = Mutex::new(jobs.into_iter());
-    let work = || -> roverlog_core::Result<()> {
+    let work = || -> Result<(), BindError> {
         loop {
             let Some((k, f, dst)) = queue.lock().unwrap().next() else {
                 return Ok(());
@@ -95,7 +87,7 @@ fn decode_block(
             if let Err(e) = f.decode_into(dst) {
                 // The read fails as a whole: the other threads need not decode the rest.
                 queue.lock().unwrap().by_ref().for_each(drop);
-                return Err(in_frame(k, e));
+                return Err(in_frame(k, e).into());
             }
         }
     };
@@ -190,7 +182,7 @@ impl GulpDir {
         // One array holds every frame; the Python half views each frame in it.
         let (block, placed) =
             crate::gil::detach(py, || decode_block(&self.dir, id, &indices, &frames))
-                .map_err(to_py)?;
+                .map_err(bind_to_py)?;
         let block = block.into_pyarray_bound(py);
         Ok((block, placed).into_py(py))
     }

@@ -28,21 +28,18 @@ mod threads;
 mod timestamps;
 mod zarr;
 
-pub(crate) use errors::{to_py, Kind};
+pub(crate) use errors::{bind_to_py, client_to_py, to_py, BindError, Kind};
 
 /// A decoding thread's result, its panic (a decoder bug) turned into an error, so that it
 /// reaches Python as `roverlog.FormatError` rather than pyo3's `PanicException`.
-fn joined(r: std::thread::Result<roverlog_core::Result<()>>) -> roverlog_core::Result<()> {
+fn joined(r: std::thread::Result<Result<(), BindError>>) -> Result<(), BindError> {
     r.unwrap_or_else(|payload| {
         let why = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        Err(roverlog_core::Error::Codec {
-            codec: "decoder".into(),
-            msg: format!("a decoding thread panicked: {why}"),
-        })
+        Err(BindError::Panicked { why })
     })
 }
 
@@ -60,8 +57,8 @@ pub(crate) fn parallel_fill(
     count: u64,
     per: usize,
     out: &mut [u8],
-    f: impl Fn(std::ops::Range<u64>, &mut [u8]) -> roverlog_core::Result<()> + Sync,
-) -> roverlog_core::Result<()> {
+    f: impl Fn(std::ops::Range<u64>, &mut [u8]) -> Result<(), BindError> + Sync,
+) -> Result<(), BindError> {
     let threads = threads::current().min(count.max(1) as usize);
     if threads <= 1 {
         // In the caller's thread: a read told to use one thread starts none.

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use super::exit::StdoutError;
 use super::Outcome;
 use roverlog_core::format::{self, Sensor};
 
@@ -124,8 +125,8 @@ pub fn cat(args: CatArgs) -> Result<Outcome> {
         cat_roverd(&args, &mut out)
     };
     // Samples written before a failure (a damaged frame) still reach stdout.
-    let flushed = out.flush().context("writing to stdout");
-    done?;
+    let flushed = out.flush().map_err(StdoutError::from);
+    done.map_err(closed_stdout)?;
     flushed?;
     Ok(Outcome::Ok)
 }
@@ -257,10 +258,30 @@ fn warn_damaged(r: &mut format::ChannelReader, len: u64, counted: u64) {
     eprintln!("warning: writing the {len} intact of the {counted} samples `ts` counts: {why}");
 }
 
-/// Writes to stdout. (A closed pipe ends the process through SIGPIPE, see `cli::main`.)
+/// A write to stdout that failed inside a reader (a library error), as [`StdoutError`], so
+/// that a reader going away (`| head`) ends the command quietly (`exit::code`).
+fn closed_stdout(e: anyhow::Error) -> anyhow::Error {
+    // `cat` writes to no pipe but stdout (the zarr reader names it `<output>`).
+    let closed = e.chain().any(|c| {
+        c.downcast_ref::<roverlog_core::Error>()
+            .and_then(roverlog_core::Error::io_error)
+            .or_else(|| c.downcast_ref::<io::Error>())
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    });
+    if closed {
+        StdoutError::Closed.into()
+    } else {
+        e
+    }
+}
+
+/// What [`write_all`] names stdout in its errors.
+const STDOUT: &str = "<stdout>";
+
+/// Writes to stdout (inside the readers' callbacks: a library error, see [`closed_stdout`]).
 fn write_all(out: &mut impl Write, bytes: &[u8]) -> roverlog_core::Result<()> {
     out.write_all(bytes)
-        .map_err(|e| roverlog_core::Error::io("<stdout>", e))
+        .map_err(|e| roverlog_core::Error::io(STDOUT, e))
 }
 
 #[cfg(test)]

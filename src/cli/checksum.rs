@@ -16,6 +16,7 @@ use clap::{Args, ValueEnum};
 use md5::Digest;
 use roverlog_core::format::checksum::fields;
 
+use super::exit::outln;
 use super::Outcome;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -176,7 +177,7 @@ pub fn checksum(args: ChecksumArgs) -> Result<Outcome> {
         }
         let rows = hash_dir(&args.src, args.hash)?;
         write_csv(&args.dst, args.hash, &rows)?;
-        println!("{}: {} files", args.dst.display(), rows.len());
+        outln!("{}: {} files", args.dst.display(), rows.len())?;
         return Ok(Outcome::Ok);
     }
     // CSVs first: a directory is hashed with the hash a CSV on the other side names.
@@ -212,27 +213,27 @@ pub fn checksum(args: ChecksumArgs) -> Result<Outcome> {
         match b.get(f) {
             None => {
                 bad += 1;
-                println!("Missing: {f} (in {})", args.dst.display());
+                outln!("Missing: {f} (in {})", args.dst.display())?;
             }
             Some(got) if got != want => {
                 bad += 1;
-                println!("Mismatch: {f}; expected {want}, actual {got}");
+                outln!("Mismatch: {f}; expected {want}, actual {got}")?;
             }
             Some(_) => {}
         }
     }
     for f in b.keys().filter(|f| !a.contains_key(*f)) {
         bad += 1;
-        println!("Missing: {f} (in {})", args.src.display());
+        outln!("Missing: {f} (in {})", args.src.display())?;
     }
     if bad > 0 {
-        println!(
+        outln!(
             "{bad} difference(s) between {} and {}",
             args.src.display(),
             args.dst.display()
-        );
+        )?;
         return Ok(Outcome::Problems);
     }
-    println!("ok: {} files match ({})", a.len(), hash.name());
+    outln!("ok: {} files match ({})", a.len(), hash.name())?;
     Ok(Outcome::Ok)
 }

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use super::exit::{outln, StdoutError};
 use super::Outcome;
 use roverlog_core::format::events::{read_events, Event};
 use roverlog_core::format::lzmaf::compact::{compact_sensor, stored_frames};
@@ -49,10 +50,10 @@ pub fn compact(args: CompactArgs) -> Result<Outcome> {
         }
     }
     if todo.is_empty() {
-        println!(
+        outln!(
             "{}: no stored-uncompressed lzmaf frames, nothing to compact",
             args.trace.display()
-        );
+        )?;
         return Ok(Outcome::Ok);
     }
     let pb = super::progress::bar("compact", "frames");
@@ -63,10 +64,10 @@ pub fn compact(args: CompactArgs) -> Result<Outcome> {
             pb.set_position(before + n)
         })
         .with_context(|| format!("compacting {}", args.trace.join(sensor).display()))?;
-        pb.suspend(|| {
+        pb.suspend(|| -> Result<(), StdoutError> {
             for c in done.iter().filter(|c| c.recompressed > 0) {
                 before += c.frames;
-                println!(
+                outln!(
                     "{}/{}: {} of {} frames recompressed, {:.1} MB -> {:.1} MB",
                     sensor,
                     c.channel,
@@ -74,9 +75,10 @@ pub fn compact(args: CompactArgs) -> Result<Outcome> {
                     c.frames,
                     c.bytes_before as f64 / 1e6,
                     c.bytes_after as f64 / 1e6
-                );
+                )?;
             }
-        });
+            Ok(())
+        })?;
     }
     pb.finish_and_clear();
     Ok(Outcome::Ok)

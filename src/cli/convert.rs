@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use super::exit::outln;
 use super::Outcome;
 use roverlog_core::format::copy::{copy_trace, TracePlan};
 use roverlog_core::format::ChannelFormat;
@@ -83,7 +84,7 @@ pub fn convert(args: ConvertArgs) -> Result<Outcome> {
         )
     );
     for (name, n) in done {
-        println!("{}: {n} samples", args.dst.join(name).display());
+        outln!("{}: {n} samples", args.dst.join(name).display())?;
     }
     Ok(Outcome::Ok)
 }

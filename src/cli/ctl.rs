@@ -3,10 +3,13 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::Result;
 use serde_json::{json, Value};
+
+use super::exit::outln;
+use super::exit::{Exit, Fail, Outcome, StdoutError};
 
 /// Control a running daemon. The exit codes are in `after_help` (the subcommand's own doc
 /// line replaces this text in `--help`).
@@ -68,25 +71,41 @@ enum Cmd {
 }
 
 /// Seconds as "10", "2.5" or "10s".
-fn seconds(s: &str) -> Result<f64, String> {
+fn seconds(s: &str) -> Result<f64, BadSeconds> {
     s.strip_suffix('s')
         .unwrap_or(s)
         .parse::<f64>()
         .ok()
         .filter(|v| (0.0..=86_400.0).contains(v))
-        .ok_or_else(|| format!("{s:?} is not seconds from 0 to 86400 (e.g. 10 or 10s)"))
+        .ok_or_else(|| BadSeconds(s.to_string()))
 }
 
-pub fn main(args: Args) -> ExitCode {
+/// A `--after` that is not seconds from 0 to 86400.
+#[derive(Debug)]
+struct BadSeconds(String);
+
+impl std::fmt::Display for BadSeconds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:?} is not seconds from 0 to 86400 (e.g. 10 or 10s)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for BadSeconds {}
+
+pub fn main(args: Args) -> Result<Outcome> {
+    const WHO: &str = "roverlog ctl";
     let socket = match (&args.socket, &args.config) {
         (Some(s), _) => s.clone(),
-        (None, Some(c)) => match roverlog_daemon::Config::load(c) {
-            Ok(cfg) => cfg.sockets.control,
-            Err(e) => {
-                eprintln!("roverlog ctl: {e}");
-                return ExitCode::from(2);
-            }
-        },
+        (None, Some(c)) => {
+            roverlog_daemon::Config::load(c)
+                .fail(Exit::Usage, WHO)?
+                .sockets
+                .control
+        }
         (None, None) => roverlog_daemon::Config::default().sockets.control,
     };
     let cmd = match &args.cmd {
@@ -100,33 +119,23 @@ pub fn main(args: Args) -> ExitCode {
             json!({"cmd": "trigger", "label": label, "after": after})
         }
     };
-    let reply = match ask(&socket, &cmd, Duration::from_secs(args.timeout)) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("roverlog ctl: {}: {e}", socket.display());
-            return ExitCode::from(3);
-        }
-    };
-    // The socket exchange is over: from here on only stdout is written.
-    super::quiet_on_closed_stdout();
+    let reply = ask(&socket, &cmd, Duration::from_secs(args.timeout))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", socket.display()))
+        .fail(Exit::Unavailable, WHO)?;
     let ok = reply["ok"] == true;
     if args.json {
-        println!("{reply}");
+        outln!("{reply}")?;
     } else if !ok {
         eprintln!(
             "roverlog ctl: {}",
             reply["error"].as_str().unwrap_or("error")
         );
     } else if matches!(args.cmd, Cmd::Status) {
-        print_status(&reply);
+        print_status(&reply)?;
     } else {
-        print_reply(&reply);
+        print_reply(&reply)?;
     }
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    Ok(if ok { Outcome::Ok } else { Outcome::Problems })
 }
 
 fn ask(socket: &PathBuf, cmd: &Value, timeout: Duration) -> std::io::Result<Value> {
@@ -150,45 +159,47 @@ fn ask(socket: &PathBuf, cmd: &Value, timeout: Duration) -> std::io::Result<Valu
     }
 }
 
-fn print_reply(r: &Value) {
+fn print_reply(r: &Value) -> Result<(), StdoutError> {
     if let Some(t) = r["trace"].as_str() {
-        println!("trace: {t}");
+        outln!("trace: {t}")?;
     }
     if let Some(s) = r["sensors"].as_object() {
         for (name, v) in s {
             match (v["samples"].as_u64(), v["error"].as_str()) {
-                (Some(n), _) => println!("  {name}: {n} samples"),
-                (None, Some(e)) => println!("  {name}: FAILED: {e}"),
-                (None, None) => println!("  {name}: {v}"),
+                (Some(n), _) => outln!("  {name}: {n} samples")?,
+                (None, Some(e)) => outln!("  {name}: FAILED: {e}")?,
+                (None, None) => outln!("  {name}: {v}")?,
             }
         }
     }
+    Ok(())
 }
 
 /// `offload: sending to s3://b/p: 2 trace(s), 140.2 MB left, 19.8 MB/s` and its last error.
-fn print_offload(o: &Value) {
+fn print_offload(o: &Value) -> Result<(), StdoutError> {
     let Some(dest) = o["dest"].as_str() else {
-        return;
+        return Ok(());
     };
     let mb = |v: &Value| v.as_f64().unwrap_or(0.0) / 1e6;
     let pending = match o["pending_traces"].as_u64() {
         Some(n) => format!("{n} trace(s), {:.1} MB left", mb(&o["bytes_left"])),
         None => "not looked yet".into(),
     };
-    println!(
+    outln!(
         "offload ({}): {} to {dest}: {pending}, {:.1} MB/s, {:.1} MB sent, {} trace(s) verified",
         o["when"].as_str().unwrap_or("?"),
         o["state"].as_str().unwrap_or("?"),
         mb(&o["rate_bytes_per_s"]),
         mb(&o["sent_bytes"]),
         o["verified_traces"]
-    );
+    )?;
     if let Some(e) = o["last_error"].as_str() {
-        println!("offload error: {e}");
+        outln!("offload error: {e}")?;
     }
+    Ok(())
 }
 
-fn print_status(r: &Value) {
+fn print_status(r: &Value) -> Result<(), StdoutError> {
     // Alarms first: the lines nobody may miss.
     for a in r["alarms"].as_array().into_iter().flatten() {
         let mut detail: Vec<String> = a
@@ -199,30 +210,30 @@ fn print_status(r: &Value) {
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         detail.sort();
-        println!(
+        outln!(
             "ALARM {} {}  {}",
             a["alarm"].as_str().unwrap_or("?").to_uppercase(),
             a["sensor"].as_str().unwrap_or(""),
             detail.join(" ")
-        );
+        )?;
     }
     match r["trace"].as_str() {
-        Some(t) if r["recording"] == true => println!("recording: {t}"),
-        _ => println!("not recording"),
+        Some(t) if r["recording"] == true => outln!("recording: {t}")?,
+        _ => outln!("not recording")?,
     }
     if let Some(why) = r["stopped_reason"].as_str() {
-        println!("stopped: {why}");
+        outln!("stopped: {why}")?;
     }
     let s = &r["snapshot"];
     if s["enabled"] == true || s["dropped_frames"].as_u64().unwrap_or(0) > 0 {
-        println!(
+        outln!(
             "snapshot: {}, {} frame(s) ({:.1} MiB) held of the last {} s, {} dropped from the ring",
             if s["enabled"] == true { "on" } else { "off" },
             s["frames"],
             s["bytes"].as_u64().unwrap_or(0) as f64 / (1u64 << 20) as f64,
             s["pre_trigger_seconds"],
             s["dropped_frames"]
-        );
+        )?;
     }
     if let Some(url) = r["http"]["url"].as_str() {
         let ro = if r["http"]["read_only"] == true {
@@ -230,28 +241,28 @@ fn print_status(r: &Value) {
         } else {
             ""
         };
-        println!("dashboard: {url}{ro}");
+        outln!("dashboard: {url}{ro}")?;
     }
-    print_offload(&r["offload"]);
+    print_offload(&r["offload"])?;
     let d = &r["disk"];
     if let Some(free) = d["free_bytes"].as_u64() {
-        println!(
+        outln!(
             "disk: {:.1} GiB free (minimum {:.1} GiB){}",
             free as f64 / (1u64 << 30) as f64,
             d["min_free_bytes"].as_u64().unwrap_or(0) as f64 / (1u64 << 30) as f64,
             if d["low"] == true { "  LOW" } else { "" }
-        );
+        )?;
     }
     // A failed write or fsync (docs/disk-failure.md): which file, which error, what is kept.
     for e in d["errors"].as_array().into_iter().flatten() {
-        println!(
+        outln!(
             "DISK ERROR {}: {} of {}: {} ({} samples durable)",
             e["sensor"].as_str().unwrap_or("?"),
             e["what"].as_str().unwrap_or("?"),
             e["file"].as_str().unwrap_or("?"),
             e["error"].as_str().unwrap_or("?"),
             e["durable"]
-        );
+        )?;
     }
     // Sensors the config expects that are not there: absent, not left out.
     for (name, a) in r["absent_sensors"].as_object().into_iter().flatten() {
@@ -263,12 +274,12 @@ fn print_status(r: &Value) {
         } else {
             ""
         };
-        println!("absent: {name}{required}{hz}");
+        outln!("absent: {name}{required}{hz}")?;
     }
     let Some(sensors) = r["sensors"].as_object() else {
-        return;
+        return Ok(());
     };
-    println!(
+    outln!(
         "{:<16} {:>4} {:>12} {:>10} {:>9} {:>9} {:>8} {:>8} {:>12} {:>9}",
         "sensor",
         "conn",
@@ -280,11 +291,11 @@ fn print_status(r: &Value) {
         "gaps",
         "durable",
         "fsync_age"
-    );
+    )?;
     for (name, s) in sensors {
         let lim = s["queue_limit"].as_u64().unwrap_or(1).max(1) as f64;
         let pct = |k: &str| 100.0 * s[k].as_u64().unwrap_or(0) as f64 / lim;
-        println!(
+        outln!(
             "{:<16} {:>4} {:>12} {:>10.1} {:>8.1}% {:>8.1}% {:>8} {:>8} {:>12} {:>9}",
             name,
             if s["connected"] == true { "yes" } else { "no" },
@@ -298,18 +309,19 @@ fn print_status(r: &Value) {
             s["last_fsync_age_ms"]
                 .as_u64()
                 .map_or("-".to_string(), |ms| format!("{:.1}s", ms as f64 / 1000.0)),
-        );
+        )?;
         if let Some(f) = s["failed"].as_str() {
-            println!("  FAILED: {f}");
+            outln!("  FAILED: {f}")?;
         }
         if let Some(n) = s["discarded"].as_u64().filter(|&n| n > 0) {
-            println!("  {n} frames discarded while not recording");
+            outln!("  {n} frames discarded while not recording")?;
         }
         if let Some(n) = s["lzmaf_stored"].as_u64().filter(|&n| n > 0) {
-            println!(
+            outln!(
                 "  {n} samples' lzmaf frames stored uncompressed (compression fell behind; \
                  `roverlog compact TRACE` recompresses them)"
-            );
+            )?;
         }
     }
+    Ok(())
 }

@@ -2,10 +2,13 @@
 //! the library's daemon. SIGTERM/SIGINT drain and stop; SIGHUP rotates.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
+
+use anyhow::{Context, Result};
 
 use roverlog_daemon::{Config, Daemon, RawConfig, Request};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
+use super::exit::{outln, Exit, Fail, Outcome};
 
 /// Run the logging daemon.
 ///
@@ -38,7 +41,8 @@ pub struct Args {
     print_config: bool,
 }
 
-pub fn main(args: Args) -> ExitCode {
+pub fn main(args: Args) -> Result<Outcome> {
+    const WHO: &str = "roverlog daemon";
     // Before any thread starts: glibc's thresholds (RSS vs the encoder's per-frame tables).
     roverlog_daemon::malloc_policy::apply();
     let _ = tracing_subscriber::fmt()
@@ -51,13 +55,7 @@ pub fn main(args: Args) -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     let mut raw = match &args.config {
-        Some(p) => match RawConfig::load(p) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("roverlog daemon: {e}");
-                return ExitCode::from(2);
-            }
-        },
+        Some(p) => RawConfig::load(p).fail(Exit::Usage, WHO)?,
         None => RawConfig::default(),
     };
     // The flags override the file's keys before anything is checked, so the checks see
@@ -71,33 +69,29 @@ pub fn main(args: Args) -> ExitCode {
     if let Some(s) = args.control_socket {
         raw.control_socket = s;
     }
-    let cfg = match Config::try_from(raw) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("roverlog daemon: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let cfg = Config::try_from(raw).fail(Exit::Usage, WHO)?;
     if args.print_config {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&cfg).expect("config as JSON")
-        );
-        return ExitCode::SUCCESS;
+        )?;
+        return Ok(Outcome::Ok);
     }
     let mut daemon = match Daemon::bind(cfg) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("roverlog daemon: {e}");
             // A config that cannot work (a missing socket_group, a socket path naming
             // something else, an address nobody may listen on) is the operator's to fix: 2,
             // not a runtime failure.
-            let code = match e {
-                roverlog_core::Error::InUse { .. } => 3,
-                roverlog_core::Error::Config(_) | roverlog_core::Error::Listen { .. } => 2,
-                _ => 1,
+            use roverlog_daemon::error::Error;
+            let exit = match e {
+                Error::InUse { .. } => Exit::Unavailable,
+                Error::Core(roverlog_core::Error::Config(_))
+                | Error::Socket(_)
+                | Error::Listen { .. } => Exit::Usage,
+                _ => Exit::Runtime,
             };
-            return ExitCode::from(code);
+            return Err(e).fail(exit, WHO);
         }
     };
     daemon.set_watchdog(roverlog_daemon::notify::watchdog_interval());
@@ -106,26 +100,17 @@ pub fn main(args: Args) -> ExitCode {
             tracing::warn!("sd_notify {state:?}: {e}");
         }
     });
-    let rt = match tokio::runtime::Builder::new_multi_thread()
+    let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("roverlog-io")
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("roverlog daemon: cannot start the runtime: {e}");
-            return ExitCode::from(1);
-        }
-    };
+        .context("cannot start the runtime")
+        .fail(Exit::Runtime, WHO)?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let requests = daemon.requests();
-    let mut signals = match signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("roverlog daemon: cannot install signal handlers: {e}");
-            return ExitCode::from(1);
-        }
-    };
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
+        .context("cannot install signal handlers")
+        .fail(Exit::Runtime, WHO)?;
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
@@ -148,11 +133,6 @@ pub fn main(args: Args) -> ExitCode {
     let shutdown = async move {
         let _ = stop_rx.await;
     };
-    match rt.block_on(daemon.run(shutdown)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("roverlog daemon: {e}");
-            ExitCode::from(1)
-        }
-    }
+    rt.block_on(daemon.run(shutdown)).fail(Exit::Runtime, WHO)?;
+    Ok(Outcome::Ok)
 }

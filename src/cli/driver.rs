@@ -3,14 +3,16 @@
 //! the signal handlers and the exit codes; docs/drivers.md is the manual.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::{Context, Result};
 use clap::{Args as ClapArgs, Subcommand, ValueEnum};
 use roverlog_drivers::camera::{self, CameraOptions, Storage};
 use roverlog_drivers::gps;
+
+use super::exit::{Exit, Fail, Outcome};
 
 /// Exit codes: 0 stopped by SIGTERM/SIGINT with every sample durable; 2 an error (the daemon
 /// unreachable or refusing the sensor, the camera or gpsd unreachable, the camera not MJPEG,
@@ -89,13 +91,12 @@ struct GpsArgs {
     stop_timeout: f64,
 }
 
-pub fn main(args: Args) -> ExitCode {
+pub fn main(args: Args) -> Result<Outcome> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
-            eprintln!("error: installing the signal handlers: {e}");
-            return ExitCode::from(2);
-        }
+        signal_hook::flag::register(sig, stop.clone())
+            .context("installing the signal handlers")
+            .fail(Exit::Usage, WHO)?;
     }
     match args.kind {
         Kind::Camera(a) => camera_main(a, stop),
@@ -103,90 +104,78 @@ pub fn main(args: Args) -> ExitCode {
     }
 }
 
-fn seconds(name: &str, s: f64) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(s).map_err(|_| format!("--{name} {s}: not a number of seconds"))
+/// How a driver's errors are printed (docs/drivers.md).
+const WHO: &str = "error";
+
+/// A timeout flag that is not a number of seconds.
+#[derive(Debug)]
+struct BadSeconds {
+    flag: &'static str,
+    value: f64,
 }
 
-/// Both timeouts, or the error printed and exit code 2.
-fn timeouts(stall: f64, stop: f64) -> Result<(Duration, Duration), ExitCode> {
-    match (
-        seconds("stall-timeout", stall),
-        seconds("stop-timeout", stop),
-    ) {
-        (Ok(a), Ok(b)) => Ok((a, b)),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {e}");
-            Err(ExitCode::from(2))
-        }
+impl std::fmt::Display for BadSeconds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--{} {}: not a number of seconds", self.flag, self.value)
     }
 }
 
-fn gps_main(a: GpsArgs, stop: Arc<AtomicBool>) -> ExitCode {
+impl std::error::Error for BadSeconds {}
+
+fn seconds(flag: &'static str, value: f64) -> Result<Duration, BadSeconds> {
+    Duration::try_from_secs_f64(value).map_err(|_| BadSeconds { flag, value })
+}
+
+/// Both timeouts (`--stall-timeout`, `--stop-timeout`).
+fn timeouts(stall: f64, stop: f64) -> Result<(Duration, Duration)> {
+    let stall = seconds("stall-timeout", stall).fail(Exit::Usage, WHO)?;
+    let stop = seconds("stop-timeout", stop).fail(Exit::Usage, WHO)?;
+    Ok((stall, stop))
+}
+
+fn gps_main(a: GpsArgs, stop: Arc<AtomicBool>) -> Result<Outcome> {
     let mut opts = gps::GpsOptions::new(&a.gpsd, a.socket, &a.sensor);
-    match timeouts(a.stall_timeout, a.stop_timeout) {
-        Ok((stall, stop)) => (opts.stall_timeout, opts.stop_timeout) = (stall, stop),
-        Err(code) => return code,
-    }
+    (opts.stall_timeout, opts.stop_timeout) = timeouts(a.stall_timeout, a.stop_timeout)?;
     let mut on_bad = |n: u64, e: &gps::TpvError| {
         if n <= 10 || n.is_multiple_of(100) {
             eprintln!("gpsd at {}: line not stored ({n} so far): {e}", a.gpsd);
         }
     };
-    match gps::run(&opts, stop, &mut on_bad) {
-        Ok(r) => {
-            eprintln!(
-                "gpsd at {}: {} fixes sent, {} of {} durable; {} lines were not readable",
-                a.gpsd, r.fixes, r.durable, r.expected, r.bad_lines
-            );
-            ended_code(r.ended)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    let r = gps::run(&opts, stop, &mut on_bad).fail(Exit::Usage, WHO)?;
+    eprintln!(
+        "gpsd at {}: {} fixes sent, {} of {} durable; {} lines were not readable",
+        a.gpsd, r.fixes, r.durable, r.expected, r.bad_lines
+    );
+    ended(r.ended)
 }
 
-fn camera_main(a: CameraArgs, stop: Arc<AtomicBool>) -> ExitCode {
+fn camera_main(a: CameraArgs, stop: Arc<AtomicBool>) -> Result<Outcome> {
     let mut opts = CameraOptions::new(&a.url, a.socket, &a.sensor);
     opts.storage = match a.format {
         Format::Mjpg => Storage::Mjpg,
         Format::Jpg => Storage::Jpg,
     };
     opts.limits.max_part = a.max_frame_bytes;
-    match timeouts(a.stall_timeout, a.stop_timeout) {
-        Ok((stall, stop)) => (opts.stall_timeout, opts.stop_timeout) = (stall, stop),
-        Err(code) => return code,
-    }
+    (opts.stall_timeout, opts.stop_timeout) = timeouts(a.stall_timeout, a.stop_timeout)?;
     let mut on_bad = |n: u64, e: &camera::jpeg::NotJpeg| {
         // The first ten, then every hundredth: a broken camera does not flood the journal.
         if n <= 10 || n.is_multiple_of(100) {
             eprintln!("{}: part not stored ({n} so far): {e}", a.url);
         }
     };
-    match camera::run(&opts, stop, &mut on_bad) {
-        Ok(r) => {
-            eprintln!(
-                "{}: {} frames ({} bytes) sent, {} of {} durable; {} parts were not whole JPEGs",
-                a.url, r.frames, r.bytes, r.durable, r.expected, r.not_jpeg
-            );
-            ended_code(r.ended)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    let r = camera::run(&opts, stop, &mut on_bad).fail(Exit::Usage, WHO)?;
+    eprintln!(
+        "{}: {} frames ({} bytes) sent, {} of {} durable; {} parts were not whole JPEGs",
+        a.url, r.frames, r.bytes, r.durable, r.expected, r.not_jpeg
+    );
+    ended(r.ended)
 }
 
-/// A driver's exit code once its report is printed: 0 stopped by a signal, 3 the source ended
-/// or broke (`ended`, printed), so that systemd restarts it.
-fn ended_code(ended: Option<impl std::fmt::Display>) -> ExitCode {
+/// A driver's outcome once its report is printed: 0 stopped by a signal, 3 the source ended
+/// or broke (`ended`), so that systemd restarts it.
+fn ended(ended: Option<impl std::fmt::Display>) -> Result<Outcome> {
     match ended {
-        None => ExitCode::SUCCESS,
-        Some(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(3)
-        }
+        None => Ok(Outcome::Ok),
+        Some(e) => Err(anyhow::anyhow!("{e}")).fail(Exit::Unavailable, WHO),
     }
 }

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use super::exit::outln;
 use super::Outcome;
 use roverlog_core::format::Trace;
 use roverlog_export::location::{self, LocationMapping};
@@ -101,7 +102,11 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
         {
             continue;
         }
-        match m.and_then(|m| m.resolve(&sensor, t.sensor(&sensor)?.meta()).map(|_| m)) {
+        let fits = m.map_err(anyhow::Error::from).and_then(|m| {
+            m.resolve(&sensor, t.sensor(&sensor)?.meta())?;
+            anyhow::Ok(m)
+        });
+        match fits {
             Ok(m) => {
                 locations.insert(sensor, m);
             }
@@ -172,13 +177,13 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
         )
     );
     for (topic, n) in &report.topics {
-        println!("{topic}: {n} messages");
+        outln!("{topic}: {n} messages")?;
     }
     for s in &report.skipped {
-        println!("skipped {s}");
+        outln!("skipped {s}")?;
     }
     for n in &notes {
-        println!("{n}");
+        outln!("{n}")?;
     }
     Ok(Outcome::Ok)
 }

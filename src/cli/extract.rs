@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use super::exit::outln;
 use super::Outcome;
 use roverlog_core::format::copy::{copy_trace, TracePlan};
 use roverlog_core::format::Trace;
@@ -125,12 +126,12 @@ pub fn extract(args: ExtractArgs) -> Result<Outcome> {
         )
     })?;
     pb.finish_and_clear();
-    println!(
+    outln!(
         "{}: window [{start:.6}, {end:.6}) of span [{t0:.6}, {t1:.6}]",
         args.dst.display()
-    );
+    )?;
     for (name, n) in done {
-        println!("  {name}: {n} samples");
+        outln!("  {name}: {n} samples")?;
     }
     Ok(Outcome::Ok)
 }

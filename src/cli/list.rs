@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use super::exit::outln;
 use super::Outcome;
 use roverlog_core::format::trace::CONFIG_FILE;
 
@@ -56,7 +57,7 @@ pub fn find(root: &Path, follow: bool) -> Result<Vec<PathBuf>> {
 pub fn list(args: ListArgs) -> Result<Outcome> {
     for t in find(&args.dir, args.follow_symlinks)? {
         let s = t.display().to_string();
-        println!("{}", if s.is_empty() { "." } else { &s });
+        outln!("{}", if s.is_empty() { "." } else { &s })?;
     }
     Ok(Outcome::Ok)
 }

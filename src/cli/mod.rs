@@ -1,5 +1,6 @@
-//! Command-line front end: argument parsing, human output, and the one place errors become
-//! exit codes.
+//! Command-line front end: argument parsing and human output. Every verb returns
+//! `anyhow::Result<Outcome>`; [`exit::code`] is the one place a result becomes an exit code
+//! (the codes are listed there).
 //!
 //! Exit codes (dataset subcommands: info, validate, recover, cat, list, extract, checksum,
 //! convert, compact, import, export, rosbag, offload):
@@ -25,6 +26,7 @@ mod convert;
 mod ctl;
 mod daemon;
 mod driver;
+mod exit;
 mod export;
 mod extract;
 mod list;
@@ -106,45 +108,13 @@ enum Command {
     BenchRigDriver(bench::DriverArgs),
 }
 
-/// From here on, a reader of stdout that goes away (`| head`) ends the process quietly, like
-/// other Unix tools, instead of a panic on EPIPE. Only for output: a command must not call it
-/// while it still writes to sockets, where a closed peer is an error to report.
-pub(crate) fn quiet_on_closed_stdout() {
-    // SAFETY: sets SIGPIPE back to its default disposition; no handler is installed.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
-/// What a command reports besides success: `Problems` maps to exit code 1.
-pub enum Outcome {
-    Ok,
-    Problems,
-}
+pub use exit::Outcome;
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    if matches!(
-        cli.command,
-        Command::Info(_)
-            | Command::Validate(_)
-            | Command::Recover(_)
-            | Command::Cat(_)
-            | Command::Import(_)
-            | Command::List(_)
-            | Command::Extract(_)
-            | Command::Checksum(_)
-            | Command::Convert(_)
-            | Command::Compact(_)
-            | Command::Export(_)
-            | Command::Rosbag(_)
-            | Command::Plot(_)
-    ) {
-        // These only print: see `quiet_on_closed_stdout`. (Commands that talk to sockets keep
-        // SIGPIPE ignored, so a closed connection is an error they can report; they call it
-        // once their socket work is done.)
-        quiet_on_closed_stdout();
-    }
+    // SIGPIPE stays ignored (Rust's default): a closed socket is an error a command reports,
+    // and a reader of stdout that goes away (`| head`) is an EPIPE error that `exit::code`
+    // ends quietly with 0, as other Unix tools do.
     // The verbs that decode or encode many frames on every core say how many they kept busy.
     let busy = match &cli.command {
         Command::Validate(_) => Some("validate"),
@@ -158,10 +128,11 @@ pub fn main() -> ExitCode {
     }
     .map(|verb| (verb, roverlog_core::cpus::CoresBusy::start()));
     let result = match cli.command {
-        Command::Daemon(a) => return daemon::main(a),
-        Command::Ctl(a) => return ctl::main(a),
+        // The bench's codes are its own (the bench moves to crates/bench).
         Command::Bench(a) => return bench::main(a),
-        Command::Driver(a) => return driver::main(a),
+        Command::Daemon(a) => daemon::main(a),
+        Command::Ctl(a) => ctl::main(a),
+        Command::Driver(a) => driver::main(a),
         Command::BenchRigDriver(a) => return bench::driver_main(a),
         Command::Info(a) => trace_cmds::info(a),
         Command::Validate(a) => trace_cmds::validate(a),
@@ -182,12 +153,5 @@ pub fn main() -> ExitCode {
     if let (Some((verb, busy)), Ok(_)) = (busy, &result) {
         eprintln!("{verb}: {}", busy.finish());
     }
-    match result {
-        Ok(Outcome::Ok) => ExitCode::SUCCESS,
-        Ok(Outcome::Problems) => ExitCode::from(1),
-        Err(e) => {
-            eprintln!("roverlog: error: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+    exit::code(result)
 }

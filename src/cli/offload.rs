@@ -11,6 +11,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use indicatif::ProgressBar;
 
+use super::exit::outln;
 use super::Outcome;
 
 #[derive(Args)]
@@ -157,7 +158,7 @@ pub fn offload(args: OffloadArgs) -> Result<Outcome> {
     let s = roverlog_offload::run(&opts, &report)?;
     report.bar.finish_and_clear();
     let secs = s.elapsed.as_secs_f64();
-    println!(
+    outln!(
         "offload: {} traces sent and verified ({} already), {} files, {:.1} MB sent in {:.1} s \
          ({:.1} MB/s), {:.1} MB re-sent; {} deleted; {} skipped",
         s.traces.len(),
@@ -169,7 +170,7 @@ pub fn offload(args: OffloadArgs) -> Result<Outcome> {
         s.bytes_resent as f64 / 1e6,
         s.deleted.len(),
         s.skipped.len()
-    );
+    )?;
     Ok(if s.left_something() {
         Outcome::Problems
     } else {

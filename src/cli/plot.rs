@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use super::exit::outln;
 use super::Outcome;
 use roverlog_core::format::trace::is_trace;
 
@@ -42,7 +43,7 @@ pub fn plot(args: PlotArgs) -> Result<Outcome> {
         }
         let (w, h) = crate::plot::plot_trace(&args.path, &out)
             .with_context(|| format!("plotting {}", args.path.display()))?;
-        println!("{}: {w}x{h}", out.display());
+        outln!("{}: {w}x{h}", out.display())?;
         return Ok(Outcome::Ok);
     }
     if !args.path.is_dir() {
@@ -70,7 +71,7 @@ pub fn plot(args: PlotArgs) -> Result<Outcome> {
         }
         let (w, h) = crate::plot::plot_trace(&args.path.join(&rel), &out)
             .with_context(|| format!("plotting {}", args.path.join(&rel).display()))?;
-        println!("{}: {w}x{h}", out.display());
+        outln!("{}: {w}x{h}", out.display())?;
     }
     Ok(Outcome::Ok)
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 
+use super::exit::outln;
 use super::Outcome;
 use roverlog_client::PlayOptions;
 use roverlog_core::gulp::GulpSource;
@@ -259,8 +260,6 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
         )
     })?;
     pb.finish_and_clear();
-    // Every socket is closed: what is left is printing the summary.
-    super::quiet_on_closed_stdout();
     let secs = r.elapsed.as_secs_f64().max(1e-9);
     let late = |q: f64| r.late_quantile(q).map(|s| s * 1e3);
     if args.json {
@@ -275,10 +274,10 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
             "late_ms": {"p50": late(0.5), "p99": late(0.99), "max": late(1.0)},
             "sensors": sensors,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(Outcome::Ok);
     }
-    println!(
+    outln!(
         "sent {} samples ({:.1} MB) in {:.2} s: {:.0} samples/s, {:.1} MB/s{}",
         r.samples,
         r.bytes as f64 / 1e6,
@@ -290,12 +289,12 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
         } else {
             String::new()
         }
-    );
+    )?;
     if let (Some(p50), Some(p99), Some(max)) = (late(0.5), late(0.99), late(1.0)) {
-        println!("late against schedule: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms");
+        outln!("late against schedule: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms")?;
     }
     for (n, sent, durable) in &r.sensors {
-        println!("  {n:<16} {sent:>10} sent, {durable:>10} durable in the trace");
+        outln!("  {n:<16} {sent:>10} sent, {durable:>10} durable in the trace")?;
     }
     Ok(Outcome::Ok)
 }
@@ -337,7 +336,7 @@ pub fn import(args: ImportArgs) -> Result<Outcome> {
         )
     );
     for (n, samples) in &r.sensors {
-        println!("{}: {samples} samples", args.out.join(n).display());
+        outln!("{}: {samples} samples", args.out.join(n).display())?;
     }
     Ok(Outcome::Ok)
 }
@@ -365,23 +364,26 @@ fn import_ros(args: ImportArgs, opts: RosOptions) -> Result<Outcome> {
     })?;
     pb.finish_and_clear();
     for (i, (n, samples)) in r.written.sensors.iter().enumerate() {
-        println!(
+        outln!(
             "{}: {samples} samples (topic {})",
             args.out.join(n).display(),
             source.topic_of(i)
-        );
+        )?;
     }
     if !r.skipped.is_empty() {
-        println!(
+        outln!(
             "{} topic(s) not imported (listed in {} as import_skipped):",
             r.skipped.len(),
             roverlog_core::format::events::events_path(&args.out).display()
-        );
+        )?;
         for s in &r.skipped {
-            println!(
+            outln!(
                 "  {} ({}, {} messages): {}",
-                s.topic, s.msgtype, s.messages, s.reason
-            );
+                s.topic,
+                s.msgtype,
+                s.messages,
+                s.reason
+            )?;
         }
     }
     Ok(Outcome::Ok)

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
+use super::exit::outln;
 use super::Outcome;
 use roverlog_ros::{export_rosbag, BagFormat, RosbagOptions};
 
@@ -74,11 +75,12 @@ pub fn rosbag(args: RosbagArgs) -> Result<Outcome> {
     })
     .with_context(|| format!("writing {} to {}", args.trace.display(), out.display()))?;
     pb.finish_and_clear();
-    println!("{}", out.display());
-    println!("/imu: {} messages", report.imu_messages);
-    println!(
+    outln!("{}", out.display())?;
+    outln!("/imu: {} messages", report.imu_messages)?;
+    outln!(
         "/points2: {} messages, {} points",
-        report.cloud_messages, report.points
-    );
+        report.cloud_messages,
+        report.points
+    )?;
     Ok(Outcome::Ok)
 }

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
+use super::exit::{outln, StdoutError};
 use super::Outcome;
 use roverlog_core::format::{self, recover_sensor, trace, Depth, Trace};
 
@@ -75,12 +76,12 @@ fn human_bytes(n: f64) -> String {
 
 pub fn info(args: InfoArgs) -> Result<Outcome> {
     if super::cat::is_zarr(&args.path) {
-        print!("{}", roverlog_core::zarr::describe(&args.path)?);
+        super::exit::text(&roverlog_core::zarr::describe(&args.path)?.to_string())?;
         return Ok(Outcome::Ok);
     }
     if roverlog_core::gulp::is_gulp_dir(&args.path) {
         let g = roverlog_core::gulp::GulpDirectory::open(&args.path)?;
-        print!("{}", g.describe());
+        super::exit::text(&g.describe().to_string())?;
         return Ok(Outcome::Ok);
     }
     let is_trace =
@@ -98,13 +99,13 @@ pub fn info(args: InfoArgs) -> Result<Outcome> {
             all.push(describe_trace(&t, args.all, args.json)?);
         }
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&all)?);
+            outln!("{}", serde_json::to_string_pretty(&all)?)?;
         }
         return Ok(Outcome::Ok);
     }
     let out = describe_trace(&args.path, args.all, args.json)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
     }
     Ok(Outcome::Ok)
 }
@@ -159,7 +160,7 @@ fn describe_trace(path: &std::path::Path, all: bool, json: bool) -> Result<serde
     if json {
         return Ok(out);
     }
-    println!("{}", path.display());
+    outln!("{}", path.display())?;
     let width = out["sensors"]
         .as_array()
         .into_iter()
@@ -171,14 +172,14 @@ fn describe_trace(path: &std::path::Path, all: bool, json: bool) -> Result<serde
         .unwrap_or(0)
         .max(14);
     for s in out["sensors"].as_array().into_iter().flatten() {
-        println!(
+        outln!(
             "  {:<16} {:>10} samples {:>10.2} s {:>10.2} Hz {:>12}",
             s["sensor"].as_str().unwrap_or_default(),
             s["samples"],
             s["duration_s"].as_f64().unwrap_or_default(),
             s["rate_hz"].as_f64().unwrap_or_default(),
             human_bytes(s["bytes"].as_f64().unwrap_or_default()),
-        );
+        )?;
         for c in s["channels"].as_array().into_iter().flatten() {
             let ratio = c["compression_ratio"]
                 .as_f64()
@@ -188,25 +189,25 @@ fn describe_trace(path: &std::path::Path, all: bool, json: bool) -> Result<serde
                 .as_f64()
                 .map(|r| format!("{}/s", human_bytes(r)))
                 .unwrap_or_else(|| "-".into());
-            println!(
+            outln!(
                 "    {:<width$} {:<6} {:>12} {:>8} {:>14}",
                 c["name"].as_str().unwrap_or_default(),
                 c["format"].as_str().unwrap_or_default(),
                 human_bytes(c["bytes"].as_f64().unwrap_or_default()),
                 ratio,
                 rate
-            );
+            )?;
             if let Some(d) = c["damage"].as_str() {
-                println!("      DAMAGED: {d}");
+                outln!("      DAMAGED: {d}")?;
             }
         }
     }
     if damaged {
-        println!(
+        outln!(
             "  damaged channels: `roverlog validate {p}` says what is wrong, `roverlog recover {p}` \
              cuts each sensor back to the samples all its channels hold",
             p = path.display()
-        );
+        )?;
     }
     Ok(out)
 }
@@ -226,11 +227,11 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
             let opts = roverlog_core::gulp::GulpOptions::default();
             let report = roverlog_core::gulp::sanity_check(root, &opts)?;
             if report.is_ok() {
-                println!("{}: {report}", root.display());
+                outln!("{}: {report}", root.display())?;
             } else {
                 bad += 1;
                 for p in &report.problems {
-                    println!("{}: {p}", root.display());
+                    outln!("{}: {p}", root.display())?;
                 }
             }
             continue;
@@ -247,7 +248,7 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
             for t in traces {
                 let names = trace::sensor_dirs(&t)?;
                 if names.is_empty() {
-                    println!("{}: ok (no sensors)", t.display());
+                    outln!("{}: ok (no sensors)", t.display())?;
                 }
                 dirs.extend(names.into_iter().map(|n| t.join(n)));
             }
@@ -299,42 +300,45 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
             });
             rate_of(&current, decoded);
             // Lines print above the bar, not through it.
-            pb.suspend(|| match c {
-                Ok(c) => {
-                    for w in &c.warnings {
-                        println!("{}: warning: {w}", dir.display());
-                    }
-                    for u in c.unchecked() {
-                        unchecked += 1;
-                        println!(
-                            "{}: {}: unchecked ({} is a format roverlog cannot read)",
-                            dir.display(),
-                            u.name,
-                            u.format.as_str()
-                        );
-                    }
-                    if c.is_ok() {
-                        println!("{}: ok ({} samples)", dir.display(), c.consistent_len());
-                    } else {
-                        bad += 1;
-                        for p in c.all_problems() {
-                            println!("{}: {p}", dir.display());
+            pb.suspend(|| -> Result<(), StdoutError> {
+                match c {
+                    Ok(c) => {
+                        for w in &c.warnings {
+                            outln!("{}: warning: {w}", dir.display())?;
+                        }
+                        for u in c.unchecked() {
+                            unchecked += 1;
+                            outln!(
+                                "{}: {}: unchecked ({} is a format roverlog cannot read)",
+                                dir.display(),
+                                u.name,
+                                u.format.as_str()
+                            )?;
+                        }
+                        if c.is_ok() {
+                            outln!("{}: ok ({} samples)", dir.display(), c.consistent_len())?;
+                        } else {
+                            bad += 1;
+                            for p in c.all_problems() {
+                                outln!("{}: {p}", dir.display())?;
+                            }
                         }
                     }
+                    Err(e) => {
+                        bad += 1;
+                        outln!("{}: {e}", dir.display())?;
+                    }
                 }
-                Err(e) => {
-                    bad += 1;
-                    println!("{}: {e}", dir.display());
-                }
-            });
+                Ok(())
+            })?;
         }
         pb.finish_and_clear();
     }
     if bad > 0 {
-        println!("{bad} of {checked} sensor(s) or dataset(s) have problems (`roverlog recover <trace>` repairs torn tails of roverd traces)");
+        outln!("{bad} of {checked} sensor(s) or dataset(s) have problems (`roverlog recover <trace>` repairs torn tails of roverd traces)")?;
         Ok(Outcome::Problems)
     } else if unchecked > 0 && !args.allow_unchecked {
-        println!("{unchecked} channel(s) could not be checked (`--allow-unchecked` accepts that)");
+        outln!("{unchecked} channel(s) could not be checked (`--allow-unchecked` accepts that)")?;
         Ok(Outcome::Problems)
     } else {
         Ok(Outcome::Ok)
@@ -351,23 +355,24 @@ pub fn recover(args: RecoverArgs) -> Result<Outcome> {
         let r = recover_sensor(&dir).with_context(|| format!("recovering {}", dir.display()))?;
         pb.inc(1);
         // Lines print above the bar, not through it.
-        pb.suspend(|| {
+        pb.suspend(|| -> Result<(), StdoutError> {
             for cut in &r.cuts {
                 any = true;
-                println!("{cut}");
+                outln!("{cut}")?;
             }
             for l in &r.left_alone {
                 left = true;
-                println!("{}: left alone: {l}", dir.display());
+                outln!("{}: left alone: {l}", dir.display())?;
             }
             if !r.cuts.is_empty() {
-                println!("{}: now {} samples in every channel", dir.display(), r.len);
+                outln!("{}: now {} samples in every channel", dir.display(), r.len)?;
             }
-        });
+            Ok(())
+        })?;
     }
     pb.finish_and_clear();
     if !any {
-        println!("{}: nothing to recover", args.path.display());
+        outln!("{}: nothing to recover", args.path.display())?;
     }
     Ok(if left { Outcome::Problems } else { Outcome::Ok })
 }

@@ -16,9 +16,10 @@ mod text;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use roverlog_core::error::{Error, Result};
+use roverlog_core::error::Error;
 use roverlog_core::format::events::{read_events, Event, EventLine};
 use roverlog_core::format::Trace;
 
@@ -48,11 +49,9 @@ struct Row {
     samples: usize,
 }
 
-pub(crate) fn plot_err(e: impl std::fmt::Display) -> Error {
-    Error::Codec {
-        codec: "plot".into(),
-        msg: e.to_string(),
-    }
+/// A drawing error of plotters (its own types differ per backend): its text, as `plot: ...`.
+pub(crate) fn plot_err(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("plot: {e}")
 }
 
 const RATE_BLUE: RGBColor = RGBColor(30, 100, 200);
@@ -90,7 +89,8 @@ pub fn plot_trace(trace: &Path, out: &Path) -> Result<(u32, u32)> {
         return Err(Error::NotA {
             path: trace.to_path_buf(),
             expected: "trace with a sample or an event to plot",
-        });
+        }
+        .into());
     }
     let span = (t1 - t0).max(1e-3);
     let columns = (WIDTH - LABEL - RIGHT) as usize;
@@ -159,7 +159,8 @@ pub fn plot_trace(trace: &Path, out: &Path) -> Result<(u32, u32)> {
             return Err(Error::Config(format!(
                 "{}: unknown image type {other:?} (.png or .svg)",
                 out.display()
-            )))
+            ))
+            .into())
         }
     }
     Ok(size)

@@ -7,9 +7,9 @@
 //! out, with a real font family and fallbacks named in the file ([`SVG_FONTS`]).
 
 use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
+use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use roverlog_core::error::Result;
 
 use super::plot_err;
 

@@ -13,6 +13,7 @@ mod support {
 }
 
 mod bench_smoke;
+mod closed_stdout;
 mod compact;
 mod crash;
 mod damaged;

@@ -453,3 +453,49 @@ fn convert_moves_frames_between_video_and_blobs_and_fixed_formats_through_sample
     }
     no_partials(dir.path());
 }
+
+/// `convert` and `extract` with paths relative to the working directory, the destination a
+/// bare name (its parent is `""`, which no system call opens: the fsync of the directory
+/// holding it once failed with "converting t into c: : No such file or directory").
+#[test]
+fn convert_and_extract_take_relative_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(common::roverlog_bin())
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("running roverlog");
+        let text = format!(
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "{text}");
+    };
+    let gulp = common::root().join("tests/data/gulp_small");
+    run(&["import", s(&gulp), "t"]);
+    run(&["convert", "t", "c", "--channel", "camera/img=mjpg"]);
+    run(&["convert", "./c", "./d", "--channel", "camera/img=jpg"]);
+    run(&[
+        "extract",
+        "t",
+        "e",
+        "--relative",
+        "--start",
+        "0",
+        "--end",
+        "1",
+    ]);
+    for name in ["c", "d", "e"] {
+        run(&["validate", name]);
+    }
+    let count = |t: &str| {
+        let s = roverlog_core::format::Sensor::open(&dir.path().join(t).join("camera")).unwrap();
+        s.len().unwrap()
+    };
+    assert_eq!(count("c"), count("t"));
+    assert_eq!(count("d"), count("t"));
+    assert!(count("e") > 0);
+    no_partials(dir.path());
+}

@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use daemon::*;
+use roverlog_client::Error;
 use roverlog_client::{ResilientDriver, ResilientOptions};
-use roverlog_core::error::Error;
 use roverlog_core::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
 use serde_json::json;
 

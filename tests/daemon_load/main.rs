@@ -2,12 +2,9 @@
 //! never runs beside the other daemon tests (cargo runs test binaries one after another;
 //! the notify watchdog test once flaked under load). Needs nothing beyond the daemon tests.
 
-#[path = "../support"]
+// The shared test helpers: the roverlog-testkit crate (crates/testkit).
 mod support {
-    #[allow(dead_code)]
-    pub mod common;
-    #[allow(dead_code)]
-    pub mod daemon;
+    pub use roverlog_testkit::daemon;
 }
 
 mod cpu_load;

@@ -22,7 +22,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use super::Throughput;
-use roverlog_core::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
+use roverlog_core::error::IoContext;
 
 /// What becomes of a baseline's file once it is timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,9 +207,11 @@ fn socket_server(
     }
     let (got, bytes) = served.at(&file_path)?;
     if got != records {
-        return Err(Error::Protocol(format!(
-            "socket sink received {got} of {records} records"
-        )));
+        return Err(Error::Short {
+            what: "socket sink",
+            got,
+            sent: records,
+        });
     }
     Ok(Throughput {
         name: match sink {
@@ -311,10 +314,11 @@ pub fn tokio_discard(n: usize, records: u64, record_bytes: usize) -> Result<Thro
         .map_err(io)?;
     let got = total / (4 + record_bytes as u64);
     if got != n as u64 * records {
-        return Err(Error::Protocol(format!(
-            "tokio readers received {got} of {} records",
-            n as u64 * records
-        )));
+        return Err(Error::Short {
+            what: "tokio readers",
+            got,
+            sent: n as u64 * records,
+        });
     }
     Ok(Throughput {
         name: format!("{n} x socket reader {record_bytes} B records, tokio tasks, no work"),

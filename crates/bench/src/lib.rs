@@ -14,11 +14,14 @@
 //!   scenarios' table (name, what it measures, the function that runs it), the daemon run as
 //!   a child process per scenario, the data check and the reports.
 //!
+//! - [`error`]: the bench's [`Error`](error::Error); the client's and core's convert into it.
+//!
 //! Plain std threads and blocking sockets: the harness must not share the daemon's runtime
 //! or its bugs. Results are [`Throughput`]s, printed as MB/s and samples/s.
 
 pub mod baselines;
 pub mod disk;
+pub mod error;
 pub mod hour;
 pub mod lidar;
 pub mod load;

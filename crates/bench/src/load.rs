@@ -12,8 +12,8 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::Throughput;
+use crate::error::{Error, Result, SpecProblem};
 use roverlog_client::Driver;
-use roverlog_core::error::{Error, Result};
 use roverlog_core::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
 
 /// How long to wait for any one reply (a final fsync of a large backlog can be slow).
@@ -97,7 +97,7 @@ pub struct LoadReport {
 /// `durable` count does not cover what was sent.
 pub fn drive(socket: &Path, spec: &LoadSpec) -> Result<LoadReport> {
     if spec.sensors == 0 {
-        return Err(Error::Config("bench load: at least one sensor".into()));
+        return Err(Error::Spec(SpecProblem::NoSensor));
     }
     check_workload(&spec.workload)?;
     // Everyone connects and says hello first; the clock starts when all are ready.
@@ -159,17 +159,20 @@ pub fn workload_name(w: &Workload) -> String {
 }
 
 fn check_workload(w: &Workload) -> Result<()> {
-    let bad = |msg: &str| Err(Error::Config(format!("bench workload: {msg}")));
+    let bad = |problem| Err(Error::Spec(problem));
     match *w {
-        Workload::ImuBatched { per_write: 0 } => bad("per_write must be at least 1"),
-        Workload::Large { bytes: 0 } => bad("large frames need at least 1 byte"),
+        Workload::ImuBatched { per_write: 0 } => bad(SpecProblem::PerWrite),
+        Workload::Large { bytes: 0 } => bad(SpecProblem::LargeEmpty),
         Workload::Lidar { bytes } if bytes == 0 || bytes % 2 == 1 => {
-            bad("lidar frames need a positive, even byte count")
+            bad(SpecProblem::LidarBytes { bytes })
         }
         Workload::Blob {
             min_bytes,
             max_bytes,
-        } if min_bytes > max_bytes || max_bytes == 0 => bad("need 0 < min_bytes <= max_bytes"),
+        } if min_bytes > max_bytes || max_bytes == 0 => bad(SpecProblem::BlobBytes {
+            min_bytes,
+            max_bytes,
+        }),
         _ => Ok(()),
     }
 }
@@ -344,7 +347,6 @@ fn session(
     spec: &LoadSpec,
     barrier: &mut Option<&Barrier>,
 ) -> Result<(SensorReport, Instant)> {
-    let refused = |msg: String| Error::Protocol(format!("bench sensor {sensor:?}: {msg}"));
     let (mut driver, hello) = Driver::connect(socket, sensor, &meta(&spec.workload), true)?;
     driver.set_reply_timeout(REPLY_TIMEOUT)?;
     let resumed_from = hello.samples;
@@ -377,9 +379,12 @@ fn session(
     let end = Instant::now();
     bytes += 4;
     if durable < resumed_from + sent {
-        return Err(refused(format!(
-            "durable {durable} after sending {sent} samples on top of {resumed_from}"
-        )));
+        return Err(Error::NotDurable {
+            sensor: sensor.to_string(),
+            durable,
+            sent,
+            resumed_from,
+        });
     }
     Ok((
         SensorReport {
@@ -681,6 +686,6 @@ mod tests {
         assert!(drive(nowhere, &LoadSpec::new(0, Workload::Imu, 1)).is_err());
         let w = Workload::ImuBatched { per_write: 0 };
         let err = drive(nowhere, &LoadSpec::new(1, w, 1)).unwrap_err();
-        assert!(matches!(err, Error::Config(_)), "{err}");
+        assert!(matches!(err, Error::Spec(_)), "{err}");
     }
 }

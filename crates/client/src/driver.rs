@@ -11,7 +11,7 @@
 //! let acc: Vec<u8> = [0.0f32, 0.0, 9.81].iter().flat_map(|v| v.to_le_bytes()).collect();
 //! imu.send(1.7e9, None, &[&acc])?;
 //! let durable = imu.sync()?;
-//! # Ok::<(), roverlog_core::Error>(())
+//! # Ok::<(), roverlog_client::Error>(())
 //! ```
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use roverlog_core::error::{Error, Result, SampleMismatch};
+use crate::error::{Error, ReplyProblem, Result, SampleMismatch, SensorFailed};
 use roverlog_core::format::SensorMeta;
 
 /// Longest reply line we accept from the daemon.
@@ -238,8 +238,8 @@ impl Driver {
         flags: HelloFlags,
     ) -> Result<(Driver, HelloReply)> {
         match Driver::connect_once(socket, sensor, meta, flags) {
-            Err(Error::Refused { msg, .. })
-                if (flags.final_ack || flags.dedup) && refuses_opt_in(&msg) =>
+            Err(Error::Refused { reply, .. })
+                if (flags.final_ack || flags.dedup) && refuses_opt_in(&reply) =>
             {
                 Driver::connect_once(socket, sensor, meta, HelloFlags::seq(flags.seq))
             }
@@ -284,12 +284,12 @@ impl Driver {
             Err(Error::Refused {
                 socket,
                 sensor,
-                msg,
-            }) if msg == format!("sensor {sensor:?} already has a live connection") => {
+                reply,
+            }) if reply == format!("sensor {sensor:?} already has a live connection") => {
                 return Err(Error::SensorBusy {
                     socket,
                     sensor,
-                    msg,
+                    reply,
                 })
             }
             r => r?,
@@ -298,18 +298,20 @@ impl Driver {
             trace: reply["trace"].as_str().unwrap_or_default().to_string(),
             recording: reply["trace"].is_string(),
             stopped_reason: reply["stopped_reason"].as_str().map(str::to_string),
-            samples: reply["samples"]
-                .as_u64()
-                .ok_or_else(|| d.bad_reply(format!("hello reply without \"samples\": {reply}")))?,
+            samples: reply["samples"].as_u64().ok_or_else(|| {
+                d.bad_reply(ReplyProblem::NoSamples {
+                    reply: reply.to_string(),
+                })
+            })?,
         };
         Ok((d, hello))
     }
 
-    fn bad_reply(&self, msg: String) -> Error {
+    fn bad_reply(&self, problem: ReplyProblem) -> Error {
         Error::BadReply {
             socket: self.socket.clone(),
             sensor: self.sensor.clone(),
-            msg,
+            problem,
         }
     }
 
@@ -412,8 +414,11 @@ impl Driver {
     pub fn sync_reply(&mut self) -> Result<Durable> {
         self.write(&0u32.to_le_bytes())?;
         let reply = self.read_reply()?;
-        Durable::from_reply(&reply)
-            .ok_or_else(|| self.bad_reply(format!("durability reply without \"durable\": {reply}")))
+        Durable::from_reply(&reply).ok_or_else(|| {
+            self.bad_reply(ReplyProblem::NoDurable {
+                reply: reply.to_string(),
+            })
+        })
     }
 
     fn read_reply(&mut self) -> Result<Value> {
@@ -428,11 +433,11 @@ impl Driver {
                 sensor: self.sensor.clone(),
             });
         }
-        let reply: Value = serde_json::from_slice(&line).map_err(|e| {
-            self.bad_reply(format!(
-                "reply is not JSON ({e}): {}",
-                String::from_utf8_lossy(&line)
-            ))
+        let reply: Value = serde_json::from_slice(&line).map_err(|error| {
+            self.bad_reply(ReplyProblem::NotJson {
+                error,
+                reply: String::from_utf8_lossy(&line).into_owned(),
+            })
         })?;
         if reply["ok"] == true && reply["final"] == true {
             // The daemon is shutting down: this is its last line (protocol.md 6.1).
@@ -444,7 +449,7 @@ impl Driver {
         } else if reply["ok"] == true {
             Ok(reply)
         } else {
-            let msg = reply["error"]
+            let text = reply["error"]
                 .as_str()
                 .map(str::to_string)
                 .unwrap_or_else(|| reply.to_string());
@@ -452,20 +457,18 @@ impl Driver {
             if let (Some(durable), Some(trace)) =
                 (reply["durable"].as_u64(), reply["trace"].as_str())
             {
-                return Err(Error::SensorFailed(Box::new(
-                    roverlog_core::error::SensorFailed {
-                        socket: self.socket.clone(),
-                        sensor: self.sensor.clone(),
-                        msg,
-                        durable,
-                        trace: trace.to_string(),
-                    },
-                )));
+                return Err(Error::SensorFailed(Box::new(SensorFailed {
+                    socket: self.socket.clone(),
+                    sensor: self.sensor.clone(),
+                    reply: text,
+                    durable,
+                    trace: trace.to_string(),
+                })));
             }
             Err(Error::Refused {
                 socket: self.socket.clone(),
                 sensor: self.sensor.clone(),
-                msg,
+                reply: text,
             })
         }
     }

@@ -9,14 +9,18 @@
 //! - [`play`](mod@play): a [`roverlog_core::replay::Source`] pushed into a daemon at a chosen
 //!   rate, scheduled against one monotonic start, through resilient drivers.
 //!
+//! - [`error`]: the client's [`Error`], with a small enum per operation.
+//!
 //! Dependencies point down that list (`play` -> `resilient` -> `retain`, `driver`), and
 //! outside the crate to `roverlog-core` only: the Python binding and `roverlog replay` use it.
 
 pub mod driver;
+pub mod error;
 pub mod play;
 pub mod resilient;
 pub mod retain;
 
 pub use driver::{is_daemon_gone, Driver, Durable, HelloFlags};
+pub use error::{Error, Result};
 pub use play::{play, PlayOptions, PlayReport};
 pub use resilient::{ResilientDriver, ResilientOptions};

@@ -16,8 +16,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::error::{Error, PlayError, Result};
 use crate::{Driver, ResilientDriver, ResilientOptions};
-use roverlog_core::error::{Error, Result};
 use roverlog_core::replay::merge::TimeMerge;
 use roverlog_core::replay::source::{check_sensors, Source};
 
@@ -149,22 +149,15 @@ pub fn play(
     check_sensors(source.sensors())?;
     if let Some(r) = opts.rate {
         if !(r.is_finite() && r > 0.0) {
-            return Err(Error::Config(format!(
-                "--rate must be a positive number, got {r}"
-            )));
+            return Err(PlayError::Rate { rate: r }.into());
         }
     }
     if !(opts.start.is_finite() && opts.start >= 0.0) {
-        return Err(Error::Config(format!(
-            "--start must be a number of seconds, 0 or more, got {}",
-            opts.start
-        )));
+        return Err(PlayError::Start { start: opts.start }.into());
     }
     if let Some(d) = opts.duration {
         if d.is_nan() || d < 0.0 {
-            return Err(Error::Config(format!(
-                "--duration must be a number of seconds, 0 or more, got {d}"
-            )));
+            return Err(PlayError::Duration { duration: d }.into());
         }
     }
     let names: Vec<String> = source.sensors().iter().map(|s| s.name.clone()).collect();
@@ -227,11 +220,11 @@ pub fn play(
             let ts = m.ts + shift;
             let due = match opts.rate {
                 Some(r) => Some(Duration::try_from_secs_f64((ts - from) / r).map_err(|_| {
-                    Error::Config(format!(
-                        "--rate {r}: the sample at {ts} would be due {} s after the start, \
-                         more than can be waited for",
-                        (ts - from) / r
-                    ))
+                    PlayError::Due {
+                        rate: r,
+                        ts,
+                        after: (ts - from) / r,
+                    }
                 })?),
                 None => None,
             };

@@ -41,7 +41,7 @@
 //! ([`ResilientDriver::recording`]); samples sent while it does not are discarded by the
 //! daemon (protocol.md 5.1), and [`ResilientDriver::not_recording`] says so in words. Counts that cannot be explained (the daemon holds more of ours than we sent, fewer
 //! than it had when we started, or needs frames the full buffer forgot) are errors
-//! ([`Error::ResumeAhead`], [`Error::ResumeBehind`], [`Error::RetainedLost`]).
+//! ([`ResumeError`]).
 //!
 //! **Back-off.** A connection attempt that fails because the daemon is gone
 //! ([`is_daemon_gone`]: socket missing or refusing, connection closed without a reply, the
@@ -55,7 +55,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use roverlog_core::error::{Error, Result};
+use crate::error::{Error, Result, ResumeError};
 use roverlog_core::format::SensorMeta;
 
 use crate::driver::{
@@ -467,10 +467,7 @@ impl ResilientDriver {
                     return Err(Error::NoDaemon {
                         socket: self.socket.clone(),
                         waited: t0.elapsed(),
-                        reason: match &e {
-                            Error::Io { error, .. } => error.to_string(),
-                            e => e.to_string(),
-                        },
+                        last: Box::new(e),
                         missing,
                     });
                 }
@@ -493,23 +490,25 @@ impl ResilientDriver {
         self.trace = hello.trace;
         self.recording = hello.recording;
         self.stopped_reason = hello.stopped_reason;
-        let have = u64::try_from(samples - self.base).map_err(|_| Error::ResumeBehind {
+        let have = u64::try_from(samples - self.base).map_err(|_| ResumeError::Behind {
             sensor: self.sensor.clone(),
             samples: hello.samples,
         })?;
         if have > self.sent {
-            return Err(Error::ResumeAhead {
+            return Err(ResumeError::Ahead {
                 sensor: self.sensor.clone(),
                 have,
                 sent: self.sent,
-            });
+            }
+            .into());
         }
         if have < self.retained.first() {
-            return Err(Error::RetainedLost {
+            return Err(ResumeError::RetainedLost {
                 sensor: self.sensor.clone(),
                 have,
                 retained_from: self.retained.first(),
-            });
+            }
+            .into());
         }
         let missing = self.retained.frames_from(have);
         if !missing.is_empty() {

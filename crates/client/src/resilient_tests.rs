@@ -14,17 +14,26 @@ use super::*;
 /// What one connection of the stand-in daemon does.
 #[derive(Clone)]
 struct Conn {
-    /// The hello reply: `Ok((trace, samples))`, or `Err(message)` to refuse.
-    hello: std::result::Result<(&'static str, u64), String>,
+    /// The hello reply.
+    hello: Hello,
     /// Hang up (no reply) after this many frames.
     hang_up_after: Option<usize>,
     /// At the hang-up, first send the final durable count (protocol.md 6.1).
     final_line: bool,
 }
 
+/// How the stand-in daemon answers a hello.
+#[derive(Clone)]
+enum Hello {
+    /// `{"ok": true, "trace": ..., "samples": ...}`.
+    Accept { trace: &'static str, samples: u64 },
+    /// `{"ok": false, "error": ...}`: the daemon's error line, word for word.
+    Refuse(String),
+}
+
 fn accept(trace: &'static str, samples: u64, hang_up_after: Option<usize>) -> Conn {
     Conn {
-        hello: Ok((trace, samples)),
+        hello: Hello::Accept { trace, samples },
         hang_up_after,
         final_line: false,
     }
@@ -41,8 +50,8 @@ fn serve(listener: UnixListener, script: Vec<Conn>) -> JoinHandle<Vec<Vec<f64>>>
             let mut hello = String::new();
             r.read_line(&mut hello).unwrap();
             let (trace, samples) = match c.hello {
-                Ok(h) => h,
-                Err(msg) => {
+                Hello::Accept { trace, samples } => (trace, samples),
+                Hello::Refuse(msg) => {
                     let line = serde_json::json!({"ok": false, "error": msg});
                     writeln!(s, "{line}").unwrap();
                     got.push(Vec::new());
@@ -198,7 +207,7 @@ fn a_daemon_that_does_not_know_an_opt_in_is_spoken_to_without_it() {
         listener,
         vec![
             Conn {
-                hello: Err(old.into()),
+                hello: Hello::Refuse(old.into()),
                 hang_up_after: None,
                 final_line: false,
             },
@@ -229,11 +238,11 @@ fn frames_forgotten_by_a_full_retain_buffer_are_reported_when_needed() {
     assert!(
         matches!(
             e,
-            Error::RetainedLost {
+            Error::Resume(ResumeError::RetainedLost {
                 have: 1,
                 retained_from: 3,
                 ..
-            }
+            })
         ),
         "{e}"
     );
@@ -250,13 +259,13 @@ fn a_busy_sensor_is_retried_and_a_refusal_is_not() {
         listener,
         vec![
             Conn {
-                hello: Err(busy),
+                hello: Hello::Refuse(busy),
                 hang_up_after: None,
                 final_line: false,
             },
             accept("t1", 0, None),
             Conn {
-                hello: Err("channel \"x\": no".into()),
+                hello: Hello::Refuse("channel \"x\": no".into()),
                 hang_up_after: None,
                 final_line: false,
             },

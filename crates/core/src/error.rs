@@ -1,4 +1,6 @@
-//! The library's one error type.
+//! roverlog-core's error type: what core itself raises. The crates above it raise their own
+//! (`roverlog_client::Error`, `roverlog_daemon::Error`, `roverlog_bench::Error`, the Python
+//! binding's `BindError`), each converting this one with `From`, as redb does.
 //!
 //! Every variant carries the values involved (the path, the sensor or channel, what was
 //! expected and what was found) so that a message printed to a user names what was wrong
@@ -15,6 +17,8 @@ mod zarr;
 pub use avi::AviProblem;
 pub use damage::{zero_filled, Damage, ZERO_RUN};
 pub use jpeg::JpegProblem;
+#[cfg(feature = "jpeg")]
+pub use jpeg::TurboError;
 pub use lidar::LidarProblem;
 pub use zarr::{ChunkProblem, DTypeProblem, FillProblem, SettingProblem};
 
@@ -203,11 +207,6 @@ pub enum Error {
         problem: LidarProblem,
     },
 
-    /// Something a codec outside this crate could not encode or decode (the binary's plot
-    /// renderer, the Python binding's frame arrays): `codec` names it, `msg` is its words.
-    #[error("{codec}: {msg}")]
-    Codec { codec: String, msg: String },
-
     // ----- zarr chunks and settings (path-less: the caller names the file or chunk) ----
     /// A chunk that decoded to another size than its metadata gives.
     #[error("decoded to {got} bytes, expected {expected}")]
@@ -238,198 +237,39 @@ pub enum Error {
         inner: Box<Error>,
     },
 
-    /// Timestamps a timestamp model cannot be applied to (too few, not advancing).
+    /// Timestamps a timestamp model cannot be applied to (not advancing, no period).
     #[error("timestamps: {0}")]
-    Timestamps(String),
+    Timestamps(TimestampsProblem),
 
     /// A timestamp model name that is not one of ours.
     #[error("unknown timestamp model {name:?} (raw, smooth, discretize)")]
     UnknownModel { name: String },
 
-    /// A position mapping (config `foxglove_location`, `roverlog export --location`) that
-    /// cannot be read, or does not fit its sensor's channels: which sensor, which field
-    /// (`latitude`, `longitude`, `altitude`, or the unknown key), and what is wrong with it.
-    #[error("{sensor}.{field}: {problem}")]
-    Location {
-        sensor: String,
-        field: String,
-        problem: String,
-    },
-
-    // ----- daemon ----------------------------------------------------------------------
-    /// A driver broke the ingest protocol.
-    #[error("protocol error: {0}")]
-    Protocol(String),
-
-    /// A configuration value that is not valid.
+    // ----- configuration ---------------------------------------------------------------
+    /// A configuration value or option that is not valid (the daemon's config, a copy's
+    /// plan).
     #[error("config: {0}")]
     Config(String),
-
-    /// Another running daemon holds `path` (a socket it listens on, or data_root's lock).
-    #[error("{}: another daemon is {holds}", path.display())]
-    InUse { path: PathBuf, holds: &'static str },
-
-    /// A listener the config asks for (`what`: the key and address) could not be set up.
-    #[error("{what}: {msg}")]
-    Listen { what: String, msg: String },
-
-    /// The daemon's drain (connections, queues, fsync) did not end within the deadline.
-    #[error("shutdown did not finish within shutdown_deadline_ms ({deadline_ms} ms); queued samples may be lost")]
-    ShutdownDeadline { deadline_ms: u64 },
-
-    /// The daemon drained and stopped, but a write or fsync of its data failed during the run
-    /// (`what`: the first failure still unresolved, or a pointer to the log): not a clean
-    /// stop, so a service manager restarts it and the journal says why.
-    #[error("stopped, but the data disk failed during the run: {what}")]
-    DiskFailed { what: String },
-
-    /// A thread or task of the daemon could not start, or ended abnormally.
-    #[error("{what}: {msg}")]
-    Task { what: &'static str, msg: String },
-
-    // ----- ingest client (roverlog-client) ---------------------------------------------
-    // Every message reads like the `Protocol` errors the client raised before these
-    // variants existed: the driver's callers (the Python binding, `roverlog replay`) print
-    // them as they are.
-    /// The daemon closed a driver's connection without an error line: it is stopping or
-    /// restarting (docs/protocol.md 6). A driver reconnects with back-off.
-    #[error("protocol error: {} sensor {sensor:?}: connection closed without a reply", socket.display())]
-    DaemonClosed { socket: PathBuf, sensor: String },
-
-    /// A hello refused because an older connection of the sensor is still open
-    /// (docs/protocol.md 7): the daemon has not noticed it closing yet. A driver retries
-    /// after a back-off. `msg` is the daemon's.
-    #[error("protocol error: {} sensor {sensor:?}: {msg}", socket.display())]
-    SensorBusy {
-        socket: PathBuf,
-        sensor: String,
-        msg: String,
-    },
-
-    /// The daemon answered a driver with an error line (docs/protocol.md 6) and closed.
-    /// `msg` is the daemon's.
-    #[error("protocol error: {} sensor {sensor:?}: {msg}", socket.display())]
-    Refused {
-        socket: PathBuf,
-        sensor: String,
-        msg: String,
-    },
-
-    /// The sensor's files failed on the daemon's disk (a write or fsync error; docs/protocol.md
-    /// 6.2) and the daemon closed the connection: the first `durable` samples of `trace` are
-    /// on stable storage and it holds no more of them. A driver reconnects and resends from
-    /// there (the hello's `samples`). `msg` is the daemon's.
-    #[error("{0}")]
-    SensorFailed(Box<SensorFailed>),
-
-    /// A reply line a driver cannot use (not JSON, or without the field it answers with).
-    #[error("protocol error: {} sensor {sensor:?}: {msg}", socket.display())]
-    BadReply {
-        socket: PathBuf,
-        sensor: String,
-        msg: String,
-    },
-
-    /// A sensor declared with no data channel: there would be nothing to send.
-    #[error("protocol error: sensor {sensor:?}: no data channel to send (\"ts\" is implicit)")]
-    NoDataChannel { sensor: String },
-
-    /// A sample that does not fit the channels its sensor declared; nothing of it was sent.
-    /// `socket` is named when the sample went to one connection.
-    #[error("protocol error: {}sensor {sensor:?}: {problem}",
-            socket.as_ref().map(|s| format!("{} ", s.display())).unwrap_or_default())]
-    BadSample {
-        socket: Option<PathBuf>,
-        sensor: String,
-        problem: SampleMismatch,
-    },
-
-    /// After a reconnect into the same trace, the daemon counts fewer samples of the sensor
-    /// than it had before the driver's first frame.
-    #[error("protocol error: sensor {sensor:?}: the daemon reports {samples} samples, fewer than it had when we started")]
-    ResumeBehind { sensor: String, samples: u64 },
-
-    /// After a reconnect, the daemon counts more of the driver's samples than it sent.
-    #[error("protocol error: sensor {sensor:?}: the daemon holds {have} samples of ours but we sent {sent}")]
-    ResumeAhead {
-        sensor: String,
-        have: u64,
-        sent: u64,
-    },
-
-    /// After a reconnect, the daemon lacks samples the driver's full retain buffer had
-    /// already forgotten: they cannot be resent.
-    #[error("protocol error: sensor {sensor:?}: the daemon lost samples {have}..{retained_from} which were no longer retained (raise max_retained or sync more often)")]
-    RetainedLost {
-        sensor: String,
-        have: u64,
-        retained_from: u64,
-    },
-
-    /// No daemon answered at `socket` within the driver's connect timeout; `reason` is the
-    /// last attempt's error, `missing` whether the socket did not exist at all.
-    #[error("no roverlog daemon at {}: {reason} (waited {:.1} s; is the daemon running, and is this its ingest_socket?)", socket.display(), waited.as_secs_f64())]
-    NoDaemon {
-        socket: PathBuf,
-        waited: std::time::Duration,
-        reason: String,
-        missing: bool,
-    },
-
-    /// A write made in the background failed; every later sample is refused with it.
-    #[error("protocol error: an earlier write failed: {0}")]
-    EarlierWriteFailed(std::sync::Arc<Error>),
-
-    /// The daemon records nothing (protocol.md 5.1): the samples sent meanwhile were
-    /// discarded. `reason`: the daemon's, when it gives one.
-    #[error("the roverlog daemon at {} is not recording ({}): samples of sensor {sensor:?} are discarded until a trace starts (`roverlog ctl start`)",
-            socket.display(),
-            reason.as_ref().map(|r| format!("recording stopped: {r}"))
-                .unwrap_or_else(|| "no trace is open: stopped by a command, or autostart is off".into()))]
-    NotRecording {
-        socket: PathBuf,
-        sensor: String,
-        reason: Option<String>,
-    },
-
-    /// At the end of a replay, the daemon confirms fewer durable samples than were sent.
-    #[error("protocol error: sensor {sensor:?}: daemon confirms {durable} durable samples, expected {expected}")]
-    NotDurable {
-        sensor: String,
-        durable: u64,
-        expected: u64,
-    },
 }
 
-/// What about a sample did not fit its sensor's channels ([`Error::BadSample`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SampleMismatch {
-    /// One buffer per data channel is needed.
-    Buffers { got: usize, channels: usize },
-    /// A fixed-size channel's buffer of the wrong length (`channel` counts data channels).
-    Size {
-        channel: usize,
-        got: usize,
-        expected: usize,
+/// Why a timestamp model cannot be applied ([`Error::Timestamps`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TimestampsProblem {
+    /// The last timestamp is not after the first.
+    #[error(
+        "time does not advance from the first to the last of {samples} samples ({first} -> {last})"
+    )]
+    NotAdvancing {
+        samples: usize,
+        first: f64,
+        last: f64,
     },
-    /// A frame longer than its 32-bit length field can announce.
-    TooLong { len: usize },
-}
-
-impl std::fmt::Display for SampleMismatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SampleMismatch::Buffers { got, channels } => {
-                write!(f, "{got} channel buffers for {channels} channels")
-            }
-            SampleMismatch::Size {
-                channel,
-                got,
-                expected,
-            } => write!(f, "channel {channel}: {got} bytes, expected {expected}"),
-            SampleMismatch::TooLong { len } => write!(f, "frame of {len} bytes"),
-        }
-    }
+    /// A model interval that is not a positive number of seconds.
+    #[error("interval must be a positive number of seconds, not {interval}")]
+    Interval { interval: f64 },
+    /// A median step between timestamps that is not positive.
+    #[error("the median difference between timestamps is {step}: no period to count in")]
+    NoPeriod { step: f64 },
 }
 
 /// What is wrong with one channel's description in `meta.json` ([`Error::InvalidChannel`]).
@@ -514,19 +354,6 @@ fn join(problems: &[AviProblem]) -> String {
     lines.join("; ")
 }
 
-/// What [`Error::SensorFailed`] holds (boxed: the error stays small).
-#[derive(Debug, thiserror::Error)]
-#[error("protocol error: {} sensor {sensor:?}: {msg} ({durable} samples of trace {trace:?} are durable; the ones sent after them were not kept)", socket.display())]
-pub struct SensorFailed {
-    pub socket: PathBuf,
-    pub sensor: String,
-    /// The daemon's error text.
-    pub msg: String,
-    /// The sensor's samples of `trace` on stable storage; the trace holds no more of them.
-    pub durable: u64,
-    pub trace: String,
-}
-
 impl Error {
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
@@ -537,13 +364,12 @@ impl Error {
     }
 
     /// The operating system's error behind this one, if there is one (through the variants
-    /// that hold another error as part of their message: [`Error::At`], [`Error::Chunk`],
-    /// [`Error::EarlierWriteFailed`]). None of them is a `source`; see [`Error::Io`].
+    /// that hold another error as part of their message: [`Error::At`], [`Error::Chunk`]).
+    /// None of them is a `source`; see [`Error::Io`].
     pub fn io_error(&self) -> Option<&std::io::Error> {
         match self {
             Error::Io { error, .. } | Error::CorruptStream(error) => Some(error),
             Error::At { inner, .. } | Error::Chunk { inner, .. } => inner.io_error(),
-            Error::EarlierWriteFailed(inner) => inner.io_error(),
             _ => None,
         }
     }

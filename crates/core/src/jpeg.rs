@@ -120,13 +120,7 @@ fn check_complete(bytes: &[u8]) -> Result<()> {
         None => bytes,
     };
     if bytes.starts_with(&[0xFF, 0xD8]) && !body.ends_with(&[0xFF, 0xD9]) {
-        return Err(Error::Codec {
-            codec: "jpeg".into(),
-            msg: format!(
-                "truncated: no end-of-image marker (FF D9) at the end of its {} bytes",
-                bytes.len()
-            ),
-        });
+        return Err(Error::Jpeg(JpegProblem::Truncated { len: bytes.len() }));
     }
     Ok(())
 }
@@ -135,8 +129,8 @@ fn jpeg_err(e: zune_jpeg::errors::DecodeErrors) -> Error {
     Error::Jpeg(JpegProblem::Decode(e))
 }
 
-fn turbo_err(msg: String) -> Error {
-    Error::Jpeg(JpegProblem::Turbo(msg))
+fn turbo_err(e: crate::error::TurboError) -> Error {
+    Error::Jpeg(JpegProblem::Turbo(e))
 }
 
 fn check_size(width: usize, height: usize, max_pixels: usize) -> Result<()> {

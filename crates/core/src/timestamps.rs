@@ -17,7 +17,7 @@
 
 use std::str::FromStr;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TimestampsProblem};
 
 /// Upstream's default `interval` for [`smooth`], in seconds.
 pub const SMOOTH_INTERVAL: f64 = 30.0;
@@ -77,17 +77,14 @@ impl Model {
 fn blocksize(x: &[f64], interval: f64) -> Result<usize> {
     let span = x[x.len() - 1] - x[0];
     if span.is_nan() || span <= 0.0 || !span.is_finite() {
-        return Err(Error::Timestamps(format!(
-            "time does not advance from the first to the last of {} samples ({} -> {})",
-            x.len(),
-            x[0],
-            x[x.len() - 1]
-        )));
+        return Err(Error::Timestamps(TimestampsProblem::NotAdvancing {
+            samples: x.len(),
+            first: x[0],
+            last: x[x.len() - 1],
+        }));
     }
     if interval.is_nan() || interval <= 0.0 || !interval.is_finite() {
-        return Err(Error::Timestamps(format!(
-            "interval must be a positive number of seconds, not {interval}"
-        )));
+        return Err(Error::Timestamps(TimestampsProblem::Interval { interval }));
     }
     // A block shorter than one sample changes nothing: each sample is its own block.
     Ok(((interval * x.len() as f64 / span) as usize).max(1))
@@ -135,9 +132,7 @@ pub fn discretize(x: &[f64], interval: f64, eps: f64) -> Result<Vec<f64>> {
     let d: Vec<f64> = x.windows(2).map(|w| w[1] - w[0]).collect();
     let step = median(&d);
     if step.is_nan() || step <= 0.0 {
-        return Err(Error::Timestamps(format!(
-            "the median difference between timestamps is {step}: no period to count in"
-        )));
+        return Err(Error::Timestamps(TimestampsProblem::NoPeriod { step }));
     }
     let counts: Vec<f64> = d
         .iter()

@@ -115,7 +115,6 @@ pub fn file_of(e: &roverlog_core::Error) -> Option<PathBuf> {
     match e {
         Error::Io { path, .. } => Some(path.clone()),
         Error::At { path, inner } => file_of(inner).or_else(|| Some(path.clone())),
-        Error::EarlierWriteFailed(inner) => file_of(inner),
         _ => None,
     }
 }

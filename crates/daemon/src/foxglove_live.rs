@@ -29,7 +29,6 @@ use foxglove::{Context, PartialMetadata, RawChannel};
 use crate::config::FoxgloveFeed;
 use crate::events::EventLine;
 use crate::poison::LockExt;
-use roverlog_core::error::{Error, Result};
 use roverlog_core::format::SensorMeta;
 use roverlog_export::location::{self, Location};
 use roverlog_export::log;
@@ -82,7 +81,8 @@ pub struct LiveHub {
 
 impl LiveHub {
     /// The feed, when `foxglove_listen` is set; its server starts with [`LiveHub::serve`].
-    pub fn new(cfg: &FoxgloveFeed) -> Result<Option<Arc<LiveHub>>> {
+    pub fn new(cfg: &FoxgloveFeed) -> crate::error::Result<Option<Arc<LiveHub>>> {
+        use crate::error::Error;
         if cfg.listen.is_none() {
             return Ok(None);
         }
@@ -111,7 +111,7 @@ impl LiveHub {
             })
             .map_err(|e| Error::Task {
                 what: "cannot start the foxglove thread",
-                msg: e.to_string(),
+                error: Box::new(e),
             })?;
         let ctx = Context::new();
         let events = ctx
@@ -121,7 +121,7 @@ impl LiveHub {
             .build_raw()
             .map_err(|e| Error::Task {
                 what: "cannot create the foxglove events channel",
-                msg: e.to_string(),
+                error: Box::new(e),
             })?;
         Ok(Some(Arc::new(LiveHub {
             ctx,
@@ -152,7 +152,8 @@ impl LiveHub {
     }
 
     /// Starts the WebSocket server on `foxglove_listen`; returns its address.
-    pub async fn serve(&self) -> Result<std::net::SocketAddr> {
+    pub async fn serve(&self) -> crate::error::Result<std::net::SocketAddr> {
+        use crate::error::{Error, ListenProblem};
         let addr = self.cfg.listen.expect("checked in new");
         let handle = foxglove::WebSocketServer::new()
             .name("roverlog")
@@ -161,8 +162,9 @@ impl LiveHub {
             .start()
             .await
             .map_err(|e| Error::Listen {
-                what: format!("foxglove_listen {addr}"),
-                msg: format!("cannot listen: {e}"),
+                key: "foxglove_listen",
+                addr,
+                problem: ListenProblem::Bind(Box::new(e)),
             })?;
         let bound = std::net::SocketAddr::new(addr.ip(), handle.port());
         *self.server.lock_or_recover() = Some(handle);

@@ -37,6 +37,7 @@ pub mod control;
 pub mod dedup;
 pub mod disk;
 pub mod disk_fault;
+pub mod error;
 pub mod events;
 pub mod failure;
 pub mod foxglove_live;
@@ -68,7 +69,7 @@ use tokio::sync::mpsc;
 
 pub use config::{Config, FsyncPolicy, QueuePolicy, RawConfig};
 
-use roverlog_core::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Something asked of a running daemon from outside its sockets (e.g. SIGHUP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

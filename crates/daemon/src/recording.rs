@@ -100,7 +100,7 @@ impl Recorder {
         cfg: Arc<Config>,
         notices: mpsc::UnboundedSender<WriterNotice>,
         watchdog: Option<std::time::Duration>,
-    ) -> Result<Self> {
+    ) -> crate::error::Result<Self> {
         let epoch = Instant::now();
         let settings = WriterSettings {
             snapshot: Some(Arc::new(SnapshotRing::new(

@@ -11,7 +11,7 @@ use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 
-use roverlog_core::error::{Error, Result};
+use crate::error::{Error, Result, SocketProblem};
 
 /// Binds a listening socket at `path` with permission bits `mode` and, when given, group
 /// `gid`. The parent directory is created when missing.
@@ -21,15 +21,17 @@ pub fn bind(path: &Path, mode: u32, gid: Option<u32>) -> Result<UnixListener> {
         _ => Path::new("."),
     };
     // A path that does not fit sun_path could be bound (see below) but never connected to.
-    std::os::unix::net::SocketAddr::from_pathname(path)
-        .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+    std::os::unix::net::SocketAddr::from_pathname(path).map_err(|error| SocketProblem::Path {
+        path: path.to_path_buf(),
+        error,
+    })?;
     std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     if let Ok(meta) = std::fs::metadata(path) {
         if !meta.file_type().is_socket() {
-            return Err(Error::Config(format!(
-                "{}: exists and is not a socket; not replacing it",
-                path.display()
-            )));
+            return Err(SocketProblem::NotASocket {
+                path: path.to_path_buf(),
+            }
+            .into());
         }
         match UnixStream::connect(path) {
             Ok(_) => {
@@ -48,7 +50,7 @@ pub fn bind(path: &Path, mode: u32, gid: Option<u32>) -> Result<UnixListener> {
         .mode(0o700)
         .create(&private)
         .map_err(|e| Error::io(&private, e))?;
-    let result = (|| {
+    let result = (|| -> Result<UnixListener> {
         let tmp = private.join("s");
         let listener = match UnixListener::bind(&tmp) {
             // The private directory's name makes `tmp` longer than `path`: a socket path
@@ -67,11 +69,12 @@ pub fn bind(path: &Path, mode: u32, gid: Option<u32>) -> Result<UnixListener> {
         if let Some(gid) = gid {
             std::os::unix::fs::chown(&tmp, None, Some(gid)).map_err(|e| {
                 if e.raw_os_error() == Some(libc::EPERM) {
-                    Error::Config(format!(
-                        "socket_group (gid {gid}) for {}: the daemon's user is not a member \
-                         of that group, so it may not give it the socket ({e})",
-                        path.display()
-                    ))
+                    SocketProblem::NotInGroup {
+                        gid,
+                        path: path.to_path_buf(),
+                        error: e,
+                    }
+                    .into()
                 } else {
                     Error::io(&tmp, e)
                 }
@@ -93,8 +96,9 @@ pub fn resolve_group(group: &str) -> Result<u32> {
     if let Ok(gid) = group.parse::<u32>() {
         return Ok(gid);
     }
-    let c = CString::new(group.as_bytes())
-        .map_err(|_| Error::Config(format!("socket_group {group:?} contains NUL")))?;
+    let c = CString::new(group.as_bytes()).map_err(|_| SocketProblem::GroupNul {
+        group: group.to_string(),
+    })?;
     let mut grp: libc::group = unsafe { std::mem::zeroed() };
     let mut buf = vec![0 as libc::c_char; 16 << 10];
     let mut out: *mut libc::group = std::ptr::null_mut();
@@ -102,9 +106,10 @@ pub fn resolve_group(group: &str) -> Result<u32> {
     let r =
         unsafe { libc::getgrnam_r(c.as_ptr(), &mut grp, buf.as_mut_ptr(), buf.len(), &mut out) };
     if r != 0 || out.is_null() {
-        return Err(Error::Config(format!(
-            "socket_group {group:?}: no such group"
-        )));
+        return Err(SocketProblem::NoGroup {
+            group: group.to_string(),
+        }
+        .into());
     }
     Ok(grp.gr_gid)
 }

@@ -28,6 +28,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
+pub mod error;
 pub mod location;
 pub mod log;
 mod mcap_file;

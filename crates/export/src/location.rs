@@ -25,7 +25,6 @@ use foxglove::messages::location_fix::PositionCovarianceType;
 use foxglove::messages::LocationFix;
 use foxglove::{Encode, Schema};
 
-use roverlog_core::error::{Error, Result};
 use roverlog_core::format::trace::CONFIG_FILE;
 use roverlog_core::format::{DType, SensorMeta};
 
@@ -38,7 +37,7 @@ const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// `config.yaml` (the daemon's config, as JSON). Per sensor, its mapping or why it cannot be
 /// read. None for a trace without them (an upstream trace's YAML config, a missing or
 /// unreadable file, one over 1 MiB).
-pub fn recorded(trace: &Path) -> BTreeMap<String, Result<LocationMapping>> {
+pub fn recorded(trace: &Path) -> BTreeMap<String, Result<LocationMapping, LocationError>> {
     let mut text = Vec::new();
     let read = std::fs::File::open(trace.join(CONFIG_FILE))
         .and_then(|f| f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut text));
@@ -59,14 +58,22 @@ pub fn recorded(trace: &Path) -> BTreeMap<String, Result<LocationMapping>> {
                     .iter()
                     .map(|(k, v)| match v.as_str() {
                         Some(v) => Ok((k.as_str(), v)),
-                        None => Err(problem(&sensor, k, format!("{v} is not a string"))),
+                        None => Err(problem(
+                            &sensor,
+                            k,
+                            LocationProblem::NotAString {
+                                json: v.to_string(),
+                            },
+                        )),
                     })
-                    .collect::<Result<Vec<_>>>()
+                    .collect::<Result<Vec<_>, _>>()
                     .and_then(|pairs| LocationMapping::from_pairs(&sensor, pairs)),
                 other => Err(problem(
                     &sensor,
                     "latitude",
-                    format!("the mapping is {other}, not an object of fields"),
+                    LocationProblem::NotAnObject {
+                        json: other.to_string(),
+                    },
                 )),
             };
             (sensor, m)
@@ -153,12 +160,76 @@ pub struct LocationMapping {
     pub altitude: Option<ElementRef>,
 }
 
-fn problem(sensor: &str, field: &str, problem: String) -> Error {
-    Error::Location {
+fn problem(sensor: &str, field: &str, problem: LocationProblem) -> LocationError {
+    LocationError {
         sensor: sensor.to_owned(),
         field: field.to_owned(),
-        problem,
+        problem: Box::new(problem),
     }
+}
+
+/// A position mapping (config `foxglove_location`, `roverlog export --location`) that cannot
+/// be read, or does not fit its sensor's channels: which sensor, which field (`latitude`,
+/// `longitude`, `altitude`, or the unknown key), and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{sensor}.{field}: {problem}")]
+pub struct LocationError {
+    pub sensor: String,
+    pub field: String,
+    /// Boxed: the error stays small on the success path.
+    pub problem: Box<LocationProblem>,
+}
+
+/// What is wrong with one field of a mapping ([`LocationError`]); `element` is the field's
+/// text (`pos[0]`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LocationProblem {
+    #[error("{json} is not a string")]
+    NotAString { json: String },
+    #[error("the mapping is {json}, not an object of fields")]
+    NotAnObject { json: String },
+    #[error("unknown field (the fields: {})", FIELDS.join(", "))]
+    UnknownField,
+    #[error("{text:?} is not a channel element (`name`, or `name[index]` for element index of the channel)")]
+    NotAnElement { text: String },
+    #[error("given twice")]
+    Twice,
+    #[error("missing (latitude and longitude are required, altitude is optional)")]
+    Missing,
+    #[error("{element:?}: sensor {sensor} has no channel {channel} (its channels: {})", channels.join(", "))]
+    NoChannel {
+        element: String,
+        sensor: String,
+        channel: String,
+        channels: Vec<String>,
+    },
+    #[error("{element:?}: channel {channel} is {format}; a position is read from a fixed-size channel (raw, lzma, lzmaf)")]
+    NotFixedSize {
+        element: String,
+        channel: String,
+        format: String,
+    },
+    #[error("{element:?}: channel {channel} holds {dtype} values; a position needs real numbers")]
+    NotReal {
+        element: String,
+        channel: String,
+        dtype: &'static str,
+    },
+    #[error("{element:?}: index {index} is out of range: channel {channel} has {elements} elements (shape {shape:?})")]
+    IndexOutOfRange {
+        element: String,
+        channel: String,
+        index: usize,
+        elements: usize,
+        shape: Vec<usize>,
+    },
+    #[error("{element:?}: channel {channel} has {elements} elements (shape {shape:?}): name one, as \"{channel}[0]\"")]
+    WhichElement {
+        element: String,
+        channel: String,
+        elements: usize,
+        shape: Vec<usize>,
+    },
 }
 
 impl LocationMapping {
@@ -168,36 +239,28 @@ impl LocationMapping {
     pub fn from_pairs<'a>(
         sensor: &str,
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
-    ) -> Result<LocationMapping> {
+    ) -> Result<LocationMapping, LocationError> {
         let mut found: [Option<ElementRef>; 3] = [None, None, None];
         for (field, text) in pairs {
             let Some(k) = FIELDS.iter().position(|f| *f == field) else {
-                return Err(problem(
-                    sensor,
-                    field,
-                    format!("unknown field (the fields: {})", FIELDS.join(", ")),
-                ));
+                return Err(problem(sensor, field, LocationProblem::UnknownField));
             };
             let Some(r) = ElementRef::parse(text) else {
                 return Err(problem(
                     sensor,
                     field,
-                    format!("{text:?} is not a channel element (`name`, or `name[index]` for element index of the channel)"),
+                    LocationProblem::NotAnElement {
+                        text: text.to_owned(),
+                    },
                 ));
             };
             if found[k].replace(r).is_some() {
-                return Err(problem(sensor, field, "given twice".into()));
+                return Err(problem(sensor, field, LocationProblem::Twice));
             }
         }
         let [lat, lon, alt] = found;
         let need = |r: Option<ElementRef>, field: &str| {
-            r.ok_or_else(|| {
-                problem(
-                    sensor,
-                    field,
-                    "missing (latitude and longitude are required, altitude is optional)".into(),
-                )
-            })
+            r.ok_or_else(|| problem(sensor, field, LocationProblem::Missing))
         };
         Ok(LocationMapping {
             latitude: need(lat, "latitude")?,
@@ -208,51 +271,57 @@ impl LocationMapping {
 
     /// The mapping against `meta`, the channels of `sensor`: each element found in a data
     /// channel that is fixed-size and holds real numbers.
-    pub fn resolve(&self, sensor: &str, meta: &SensorMeta) -> Result<Location> {
-        let one = |field: &str, r: &ElementRef| -> Result<Element> {
-            let bad = |p: String| problem(sensor, field, format!("{:?}: {p}", r.to_string()));
+    pub fn resolve(&self, sensor: &str, meta: &SensorMeta) -> Result<Location, LocationError> {
+        let one = |field: &str, r: &ElementRef| -> Result<Element, LocationError> {
+            let bad = |p: LocationProblem| problem(sensor, field, p);
+            let element = r.to_string();
             let Some((channel, ch)) = meta
                 .data_channels()
                 .enumerate()
                 .find(|(_, (n, _))| *n == r.channel)
                 .map(|(i, (_, c))| (i, c))
             else {
-                let names: Vec<&str> = meta.data_channels().map(|(n, _)| n).collect();
-                return Err(bad(format!(
-                    "sensor {sensor} has no channel {} (its channels: {})",
-                    r.channel,
-                    names.join(", ")
-                )));
+                return Err(bad(LocationProblem::NoChannel {
+                    element,
+                    sensor: sensor.to_owned(),
+                    channel: r.channel.clone(),
+                    channels: meta.data_channels().map(|(n, _)| n.to_owned()).collect(),
+                }));
             };
             if !ch.format.is_fixed_size() {
-                return Err(bad(format!(
-                    "channel {} is {}; a position is read from a fixed-size channel (raw, lzma, lzmaf)",
-                    r.channel,
-                    ch.format.as_str()
-                )));
+                return Err(bad(LocationProblem::NotFixedSize {
+                    element,
+                    channel: r.channel.clone(),
+                    format: ch.format.as_str().to_owned(),
+                }));
             }
             if matches!(ch.dtype, DType::C8 | DType::C16 | DType::B1) {
-                return Err(bad(format!(
-                    "channel {} holds {} values; a position needs real numbers",
-                    r.channel,
-                    ch.dtype.code()
-                )));
+                return Err(bad(LocationProblem::NotReal {
+                    element,
+                    channel: r.channel.clone(),
+                    dtype: ch.dtype.code(),
+                }));
             }
             let n: usize = ch.shape.iter().product();
             let index = match r.index {
                 Some(i) if i < n => i,
                 Some(i) => {
-                    return Err(bad(format!(
-                        "index {i} is out of range: channel {} has {n} elements (shape {:?})",
-                        r.channel, ch.shape
-                    )))
+                    return Err(bad(LocationProblem::IndexOutOfRange {
+                        element,
+                        channel: r.channel.clone(),
+                        index: i,
+                        elements: n,
+                        shape: ch.shape.clone(),
+                    }))
                 }
                 None if n == 1 => 0,
                 None => {
-                    return Err(bad(format!(
-                        "channel {} has {n} elements (shape {:?}): name one, as \"{}[0]\"",
-                        r.channel, ch.shape, r.channel
-                    )))
+                    return Err(bad(LocationProblem::WhichElement {
+                        element,
+                        channel: r.channel.clone(),
+                        elements: n,
+                        shape: ch.shape.clone(),
+                    }))
                 }
             };
             Ok(Element {

@@ -12,6 +12,8 @@ use std::ops::Range;
 use std::path::Path;
 
 use roverlog_core::error::{Error, IoContext, Result};
+
+use crate::error::ExportError;
 use roverlog_core::format::events::read_events;
 use roverlog_core::format::{DType, Sensor, Trace};
 
@@ -30,7 +32,7 @@ pub fn export_mcap(
     out: &Path,
     opts: &ExportOptions,
     progress: impl FnMut(u64, u64),
-) -> Result<ExportReport> {
+) -> std::result::Result<ExportReport, ExportError> {
     let t = Trace::open(trace)?;
     let (sensors, total) = plan(&t, opts)?;
     let tmp = out.with_file_name(format!(
@@ -80,7 +82,7 @@ pub fn export_mcap(
     if r.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    r
+    Ok(r?)
 }
 
 /// One sensor to export: its samples in the window, and its position mapping (resolved).
@@ -94,7 +96,10 @@ struct Planned<'o> {
 
 /// The sensors `opts` asks for, each opened with its sample range and its position mapping
 /// checked against it, and the number of messages all together.
-fn plan<'o>(t: &Trace, opts: &'o ExportOptions) -> Result<(Vec<Planned<'o>>, u64)> {
+fn plan<'o>(
+    t: &Trace,
+    opts: &'o ExportOptions,
+) -> std::result::Result<(Vec<Planned<'o>>, u64), ExportError> {
     let names: Vec<String> = if opts.sensors.is_empty() {
         t.sensor_names().into_iter().map(String::from).collect()
     } else {

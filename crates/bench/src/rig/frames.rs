@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::{Dims, Stream, STREAMS};
-use roverlog_core::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The manifest's file name in the frames directory.
 pub const MANIFEST: &str = "rig.json";
@@ -308,7 +308,11 @@ pub fn encode_jpeg(rgb: &[u8], w: usize, h: usize) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, JPEG_QUALITY)
         .encode(rgb, w as u32, h as u32, image::ColorType::Rgb8)
-        .map_err(|e| Error::Config(format!("encoding a {w}x{h} JPEG: {e}")))?;
+        .map_err(|error| Error::Encode {
+            width: w,
+            height: h,
+            error,
+        })?;
     Ok(out)
 }
 

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::frames::sample_path;
 use super::{Dims, Stream};
+use crate::error::{Error, Result};
 use roverlog_client::Driver;
-use roverlog_core::error::{Error, Result};
 
 /// How long to wait for any one reply (the final fsync of a large backlog can be slow).
 const REPLY_TIMEOUT: Duration = Duration::from_secs(300);

@@ -59,6 +59,8 @@ pub fn undecodable_jpeg(path: &Path, index: u64, bytes: &[u8], error: Error) -> 
     let damage = match &error {
         Error::Jpeg(JpegProblem::TooLarge { .. } | JpegProblem::OutputSize { .. }) => return error,
         _ if zero_filled(bytes) => Damage::ZeroFilled,
+        // A frame without its end-of-image marker: the check's own error, as it is.
+        Error::Jpeg(JpegProblem::Truncated { .. }) => return error,
         Error::Jpeg(_) => Damage::JpegUndecodable(error.to_string()),
         _ => return error,
     };

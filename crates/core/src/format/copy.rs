@@ -97,9 +97,7 @@ pub fn copy_trace(
         }
         sync_dir(&tmp)?;
         fs::rename(&tmp, dst).at(dst)?;
-        if let Some(parent) = dst.parent() {
-            sync_dir(parent)?;
-        }
+        sync_dir(super::meta::parent_dir(dst))?;
         Ok(out)
     })();
     if r.is_err() {

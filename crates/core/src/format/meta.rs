@@ -411,7 +411,7 @@ pub fn atomic_tmp_path(path: &Path) -> PathBuf {
 /// Writes `path` atomically: [`atomic_tmp_path`], fsync, rename over `path`, fsync the
 /// directory.
 pub fn write_file_atomic(path: &Path, contents: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = parent_dir(path);
     let tmp = atomic_tmp_path(path);
     {
         let mut f = fs::File::create(&tmp).at(&tmp)?;
@@ -420,6 +420,15 @@ pub fn write_file_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     }
     fs::rename(&tmp, path).at(path)?;
     sync_dir(dir)
+}
+
+/// The directory holding `path`: `.` for a bare relative name (`Path::parent` gives `""`,
+/// which no system call opens).
+pub fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
 }
 
 /// fsyncs a directory so that entries created or renamed in it survive a power cut.
@@ -442,11 +451,7 @@ pub fn create_dir_all_durable(dir: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => return Ok(()),
         Err(e) => return Err(crate::Error::io(dir, e)),
     }
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    sync_dir(parent)
+    sync_dir(parent_dir(dir))
 }
 
 #[cfg(test)]

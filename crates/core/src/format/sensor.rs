@@ -145,9 +145,7 @@ impl SensorWriter {
         // Zero samples are durable: after a power cut nothing unsynced is trusted.
         super::durable::write(dir, 0)?;
         w.meta.write_atomic(dir)?;
-        if let Some(parent) = dir.parent() {
-            sync_dir(parent)?;
-        }
+        sync_dir(super::meta::parent_dir(dir))?;
         Ok(w)
     }
 

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use super::turbo;
-use crate::error::JpegProblem;
+use crate::error::{JpegProblem, TurboError};
 use crate::{Error, Result};
 
 /// The environment variable that picks the decoder: `auto` (the default), `zune` or `turbo`.
@@ -57,7 +57,7 @@ impl Backend {
             Backend::Turbo => turbo::get().map(|_| Backend::Turbo).map_err(|why| {
                 Error::Jpeg(JpegProblem::TurboUnavailable {
                     library: turbo::LIBRARY,
-                    why: why.to_string(),
+                    why,
                 })
             }),
         }
@@ -65,13 +65,19 @@ impl Backend {
 }
 
 /// Why libjpeg-turbo cannot be used here, or `None` where it loads.
-pub fn turbo_unavailable() -> Option<&'static str> {
+pub fn turbo_unavailable() -> Option<&'static TurboError> {
     turbo::get().err()
 }
 
 /// 0: not set (the environment decides); else 1 + the `Backend`'s place.
 static CHOSEN: AtomicU8 = AtomicU8::new(0);
-static FROM_ENV: OnceLock<Result<Backend, String>> = OnceLock::new();
+static FROM_ENV: OnceLock<Result<Backend, UnknownEnv>> = OnceLock::new();
+
+/// A `ROVERLOG_JPEG` value naming no decoder (kept to name it on every frame).
+#[derive(Clone, Debug)]
+struct UnknownEnv {
+    value: String,
+}
 
 fn encode(b: Backend) -> u8 {
     match b {
@@ -98,10 +104,10 @@ pub fn backend() -> Result<Backend> {
         3 => Ok(Backend::Turbo),
         _ => FROM_ENV
             .get_or_init(|| match std::env::var(ENV) {
-                Ok(v) => Backend::parse(&v).map_err(|_| v),
+                Ok(value) => Backend::parse(&value).map_err(|_| UnknownEnv { value }),
                 Err(_) => Ok(Backend::Auto),
             })
             .clone()
-            .map_err(|value| Error::Jpeg(JpegProblem::BadEnv { var: ENV, value })),
+            .map_err(|UnknownEnv { value }| Error::Jpeg(JpegProblem::BadEnv { var: ENV, value })),
     }
 }

@@ -15,6 +15,8 @@ use std::sync::OnceLock;
 
 use libloading::Library;
 
+use crate::error::TurboError;
+
 /// The file name the loader looks for (the runtime package's; `libturbojpeg.so` alone comes
 /// only with the `-dev` package).
 pub const LIBRARY: &str = "libturbojpeg.so.0";
@@ -60,15 +62,19 @@ pub(crate) struct Turbo {
 }
 
 impl Turbo {
-    fn load() -> Result<Turbo, String> {
+    fn load() -> Result<Turbo, TurboError> {
         // SAFETY: loading libturbojpeg runs its initialisers, which only set up SIMD
         // detection; the symbols are given the types turbojpeg.h declares for them.
         unsafe {
-            let lib = Library::new(LIBRARY).map_err(|e| e.to_string())?;
+            let lib = Library::new(LIBRARY).map_err(TurboError::Load)?;
             macro_rules! sym {
                 ($name:literal) => {
-                    *lib.get(concat!($name, "\0").as_bytes())
-                        .map_err(|e| format!("{LIBRARY}: {e}"))?
+                    *lib.get(concat!($name, "\0").as_bytes()).map_err(|error| {
+                        TurboError::Symbol {
+                            library: LIBRARY,
+                            error,
+                        }
+                    })?
                 };
             }
             Ok(Turbo {
@@ -84,14 +90,11 @@ impl Turbo {
     }
 }
 
-static LOADED: OnceLock<Result<Turbo, String>> = OnceLock::new();
+static LOADED: OnceLock<Result<Turbo, TurboError>> = OnceLock::new();
 
 /// libjpeg-turbo, loaded on first use; `Err` says why it could not be.
-pub(crate) fn get() -> Result<&'static Turbo, &'static str> {
-    LOADED
-        .get_or_init(Turbo::load)
-        .as_ref()
-        .map_err(String::as_str)
+pub(crate) fn get() -> Result<&'static Turbo, &'static TurboError> {
+    LOADED.get_or_init(Turbo::load).as_ref()
 }
 
 /// One decompressor per thread, made on the thread's first frame: a handle is not safe to
@@ -112,14 +115,17 @@ thread_local! {
 }
 
 /// Runs `f` with this thread's decompressor.
-fn with_handle<R>(t: &Turbo, f: impl FnOnce(Handle) -> Result<R, String>) -> Result<R, String> {
+fn with_handle<R>(
+    t: &Turbo,
+    f: impl FnOnce(Handle) -> Result<R, TurboError>,
+) -> Result<R, TurboError> {
     HANDLE.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
             // SAFETY: no arguments; a null return is checked.
             let h = unsafe { (t.init_decompress)() };
             if h.is_null() {
-                return Err("tjInitDecompress failed (out of memory?)".into());
+                return Err(TurboError::Init);
             }
             *slot = Some(ThreadHandle(h));
         }
@@ -128,14 +134,19 @@ fn with_handle<R>(t: &Turbo, f: impl FnOnce(Handle) -> Result<R, String>) -> Res
 }
 
 /// The library's message for the last error on `h`.
-fn message(t: &Turbo, h: Handle) -> String {
+fn refused(t: &Turbo, h: Handle) -> TurboError {
     // SAFETY: tjGetErrorStr2 returns a NUL-terminated string owned by the handle (or a
     // static one), valid until the next call on it; copied at once.
     let p = unsafe { (t.error_str2)(h) };
     if p.is_null() {
-        return "unknown libjpeg-turbo error".into();
+        return TurboError::Refused("unknown libjpeg-turbo error".into());
     }
-    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    TurboError::Refused(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+/// `bytes.len()` as the library's length type.
+fn frame_len(bytes: &[u8]) -> Result<c_ulong, TurboError> {
+    c_ulong::try_from(bytes.len()).map_err(|_| TurboError::FrameTooLarge { len: bytes.len() })
 }
 
 /// What the headers say: size, and whether the frame decodes to gray (1) or RGB (3).
@@ -147,8 +158,8 @@ pub(crate) struct Header {
 }
 
 /// Reads the headers of `bytes`.
-pub(crate) fn header(t: &Turbo, bytes: &[u8]) -> Result<Header, String> {
-    let len = c_ulong::try_from(bytes.len()).map_err(|_| "frame too large".to_string())?;
+pub(crate) fn header(t: &Turbo, bytes: &[u8]) -> Result<Header, TurboError> {
+    let len = frame_len(bytes)?;
     with_handle(t, |h| {
         let (mut w, mut ht, mut sub, mut cs) = (0, 0, 0, 0);
         // SAFETY: `bytes` is valid for `len` bytes and only read; the out-pointers are ours.
@@ -156,7 +167,7 @@ pub(crate) fn header(t: &Turbo, bytes: &[u8]) -> Result<Header, String> {
             (t.decompress_header3)(h, bytes.as_ptr(), len, &mut w, &mut ht, &mut sub, &mut cs)
         };
         if rc != 0 {
-            return Err(message(t, h));
+            return Err(refused(t, h));
         }
         let channels = match cs {
             TJCS_GRAY => Some(1),
@@ -194,16 +205,16 @@ pub(crate) fn decode_into(
     channels: usize,
     out: &mut [u8],
     warnings: Warnings,
-) -> Result<(), String> {
+) -> Result<(), TurboError> {
     assert_eq!(
         out.len(),
         width * height * channels,
         "checked by the caller"
     );
-    let len = c_ulong::try_from(bytes.len()).map_err(|_| "frame too large".to_string())?;
+    let len = frame_len(bytes)?;
     let (w, ht) = match (c_int::try_from(width), c_int::try_from(height)) {
         (Ok(w), Ok(h)) => (w, h),
-        _ => return Err(format!("{width}x{height}: too large for libjpeg-turbo")),
+        _ => return Err(TurboError::TooLarge { width, height }),
     };
     let format = if channels == 1 { TJPF_GRAY } else { TJPF_RGB };
     with_handle(t, |h| {
@@ -230,6 +241,6 @@ pub(crate) fn decode_into(
         if warnings == Warnings::Pass && unsafe { (t.error_code)(h) } == TJERR_WARNING {
             return Ok(());
         }
-        Err(message(t, h))
+        Err(refused(t, h))
     })
 }

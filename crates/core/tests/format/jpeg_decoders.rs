@@ -21,11 +21,9 @@ fn frames() -> Vec<Vec<u8>> {
 /// (Where it is absent, `auto` is zune-jpeg: `pip install ./python` needs nothing more.)
 #[test]
 fn libjpeg_turbo_loads_and_auto_picks_it() {
-    assert_eq!(
-        turbo_unavailable(),
-        None,
-        "libturbojpeg.so.0 does not load: apt-get install libturbojpeg0 (scripts/test does)"
-    );
+    if let Some(why) = turbo_unavailable() {
+        panic!("libturbojpeg.so.0 does not load ({why}): apt-get install libturbojpeg0 (scripts/test does)");
+    }
     assert_eq!(Backend::Auto.resolve().unwrap(), Backend::Turbo);
     let frame = &frames()[0];
     let f = JpegFrame::open_with(frame, DEFAULT_MAX_PIXELS, Backend::Auto).unwrap();

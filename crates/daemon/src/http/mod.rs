@@ -46,7 +46,6 @@ use crate::config;
 use crate::recording::{HttpStatus, Recorder};
 use crate::shutdown::Shutdown;
 use history::History;
-use roverlog_core::error::{Error, Result};
 use slots::{Admission, Conn, Slots};
 
 /// Connections served at once. When all are taken, a new one takes the slot of the one idle
@@ -81,16 +80,20 @@ const STYLE_CSS: &str = include_str!("assets/style.css");
 
 /// Binds the dashboard's listener when `http_listen` is set (at bind time, so a taken port
 /// stops the daemon before it reports ready). The address was checked with the config.
-pub fn bind(cfg: &config::Http) -> Result<Option<std::net::TcpListener>> {
+pub fn bind(cfg: &config::Http) -> crate::error::Result<Option<std::net::TcpListener>> {
+    use crate::error::{Error, ListenProblem};
     let Some(addr) = cfg.listen else {
         return Ok(None);
     };
-    let listen = |msg: String| Error::Listen {
-        what: format!("http_listen {addr}"),
-        msg,
+    let listen = |problem| Error::Listen {
+        key: "http_listen",
+        addr,
+        problem,
     };
-    let l = std::net::TcpListener::bind(addr).map_err(|e| listen(format!("cannot listen: {e}")))?;
-    l.set_nonblocking(true).map_err(|e| listen(e.to_string()))?;
+    let l =
+        std::net::TcpListener::bind(addr).map_err(|e| listen(ListenProblem::Bind(Box::new(e))))?;
+    l.set_nonblocking(true)
+        .map_err(|e| listen(ListenProblem::Setup(e)))?;
     Ok(Some(l))
 }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::Running;
 use crate::sockets;
-use roverlog_core::error::{Error, Result};
+use crate::error::{Error, Result};
 
 impl Running {
     /// Drains within `shutdown_deadline_ms`; an error when that does not finish in time or
@@ -53,10 +53,7 @@ impl Running {
                 let faults = self.rec.faults().all();
                 tracing::error!("stopped after disk errors: {faults:?}");
                 Err(Error::DiskFailed {
-                    what: match faults.first() {
-                        Some(f) => f.to_string(),
-                        None => "a write or fsync failed during the run (see the log)".into(),
-                    },
+                    first: faults.first().cloned().map(Box::new),
                 })
             }
             Ok(()) => {

@@ -13,7 +13,7 @@ use super::Running;
 use crate::recording::{self, Recorder};
 use crate::{command, control, disk, health, http, ingest, netns, offload, shutdown};
 use crate::{Config, Daemon};
-use roverlog_core::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// How much more start-up time each `EXTEND_TIMEOUT_USEC=` asks for; sent every third of it.
 const START_EXTENSION: Duration = Duration::from_secs(30);
@@ -139,7 +139,7 @@ fn start_offload(cfg: &Config, rec: &Arc<Recorder>) -> Result<Option<Arc<offload
 async fn recover_extending_start(
     cfg: &Config,
     notify: &impl Fn(&str),
-) -> roverlog_core::Result<Option<PathBuf>> {
+) -> Result<Option<PathBuf>> {
     let root = cfg.recording.data_root.clone();
     let delay = cfg.test_knobs.recovery_delay;
     let mut job = tokio::task::spawn_blocking(move || {
@@ -156,7 +156,8 @@ async fn recover_extending_start(
     loop {
         tokio::select! {
             r = &mut job => {
-                return r.map_err(|e| Error::Task { what: "start-up recovery", msg: e.to_string() })?;
+                let found = r.map_err(|e| Error::Task { what: "start-up recovery", error: Box::new(e) })?;
+                return Ok(found?);
             }
             _ = tokio::time::sleep(START_EXTENSION / 3) => extend(),
         }

@@ -114,7 +114,7 @@ pub enum CameraError {
     #[error("{url}: the stream ended before its first whole JPEG ({not_jpeg} parts were not)")]
     NoFrame { url: String, not_jpeg: u64 },
     #[error("the daemon: {0}")]
-    Daemon(#[from] roverlog_core::error::Error),
+    Daemon(#[from] roverlog_client::Error),
     #[error("after {waited:?}, {durable} of {expected} frames were durable")]
     NotDurable {
         waited: Duration,

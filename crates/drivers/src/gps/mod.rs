@@ -70,7 +70,7 @@ pub enum GpsError {
     #[error("gpsd at {addr}: the connection ended")]
     Ended { addr: String },
     #[error("the daemon: {0}")]
-    Daemon(#[from] roverlog_core::error::Error),
+    Daemon(#[from] roverlog_client::Error),
     #[error("after {waited:?}, {durable} of {expected} fixes were durable")]
     NotDurable {
         waited: Duration,

@@ -30,11 +30,11 @@ fn gps_meta() -> SensorMeta {
     }
 }
 
-fn mapping(pairs: &[(&str, &str)]) -> Result<LocationMapping> {
+fn mapping(pairs: &[(&str, &str)]) -> Result<LocationMapping, LocationError> {
     LocationMapping::from_pairs("gps", pairs.iter().copied())
 }
 
-fn err(r: Result<impl std::fmt::Debug>) -> String {
+fn err(r: Result<impl std::fmt::Debug, LocationError>) -> String {
     r.unwrap_err().to_string()
 }
 

@@ -143,9 +143,7 @@ pub fn compact_sensor(
     sync_dir(&staging)?;
     exchange(&staging, &dir)?;
     sync_dir(trace)?;
-    if let Some(parent) = staging.parent() {
-        sync_dir(parent)?;
-    }
+    sync_dir(crate::format::meta::parent_dir(&staging))?;
     // The old files: whatever happens from here, the sensor is its new self.
     fs::remove_dir_all(&staging).at(&staging)?;
     Ok(out)

@@ -1,0 +1,102 @@
+//! The library crates' errors are typed: no `Result<_, String>` in `crates/*/src` or
+//! `python/src` (issue 38; the house issue had taken them to 0 once, and they came back).
+//! An error is a `thiserror` enum carrying the values involved, never a sentence.
+
+use std::path::{Path, PathBuf};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Whether `line` spells a `Result` whose error type is `String` (`Result<T, String>`,
+/// `std::result::Result<(A, B), String>`): the last top-level argument of a `Result<...>`.
+fn string_error(line: &str) -> bool {
+    let mut rest = line;
+    while let Some(at) = rest.find("Result<") {
+        let args = &rest[at + "Result<".len()..];
+        let mut depth = 0usize;
+        let mut last_arg_start = 0;
+        for (i, c) in args.char_indices() {
+            match c {
+                '<' | '(' | '[' => depth += 1,
+                ')' | ']' => depth = depth.saturating_sub(1),
+                ',' if depth == 0 => last_arg_start = i + 1,
+                '>' if depth == 0 => {
+                    if last_arg_start > 0 && args[last_arg_start..i].trim() == "String" {
+                        return true;
+                    }
+                    break;
+                }
+                '>' => depth -= 1,
+                _ => {}
+            }
+        }
+        rest = args;
+    }
+    false
+}
+
+#[test]
+fn the_detector_finds_string_errors_and_only_them() {
+    assert!(string_error("fn f() -> Result<u8, String> {"));
+    assert!(string_error(
+        "hello: std::result::Result<(&'static str, u64), String>,"
+    ));
+    assert!(string_error("x: OnceLock<Result<Vec<u8>, String>>,"));
+    assert!(!string_error(
+        "fn f() -> Result<BTreeMap<String, String>> {"
+    ));
+    assert!(!string_error("fn f() -> Result<String, Error> {"));
+    assert!(!string_error("fn f() -> Result<()> {"));
+}
+
+#[test]
+fn no_library_crate_returns_string_errors() {
+    let root = workspace();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.push(root.join("python/src"));
+    let mut files = Vec::new();
+    for d in &dirs {
+        rust_files(d, &mut files);
+    }
+    assert!(
+        files.len() > 100,
+        "found only {} files under {dirs:?}",
+        files.len()
+    );
+    let mut found = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let text = std::fs::read_to_string(f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if string_error(line) {
+                found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "Result<_, String> in library code (a typed error names the values):\n{}",
+        found.join("\n")
+    );
+}
