@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use super::Running;
-use crate::sockets;
 use crate::error::{Error, Result};
+use crate::sockets;
 
 impl Running {
     /// Drains within `shutdown_deadline_ms`; an error when that does not finish in time or

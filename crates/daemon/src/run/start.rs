@@ -10,10 +10,10 @@ use tokio::sync::mpsc;
 
 use super::watchdog::Watchdog;
 use super::Running;
+use crate::error::{Error, Result};
 use crate::recording::{self, Recorder};
 use crate::{command, control, disk, health, http, ingest, netns, offload, shutdown};
 use crate::{Config, Daemon};
-use crate::error::{Error, Result};
 
 /// How much more start-up time each `EXTEND_TIMEOUT_USEC=` asks for; sent every third of it.
 const START_EXTENSION: Duration = Duration::from_secs(30);
@@ -136,10 +136,7 @@ fn start_offload(cfg: &Config, rec: &Arc<Recorder>) -> Result<Option<Arc<offload
 /// Start-up recovery of unfinished traces (which may read and cut large files) on a blocking
 /// thread, telling the service manager to extend the start timeout while it runs: a long
 /// recovery must not make systemd kill the daemon before it is ready.
-async fn recover_extending_start(
-    cfg: &Config,
-    notify: &impl Fn(&str),
-) -> Result<Option<PathBuf>> {
+async fn recover_extending_start(cfg: &Config, notify: &impl Fn(&str)) -> Result<Option<PathBuf>> {
     let root = cfg.recording.data_root.clone();
     let delay = cfg.test_knobs.recovery_delay;
     let mut job = tokio::task::spawn_blocking(move || {
