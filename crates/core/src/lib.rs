@@ -22,6 +22,8 @@
 //!   import into roverd (playback into a daemon is `roverlog-client`'s).
 //! - [`ouster`]: Ouster `lidar.json` intrinsics and the per-pixel table that projects a
 //!   depth frame to points (upstream's `transforms.ouster`).
+//! - [`remote`]: traces read in place by byte ranges (object storage, through a backend
+//!   `roverlog-store` implements), one request per sample once a channel is open.
 //! - [`ros`]: ROS recordings (rosbag2 MCAP, `.mcap`, ROS 1 `.bag`) as a replay source, decoded
 //!   from the message definitions they store.
 //! - [`timestamps`]: upstream's timestamp models (`smooth`, `discretize`) for jittered
@@ -42,6 +44,7 @@ pub mod jpeg;
 pub mod mem;
 pub mod ouster;
 pub mod parallel;
+pub mod remote;
 pub mod replay;
 pub mod ros;
 pub mod timestamps;
