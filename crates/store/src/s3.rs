@@ -294,6 +294,37 @@ impl S3Store {
         }
     }
 
+    /// Every object below the prefix: key (relative to the prefix) and size, sorted.
+    pub fn list(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        use futures::TryStreamExt;
+        let prefix = (!self.prefix.is_empty()).then(|| ObjPath::from(self.prefix.as_str()));
+        let listed: Vec<object_store::ObjectMeta> = match self
+            .rt
+            .block_on(self.s3.list(prefix.as_ref()).try_collect())
+        {
+            Ok(l) => l,
+            Err(object_store::Error::NotFound { .. }) => {
+                return Err(StoreError::NoSuchBucket {
+                    bucket: self.bucket.clone(),
+                    endpoint: self.endpoint.clone(),
+                })
+            }
+            Err(e) => return Err(self.error("list", &self.prefix, e)),
+        };
+        let cut = if self.prefix.is_empty() {
+            0
+        } else {
+            self.prefix.len() + 1
+        };
+        let mut out: Vec<(String, u64)> = listed
+            .into_iter()
+            .map(|m| (m.location.as_ref().get(cut..).unwrap_or("").to_string(), m.size))
+            .filter(|(k, _)| !k.is_empty())
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
     pub fn get_range(&self, key: &str, range: Range<u64>) -> Result<Vec<u8>, StoreError> {
         self.rt
             .block_on(self.s3.get_range(&self.path(key), range))
