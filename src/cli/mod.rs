@@ -27,6 +27,7 @@ mod daemon;
 mod driver;
 mod export;
 mod extract;
+mod inplace;
 mod list;
 mod offload;
 mod plot;

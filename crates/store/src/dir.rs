@@ -217,7 +217,12 @@ impl DirStore {
             let entries = match fs::read_dir(&dir) {
                 Ok(e) => e,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(StoreError::Io { path: dir, error: e }),
+                Err(e) => {
+                    return Err(StoreError::Io {
+                        path: dir,
+                        error: e,
+                    })
+                }
             };
             for entry in entries {
                 let entry = entry.map_err(io(&dir))?;

@@ -72,3 +72,8 @@ pub fn open_trace(url: &str) -> Result<(RemoteTrace, Arc<Store>), TraceOpenError
     let trace = RemoteTrace::open(Arc::new(StoreFiles::new(store.clone())))?;
     Ok((trace, store))
 }
+
+/// Opens the trace `store` was opened at (its prefix, or its directory) for reading in place.
+pub fn open_trace_in(store: Arc<Store>) -> Result<RemoteTrace, RemoteError> {
+    RemoteTrace::open(Arc::new(StoreFiles::new(store)))
+}

@@ -318,7 +318,12 @@ impl S3Store {
         };
         let mut out: Vec<(String, u64)> = listed
             .into_iter()
-            .map(|m| (m.location.as_ref().get(cut..).unwrap_or("").to_string(), m.size))
+            .map(|m| {
+                (
+                    m.location.as_ref().get(cut..).unwrap_or("").to_string(),
+                    m.size,
+                )
+            })
             .filter(|(k, _)| !k.is_empty())
             .collect();
         out.sort();
