@@ -3,7 +3,6 @@
 //! store's settings from the `AWS_*` variables (docs/offload.md). Local paths keep the mapped
 //! readers; each verb hands a path here when it names `s3://`.
 
-use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::Path;
 
@@ -12,8 +11,6 @@ use serde_json::json;
 
 use super::cat::{CatArgs, Rows};
 use super::Outcome;
-use roverlog_core::format::meta::META_FILE;
-use roverlog_core::format::trace::CONFIG_FILE;
 use roverlog_core::format::{ChannelFormat, TS_CHANNEL};
 use roverlog_core::remote::{RemoteSensor, RemoteTrace};
 use roverlog_store::{open_trace, Store};
@@ -30,29 +27,11 @@ pub fn url(path: &Path) -> Option<&str> {
 /// as URLs, sorted. One listing.
 pub fn traces_below(url: &str) -> Result<Vec<String>> {
     let store = Store::open(url)?;
-    let keys = store.list()?;
-    let mut dirs = BTreeSet::new();
-    for (k, _) in &keys {
-        let parts: Vec<&str> = k.split('/').collect();
-        if parts.last() == Some(&CONFIG_FILE) {
-            dirs.insert(parts[..parts.len() - 1].join("/"));
-        } else if parts.len() >= 2 && parts.last() == Some(&META_FILE) {
-            dirs.insert(parts[..parts.len() - 2].join("/"));
-        }
-    }
-    let mut out: Vec<String> = Vec::new();
-    for d in dirs {
-        let nested = out
-            .iter()
-            .any(|t| t.is_empty() || d.starts_with(&format!("{t}/")));
-        if !nested {
-            out.push(d);
-        }
-    }
-    if out.is_empty() {
+    let found = roverlog_store::find_traces(&store)?;
+    if found.is_empty() {
         bail!("{}: no roverd trace there or below", store.describe());
     }
-    Ok(out
+    Ok(found
         .into_iter()
         .map(|d| match d.as_str() {
             "" => url.to_string(),

@@ -8,7 +8,11 @@ use std::sync::Arc;
 
 use roverlog_core::remote::{BackendError, RangeFile, RemoteError, RemoteTrace, TraceFiles};
 
-use crate::{OpenError, Store};
+use crate::{OpenError, Store, StoreError};
+
+/// The file upstream discovers traces by, and the one every sensor holds.
+const CONFIG_FILE: &str = roverlog_core::format::trace::CONFIG_FILE;
+const META_FILE: &str = roverlog_core::format::meta::META_FILE;
 
 /// A store opened at a trace, as the core's readers see it.
 pub struct StoreFiles {
@@ -76,4 +80,29 @@ pub fn open_trace(url: &str) -> Result<(RemoteTrace, Arc<Store>), TraceOpenError
 /// Opens the trace `store` was opened at (its prefix, or its directory) for reading in place.
 pub fn open_trace_in(store: Arc<Store>) -> Result<RemoteTrace, RemoteError> {
     RemoteTrace::open(Arc::new(StoreFiles::new(store)))
+}
+
+/// The traces at or below the store's prefix (or directory): directories holding
+/// `config.yaml` or a sensor's `meta.json`, a trace's own sub-directories not searched, as
+/// paths relative to the prefix (`""`: the prefix is a trace), sorted. One listing.
+pub fn find_traces(store: &Store) -> Result<Vec<String>, StoreError> {
+    let mut dirs = std::collections::BTreeSet::new();
+    for (k, _) in store.list()? {
+        let parts: Vec<&str> = k.split('/').collect();
+        if parts.last() == Some(&CONFIG_FILE) {
+            dirs.insert(parts[..parts.len() - 1].join("/"));
+        } else if parts.len() >= 2 && parts.last() == Some(&META_FILE) {
+            dirs.insert(parts[..parts.len() - 2].join("/"));
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for d in dirs {
+        let nested = out
+            .iter()
+            .any(|t| t.is_empty() || d.starts_with(&format!("{t}/")));
+        if !nested {
+            out.push(d);
+        }
+    }
+    Ok(out)
 }

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use error::{OpenError, StoreError};
-pub use files::{open_trace, open_trace_in, StoreFiles, TraceOpenError};
+pub use files::{find_traces, open_trace, open_trace_in, StoreFiles, TraceOpenError};
 
 /// A store's handle on an unfinished multipart upload (S3's upload id).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -104,6 +104,15 @@ impl RemoteTrace {
         })
     }
 
+    /// The trace's file `path` (relative to the trace, e.g. `_roverlog/events.jsonl`) whole:
+    /// one request; `None` when the listing has no such file; refused over `limit` bytes.
+    pub fn read_file(&self, path: &str, limit: u64) -> Result<Option<Vec<u8>>, RemoteError> {
+        if !self.sizes.contains_key(path) {
+            return Ok(None);
+        }
+        self.read_whole(path, limit, "file").map(Some)
+    }
+
     /// File `path` whole (one request), refused over `limit` bytes.
     fn read_whole(
         &self,
