@@ -43,6 +43,10 @@ impl RangeFile for StoreFile {
 
 impl TraceFiles for StoreFiles {
     fn location(&self) -> String {
+        self.store.url()
+    }
+
+    fn describe(&self) -> String {
         self.store.describe()
     }
 

@@ -141,6 +141,14 @@ impl Store {
         }
     }
 
+    /// Where this store is, as a URL or path (`s3://bucket/prefix`, or the directory).
+    pub fn url(&self) -> String {
+        match &self.backend {
+            Backend::Dir(d) => d.root().display().to_string(),
+            Backend::S3(s) => s.url(),
+        }
+    }
+
     /// Whether the store checked each part's content on receipt (S3 with
     /// `x-amz-checksum-sha256`): if not, a caller verifies by reading the object back.
     pub fn verifies_on_receipt(&self) -> bool {

@@ -114,12 +114,17 @@ impl S3Store {
     }
 
     pub fn describe(&self) -> String {
+        format!("{} at {}", self.url(), self.endpoint)
+    }
+
+    /// `s3://bucket[/prefix]`.
+    pub fn url(&self) -> String {
         let p = if self.prefix.is_empty() {
             String::new()
         } else {
             format!("/{}", self.prefix)
         };
-        format!("s3://{}{p} at {}", self.bucket, self.endpoint)
+        format!("s3://{}{p}", self.bucket)
     }
 
     fn path(&self, key: &str) -> ObjPath {

@@ -53,6 +53,12 @@ pub trait TraceFiles: Send + Sync {
     /// Where the trace is, for messages (`s3://bucket/prefix/trace`, a directory).
     fn location(&self) -> String;
 
+    /// [`TraceFiles::location`] and how it is reached, for the message that nothing is
+    /// there (`s3://bucket/prefix/trace at http://host:3900`).
+    fn describe(&self) -> String {
+        self.location()
+    }
+
     /// Every file of the trace: its `/`-separated path relative to the trace, and its size.
     fn list(&self) -> Result<Vec<(String, u64)>, BackendError>;
 

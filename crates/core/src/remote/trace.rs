@@ -41,7 +41,7 @@ impl RemoteTrace {
         names.sort();
         if names.is_empty() && !sizes.contains_key(CONFIG_FILE) {
             return Err(RemoteError::NoTrace {
-                location: files.location(),
+                location: files.describe(),
             });
         }
         Ok(RemoteTrace {
