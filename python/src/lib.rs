@@ -23,6 +23,7 @@ mod gil;
 mod gulp;
 mod jpeg;
 mod ouster;
+mod remote;
 mod threads;
 mod zarr;
 
@@ -108,5 +109,7 @@ fn _roverlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<gulp::GulpDir>()?;
     m.add_class::<zarr::ZarrArr>()?;
     m.add_class::<ouster::OusterLut>()?;
+    m.add_class::<remote::NativeRemoteTrace>()?;
+    m.add_function(wrap_pyfunction!(remote::find_traces, m)?)?;
     Ok(())
 }
