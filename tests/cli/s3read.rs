@@ -4,7 +4,8 @@
 //!   equal what the local reader gives;
 //! - `info`, `cat`, `list`, `validate` on `s3://` answer as on the local copy;
 //! - a missing bucket, refused credentials, an endpoint that does not answer, a missing
-//!   trace: each an error naming it (exit 2).
+//!   trace: each an error naming it (exit 2); `export` of an `s3://` trace is refused,
+//!   naming what reads in place.
 //!
 //! Cost: a 4 MB trace uploaded twice, about 10 s in an unoptimised build.
 
@@ -258,6 +259,12 @@ fn s3_reads_name_a_missing_bucket_bad_credentials_no_answer_and_a_missing_trace(
         &env,
         &["cat", "s3://traces/run1", "cam/depth"],
         "no channel \"depth\"",
+    );
+    let out = tmp.path().join("out.mcap");
+    expect(
+        &env,
+        &["export", "s3://traces/run1", out.to_str().unwrap()],
+        "s3://traces/run1: export reads local traces",
     );
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
