@@ -60,15 +60,18 @@ pub fn info(url: &str, all: bool, json: bool) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// A channel's length and, when it holds fewer samples than `ts` counts, why.
+/// A channel's length and, when it holds fewer samples than `ts` counts (or does not open),
+/// what is wrong.
 fn channel_state(s: &RemoteSensor, name: &str) -> (u64, Option<String>) {
     let counted = s.len();
     match s.channel(name) {
         Ok(c) if name == TS_CHANNEL || c.len() >= counted => (c.len(), None),
         Ok(c) => {
-            let why = c.get(c.len()).err().map(|e| e.to_string());
-            let held = format!("holds {} of the {counted} samples ts counts", c.len());
-            (c.len(), Some(why.unwrap_or(held)))
+            let held = format!(
+                "{name}: holds {} of the {counted} samples ts counts",
+                c.len()
+            );
+            (c.len(), Some(held))
         }
         Err(e) => (0, Some(e.to_string())),
     }
@@ -262,14 +265,11 @@ pub fn cat(args: &CatArgs, url: &str, out: &mut impl Write) -> Result<()> {
         Some(_) => Rows::parse(args.rows.as_deref(), counted)?,
         None => {
             if c.len() < counted {
-                let why = c
-                    .get(c.len())
-                    .err()
-                    .map(|e| e.to_string())
-                    .unwrap_or_default();
+                let why = c.get(c.len()).err().map(|e| e.to_string());
                 eprintln!(
-                    "warning: writing the {} intact of the {counted} samples `ts` counts: {why}",
-                    c.len()
+                    "warning: writing the {} intact of the {counted} samples `ts` counts: {}",
+                    c.len(),
+                    why.unwrap_or_default()
                 );
             }
             Rows::parse(None, c.len())?

@@ -186,9 +186,35 @@ fn s3_traces_read_in_place_within_three_gets_a_frame() {
     );
     assert!(out.contains("s3://traces/fleet/day2/run2/cam: ok"), "{out}");
 
+    // A channel cut short on the store: `validate` names it (exit 1), `cat` writes the
+    // samples it holds and says why not the rest.
+    let whole = Store::open_env("s3://traces", &env).unwrap();
+    let imu = std::fs::read(local.join("cam/imu")).unwrap();
+    whole
+        .put("fleet/run1/cam/imu", imu[..imu.len() - 2 * 24 - 5].to_vec())
+        .unwrap();
+    let (code, out, err) = roverlog(&env, &["validate", url]);
+    assert_eq!(code, 1, "{err}");
+    let out = String::from_utf8_lossy(&out);
+    let want = format!(
+        "{url}/cam: imu: holds {} of the {FRAMES} samples ts counts",
+        FRAMES - 3
+    );
+    assert!(out.contains(&want), "{out}");
+    let (code, got, err) = roverlog(&env, &["cat", url, "cam/imu"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(got, &imu[..(FRAMES as usize - 3) * 24]);
+    assert!(
+        err.contains(
+            "writing the 9 intact of the 12 samples `ts` counts: \
+             s3://traces/fleet/run1/cam/imu: sample 9 is damaged: \
+             the sensor's ts counts it, but the channel holds only 9 samples"
+        ),
+        "{err}"
+    );
+
     // A video frame whose bytes changed on the store behind the index: named.
     let key = "fleet/run1/cam/video.avi";
-    let whole = Store::open_env("s3://traces", &env).unwrap();
     let mut avi = whole
         .get_range(key, 0..whole.head(key).unwrap().unwrap().size)
         .unwrap();

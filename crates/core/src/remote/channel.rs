@@ -49,6 +49,8 @@ pub struct RemoteChannel {
     path: String,
     sample_bytes: usize,
     len: u64,
+    /// The sensor's `ts` count (`None` for `ts` itself).
+    expected: Option<u64>,
     kind: Kind,
 }
 
@@ -149,6 +151,7 @@ impl RemoteChannel {
             path: path.to_string(),
             sample_bytes: s,
             len: bounds::agreed(intact, expected),
+            expected,
             kind,
         })
     }
@@ -181,6 +184,10 @@ impl RemoteChannel {
     /// Sample `index`: its bytes (decompressed for `lzmaf` and `lzma`; a video frame's JPEG
     /// bytes). One range request, except the first read of an `lzma` channel (the file).
     pub fn get(&self, index: u64) -> Result<Vec<u8>, RemoteError> {
+        if index >= self.len && self.expected.is_some_and(|n| index < n) {
+            let held = self.len;
+            return Err(self.damaged(index, FrameDamage::NotHeld { held }));
+        }
         if index >= self.len {
             return Err(RemoteError::PastEnd {
                 file: self.file.clone(),

@@ -54,6 +54,8 @@ pub enum FrameDamage {
     BadIndex { start: u64, end: u64, data_len: u64 },
     #[error("the chunk at byte {offset} is not the frame idx1 lists ({len} bytes)")]
     ChunkMismatch { offset: u64, len: u32 },
+    #[error("the sensor's ts counts it, but the channel holds only {held} samples")]
+    NotHeld { held: u64 },
     #[error("its file {name} is missing")]
     MissingFile { name: String },
     #[error("{0}")]
