@@ -2,13 +2,27 @@
 //! request per frame (the frame's chunk: its 8-byte header, checked against the entry, and
 //! the JPEG bytes).
 //!
-//! The file must look finished as [`crate::format::avi::lazy`] defines it for local files:
-//! one RIFF segment whose `movi` list is followed by an `idx1` listing exactly the stream
-//! header's frame count. Anything else (OpenDML files past 1 GiB, a file a crash cut) is
-//! fetched whole and parsed by [`parse::parse`], as the local reader parses it.
+//! The frame list comes from the OpenDML indexes when the header has a super index (`indx`:
+//! files past 1 GiB, several `RIFF AVIX` segments; each `ix##` chunk it points at is one
+//! `GET` at open), else from `idx1` when the file looks finished as
+//! [`crate::format::avi::lazy`] defines it for local files (one RIFF segment whose `movi`
+//! list is followed by an `idx1` listing exactly the stream header's frame count). Anything
+//! else (a file a crash cut) is fetched whole and parsed by [`parse::parse`], as the local
+//! reader parses it.
 
 use super::{BackendError, FrameDamage, RangeFile, RemoteError};
 use crate::format::avi::parse::{self, id_at, u32_at, Frame, Header, MAX_FRAMES};
+
+/// Little-endian `u64` at `pos` of `b`.
+fn u64_at(b: &[u8], pos: u64) -> Option<u64> {
+    let p = usize::try_from(pos).ok()?;
+    Some(u64::from_le_bytes(
+        b.get(p..p.checked_add(8)?)?.try_into().ok()?,
+    ))
+}
+
+/// The most bytes of one OpenDML standard index chunk read at open (8 a frame).
+const MAX_IX_BYTES: u32 = 64 << 20;
 
 /// Bytes fetched from the start of the file for the header (`hdrl`, and the `movi` list's
 /// header after it; OpenCV reserves about 8 KiB for its headers).
@@ -39,6 +53,8 @@ enum Frames {
         entries: Vec<u8>,
         base: u64,
     },
+    /// The OpenDML indexes' frame list; each read checks its chunk header.
+    Listed { header: Header, frames: Vec<Frame> },
     /// The whole file and its parsed frame list.
     Whole { bytes: Vec<u8>, frames: Vec<Frame> },
 }
@@ -71,6 +87,9 @@ impl RemoteAvi {
         let head = file.read_range(0..len.min(HEAD_BYTES))?;
         let not_avi = |e| OpenFailure::Other(RemoteError::Format(crate::Error::at(shown, e)));
         let outline = parse::outline(&head).map_err(not_avi)?;
+        if let Some(frames) = Self::opendml(&*file, &head, &outline.header)? {
+            return Ok(RemoteAvi { file, frames });
+        }
         if let Some(frames) = Self::indexed(&*file, &head, outline)? {
             return Ok(RemoteAvi { file, frames });
         }
@@ -160,12 +179,97 @@ impl RemoteAvi {
         }))
     }
 
+    /// The frame list of the OpenDML indexes (the super index in the head, then one `GET`
+    /// per standard index chunk): `None` when there is no super index or one of them is not
+    /// what it should be (the file is then read another way).
+    fn opendml(
+        file: &dyn RangeFile,
+        head: &[u8],
+        header: &Header,
+    ) -> Result<Option<Frames>, BackendError> {
+        let Some((pos, size, true)) = header.indx else {
+            return Ok(None);
+        };
+        let body = pos + 8;
+        let (Some(longs), Some(kind), Some(used)) = (
+            head.get(body as usize..body as usize + 2),
+            head.get(body as usize + 3),
+            u32_at(head, body + 4),
+        ) else {
+            return Ok(None);
+        };
+        let cap = size.saturating_sub(24) / 16;
+        if longs != [4, 0] || *kind != 0 || used == 0 || used > cap {
+            return Ok(None);
+        }
+        let mut frames = Vec::new();
+        for k in 0..u64::from(used) {
+            let e = body + 24 + 16 * k;
+            let (Some(ix), Some(ix_size)) = (u64_at(head, e), u32_at(head, e + 8)) else {
+                return Ok(None);
+            };
+            if ix_size > MAX_IX_BYTES || ix + 8 > file.len() {
+                return Ok(None);
+            }
+            // The entry's size is the chunk's body (ours) or the whole chunk (some writers):
+            // 8 bytes more cover both.
+            let end = (ix + 8 + u64::from(ix_size)).min(file.len());
+            let chunk = file.read_range(ix..end)?;
+            let ok = id_at(&chunk, 0).is_some_and(|id| id[..2] == *b"ix")
+                && chunk.get(8..10) == Some(&[2, 0][..])
+                && chunk.get(11) == Some(&1);
+            let (Some(n), Some(base)) = (u32_at(&chunk, 12), u64_at(&chunk, 20)) else {
+                return Ok(None);
+            };
+            if !ok || 32 + 8 * u64::from(n) > chunk.len() as u64 {
+                return Ok(None);
+            }
+            for j in 0..u64::from(n) {
+                let (Some(off), Some(len)) =
+                    (u32_at(&chunk, 32 + 8 * j), u32_at(&chunk, 36 + 8 * j))
+                else {
+                    return Ok(None);
+                };
+                let offset = base + u64::from(off);
+                if offset < 8 || frames.len() >= MAX_FRAMES {
+                    return Ok(None);
+                }
+                frames.push(Frame {
+                    offset,
+                    len: len & 0x7fff_ffff,
+                });
+            }
+        }
+        Ok(Some(Frames::Listed {
+            header: header.clone(),
+            frames,
+        }))
+    }
+
     /// Frames in the file.
     pub(super) fn count(&self) -> u64 {
         match &self.frames {
             Frames::Indexed { entries, .. } => entries.len() as u64 / 16,
-            Frames::Whole { frames, .. } => frames.len() as u64,
+            Frames::Listed { frames, .. } | Frames::Whole { frames, .. } => frames.len() as u64,
         }
+    }
+
+    /// The chunk of a frame at `chunk` (its header's offset) of `len` bytes, checked.
+    fn chunk(&self, header: &Header, chunk: u64, len: u32) -> Result<Vec<u8>, FrameFailure> {
+        let mismatch = FrameFailure::Damaged(FrameDamage::ChunkMismatch { offset: chunk, len });
+        if chunk + 8 + u64::from(len) > self.file.len() {
+            return Err(mismatch);
+        }
+        let mut b = self
+            .file
+            .read_range(chunk..chunk + 8 + u64::from(len))
+            .map_err(FrameFailure::Backend)?;
+        let id_ok = id_at(&b, 0).is_some_and(|id| header.is_frame_id(&id));
+        if !id_ok || u32_at(&b, 4) != Some(len) {
+            return Err(mismatch);
+        }
+        b.drain(..8);
+        Ok(b)
     }
 
     /// Frame `k`'s JPEG bytes (`k` below [`RemoteAvi::count`]).
@@ -176,6 +280,10 @@ impl RemoteAvi {
                 let at = f.offset as usize;
                 Ok(bytes[at..at + f.len as usize].to_vec())
             }
+            Frames::Listed { header, frames } => {
+                let f = frames[k as usize];
+                self.chunk(header, f.offset - 8, f.len)
+            }
             Frames::Indexed {
                 header,
                 entries,
@@ -183,20 +291,11 @@ impl RemoteAvi {
             } => {
                 let (id, off, len) = entry(entries, k).unwrap_or_default();
                 let chunk = base + u64::from(off);
-                let mismatch =
-                    FrameFailure::Damaged(FrameDamage::ChunkMismatch { offset: chunk, len });
-                if !header.is_frame_id(&id) || chunk + 8 + u64::from(len) > self.file.len() {
-                    return Err(mismatch);
+                if !header.is_frame_id(&id) {
+                    let damage = FrameDamage::ChunkMismatch { offset: chunk, len };
+                    return Err(FrameFailure::Damaged(damage));
                 }
-                let mut b = self
-                    .file
-                    .read_range(chunk..chunk + 8 + u64::from(len))
-                    .map_err(FrameFailure::Backend)?;
-                if id_at(&b, 0) != Some(id) || u32_at(&b, 4) != Some(len) {
-                    return Err(mismatch);
-                }
-                b.drain(..8);
-                Ok(b)
+                self.chunk(header, chunk, len)
             }
         }
     }

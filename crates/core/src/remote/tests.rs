@@ -184,3 +184,42 @@ fn a_location_without_a_trace_and_a_missing_sensor_are_errors_naming_them() {
     let e = t.sensor("cam").unwrap().channel("depth").err().unwrap();
     assert!(e.to_string().contains("\"depth\""), "{e}");
 }
+
+#[test]
+fn a_video_of_several_riff_segments_is_read_through_its_opendml_indexes() {
+    use crate::format::avi::{MjpgReader, MjpgWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("video.avi");
+    let mut w = MjpgWriter::create(&p, 96, 64, 30.0, 4096).unwrap();
+    // RIFF segments of 64 KiB (1 GiB in real files): an OpenDML file that fits a test.
+    w.set_riff_limit(64 << 10);
+    for i in 0..60 {
+        w.append(&jpeg_like(i, 3000 + (i as usize * 53) % 700))
+            .unwrap();
+    }
+    w.finish().unwrap();
+    let local = MjpgReader::open(&p).unwrap();
+    assert_eq!(
+        local.layout().source,
+        crate::format::avi::IndexSource::OpenDml
+    );
+    assert!(local.layout().segments.len() > 2);
+    let gets = Arc::new(AtomicU64::new(0));
+    let bytes = Arc::new(AtomicU64::new(0));
+    let files = Counted {
+        inner: LocalFiles::new(dir.path()),
+        gets: gets.clone(),
+        bytes: bytes.clone(),
+    };
+    let len = std::fs::metadata(&p).unwrap().len();
+    let file = files.open("video.avi", len).unwrap();
+    let avi = super::avi::RemoteAvi::open(file, "video.avi").ok().unwrap();
+    assert_eq!(avi.count(), 60);
+    for k in [59, 0, 31, 17] {
+        let (g0, b0) = (gets.load(Ordering::Relaxed), bytes.load(Ordering::Relaxed));
+        let got = avi.frame(k).ok().unwrap();
+        assert_eq!(gets.load(Ordering::Relaxed) - g0, 1, "frame {k}");
+        assert_eq!(bytes.load(Ordering::Relaxed) - b0, got.len() as u64 + 8);
+        assert_eq!(got, local.frame(k).unwrap(), "frame {k}");
+    }
+}
