@@ -5,6 +5,7 @@
     python3 examples/fleet_summary.py /data/fleet --workers 8
     python3 examples/fleet_summary.py /data/fleet --scheduler tcp://10.0.0.5:8786   # a real cluster
     python3 examples/fleet_summary.py /data/fleet --json
+    python3 examples/fleet_summary.py s3://bucket/fleet            # in place, AWS_* variables
 
 Every trace below the directory (a directory holding `config.yaml`, as `roverlog list`
 finds them) becomes one task; a worker opens it with `roverlog` (which must be installed in
@@ -22,6 +23,11 @@ import roverlog
 
 
 def find_traces(root):
+    if root.startswith("s3://"):
+        # Object storage (the `AWS_*` variables say where): one listing.
+        from roverlog.remote import find_traces
+
+        return find_traces(root)
     out = []
     for d, _, files in os.walk(root):
         if "config.yaml" in files:
@@ -29,7 +35,11 @@ def find_traces(root):
     return sorted(out)
 
 
-def events(trace):
+def events(trace, opened=None):
+    if trace.startswith("s3://"):
+        data = opened.read_file("_roverlog/events.jsonl")
+        lines = data.decode("utf-8").splitlines() if data is not None else []
+        return [json.loads(line) for line in lines if line.strip()]
     path = os.path.join(trace, "_roverlog", "events.jsonl")
     if not os.path.exists(path):
         return []
@@ -37,10 +47,18 @@ def events(trace):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def _relative(trace, root):
+    if not root:
+        return trace
+    if trace.startswith("s3://"):
+        return trace[len(root.rstrip("/")):].lstrip("/") or "."
+    return os.path.relpath(trace, root)
+
+
 def summarize(trace, root=""):
     """One row per sensor of the trace at `trace`."""
     t = roverlog.Trace(trace)
-    ev = events(trace)
+    ev = events(trace, t)
     rows = []
     for name, s in t.sensors.items():
         ts = s.timestamps
@@ -48,7 +66,7 @@ def summarize(trace, root=""):
         first, last = (float(ts[0]), float(ts[-1])) if n else (None, None)
         duration = last - first if n else 0.0
         rows.append({
-            "trace": os.path.relpath(trace, root) if root else trace,
+            "trace": _relative(trace, root),
             "sensor": name,
             "samples": n,
             "first": first,
@@ -81,7 +99,7 @@ def main(argv=None):
     ap.add_argument("--local", action="store_true", help="no Dask: compute in this process")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     a = ap.parse_args(argv)
-    if not os.path.isdir(a.root):
+    if not a.root.startswith("s3://") and not os.path.isdir(a.root):
         sys.exit(f"{a.root}: not a directory")
     if a.local:
         rows = summarize_all(a.root)

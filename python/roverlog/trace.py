@@ -360,6 +360,14 @@ class Trace:
     With `sync` (e.g. `Nearest("camera", tol=0.05)`), `trace[i]` is the `i`-th synchronised
     sample of every sensor and `len(trace)` their count (abstract-dataloader's `Trace`)."""
 
+    def __new__(cls, path=None, *args, **kwargs):
+        # `s3://...`: read in place (roverlog/remote.py).
+        if cls is Trace and isinstance(path, str) and path.startswith("s3://"):
+            from .remote import RemoteTrace
+
+            return RemoteTrace(path, *args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, path, sync=None, writable=False):
         self.path = os.fspath(path)
         if not os.path.isdir(self.path):

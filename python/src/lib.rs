@@ -24,6 +24,7 @@ mod gulp;
 mod jpeg;
 mod meta;
 mod ouster;
+mod remote;
 mod threads;
 mod timestamps;
 mod zarr;
@@ -113,5 +114,7 @@ fn _roverlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<gulp::GulpDir>()?;
     m.add_class::<zarr::ZarrArr>()?;
     m.add_class::<ouster::OusterLut>()?;
+    m.add_class::<remote::NativeRemoteTrace>()?;
+    m.add_function(wrap_pyfunction!(remote::find_traces, m)?)?;
     Ok(())
 }

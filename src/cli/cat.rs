@@ -117,7 +117,9 @@ pub fn cat(args: CatArgs) -> Result<Outcome> {
     if (gulp || is_zarr(&args.dataset)) && roverd_only {
         bail!("--jpeg and --timestamps apply to roverd traces only");
     }
-    let done = if gulp {
+    let done = if let Some(url) = super::inplace::url(&args.dataset) {
+        super::inplace::cat(&args, url, &mut out)
+    } else if gulp {
         cat_gulp(&args, &mut out)
     } else if is_zarr(&args.dataset) {
         cat_zarr(&args, &mut out)

@@ -64,6 +64,9 @@ fn location(arg: &str) -> Result<(String, LocationMapping)> {
 }
 
 pub fn export(args: ExportArgs) -> Result<Outcome> {
+    if let Some(url) = super::inplace::url(&args.trace) {
+        bail!("{url}: export reads local traces (s3:// traces are read in place by info, validate, cat and list; docs/offload.md)");
+    }
     if args.out.exists() {
         bail!(
             "{} already exists (refusing to overwrite it)",

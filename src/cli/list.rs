@@ -55,6 +55,9 @@ pub fn find(root: &Path, follow: bool) -> Result<Vec<PathBuf>> {
 }
 
 pub fn list(args: ListArgs) -> Result<Outcome> {
+    if let Some(url) = super::inplace::url(&args.dir) {
+        return super::inplace::list(url);
+    }
     for t in find(&args.dir, args.follow_symlinks)? {
         let s = t.display().to_string();
         outln!("{}", if s.is_empty() { "." } else { &s })?;

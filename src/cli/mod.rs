@@ -29,6 +29,7 @@ mod driver;
 mod exit;
 mod export;
 mod extract;
+mod inplace;
 mod list;
 mod offload;
 mod plot;

@@ -75,6 +75,9 @@ fn human_bytes(n: f64) -> String {
 }
 
 pub fn info(args: InfoArgs) -> Result<Outcome> {
+    if let Some(url) = super::inplace::url(&args.path) {
+        return super::inplace::info(url, args.all, args.json);
+    }
     if super::cat::is_zarr(&args.path) {
         super::exit::text(&roverlog_core::zarr::describe(&args.path)?.to_string())?;
         return Ok(Outcome::Ok);
@@ -222,6 +225,11 @@ pub fn validate(args: ValidateArgs) -> Result<Outcome> {
     let mut checked = 0usize;
     let mut unchecked = 0usize;
     for root in &args.paths {
+        if let Some(url) = super::inplace::url(root) {
+            let (c, b) = super::inplace::validate(url, args.deep)?;
+            (checked, bad) = (checked + c, bad + b);
+            continue;
+        }
         if roverlog_core::gulp::is_gulp_dir(root) {
             checked += 1;
             let opts = roverlog_core::gulp::GulpOptions::default();

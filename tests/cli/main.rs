@@ -29,6 +29,7 @@ mod os_errors;
 mod plot;
 mod replay;
 mod rosbag;
+mod s3read;
 mod trace;
 mod verbs;
 mod zarr;

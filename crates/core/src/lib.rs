@@ -21,6 +21,8 @@
 //! - [`ouster`]: Ouster `lidar.json` intrinsics and the per-pixel table that projects a
 //!   depth frame to points (upstream's `transforms.ouster`). [`timestamps`]: upstream's
 //!   timestamp models (`smooth`, `discretize`) for jittered receive times.
+//! - [`remote`]: traces read in place by byte ranges (object storage, through a backend
+//!   `roverlog-store` implements), one request per sample once a channel is open.
 //! - [`format`](mod@format): the roverd on-disk format: `meta.json`, channel writers and readers
 //!   (`raw`, `lzma`, `lzmaf`, blob directories, `mjpg` AVI video), the sample types
 //!   ([`format::dtype`], `f2` values included), [`format::Sensor`], [`format::Trace`], and the
@@ -48,6 +50,7 @@ pub mod jpeg;
 pub mod mem;
 pub mod ouster;
 pub mod parallel;
+pub mod remote;
 pub mod replay;
 pub mod timestamps;
 pub mod zarr;

@@ -207,4 +207,37 @@ impl DirStore {
             .map_err(io(&path))?;
         Ok(out)
     }
+
+    /// Every object below the root (the staging directory left out): key and size, sorted.
+    /// A root that is gone lists as empty.
+    pub fn list(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.root.clone()];
+        while let Some(dir) = stack.pop() {
+            let entries = match fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    return Err(StoreError::Io {
+                        path: dir,
+                        error: e,
+                    })
+                }
+            };
+            for entry in entries {
+                let entry = entry.map_err(io(&dir))?;
+                let path = entry.path();
+                let ft = entry.file_type().map_err(io(&path))?;
+                if ft.is_dir() && path != self.root.join(STAGING) {
+                    stack.push(path);
+                } else if ft.is_file() {
+                    let len = entry.metadata().map_err(io(&path))?.len();
+                    let key = path.strip_prefix(&self.root).unwrap_or(&path);
+                    out.push((key.to_string_lossy().into_owned(), len));
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
 }

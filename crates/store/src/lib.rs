@@ -7,8 +7,10 @@
 //!   [`Store::put_part`], [`Store::complete_upload`], [`Store::abort_upload`]. An [`UploadId`]
 //!   and every [`PartTag`] are plain strings a caller can journal and hand back after a
 //!   restart, so an upload continues in another process.
-//! - Reading: [`Store::head`] (size and ETag) and [`Store::get_range`] (a byte range: what a
-//!   reader opening a trace in place needs).
+//! - Reading: [`Store::head`] (size and ETag), [`Store::list`] and [`Store::get_range`] (a
+//!   byte range); [`Store::requests`] counts the requests a store handle made.
+//! - [`files`]: a trace opened where it lies ([`open_trace`]): the store behind
+//!   `roverlog-core`'s range-read seam ([`roverlog_core::remote`]).
 //!
 //! Each part's ETag is the MD5 of the bytes the store received (S3's rule for unencrypted
 //! objects, which Garage and the directory store follow), and a multipart object's ETag is
@@ -16,12 +18,15 @@
 
 mod dir;
 mod error;
+pub mod files;
 pub mod s3;
 
 use std::ops::Range;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use error::{OpenError, StoreError};
+pub use files::{find_traces, open_trace, open_trace_in, StoreFiles, TraceOpenError};
 
 /// A store's handle on an unfinished multipart upload (S3's upload id).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,9 +84,31 @@ enum Backend {
     S3(s3::S3Store),
 }
 
+/// Requests a store handle made (each counted when it was sent, answered or not).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Requests {
+    /// Range reads ([`Store::get_range`]): S3 `GET`s.
+    pub gets: u64,
+    /// Bytes those reads returned.
+    pub got_bytes: u64,
+    /// [`Store::head`] calls.
+    pub heads: u64,
+    /// [`Store::list`] and [`Store::check`] calls (S3 pages a listing per 1000 keys).
+    pub lists: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    gets: AtomicU64,
+    got_bytes: AtomicU64,
+    heads: AtomicU64,
+    lists: AtomicU64,
+}
+
 /// A destination opened for writing and reading objects.
 pub struct Store {
     backend: Backend,
+    counters: Counters,
 }
 
 impl Store {
@@ -99,7 +126,10 @@ impl Store {
         } else {
             Backend::Dir(dir::DirStore::open(PathBuf::from(dest))?)
         };
-        Ok(Store { backend })
+        Ok(Store {
+            backend,
+            counters: Counters::default(),
+        })
     }
 
     /// Where this store is, for messages: `s3://bucket/prefix at http://host:port`, or the
@@ -108,6 +138,14 @@ impl Store {
         match &self.backend {
             Backend::Dir(d) => d.root().display().to_string(),
             Backend::S3(s) => s.describe(),
+        }
+    }
+
+    /// Where this store is, as a URL or path (`s3://bucket/prefix`, or the directory).
+    pub fn url(&self) -> String {
+        match &self.backend {
+            Backend::Dir(d) => d.root().display().to_string(),
+            Backend::S3(s) => s.url(),
         }
     }
 
@@ -121,6 +159,7 @@ impl Store {
     /// does not exist, credentials it refuses, an endpoint that does not answer, a
     /// directory that is not one.
     pub fn check(&self) -> Result<(), StoreError> {
+        self.counters.lists.fetch_add(1, Ordering::Relaxed);
         match &self.backend {
             Backend::Dir(d) => d.check(),
             Backend::S3(s) => s.check(),
@@ -183,6 +222,7 @@ impl Store {
 
     /// The object's size and ETag, or `None` when there is no such object.
     pub fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
+        self.counters.heads.fetch_add(1, Ordering::Relaxed);
         match &self.backend {
             Backend::Dir(d) => d.head(key),
             Backend::S3(s) => s.head(key),
@@ -191,9 +231,33 @@ impl Store {
 
     /// Bytes `range` of the object.
     pub fn get_range(&self, key: &str, range: Range<u64>) -> Result<Vec<u8>, StoreError> {
-        match &self.backend {
+        self.counters.gets.fetch_add(1, Ordering::Relaxed);
+        let got = match &self.backend {
             Backend::Dir(d) => d.get_range(key, range),
             Backend::S3(s) => s.get_range(key, range),
+        }?;
+        let n = got.len() as u64;
+        self.counters.got_bytes.fetch_add(n, Ordering::Relaxed);
+        Ok(got)
+    }
+
+    /// Every object below the store's prefix (or directory): key and size, sorted.
+    pub fn list(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.counters.lists.fetch_add(1, Ordering::Relaxed);
+        match &self.backend {
+            Backend::Dir(d) => d.list(),
+            Backend::S3(s) => s.list(),
+        }
+    }
+
+    /// The requests this handle made so far.
+    pub fn requests(&self) -> Requests {
+        let c = &self.counters;
+        Requests {
+            gets: c.gets.load(Ordering::Relaxed),
+            got_bytes: c.got_bytes.load(Ordering::Relaxed),
+            heads: c.heads.load(Ordering::Relaxed),
+            lists: c.lists.load(Ordering::Relaxed),
         }
     }
 }

@@ -114,12 +114,17 @@ impl S3Store {
     }
 
     pub fn describe(&self) -> String {
+        format!("{} at {}", self.url(), self.endpoint)
+    }
+
+    /// `s3://bucket[/prefix]`.
+    pub fn url(&self) -> String {
         let p = if self.prefix.is_empty() {
             String::new()
         } else {
             format!("/{}", self.prefix)
         };
-        format!("s3://{}{p} at {}", self.bucket, self.endpoint)
+        format!("s3://{}{p}", self.bucket)
     }
 
     fn path(&self, key: &str) -> ObjPath {
@@ -292,6 +297,42 @@ impl S3Store {
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.error("head", key, e)),
         }
+    }
+
+    /// Every object below the prefix: key (relative to the prefix) and size, sorted.
+    pub fn list(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        use futures::TryStreamExt;
+        let prefix = (!self.prefix.is_empty()).then(|| ObjPath::from(self.prefix.as_str()));
+        let listed: Vec<object_store::ObjectMeta> = match self
+            .rt
+            .block_on(self.s3.list(prefix.as_ref()).try_collect())
+        {
+            Ok(l) => l,
+            Err(object_store::Error::NotFound { .. }) => {
+                return Err(StoreError::NoSuchBucket {
+                    bucket: self.bucket.clone(),
+                    endpoint: self.endpoint.clone(),
+                })
+            }
+            Err(e) => return Err(self.error("list", &self.prefix, e)),
+        };
+        let cut = if self.prefix.is_empty() {
+            0
+        } else {
+            self.prefix.len() + 1
+        };
+        let mut out: Vec<(String, u64)> = listed
+            .into_iter()
+            .map(|m| {
+                (
+                    m.location.as_ref().get(cut..).unwrap_or("").to_string(),
+                    m.size,
+                )
+            })
+            .filter(|(k, _)| !k.is_empty())
+            .collect();
+        out.sort();
+        Ok(out)
     }
 
     pub fn get_range(&self, key: &str, range: Range<u64>) -> Result<Vec<u8>, StoreError> {

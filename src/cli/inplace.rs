@@ -1,0 +1,287 @@
+//! The reading verbs on `s3://` paths (`info`, `validate`, `cat`, `list`): the trace read
+//! where it lies, by range requests (`roverlog_core::remote` over `roverlog_store`), the
+//! store's settings from the `AWS_*` variables (docs/offload.md). Local paths keep the mapped
+//! readers; each verb hands a path here when it names `s3://`.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+
+use super::cat::{CatArgs, Rows};
+use super::Outcome;
+use roverlog_core::format::{ChannelFormat, TS_CHANNEL};
+use roverlog_core::remote::{RemoteSensor, RemoteTrace};
+use roverlog_store::{open_trace, Store};
+
+/// The URL when `path` names object storage (`s3://...`).
+pub fn url(path: &Path) -> Option<&str> {
+    path.to_str()
+        .filter(|s| s.starts_with("s3://"))
+        .map(|s| s.trim_end_matches('/'))
+}
+
+/// The traces at or below `url` (a trace, or a prefix holding traces: directories with
+/// `config.yaml` or a sensor's `meta.json`; a trace's own sub-directories are not searched),
+/// as URLs, sorted. One listing.
+pub fn traces_below(url: &str) -> Result<Vec<String>> {
+    let store = Store::open(url)?;
+    let found = roverlog_store::find_traces(&store)?;
+    if found.is_empty() {
+        bail!("{}: no roverd trace there or below", store.describe());
+    }
+    Ok(found
+        .into_iter()
+        .map(|d| match d.as_str() {
+            "" => url.to_string(),
+            d => format!("{url}/{d}"),
+        })
+        .collect())
+}
+
+pub fn info(url: &str, all: bool, json: bool) -> Result<Outcome> {
+    let traces = traces_below(url)?;
+    let mut out = Vec::new();
+    for t in &traces {
+        let (trace, _) = open_trace(t)?;
+        out.push(describe(t, &trace, all, json)?);
+    }
+    if json {
+        let v = match (traces.as_slice(), out.pop()) {
+            ([one], Some(d)) if one == url => d,
+            (_, last) => {
+                out.extend(last);
+                serde_json::Value::Array(out)
+            }
+        };
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    }
+    Ok(Outcome::Ok)
+}
+
+/// A channel's length and, when it holds fewer samples than `ts` counts (or does not open),
+/// what is wrong.
+fn channel_state(s: &RemoteSensor, name: &str) -> (u64, Option<String>) {
+    let counted = s.len();
+    match s.channel(name) {
+        Ok(c) if name == TS_CHANNEL || c.len() >= counted => (c.len(), None),
+        Ok(c) => {
+            let held = format!(
+                "{name}: holds {} of the {counted} samples ts counts",
+                c.len()
+            );
+            (c.len(), Some(held))
+        }
+        Err(e) => (0, Some(e.to_string())),
+    }
+}
+
+fn describe(url: &str, t: &RemoteTrace, all: bool, json: bool) -> Result<serde_json::Value> {
+    let names = if all {
+        t.all_sensor_names()
+    } else {
+        t.sensor_names()
+    };
+    let mut sensors = Vec::new();
+    for name in names {
+        let s = t.sensor(name)?;
+        let ts = s.timestamps();
+        let n = s.len();
+        let duration = match (ts.first(), ts.last()) {
+            (Some(a), Some(b)) if n > 1 => b - a,
+            _ => 0.0,
+        };
+        let mut channels = Vec::new();
+        let mut total = 0;
+        for (ch, meta) in &s.meta().channels {
+            let bytes = s.channel_bytes(ch);
+            total += bytes;
+            let (len, damage) = channel_state(&s, ch);
+            let raw = len * meta.sample_bytes() as u64;
+            let ratio =
+                (meta.format.is_fixed_size() && bytes > 0).then(|| raw as f64 / bytes as f64);
+            channels.push(json!({
+                "name": ch,
+                "format": meta.format.as_str(),
+                "bytes": bytes,
+                "compression_ratio": ratio,
+                "bytes_per_second": (duration > 0.0).then(|| bytes as f64 / duration),
+                "damage": damage,
+            }));
+        }
+        sensors.push(json!({
+            "sensor": name,
+            "samples": n,
+            "start": ts.first(),
+            "duration_s": duration,
+            "rate_hz": if duration > 0.0 { (n - 1) as f64 / duration } else { 0.0 },
+            "bytes": total,
+            "channels": channels,
+        }));
+    }
+    let out = json!({"trace": url, "sensors": sensors});
+    if !json {
+        println!("{url}");
+        for s in &sensors {
+            println!(
+                "  {:<16} {:>10} samples {:>10.2} s {:>10.2} Hz {:>14} bytes",
+                s["sensor"].as_str().unwrap_or_default(),
+                s["samples"],
+                s["duration_s"].as_f64().unwrap_or_default(),
+                s["rate_hz"].as_f64().unwrap_or_default(),
+                s["bytes"],
+            );
+            for c in s["channels"].as_array().into_iter().flatten() {
+                println!(
+                    "    {:<14} {:<6} {:>14} bytes",
+                    c["name"].as_str().unwrap_or_default(),
+                    c["format"].as_str().unwrap_or_default(),
+                    c["bytes"],
+                );
+                if let Some(d) = c["damage"].as_str() {
+                    println!("      DAMAGED: {d}");
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Checks every sensor of every trace at or below `url`: each channel opens and holds what
+/// `ts` counts; `deep`: every sample reads (and decodes: `lzmaf` frames, video frames).
+/// Returns (sensors checked, sensors with problems).
+pub fn validate(url: &str, deep: bool) -> Result<(usize, usize)> {
+    let (mut checked, mut bad) = (0, 0);
+    for t in traces_below(url)? {
+        let (trace, _) = open_trace(&t)?;
+        for name in trace.all_sensor_names() {
+            checked += 1;
+            let problems = match trace.sensor(name) {
+                Ok(s) => sensor_problems(&s, deep),
+                Err(e) => vec![e.to_string()],
+            };
+            if problems.is_empty() {
+                let n = trace.sensor(name).map(|s| s.len()).unwrap_or(0);
+                println!("{t}/{name}: ok ({n} samples)");
+            } else {
+                bad += 1;
+                for p in problems {
+                    println!("{t}/{name}: {p}");
+                }
+            }
+        }
+    }
+    Ok((checked, bad))
+}
+
+fn sensor_problems(s: &RemoteSensor, deep: bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (ch, meta) in &s.meta().channels {
+        if let ChannelFormat::Other(f) = &meta.format {
+            problems.push(format!(
+                "{ch}: unchecked ({f} is a format roverlog cannot read)"
+            ));
+            continue;
+        }
+        let (_, damage) = channel_state(s, ch);
+        if let Some(d) = damage {
+            problems.push(d);
+            continue;
+        }
+        if !deep {
+            continue;
+        }
+        let c = match s.channel(ch) {
+            Ok(c) => c,
+            Err(e) => {
+                problems.push(e.to_string());
+                continue;
+            }
+        };
+        for i in 0..c.len() {
+            let decoded = c
+                .get(i)
+                .map_err(|e| e.to_string())
+                .and_then(|b| match meta.format {
+                    ChannelFormat::Mjpg => roverlog_core::format::avi::decode_rgb(&b)
+                        .map(drop)
+                        .map_err(|e| format!("{ch}: frame {i}: {e}")),
+                    _ => Ok(()),
+                });
+            if let Err(e) = decoded {
+                problems.push(e);
+                break;
+            }
+        }
+    }
+    problems
+}
+
+/// `roverlog list s3://bucket/prefix`: every trace below, relative to the prefix.
+pub fn list(url: &str) -> Result<Outcome> {
+    for t in traces_below(url)? {
+        let rel = t.strip_prefix(url).unwrap_or(&t).trim_start_matches('/');
+        println!("{}", if rel.is_empty() { "." } else { rel });
+    }
+    Ok(Outcome::Ok)
+}
+
+/// `roverlog cat s3://.../trace sensor/channel`: as for a local trace.
+pub fn cat(args: &CatArgs, url: &str, out: &mut impl Write) -> Result<()> {
+    if args.field.is_some() {
+        bail!("--field applies to zarr arrays only");
+    }
+    let Some((sensor, channel)) = args.item.split_once('/') else {
+        bail!(
+            "{:?}: for a roverd trace the item is sensor/channel (e.g. imu/acc)",
+            args.item
+        );
+    };
+    let (trace, _) = open_trace(url)?;
+    let s = trace.sensor(sensor)?;
+    let write = |out: &mut dyn Write, b: &[u8]| out.write_all(b).context("writing to stdout");
+    if args.timestamps != roverlog_core::timestamps::Model::Raw {
+        if channel != TS_CHANNEL {
+            bail!("--timestamps applies to the `ts` channel (e.g. {sensor}/ts)");
+        }
+        let ts = args.timestamps.apply(s.timestamps())?;
+        for i in Rows::parse(args.rows.as_deref(), ts.len() as u64)?.iter() {
+            write(out, &ts[i as usize].to_le_bytes())?;
+        }
+        return Ok(());
+    }
+    let c = s.channel(channel)?;
+    let video = s.meta().get(channel).map(|m| &m.format) == Some(&ChannelFormat::Mjpg);
+    if args.jpeg && !video {
+        bail!("--jpeg applies to mjpg (video) channels only");
+    }
+    let counted = if channel == TS_CHANNEL {
+        c.len()
+    } else {
+        s.len().max(c.len())
+    };
+    let rows = match &args.rows {
+        Some(_) => Rows::parse(args.rows.as_deref(), counted)?,
+        None => {
+            if c.len() < counted {
+                let why = c.get(c.len()).err().map(|e| e.to_string());
+                eprintln!(
+                    "warning: writing the {} intact of the {counted} samples `ts` counts: {}",
+                    c.len(),
+                    why.unwrap_or_default()
+                );
+            }
+            Rows::parse(None, c.len())?
+        }
+    };
+    for i in rows.iter() {
+        let b = c.get(i)?;
+        if video && !args.jpeg {
+            write(out, &roverlog_core::format::avi::decode_rgb(&b)?)?;
+        } else {
+            write(out, &b)?;
+        }
+    }
+    Ok(())
+}
