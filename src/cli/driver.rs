@@ -11,15 +11,17 @@ use std::time::Duration;
 use clap::{Args as ClapArgs, Subcommand, ValueEnum};
 use roverlog_drivers::camera::{self, CameraOptions, Storage};
 use roverlog_drivers::gps;
+use roverlog_drivers::ouster;
 
 /// Exit codes: 0 stopped by SIGTERM/SIGINT with every sample durable; 2 an error (the daemon
 /// unreachable or refusing the sensor, the camera or gpsd unreachable, the camera not MJPEG,
-/// samples not durable within --stop-timeout); 3 the source's stream ended or broke (every
-/// sample sent is durable; a service manager restarts the driver).
+/// the lidar's metadata unreadable or its ports taken, samples not durable within
+/// --stop-timeout); 3 the source's stream ended or broke (the lidar silent for
+/// --stall-timeout; every sample sent is durable; a service manager restarts the driver).
 #[derive(ClapArgs)]
 #[command(
     after_help = "Exit codes: 0 stopped by SIGTERM/SIGINT, every sample durable; 2 error \
-(printed); 3 the source (camera, gpsd) ended or broke, every sample sent durable (restart me)."
+(printed); 3 the source (camera, gpsd, lidar) ended or broke, every sample sent durable (restart me)."
 )]
 pub struct Args {
     #[command(subcommand)]
@@ -36,6 +38,10 @@ enum Kind {
     /// sample of channels `latitude`, `longitude`, `altitude`, ... that the map shows without
     /// configuration.
     Gps(GpsArgs),
+    /// An Ouster lidar's UDP packets: frames assembled by frame id into `rng`, `rfl`, `nir`
+    /// (lzmaf, beams x columns), only complete ones (incomplete frames are counted and
+    /// reported); the IMU packets into a sensor of their own.
+    Ouster(OusterArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -89,6 +95,45 @@ struct GpsArgs {
     stop_timeout: f64,
 }
 
+#[derive(ClapArgs)]
+struct OusterArgs {
+    /// The sensor's metadata (sensor_info JSON, from http://SENSOR/api/v1/sensor/metadata):
+    /// the packet profile and frame shape; the trace's `lidar.json`.
+    #[arg(long)]
+    metadata: PathBuf,
+    /// The daemon's ingest socket.
+    #[arg(long, default_value = "run/ingest.sock")]
+    socket: PathBuf,
+    /// The lidar's sensor name in the trace.
+    #[arg(long, default_value = "lidar")]
+    sensor: String,
+    /// The IMU's sensor name in the trace (default: the lidar's name + `_imu`).
+    #[arg(long)]
+    imu_sensor: Option<String>,
+    /// Do not read the IMU port.
+    #[arg(long)]
+    no_imu: bool,
+    /// The local address the ports are bound on.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind: std::net::IpAddr,
+    /// The UDP port the sensor sends lidar packets to.
+    #[arg(long, default_value_t = 7502)]
+    lidar_port: u16,
+    /// The UDP port the sensor sends IMU packets to.
+    #[arg(long, default_value_t = 7503)]
+    imu_port: u16,
+    /// The lidar socket's receive buffer, bytes (the kernel caps it at net.core.rmem_max
+    /// unless the driver runs with CAP_NET_ADMIN; a warning names both).
+    #[arg(long, default_value_t = 32 << 20)]
+    rcvbuf: usize,
+    /// Seconds without a packet from the sensor before the driver ends (exit code 3).
+    #[arg(long, default_value_t = 30.0)]
+    stall_timeout: f64,
+    /// At SIGTERM, seconds to wait for every frame to be durable.
+    #[arg(long, default_value_t = 10.0)]
+    stop_timeout: f64,
+}
+
 pub fn main(args: Args) -> ExitCode {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -100,6 +145,7 @@ pub fn main(args: Args) -> ExitCode {
     match args.kind {
         Kind::Camera(a) => camera_main(a, stop),
         Kind::Gps(a) => gps_main(a, stop),
+        Kind::Ouster(a) => ouster_main(a, stop),
     }
 }
 
@@ -144,6 +190,118 @@ fn gps_main(a: GpsArgs, stop: Arc<AtomicBool>) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+fn ouster_main(a: OusterArgs, stop: Arc<AtomicBool>) -> ExitCode {
+    let meta = match ouster::Metadata::open(&a.metadata) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: --metadata: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut opts = ouster::OusterOptions::new(a.socket, &a.sensor);
+    opts.imu_sensor = match (a.no_imu, a.imu_sensor) {
+        (true, _) => None,
+        (false, Some(name)) => Some(name),
+        (false, None) => opts.imu_sensor,
+    };
+    (opts.bind, opts.lidar_port, opts.imu_port) = (a.bind, a.lidar_port, a.imu_port);
+    opts.rcvbuf = a.rcvbuf;
+    match timeouts(a.stall_timeout, a.stop_timeout) {
+        Ok((stall, stop)) => (opts.stall_timeout, opts.stop_timeout) = (stall, stop),
+        Err(code) => return code,
+    }
+    let l = meta.layout;
+    eprintln!(
+        "{}: {} packets, {} beams x {} columns, lidar on UDP {}:{}",
+        a.metadata.display(),
+        l.profile.name(),
+        l.pixels_per_column,
+        l.columns_per_frame,
+        a.bind,
+        a.lidar_port
+    );
+    let sensor = a.sensor.clone();
+    let mut on_event = |e: &ouster::Event| ouster_event(&sensor, e);
+    match ouster::run(&opts, &meta, stop, &mut on_event) {
+        Ok(r) => {
+            let c = &r.counts;
+            eprintln!(
+                "{sensor}: {} packets, {} frames complete, {} incomplete (not stored, {} columns \
+                 missing), {} not packets, {} late; {} frames sent, {} of {} durable; {} dropped \
+                 while the daemon was behind",
+                c.packets,
+                c.complete,
+                c.incomplete,
+                c.missing_columns,
+                c.bad_packets,
+                c.late_packets,
+                r.frames,
+                r.durable,
+                r.expected,
+                r.queue_full
+            );
+            let imu_failed = match &r.imu {
+                Some(i) => {
+                    eprintln!(
+                        "{sensor} IMU: {} packets ({} not IMU packets), {} of {} durable",
+                        i.packets, i.bad, i.durable, i.expected
+                    );
+                    match &i.ended {
+                        Some(e) => {
+                            eprintln!("error: IMU: {e}");
+                            true
+                        }
+                        None => false,
+                    }
+                }
+                None => false,
+            };
+            if imu_failed && r.ended.is_none() {
+                return ExitCode::from(2);
+            }
+            ended_code(r.ended)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The driver's status lines: every capped buffer; the first ten incomplete frames and bad
+/// packets, then every hundredth.
+fn ouster_event(sensor: &str, e: &ouster::Event) {
+    let often = |n: u64| n <= 10 || n.is_multiple_of(100);
+    match e {
+        ouster::Event::RcvbufCapped {
+            addr,
+            asked,
+            got,
+            rmem_max,
+        } => eprintln!(
+            "warning: UDP {addr}: receive buffer {got} bytes, not the {asked} asked: the kernel \
+             caps it at net.core.rmem_max = {rmem_max}; packets will be lost at full rate \
+             (sysctl -w net.core.rmem_max={asked}, or run with CAP_NET_ADMIN)"
+        ),
+        ouster::Event::Incomplete {
+            frame_id,
+            columns,
+            expected,
+            count,
+        } if often(*count) => eprintln!(
+            "{sensor}: frame {frame_id} incomplete, {columns} of {expected} columns: not stored \
+             ({count} so far)"
+        ),
+        ouster::Event::BadPacket { error, count } if often(*count) => {
+            eprintln!("{sensor}: datagram not stored ({count} so far): {error}")
+        }
+        ouster::Event::BadImu { error, count } if often(*count) => {
+            eprintln!("{sensor} IMU: datagram not stored ({count} so far): {error}")
+        }
+        _ => {}
     }
 }
 

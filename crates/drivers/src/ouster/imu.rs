@@ -1,10 +1,14 @@
 //! The sensor's IMU packets (profile `LEGACY`, 48 bytes, one measurement each, about 100 a
 //! second): system, accelerometer and gyroscope timestamps (u64 ns), then acceleration x y z
 //! (f32, g) and angular velocity x y z (f32, deg/s), little-endian. Stored as a sensor of its
-//! own: `acc` and `avel` (`f4 [3]`, upstream's IMU channel names, in the sensor's units) and
-//! `sensor_ts` (`u8`, the accelerometer's timestamp, ns on the sensor's clock).
+//! own: `acc` (m/s^2) and `avel` (rad/s), `f4 [3]`, upstream's IMU channel names, converted as
+//! ouster-sdk's `ImuPacket.accel()`/`gyro()` convert them (standard gravity 9.80665, pi/180),
+//! and `sensor_ts` (`u8`, the accelerometer's timestamp, ns on the sensor's clock).
 
 use roverlog_core::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
+
+/// Standard gravity, m/s^2 per g.
+pub const G: f32 = 9.80665;
 
 /// Bytes of a legacy IMU packet.
 pub const IMU_PACKET_BYTES: usize = 48;
@@ -47,6 +51,16 @@ impl Imu {
         })
     }
 
+    /// Acceleration in m/s^2.
+    pub fn acc_si(&self) -> [f32; 3] {
+        self.acc.map(|v| v * G)
+    }
+
+    /// Angular velocity in rad/s.
+    pub fn avel_si(&self) -> [f32; 3] {
+        self.avel.map(f32::to_radians)
+    }
+
     /// The packet the sensor sends for this measurement.
     pub fn encode(&self) -> [u8; IMU_PACKET_BYTES] {
         let mut p = [0u8; IMU_PACKET_BYTES];
@@ -69,11 +83,11 @@ pub fn sensor_meta() -> SensorMeta {
             ("ts".into(), ChannelMeta::timestamps()),
             (
                 "acc".into(),
-                vec3("linear acceleration x y z, g (Ouster IMU)"),
+                vec3("linear acceleration x y z, m/s^2 (Ouster IMU)"),
             ),
             (
                 "avel".into(),
-                vec3("angular velocity x y z, deg/s (Ouster IMU)"),
+                vec3("angular velocity x y z, rad/s (Ouster IMU)"),
             ),
             (
                 "sensor_ts".into(),

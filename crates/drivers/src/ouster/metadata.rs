@@ -30,7 +30,10 @@ pub struct Metadata {
 #[derive(Debug, thiserror::Error)]
 pub enum MetadataError {
     #[error("{}: {error}", path.display())]
-    Read { path: PathBuf, error: std::io::Error },
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
     #[error("{}: {got} bytes, over the limit of {MAX_LIDAR_JSON_BYTES}", path.display())]
     TooLarge { path: PathBuf, got: u64 },
     #[error("{}: invalid JSON: {error}", path.display())]

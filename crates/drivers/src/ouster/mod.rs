@@ -294,11 +294,8 @@ fn send_frames(
     loop {
         match rx.recv_timeout(POLL) {
             Ok(Msg::Frame { ts, images }) => {
-                let samples: [&[u8]; 3] = [
-                    as_bytes(&images.rng),
-                    &images.rfl,
-                    as_bytes(&images.nir),
-                ];
+                let samples: [&[u8]; 3] =
+                    [as_bytes(&images.rng), &images.rfl, as_bytes(&images.nir)];
                 d.send(ts, None, &samples).map_err(&err)?;
                 report.frames += 1;
             }
@@ -352,7 +349,10 @@ fn receive(
                 last = Instant::now();
                 if let Err(error) = asm.push(&buf[..n], crate::epoch_now(), &mut done) {
                     let count = asm.counts.bad_packets;
-                    if tx.try_send(Msg::Event(Event::BadPacket { error, count })).is_err() {
+                    if tx
+                        .try_send(Msg::Event(Event::BadPacket { error, count }))
+                        .is_err()
+                    {
                         // The queue is full of frames: the count still says it.
                     }
                 }
@@ -464,8 +464,8 @@ fn imu_loop(
             report.packets += 1;
             match imu::Imu::parse(&buf[..n]) {
                 Ok(m) => {
-                    let acc: Vec<u8> = m.acc.iter().flat_map(|v| v.to_le_bytes()).collect();
-                    let avel: Vec<u8> = m.avel.iter().flat_map(|v| v.to_le_bytes()).collect();
+                    let acc: Vec<u8> = m.acc_si().iter().flat_map(|v| v.to_le_bytes()).collect();
+                    let avel: Vec<u8> = m.avel_si().iter().flat_map(|v| v.to_le_bytes()).collect();
                     let sts = m.accel_ts.to_le_bytes();
                     if let Err(e) = d.send(crate::epoch_now(), None, &[&acc, &avel, &sts]) {
                         report.ended = Some(err(e));

@@ -8,7 +8,7 @@
 //!
 //! | profile | packet header | column header | pixel | column footer | packet footer |
 //! | --- | --- | --- | --- | --- | --- |
-//! | `LEGACY` | none | timestamp u64, measurement id u16, frame id u16, encoder u32 | range u32 (20 bits), reflectivity u16 (8 bits), signal u16, near-IR u16, 2 unused | status u32 | none |
+//! | `LEGACY` | none | timestamp u64, measurement id u16, frame id u16 (the first column's counts), encoder u32 | range u32 (20 bits), reflectivity u16 (8 bits), signal u16, near-IR u16, 2 unused | status u32 | none |
 //! | `RNG19_RFL8_SIG16_NIR16` | 32 bytes: packet type u16 (1), frame id u16, init id u24, serial u40, alerts | timestamp u64, measurement id u16, status u16 | range u32 (19 bits), reflectivity u8, 1 unused, signal u16, near-IR u16, 2 unused | none | 32 bytes (CRC-64 on firmware 3) |
 //!
 //! All little-endian. A column is valid when bit 0 of its status is set; its pixels go to
@@ -155,8 +155,6 @@ pub enum PacketError {
         id: usize,
         width: usize,
     },
-    #[error("column {column}: frame id {got}, the packet's first column says {first}")]
-    MixedFrames { column: usize, got: u16, first: u16 },
 }
 
 /// One column of a packet: its header and where its pixels start.
@@ -198,7 +196,7 @@ pub struct Packet<'a> {
 }
 
 impl<'a> Packet<'a> {
-    /// Checks the size, the packet type and that every column names the same frame.
+    /// Checks the size, the packet type and the measurement ids.
     pub fn parse(bytes: &'a [u8], layout: &Layout) -> Result<Packet<'a>, PacketError> {
         let expected = layout.packet_bytes();
         if bytes.len() != expected {
@@ -209,16 +207,8 @@ impl<'a> Packet<'a> {
             });
         }
         let frame_id = match layout.profile {
-            Profile::Legacy => {
-                let first = u16_at(bytes, 10);
-                for column in 1..layout.columns_per_packet {
-                    let got = u16_at(bytes, column * layout.column_bytes() + 10);
-                    if got != first {
-                        return Err(PacketError::MixedFrames { column, got, first });
-                    }
-                }
-                first
-            }
+            // The first column's, as ouster-sdk reads it (its packet writer fills in no other).
+            Profile::Legacy => u16_at(bytes, 10),
             Profile::Rng19Rfl8Sig16Nir16 => {
                 let kind = u16_at(bytes, 0);
                 if kind != 1 {

@@ -25,7 +25,11 @@ struct Open {
 #[derive(Debug)]
 pub enum Finished {
     /// Every column of the window: stored.
-    Complete { frame_id: u16, ts: f64, images: Images },
+    Complete {
+        frame_id: u16,
+        ts: f64,
+        images: Images,
+    },
     /// Columns missing: counted, reported, dropped.
     Incomplete {
         frame_id: u16,

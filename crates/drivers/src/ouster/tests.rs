@@ -23,7 +23,9 @@ fn frame(l: &Layout, frame_id: u16) -> (Vec<u32>, Vec<u8>, Vec<u16>) {
         .map(|i| i.wrapping_mul(2654435761).wrapping_add(frame_id as u32) % 300_000)
         .collect();
     let rfl = (0..n).map(|i| (i * 7 + frame_id as usize) as u8).collect();
-    let nir = (0..n).map(|i| (i * 40503 + frame_id as usize) as u16).collect();
+    let nir = (0..n)
+        .map(|i| (i * 40503 + frame_id as usize) as u16)
+        .collect();
     (range, rfl, nir)
 }
 
@@ -94,7 +96,10 @@ fn a_lost_packet_makes_the_frame_incomplete_counted_with_its_missing_columns() {
             asm.push(pk, 0.0, &mut out).unwrap();
         }
     }
-    assert!(out.is_empty(), "not finished before the next frame: {out:?}");
+    assert!(
+        out.is_empty(),
+        "not finished before the next frame: {out:?}"
+    );
     let (next, _) = packets(&l, 2);
     asm.push(&next[0], 0.0, &mut out).unwrap();
     match &out[..] {
@@ -156,7 +161,10 @@ fn datagrams_that_are_not_packets_of_the_layout_are_refused_naming_why() {
     let hdr = 32 + 8;
     p[1][hdr..hdr + 2].copy_from_slice(&900u16.to_le_bytes());
     let e = asm.push(&p[1], 0.0, &mut out).unwrap_err();
-    assert!(matches!(e, PacketError::MeasurementId { id: 900, .. }), "{e}");
+    assert!(
+        matches!(e, PacketError::MeasurementId { id: 900, .. }),
+        "{e}"
+    );
     assert_eq!(asm.counts.bad_packets, 3);
 }
 
@@ -185,7 +193,10 @@ fn metadata_names_what_is_wrong() {
             .to_vec(),
     )
     .unwrap_err();
-    assert!(e.to_string().contains("\"RNG15_RFL8_NIR8\" is not decoded"), "{e}");
+    assert!(
+        e.to_string().contains("\"RNG15_RFL8_NIR8\" is not decoded"),
+        "{e}"
+    );
     let e = Metadata::parse(
         p,
         br#"{"lidar_data_format": {"pixels_per_column": 8, "columns_per_frame": 64,
