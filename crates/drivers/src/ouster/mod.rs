@@ -178,7 +178,7 @@ pub fn sensor_meta(layout: &Layout) -> SensorMeta {
 }
 
 /// What the receiving thread hands the sending one.
-enum Msg {
+pub enum Msg {
     Frame { ts: f64, images: Images },
     Event(Event),
 }
@@ -326,9 +326,10 @@ fn as_bytes(v: &[u16]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
 }
 
-/// The receiving thread: datagrams into frames until stopped or the sensor is silent.
-/// Returns the counts, the complete frames the full queue dropped, and why it ended.
-fn receive(
+/// The receiving thread's work (also the benchmark's): datagrams into frames until `stop` is
+/// set, the sensor is silent for `stall`, or `tx`'s receiver hangs up. Returns the counts, the
+/// complete frames the full queue dropped, and why it ended.
+pub fn receive(
     sock: std::net::UdpSocket,
     addr: SocketAddr,
     mut asm: Assembler,
