@@ -97,10 +97,18 @@ struct GpsArgs {
 
 #[derive(ClapArgs)]
 struct OusterArgs {
-    /// The sensor's metadata (sensor_info JSON, from http://SENSOR/api/v1/sensor/metadata):
-    /// the packet profile and frame shape; the trace's `lidar.json`.
-    #[arg(long)]
-    metadata: PathBuf,
+    /// The sensor's metadata (sensor_info JSON, as http://SENSOR/api/v1/sensor/metadata
+    /// serves it): the packet profile and frame shape.
+    #[arg(
+        long,
+        required_unless_present = "sensor_host",
+        conflicts_with = "sensor_host"
+    )]
+    metadata: Option<PathBuf>,
+    /// Fetch the metadata from the sensor instead: http://HOST/api/v1/sensor/metadata
+    /// (HOST may carry a :PORT).
+    #[arg(long, value_name = "HOST")]
+    sensor_host: Option<String>,
     /// The daemon's ingest socket.
     #[arg(long, default_value = "run/ingest.sock")]
     socket: PathBuf,
@@ -194,10 +202,15 @@ fn gps_main(a: GpsArgs, stop: Arc<AtomicBool>) -> ExitCode {
 }
 
 fn ouster_main(a: OusterArgs, stop: Arc<AtomicBool>) -> ExitCode {
-    let meta = match ouster::Metadata::open(&a.metadata) {
+    let meta = match (&a.metadata, &a.sensor_host) {
+        (Some(path), _) => ouster::Metadata::open(path),
+        (None, Some(host)) => ouster::Metadata::fetch(host, Duration::from_secs(10)),
+        (None, None) => unreachable!("clap requires one"),
+    };
+    let meta = match meta {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("error: --metadata: {e}");
+            eprintln!("error: the sensor's metadata: {e}");
             return ExitCode::from(2);
         }
     };
@@ -216,7 +229,7 @@ fn ouster_main(a: OusterArgs, stop: Arc<AtomicBool>) -> ExitCode {
     let l = meta.layout;
     eprintln!(
         "{}: {} packets, {} beams x {} columns, lidar on UDP {}:{}",
-        a.metadata.display(),
+        meta.source.display(),
         l.profile.name(),
         l.pixels_per_column,
         l.columns_per_frame,

@@ -5,7 +5,8 @@
 //! a real daemon. The trace's `rng`/`rfl`/`nir` must be ouster-sdk's decoding (range clipped
 //! to 65535, as upstream's collector stores it), in both packet profiles. One frame loses three
 //! packets on the way: it is counted and reported, never stored. IMU packets are checked
-//! against ouster-sdk's `ImuPacket` the same way.
+//! against ouster-sdk's `ImuPacket` the same way. The legacy case fetches the metadata over
+//! HTTP (`--sensor-host`, Python's http.server serving it at the sensor's path).
 
 use std::net::UdpSocket;
 use std::process::{Command, Stdio};
@@ -81,6 +82,16 @@ while at < len(data):
     print(q.accel_ts(), *q.accel()[0].tolist(), *q.gyro()[0].tolist())
 "#;
 
+/// A helper process ended however the test ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn free_udp_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0")
         .unwrap()
@@ -130,7 +141,7 @@ fn wait_samples(d: &TestDaemon, sensor: &str, n: u64, what: &str) {
     }
 }
 
-fn profile_round_trip(profile: &str) {
+fn profile_round_trip(profile: &str, fetch: bool) {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
     let shape = common::run_python(GEN, &[profile.as_ref(), dir.as_os_str(), "4".as_ref()]);
@@ -146,9 +157,48 @@ fn profile_round_trip(profile: &str) {
 
     let (lidar_port, imu_port) = (free_udp_port(), free_udp_port());
     let mut d = TestDaemon::start(json!({}));
-    let driver = Command::new(common::roverlog_bin())
-        .args(["driver", "ouster", "--bind", "127.0.0.1", "--metadata"])
-        .arg(dir.join("metadata.json"))
+    let mut driver = Command::new(common::roverlog_bin());
+    driver.args(["driver", "ouster", "--bind", "127.0.0.1"]);
+    // The metadata from a file, or fetched over HTTP as the sensor serves it (Python's
+    // http.server serving the same file at the sensor's path).
+    let server = fetch.then(|| {
+        let api = dir.join("www/api/v1/sensor");
+        std::fs::create_dir_all(&api).unwrap();
+        std::fs::copy(dir.join("metadata.json"), api.join("metadata")).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(common::python())
+            .args([
+                "-m",
+                "http.server",
+                "--bind",
+                "127.0.0.1",
+                &port.to_string(),
+            ])
+            .arg("--directory")
+            .arg(dir.join("www"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "python's http.server listening on {port} within 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        driver.args(["--sensor-host", &format!("127.0.0.1:{port}")]);
+        KillOnDrop(child)
+    });
+    if !fetch {
+        driver.arg("--metadata").arg(dir.join("metadata.json"));
+    }
+    let driver = driver
         .arg("--socket")
         .arg(d.ingest_path())
         .args(["--lidar-port", &lidar_port.to_string()])
@@ -190,6 +240,7 @@ fn profile_round_trip(profile: &str) {
     // SAFETY: a signal to our own child, not yet reaped.
     unsafe { libc::kill(driver.id() as i32, libc::SIGTERM) };
     let out = output_within(driver, 30, "the ouster driver after SIGTERM");
+    drop(server);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let trace = d.trace_dir();
@@ -285,12 +336,13 @@ fn profile_round_trip(profile: &str) {
 
 #[test]
 fn rng19_frames_are_stored_as_ouster_sdk_decodes_them_and_a_cut_frame_is_counted() {
-    profile_round_trip("RNG19_RFL8_SIG16_NIR16");
+    profile_round_trip("RNG19_RFL8_SIG16_NIR16", false);
 }
 
 #[test]
 fn legacy_frames_are_stored_as_ouster_sdk_decodes_them_and_a_cut_frame_is_counted() {
-    profile_round_trip("LEGACY");
+    // With the metadata fetched from the "sensor" over HTTP.
+    profile_round_trip("LEGACY", true);
 }
 
 /// A metadata file that is not the sensor's: exit 2, naming the file and what is wrong.

@@ -116,11 +116,8 @@ fn run(seconds: f64, big_buffer: bool) -> Outcome {
             );
             (r, thread_cpu() - t0)
         });
-        let consumer = s.spawn(move || {
-            rx.iter()
-                .filter(|m| matches!(m, Msg::Frame { .. }))
-                .count() as u64
-        });
+        let consumer =
+            s.spawn(move || rx.iter().filter(|m| matches!(m, Msg::Frame { .. })).count() as u64);
         let out = UdpSocket::bind("127.0.0.1:0").unwrap();
         let total = (seconds * RATE) as u64;
         let period = Duration::from_secs_f64(1.0 / RATE);

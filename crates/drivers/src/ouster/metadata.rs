@@ -2,11 +2,16 @@
 //! on firmware 2 and later, and what ouster-sdk saves): the packet layout the driver decodes,
 //! checked to be a `lidar.json` our reader (`roverlog_core::ouster`) projects.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
 use super::packet::{Layout, Profile};
+use crate::camera::http::{self, HttpError};
 use roverlog_core::ouster::{LidarIntrinsics, MAX_BEAMS, MAX_COLUMNS, MAX_LIDAR_JSON_BYTES};
 
 /// The IMU packet profiles (`lidar_data_format.udp_profile_imu`).
@@ -59,6 +64,12 @@ pub enum MetadataError {
         window: (usize, usize),
         columns: usize,
     },
+    #[error(transparent)]
+    Fetch(#[from] HttpError),
+    #[error("{url}: reading the body: {error}")]
+    FetchBody { url: String, error: std::io::Error },
+    #[error("{url}: the body is over {MAX_LIDAR_JSON_BYTES} bytes")]
+    FetchTooLarge { url: String },
     #[error("{}: not a lidar.json the reader projects: {error}", path.display())]
     Intrinsics {
         path: PathBuf,
@@ -82,6 +93,26 @@ impl Metadata {
         }
         let text = std::fs::read(path).map_err(read)?;
         Metadata::parse(path, text)
+    }
+
+    /// Fetches `http://HOST/api/v1/sensor/metadata` (firmware 2 and later) from the sensor.
+    pub fn fetch(host: &str, timeout: Duration) -> Result<Metadata, MetadataError> {
+        let url = format!("http://{host}/api/v1/sensor/metadata");
+        let stop = Arc::new(AtomicBool::new(false));
+        let stream = http::open_peer(&url, timeout, timeout, stop, "the lidar")?;
+        let mut text = Vec::new();
+        stream
+            .body
+            .take(MAX_LIDAR_JSON_BYTES + 1)
+            .read_to_end(&mut text)
+            .map_err(|error| MetadataError::FetchBody {
+                url: url.clone(),
+                error,
+            })?;
+        if text.len() as u64 > MAX_LIDAR_JSON_BYTES {
+            return Err(MetadataError::FetchTooLarge { url });
+        }
+        Metadata::parse(Path::new(&url), text)
     }
 
     /// Parses the text of a metadata file; `source` names it in errors.
