@@ -216,3 +216,31 @@ fn the_socket_buffer_is_what_was_asked_or_the_cap_is_named() {
         Some(max) => assert_eq!(Some(max), udp::rmem_max()),
     }
 }
+
+#[test]
+fn a_sensor_that_restarts_its_frame_ids_is_followed_after_one_frame_of_late_packets() {
+    let l = layout(Profile::Legacy);
+    let mut asm = Assembler::new(l);
+    let mut out = Vec::new();
+    for id in [500u16, 501] {
+        for pk in &packets(&l, id).0 {
+            asm.push(pk, 0.0, &mut out).unwrap();
+        }
+    }
+    // Frame ids start again at 498 (within LATE_FRAMES behind): the first frame's packets
+    // look late, then the sensor's new numbering is taken.
+    for id in [498u16, 499, 500] {
+        for pk in &packets(&l, id).0 {
+            asm.push(pk, 0.0, &mut out).unwrap();
+        }
+    }
+    let ids: Vec<u16> = out
+        .iter()
+        .map(|f| match f {
+            Finished::Complete { frame_id, .. } => *frame_id,
+            Finished::Incomplete { frame_id, .. } => panic!("frame {frame_id} incomplete"),
+        })
+        .collect();
+    assert_eq!(ids, [500, 501, 499, 500]);
+    assert_eq!(asm.counts.late_packets, 4);
+}
