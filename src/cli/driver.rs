@@ -284,10 +284,8 @@ fn ouster_main(a: OusterArgs, stop: Arc<AtomicBool>) -> ExitCode {
     }
 }
 
-/// The driver's status lines: every capped buffer; the first ten incomplete frames and bad
-/// packets, then every hundredth.
+/// The driver's status lines (the driver already passes on only some of each kind).
 fn ouster_event(sensor: &str, e: &ouster::Event) {
-    let often = |n: u64| n <= 10 || n.is_multiple_of(100);
     match e {
         ouster::Event::RcvbufCapped {
             addr,
@@ -304,17 +302,16 @@ fn ouster_event(sensor: &str, e: &ouster::Event) {
             columns,
             expected,
             count,
-        } if often(*count) => eprintln!(
+        } => eprintln!(
             "{sensor}: frame {frame_id} incomplete, {columns} of {expected} columns: not stored \
              ({count} so far)"
         ),
-        ouster::Event::BadPacket { error, count } if often(*count) => {
+        ouster::Event::BadPacket { error, count } => {
             eprintln!("{sensor}: datagram not stored ({count} so far): {error}")
         }
-        ouster::Event::BadImu { error, count } if often(*count) => {
+        ouster::Event::BadImu { error, count } => {
             eprintln!("{sensor} IMU: datagram not stored ({count} so far): {error}")
         }
-        _ => {}
     }
 }
 

@@ -112,7 +112,14 @@ pub enum OusterError {
     },
 }
 
-/// What the driver hears while it runs (the command prints them).
+/// Whether the `n`-th of a kind of trouble is reported: the first ten, then every hundredth
+/// (a broken sensor does not flood the journal; the counters count every one).
+fn often(n: u64) -> bool {
+    n <= 10 || n.is_multiple_of(100)
+}
+
+/// What the driver hears while it runs (the command prints them): every capped buffer; of
+/// incomplete frames and bad datagrams the first ten, then every hundredth.
 #[derive(Debug)]
 pub enum Event {
     /// The kernel gave the lidar or IMU socket less receive buffer than asked.
@@ -340,6 +347,7 @@ pub fn receive(
     let mut buf = vec![0u8; 65536];
     let mut done = Vec::new();
     let mut queue_full = 0u64;
+    let mut incomplete_seen = 0u64;
     let mut last = Instant::now();
     let ended = loop {
         if stop.load(Ordering::Relaxed) {
@@ -350,11 +358,9 @@ pub fn receive(
                 last = Instant::now();
                 if let Err(error) = asm.push(&buf[..n], crate::epoch_now(), &mut done) {
                     let count = asm.counts.bad_packets;
-                    if tx
-                        .try_send(Msg::Event(Event::BadPacket { error, count }))
-                        .is_err()
-                    {
-                        // The queue is full of frames: the count still says it.
+                    if often(count) {
+                        // A full queue loses the report, never a frame; the count stays.
+                        let _ = tx.try_send(Msg::Event(Event::BadPacket { error, count }));
                     }
                 }
             }
@@ -383,12 +389,19 @@ pub fn receive(
                     frame_id,
                     columns,
                     expected,
-                } => Msg::Event(Event::Incomplete {
-                    frame_id,
-                    columns,
-                    expected,
-                    count: asm.counts.incomplete,
-                }),
+                } => {
+                    // Every incomplete frame is counted; only some are reported.
+                    incomplete_seen += 1;
+                    if !often(incomplete_seen) {
+                        continue;
+                    }
+                    Msg::Event(Event::Incomplete {
+                        frame_id,
+                        columns,
+                        expected,
+                        count: incomplete_seen,
+                    })
+                }
             };
             match tx.try_send(msg) {
                 Ok(()) => {}
@@ -406,6 +419,7 @@ pub fn receive(
         expected,
     }) = asm.expire()
     {
+        // Reported whatever its number: the last one.
         let count = asm.counts.incomplete;
         let _ = tx.try_send(Msg::Event(Event::Incomplete {
             frame_id,
@@ -475,10 +489,12 @@ fn imu_loop(
                 }
                 Err(error) => {
                     report.bad += 1;
-                    let _ = events.try_send(Event::BadImu {
-                        error,
-                        count: report.bad,
-                    });
+                    if often(report.bad) {
+                        let _ = events.try_send(Event::BadImu {
+                            error,
+                            count: report.bad,
+                        });
+                    }
                 }
             }
         }
