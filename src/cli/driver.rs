@@ -220,6 +220,15 @@ fn ouster_main(a: OusterArgs, stop: Arc<AtomicBool>) -> ExitCode {
         (false, Some(name)) => Some(name),
         (false, None) => opts.imu_sensor,
     };
+    if let ouster::metadata::ImuProfile::NotDecoded(profile) = &meta.imu {
+        if opts.imu_sensor.take().is_some() {
+            eprintln!(
+                "warning: {}: IMU packet profile {profile:?} is not decoded (LEGACY is): the IMU \
+                 is not recorded",
+                meta.source.display()
+            );
+        }
+    }
     (opts.bind, opts.lidar_port, opts.imu_port) = (a.bind, a.lidar_port, a.imu_port);
     opts.rcvbuf = a.rcvbuf;
     match timeouts(a.stall_timeout, a.stop_timeout) {

@@ -14,11 +14,14 @@ use super::packet::{Layout, Profile};
 use crate::camera::http::{self, HttpError};
 use roverlog_core::ouster::{LidarIntrinsics, MAX_BEAMS, MAX_COLUMNS, MAX_LIDAR_JSON_BYTES};
 
-/// The IMU packet profiles (`lidar_data_format.udp_profile_imu`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The IMU packet profile (`lidar_data_format.udp_profile_imu`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ImuProfile {
-    /// 48 bytes, one measurement a packet (every firmware's default).
+    /// 48 bytes, one measurement a packet (every firmware's default): decoded.
     Legacy,
+    /// Another profile (`ACCEL32_GYRO32_NMEA`, `OFF`), named as the metadata names it: the
+    /// IMU port is not read (the lidar is recorded all the same).
+    NotDecoded(String),
 }
 
 /// The metadata file, read and understood.
@@ -56,8 +59,6 @@ pub enum MetadataError {
     },
     #[error("{}: lidar_data_format.udp_profile_lidar {got:?} is not decoded (LEGACY, RNG19_RFL8_SIG16_NIR16 are)", path.display())]
     LidarProfile { path: PathBuf, got: String },
-    #[error("{}: lidar_data_format.udp_profile_imu {got:?} is not decoded (LEGACY is)", path.display())]
-    ImuProfile { path: PathBuf, got: String },
     #[error("{}: lidar_data_format.column_window {window:?} outside the {columns} columns", path.display())]
     Window {
         path: PathBuf,
@@ -171,10 +172,10 @@ impl Metadata {
             path: path.clone(),
             got: lidar,
         })?;
-        let imu = name("udp_profile_imu")?;
-        if imu != "LEGACY" {
-            return Err(MetadataError::ImuProfile { path, got: imu });
-        }
+        let imu = match name("udp_profile_imu")? {
+            n if n == "LEGACY" => ImuProfile::Legacy,
+            other => ImuProfile::NotDecoded(other),
+        };
         LidarIntrinsics::parse(source, &text).map_err(|error| MetadataError::Intrinsics {
             path: path.clone(),
             error,
@@ -188,7 +189,7 @@ impl Metadata {
                 columns_per_packet,
                 column_window: window,
             },
-            imu: ImuProfile::Legacy,
+            imu,
             source: path,
         })
     }

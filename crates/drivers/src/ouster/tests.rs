@@ -244,3 +244,20 @@ fn a_sensor_that_restarts_its_frame_ids_is_followed_after_one_frame_of_late_pack
     assert_eq!(ids, [500, 501, 499, 500]);
     assert_eq!(asm.counts.late_packets, 4);
 }
+
+#[test]
+fn an_imu_profile_not_decoded_leaves_the_lidar_running() {
+    let mut doc: serde_json::Value =
+        serde_json::from_str(include_str!("../../testdata/ouster_64x1024_legacy.json")).unwrap();
+    doc["lidar_data_format"]["udp_profile_imu"] = "ACCEL32_GYRO32_NMEA".into();
+    let m = Metadata::parse(std::path::Path::new("x.json"), doc.to_string().into_bytes()).unwrap();
+    assert_eq!(
+        m.imu,
+        metadata::ImuProfile::NotDecoded("ACCEL32_GYRO32_NMEA".into())
+    );
+    assert_eq!(m.layout.profile, Profile::Legacy);
+    assert_eq!(
+        (m.layout.pixels_per_column, m.layout.columns_per_frame),
+        (64, 1024)
+    );
+}
