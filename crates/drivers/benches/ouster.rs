@@ -8,6 +8,10 @@
 //!
 //! `cargo bench -p roverlog-drivers --bench ouster -- [SECONDS]` (default 10; the issue's
 //! target is 60 s: 0 lost, 600 of 600 frames).
+//!
+//! End to end, with a daemon and `roverlog driver ouster` started by hand:
+//! `... --bench ouster -- SECONDS --to 127.0.0.1:7502 --metadata-out lidar.json` sends the same
+//! stream to that address only (and first writes the matching sensor_info for `--metadata`).
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -152,12 +156,79 @@ fn run(seconds: f64, big_buffer: bool) -> Outcome {
     })
 }
 
+/// The sensor_info of `layout()`: the unit tests' 64 x 1024 file widened to 2048 columns.
+fn metadata() -> String {
+    let mut doc: serde_json::Value =
+        serde_json::from_str(include_str!("../testdata/ouster_64x1024_legacy.json")).unwrap();
+    doc["lidar_data_format"]["columns_per_frame"] = 2048.into();
+    doc["lidar_data_format"]["column_window"] = serde_json::json!([0, 2047]);
+    doc["config_params"]["lidar_mode"] = "2048x10".into();
+    doc.to_string()
+}
+
+/// Only sends the stream to `to` for `seconds` (see the module doc).
+fn send_only(seconds: f64, to: &str) {
+    let l = layout();
+    let n = l.pixels();
+    let range: Vec<u32> = (0..n as u32).map(|i| 1000 + i % 60000).collect();
+    let rfl: Vec<u8> = (0..n).map(|i| i as u8).collect();
+    let nir: Vec<u16> = (0..n).map(|i| i as u16).collect();
+    let template = encode_frame(
+        &l,
+        &EncodeFrame {
+            frame_id: 0,
+            range: &range,
+            rfl: &rfl,
+            nir: &nir,
+            timestamp: 0,
+            column_ns: 48_828,
+        },
+    );
+    let out = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let total = (seconds * RATE) as u64;
+    let period = Duration::from_secs_f64(1.0 / RATE);
+    let start = Instant::now();
+    let mut frame = Vec::new();
+    for i in 0..total {
+        if i % 128 == 0 {
+            packets_of(&template, i / 128, &mut frame);
+        }
+        let due = start + period.mul_f64(i as f64);
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+        out.send_to(&frame[(i % 128) as usize], to).unwrap();
+    }
+    println!(
+        "sent {total} packets ({} frames) to {to} in {:.1} s",
+        total / 128,
+        start.elapsed().as_secs_f64()
+    );
+}
+
 fn main() {
-    let seconds: f64 = std::env::args()
-        .skip(1)
-        .find(|a| !a.starts_with('-'))
-        .map(|a| a.parse().expect("SECONDS: a number"))
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .map(|i| args[i + 1].clone())
+    };
+    let seconds: f64 = args
+        .iter()
+        .enumerate()
+        .find(|(i, a)| {
+            !a.starts_with('-')
+                && (*i == 0 || !["--to", "--metadata-out"].contains(&args[i - 1].as_str()))
+        })
+        .map(|(_, a)| a.parse().expect("SECONDS: a number"))
         .unwrap_or(10.0);
+    if let Some(path) = flag("--metadata-out") {
+        std::fs::write(&path, metadata()).unwrap();
+    }
+    if let Some(to) = flag("--to") {
+        return send_only(seconds, &to);
+    }
     println!(
         "ouster receive: {RATE} packets/s of 12608 bytes (LEGACY 64 x 2048, 10 Hz) on loopback, {seconds} s each"
     );

@@ -252,7 +252,11 @@ pub fn run(
                         let stop = &stop;
                         move || imu_loop(opts, name, sock, addr, stop, imu_tx)
                     })
-                    .map_err(|error| OusterError::Thread { what: "imu", error })?,
+                    .map_err(|error| {
+                        // The lidar thread runs until told: the scope waits for it.
+                        stop.store(true, Ordering::Relaxed);
+                        OusterError::Thread { what: "imu", error }
+                    })?,
             ),
             _ => None,
         };
