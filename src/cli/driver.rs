@@ -252,12 +252,13 @@ fn ouster_main(a: OusterArgs, stop: Arc<AtomicBool>) -> ExitCode {
             let c = &r.counts;
             eprintln!(
                 "{sensor}: {} packets, {} frames complete, {} incomplete (not stored, {} columns \
-                 missing), {} not packets, {} late; {} frames sent, {} of {} durable; {} dropped \
-                 while the daemon was behind",
+                 missing), {} missing entirely, {} not packets, {} late; {} frames sent, {} of {} \
+                 durable; {} dropped while the daemon was behind",
                 c.packets,
                 c.complete,
                 c.incomplete,
                 c.missing_columns,
+                c.missing_frames,
                 c.bad_packets,
                 c.late_packets,
                 r.frames,

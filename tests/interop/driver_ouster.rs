@@ -258,7 +258,8 @@ fn profile_round_trip(profile: &str, fetch: bool) {
     );
     assert!(
         err.contains(&format!(
-            "{} frames complete, 1 incomplete (not stored, {missing} columns missing), 0 not packets",
+            "{} frames complete, 1 incomplete (not stored, {missing} columns missing), 0 missing \
+             entirely, 0 not packets",
             FRAMES - 1
         )),
         "{err}"

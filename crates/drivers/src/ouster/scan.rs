@@ -50,7 +50,13 @@ pub struct Counts {
     pub incomplete: u64,
     /// Columns missing from the incomplete frames.
     pub missing_columns: u64,
+    /// Frames of which no packet arrived: gaps in the frame ids (a jump of more than
+    /// [`MAX_GAP`] is taken for the sensor restarting, not counted).
+    pub missing_frames: u64,
 }
+
+/// The largest jump in frame ids counted as frames lost (a minute at 20 Hz).
+pub const MAX_GAP: u16 = 1200;
 
 /// Assembles frames from packets of one layout (see the module doc).
 #[derive(Debug)]
@@ -114,6 +120,12 @@ impl Assembler {
                 return Ok(());
             }
             self.late_run = 0;
+            if let Some(last) = self.last {
+                let gap = id.wrapping_sub(last);
+                if (2..=MAX_GAP).contains(&gap) {
+                    self.counts.missing_frames += u64::from(gap - 1);
+                }
+            }
             let images = match self.spare.take() {
                 Some(mut i) => {
                     i.rng.fill(0);

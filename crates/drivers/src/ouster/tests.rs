@@ -243,6 +243,12 @@ fn a_sensor_that_restarts_its_frame_ids_is_followed_after_one_frame_of_late_pack
         .collect();
     assert_eq!(ids, [500, 501, 499, 500]);
     assert_eq!(asm.counts.late_packets, 4);
+    assert_eq!(asm.counts.missing_frames, 0, "a restart is not frames lost");
+    // Frames 501 to 503 never arrive: three frames missing.
+    for pk in &packets(&l, 504).0 {
+        asm.push(pk, 0.0, &mut out).unwrap();
+    }
+    assert_eq!(asm.counts.missing_frames, 3);
 }
 
 #[test]
