@@ -21,7 +21,8 @@ use roverlog_drivers::ouster;
 #[derive(ClapArgs)]
 #[command(
     after_help = "Exit codes: 0 stopped by SIGTERM/SIGINT, every sample durable; 2 error \
-(printed); 3 the source (camera, gpsd, lidar) ended or broke, every sample sent durable (restart me)."
+(printed); 3 the source (camera, gpsd, lidar) ended or broke, every sample sent durable \
+(restart me)."
 )]
 pub struct Args {
     #[command(subcommand)]

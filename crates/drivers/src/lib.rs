@@ -7,8 +7,8 @@
 //! - [`gps`]: gpsd's TPV reports (position, velocity, fix quality, GPS time).
 //! - [`ouster`]: an Ouster lidar's UDP lidar and IMU packets, frames assembled by frame id.
 //!
-//! Dependencies: `roverlog-client`, `roverlog-core` and `libc` (socket options); no tokio (blocking std, one
-//! thread per driver process).
+//! Dependencies: `roverlog-client`, `roverlog-core` and `libc` (socket options); no tokio
+//! (blocking std; one thread per driver process, the Ouster driver's three).
 
 pub mod camera;
 pub mod gps;
