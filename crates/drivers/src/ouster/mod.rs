@@ -34,9 +34,12 @@ pub use metadata::{Metadata, MetadataError};
 pub use packet::{Images, Layout, PacketError, Profile};
 pub use scan::{Assembler, Counts, Finished};
 
-/// How often a blocked read looks at the stop flag; also how long the sensor may pause
-/// before the frame it was sending is finished as it is.
+/// How often a blocked read looks at the stop flag.
 const POLL: Duration = Duration::from_millis(200);
+/// How long the sensor may pause (no packet at all) before the frame it was sending is
+/// finished as it is: ten frame periods at 10 Hz, so that a sender stalled for a moment (a
+/// loaded host replaying packets) does not cut a frame whose packets are still coming.
+const EXPIRE: Duration = Duration::from_secs(1);
 
 /// What [`run`] needs.
 #[derive(Debug, Clone)]
@@ -71,7 +74,7 @@ impl OusterOptions {
             lidar_port: 7502,
             imu_port: 7503,
             rcvbuf: 32 << 20,
-            queue_frames: 16,
+            queue_frames: 32,
             stall_timeout: Duration::from_secs(30),
             max_delay: Duration::from_millis(50),
             sync_every: Duration::from_secs(1),
@@ -376,7 +379,9 @@ pub fn receive(
                         | std::io::ErrorKind::Interrupted
                 ) =>
             {
-                done.extend(asm.expire());
+                if last.elapsed() >= EXPIRE {
+                    done.extend(asm.expire());
+                }
                 if last.elapsed() >= stall {
                     break Some(OusterError::Silent {
                         addr,

@@ -1,6 +1,6 @@
 //! Frames assembled from lidar packets by frame id. A frame is finished when every column of
 //! the column window has arrived (complete), or, with columns missing, when a packet of another
-//! frame arrives or the sensor goes quiet ([`Assembler::expire`]). Only complete frames are
+//! frame arrives or the sensor goes quiet ([`Assembler::expire`], after a second without packets). Only complete frames are
 //! stored: an incomplete one is counted and reported with how many columns it lacked, never
 //! written (upstream's collector also keeps only complete scans, `complete=True`).
 
