@@ -11,17 +11,20 @@ use anyhow::{Context, Result};
 use clap::{Args as ClapArgs, Subcommand, ValueEnum};
 use roverlog_drivers::camera::{self, CameraOptions, Storage};
 use roverlog_drivers::gps;
+use roverlog_drivers::ouster;
 
 use super::exit::{Exit, Fail, Outcome};
 
 /// Exit codes: 0 stopped by SIGTERM/SIGINT with every sample durable; 2 an error (the daemon
 /// unreachable or refusing the sensor, the camera or gpsd unreachable, the camera not MJPEG,
-/// samples not durable within --stop-timeout); 3 the source's stream ended or broke (every
-/// sample sent is durable; a service manager restarts the driver).
+/// the lidar's metadata unreadable or its ports taken, samples not durable within
+/// --stop-timeout); 3 the source's stream ended or broke (the lidar silent for
+/// --stall-timeout; every sample sent is durable; a service manager restarts the driver).
 #[derive(ClapArgs)]
 #[command(
     after_help = "Exit codes: 0 stopped by SIGTERM/SIGINT, every sample durable; 2 error \
-(printed); 3 the source (camera, gpsd) ended or broke, every sample sent durable (restart me)."
+(printed); 3 the source (camera, gpsd, lidar) ended or broke, every sample sent durable \
+(restart me)."
 )]
 pub struct Args {
     #[command(subcommand)]
@@ -38,6 +41,10 @@ enum Kind {
     /// sample of channels `latitude`, `longitude`, `altitude`, ... that the map shows without
     /// configuration.
     Gps(GpsArgs),
+    /// An Ouster lidar's UDP packets: frames assembled by frame id into `rng`, `rfl`, `nir`
+    /// (lzmaf, beams x columns), only complete ones (incomplete frames are counted and
+    /// reported); the IMU packets into a sensor of their own.
+    Ouster(OusterArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -91,6 +98,53 @@ struct GpsArgs {
     stop_timeout: f64,
 }
 
+#[derive(ClapArgs)]
+struct OusterArgs {
+    /// The sensor's metadata (sensor_info JSON, as http://SENSOR/api/v1/sensor/metadata
+    /// serves it): the packet profile and frame shape.
+    #[arg(
+        long,
+        required_unless_present = "sensor_host",
+        conflicts_with = "sensor_host"
+    )]
+    metadata: Option<PathBuf>,
+    /// Fetch the metadata from the sensor instead: http://HOST/api/v1/sensor/metadata
+    /// (HOST may carry a :PORT).
+    #[arg(long, value_name = "HOST")]
+    sensor_host: Option<String>,
+    /// The daemon's ingest socket.
+    #[arg(long, default_value = "run/ingest.sock")]
+    socket: PathBuf,
+    /// The lidar's sensor name in the trace.
+    #[arg(long, default_value = "lidar")]
+    sensor: String,
+    /// The IMU's sensor name in the trace (default: the lidar's name + `_imu`).
+    #[arg(long)]
+    imu_sensor: Option<String>,
+    /// Do not read the IMU port.
+    #[arg(long)]
+    no_imu: bool,
+    /// The local address the ports are bound on.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind: std::net::IpAddr,
+    /// The UDP port the sensor sends lidar packets to.
+    #[arg(long, default_value_t = 7502)]
+    lidar_port: u16,
+    /// The UDP port the sensor sends IMU packets to.
+    #[arg(long, default_value_t = 7503)]
+    imu_port: u16,
+    /// The lidar socket's receive buffer, bytes (the kernel caps it at net.core.rmem_max
+    /// unless the driver runs with CAP_NET_ADMIN; a warning names both).
+    #[arg(long, default_value_t = 32 << 20)]
+    rcvbuf: usize,
+    /// Seconds without a packet from the sensor before the driver ends (exit code 3).
+    #[arg(long, default_value_t = 30.0)]
+    stall_timeout: f64,
+    /// At SIGTERM, seconds to wait for every frame to be durable.
+    #[arg(long, default_value_t = 10.0)]
+    stop_timeout: f64,
+}
+
 pub fn main(args: Args) -> Result<Outcome> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -101,6 +155,7 @@ pub fn main(args: Args) -> Result<Outcome> {
     match args.kind {
         Kind::Camera(a) => camera_main(a, stop),
         Kind::Gps(a) => gps_main(a, stop),
+        Kind::Ouster(a) => ouster_main(a, stop),
     }
 }
 
@@ -147,6 +202,110 @@ fn gps_main(a: GpsArgs, stop: Arc<AtomicBool>) -> Result<Outcome> {
         a.gpsd, r.fixes, r.durable, r.expected, r.bad_lines
     );
     ended(r.ended)
+}
+
+fn ouster_main(a: OusterArgs, stop: Arc<AtomicBool>) -> Result<Outcome> {
+    let meta = match (&a.metadata, &a.sensor_host) {
+        (Some(path), _) => ouster::Metadata::open(path),
+        (None, Some(host)) => ouster::Metadata::fetch(host, Duration::from_secs(10)),
+        (None, None) => unreachable!("clap requires one"),
+    };
+    let meta = meta
+        .context("the sensor's metadata")
+        .fail(Exit::Usage, WHO)?;
+    let mut opts = ouster::OusterOptions::new(a.socket, &a.sensor);
+    opts.imu_sensor = match (a.no_imu, a.imu_sensor) {
+        (true, _) => None,
+        (false, Some(name)) => Some(name),
+        (false, None) => opts.imu_sensor,
+    };
+    if let ouster::metadata::ImuProfile::NotDecoded(profile) = &meta.imu {
+        if opts.imu_sensor.take().is_some() {
+            eprintln!(
+                "warning: {}: IMU packet profile {profile:?} is not decoded (LEGACY is): the IMU \
+                 is not recorded",
+                meta.source.display()
+            );
+        }
+    }
+    (opts.bind, opts.lidar_port, opts.imu_port) = (a.bind, a.lidar_port, a.imu_port);
+    opts.rcvbuf = a.rcvbuf;
+    (opts.stall_timeout, opts.stop_timeout) = timeouts(a.stall_timeout, a.stop_timeout)?;
+    let l = meta.layout;
+    eprintln!(
+        "{}: {} packets, {} beams x {} columns, lidar on UDP {}:{}",
+        meta.source.display(),
+        l.profile.name(),
+        l.pixels_per_column,
+        l.columns_per_frame,
+        a.bind,
+        a.lidar_port
+    );
+    let sensor = a.sensor.clone();
+    let mut on_event = |e: &ouster::Event| ouster_event(&sensor, e);
+    let r = ouster::run(&opts, &meta, stop, &mut on_event).fail(Exit::Usage, WHO)?;
+    let c = &r.counts;
+    eprintln!(
+        "{sensor}: {} packets, {} frames complete, {} incomplete (not stored, {} columns \
+         missing), {} missing entirely, {} not packets, {} late; {} frames sent, {} of {} \
+         durable; {} dropped while the daemon was behind",
+        c.packets,
+        c.complete,
+        c.incomplete,
+        c.missing_columns,
+        c.missing_frames,
+        c.bad_packets,
+        c.late_packets,
+        r.frames,
+        r.durable,
+        r.expected,
+        r.queue_full
+    );
+    if let Some(i) = &r.imu {
+        eprintln!(
+            "{sensor} IMU: {} packets ({} not IMU packets), {} of {} durable",
+            i.packets, i.bad, i.durable, i.expected
+        );
+        if let Some(e) = &i.ended {
+            if r.ended.is_none() {
+                // The lidar went on to the signal, but the IMU's recording broke: an error.
+                return Err(anyhow::anyhow!("IMU: {e}")).fail(Exit::Usage, WHO);
+            }
+            eprintln!("error: IMU: {e}");
+        }
+    }
+    ended(r.ended)
+}
+
+/// The driver's status lines (the driver already passes on only some of each kind).
+fn ouster_event(sensor: &str, e: &ouster::Event) {
+    match e {
+        ouster::Event::RcvbufCapped {
+            addr,
+            asked,
+            got,
+            rmem_max,
+        } => eprintln!(
+            "warning: UDP {addr}: receive buffer {got} bytes, not the {asked} asked: the kernel \
+             caps it at net.core.rmem_max = {rmem_max}; packets will be lost at full rate \
+             (sysctl -w net.core.rmem_max={asked}, or run with CAP_NET_ADMIN)"
+        ),
+        ouster::Event::Incomplete {
+            frame_id,
+            columns,
+            expected,
+            count,
+        } => eprintln!(
+            "{sensor}: frame {frame_id} incomplete, {columns} of {expected} columns: not stored \
+             ({count} so far)"
+        ),
+        ouster::Event::BadPacket { error, count } => {
+            eprintln!("{sensor}: datagram not stored ({count} so far): {error}")
+        }
+        ouster::Event::BadImu { error, count } => {
+            eprintln!("{sensor} IMU: datagram not stored ({count} so far): {error}")
+        }
+    }
 }
 
 fn camera_main(a: CameraArgs, stop: Arc<AtomicBool>) -> Result<Outcome> {

@@ -12,6 +12,7 @@ mod dashboard_browser;
 mod dashboard_honest;
 mod driver_camera;
 mod driver_gps;
+mod driver_ouster;
 mod format;
 mod gulp;
 mod mjpg;

@@ -5,12 +5,14 @@
 //!
 //! - [`camera`]: an IP camera's MJPEG over HTTP, JPEG bytes passed through unchanged.
 //! - [`gps`]: gpsd's TPV reports (position, velocity, fix quality, GPS time).
+//! - [`ouster`]: an Ouster lidar's UDP lidar and IMU packets, frames assembled by frame id.
 //!
-//! Dependencies: `roverlog-client` and `roverlog-core` only; no tokio (blocking std, one
-//! thread per driver process).
+//! Dependencies: `roverlog-client`, `roverlog-core` and `libc` (socket options); no tokio
+//! (blocking std; one thread per driver process, the Ouster driver's three).
 
 pub mod camera;
 pub mod gps;
+pub mod ouster;
 mod stop_reader;
 
 /// The host clock as epoch seconds, the `ts` of a sample stamped at receipt.

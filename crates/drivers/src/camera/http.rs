@@ -90,6 +90,17 @@ pub fn open(
     stall: Duration,
     stop: Arc<AtomicBool>,
 ) -> Result<Stream, HttpError> {
+    open_peer(url, connect_timeout, stall, stop, "the camera")
+}
+
+/// [`open`] for another peer than a camera (`peer` names it in a stall error).
+pub fn open_peer(
+    url: &str,
+    connect_timeout: Duration,
+    stall: Duration,
+    stop: Arc<AtomicBool>,
+    peer: &'static str,
+) -> Result<Stream, HttpError> {
     let u = Url::parse(url)?;
     let io = |error| HttpError::Io {
         url: url.to_string(),
@@ -119,7 +130,7 @@ pub fn open(
         u.path, u.host, u.port
     );
     sock.write_all(request.as_bytes()).map_err(io)?;
-    let mut body = StopReader::new(sock, stop, stall, "the camera");
+    let mut body = StopReader::new(sock, stop, stall, peer);
     let head = read_head(&mut body).map_err(|e| match e.kind() {
         io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => HttpError::BadHead {
             url: url.to_string(),
