@@ -99,7 +99,7 @@ pub enum OusterError {
     #[error("the daemon ({sensor}): {error}")]
     Daemon {
         sensor: String,
-        error: roverlog_core::error::Error,
+        error: roverlog_client::Error,
     },
     #[error("{sensor}: after {waited:?}, {durable} of {expected} samples were durable")]
     NotDurable {
@@ -193,7 +193,7 @@ pub enum Msg {
     Event(Event),
 }
 
-fn daemon_err(sensor: &str) -> impl Fn(roverlog_core::error::Error) -> OusterError + '_ {
+fn daemon_err(sensor: &str) -> impl Fn(roverlog_client::Error) -> OusterError + '_ {
     move |error| OusterError::Daemon {
         sensor: sensor.to_string(),
         error,
