@@ -103,6 +103,8 @@ const PER_WRITE: usize = 256;
 /// rosbag (run alone: `--only rosbag`): `roverlog rosbag` on a trace of --lidar-frames
 /// 128x2048 lidar frames and a 100 Hz IMU against upstream's `roverd rosbag` in
 /// --upstream-python, rounds alternating; CPU and wall of each, and the ratios.
+/// offload (run alone: `--only offload`): `roverlog offload` against `rclone copy` to a
+/// Garage on 127.0.0.1, 4 requests in flight each; and the bytes re-sent after 3 kill -9.
 ///
 /// Exit codes: 0 every scenario ran and the data checks passed (targets may be missed: that
 /// is reported, not an error); 1 a scenario failed, data was lost, or the daemon did not exit
@@ -144,7 +146,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf,
-    /// dashboard, foxglove; or full-size, hour-trace, soak, rig or rosbag alone.
+    /// dashboard, foxglove; or full-size, hour-trace, soak, rig, rosbag or offload alone.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// How long `--only soak` runs, minutes (the rotation period is a twelfth of it, at
@@ -462,6 +464,15 @@ fn run(args: Args) -> Result<bool> {
             bail!("--only rosbag runs alone (it drives no daemon)");
         }
         return rosbag::run_bench(&args);
+    }
+    if args.only.iter().any(|s| s == "offload") {
+        let work = make_work_dir(args.dir.as_deref())?;
+        return Ok(roverlog_bench::offload::main(
+            &work,
+            args.quick,
+            args.json,
+            args.rounds,
+        )?);
     }
     if args.only.iter().any(|s| s == "rig") {
         if args.only.len() > 1 {

@@ -19,6 +19,7 @@ pub mod disk;
 pub mod hour;
 pub mod lidar;
 pub mod load;
+pub mod offload;
 pub mod procfs;
 pub mod rig;
 pub mod rosbag_trace;
