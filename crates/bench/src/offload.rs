@@ -84,6 +84,8 @@ pub struct Report {
     /// Seconds per round.
     pub ours: Vec<f64>,
     pub rclone: Vec<f64>,
+    /// Ours with `--jobs 1` (what the job did before it sent in parallel), for comparison.
+    pub ours_one: Vec<f64>,
     pub kills: usize,
     pub resent: u64,
     pub resent_bound: u64,
@@ -112,6 +114,7 @@ impl Report {
             "ours_mb_s": self.mb_s(&self.ours),
             "rclone_mb_s": self.mb_s(&self.rclone),
             "ours_secs": self.ours,
+            "ours_jobs1_mb_s": self.mb_s(&self.ours_one),
             "rclone_secs": self.rclone,
             "ratio": self.ratio(),
             "target_ratio": 1.0,
@@ -137,6 +140,10 @@ impl Report {
             self.mb_s(&self.rclone),
             self.ratio(),
             ok(self.ratio() >= 1.0)
+        );
+        println!(
+            "  for comparison: roverlog offload --jobs 1 {:>7.1} MB/s",
+            self.mb_s(&self.ours_one)
         );
         println!(
             "  re-sent after {} kill -9: {} bytes ({:.1} parts of 8 MiB; bound {} = kills x jobs parts: {})",
@@ -216,13 +223,24 @@ fn finish(child: Child, what: &str) -> Result<(), E> {
     Ok(())
 }
 
-/// `roverlog offload DATA s3://bench/<prefix>` with this run's journal.
+/// `roverlog offload DATA s3://bench/<prefix> --jobs N` with this run's journal.
 fn ours(s: &Setup, g: &Garage, data: &Path, prefix: &str, journal: &Path) -> Command {
+    ours_jobs(s, g, data, prefix, journal, s.jobs)
+}
+
+fn ours_jobs(
+    s: &Setup,
+    g: &Garage,
+    data: &Path,
+    prefix: &str,
+    journal: &Path,
+    jobs: usize,
+) -> Command {
     let mut c = Command::new(&s.exe);
     c.arg("offload")
         .arg(data)
         .arg(format!("s3://bench/{prefix}"))
-        .args(["--jobs", &s.jobs.to_string(), "--part-size", "8MiB"])
+        .args(["--jobs", &jobs.to_string(), "--part-size", "8MiB"])
         .arg("--journal")
         .arg(journal);
     for (k, _) in std::env::vars() {
@@ -307,6 +325,7 @@ pub fn run(s: &Setup, progress: &dyn Fn(&str)) -> Result<Report, E> {
         jobs: s.jobs,
         ours: Vec::new(),
         rclone: Vec::new(),
+        ours_one: Vec::new(),
         kills: 3,
         resent: 0,
         resent_bound: 0,
@@ -323,9 +342,12 @@ pub fn run(s: &Setup, progress: &dyn Fn(&str)) -> Result<Report, E> {
             report.rclone.push(timed(b, "rclone copy")?);
             report.ours.push(timed(a, "roverlog offload")?);
         }
+        let one = s.work.join(format!("journal-one-{r}.json"));
+        let c = ours_jobs(s, &g, &data, &format!("one-{r}"), &one, 1);
+        report.ours_one.push(timed(c, "roverlog offload --jobs 1")?);
         progress(&format!(
-            "round {r}: roverlog offload {:.2} s, rclone copy {:.2} s",
-            report.ours[r], report.rclone[r]
+            "round {r}: roverlog offload {:.2} s, rclone copy {:.2} s, --jobs 1 {:.2} s",
+            report.ours[r], report.rclone[r], report.ours_one[r]
         ));
     }
     // Killed at a quarter, half and three quarters of the trace, then run to the end.

@@ -135,6 +135,9 @@ pub(crate) struct Job<'a> {
     pub(crate) jobs: usize,
     /// The parts the last run had in flight.
     pub(crate) was_in_flight: Vec<InFlight>,
+    /// Files (trace, index) sent and verified by this run: not checked again before their
+    /// trace is called verified (that check is for objects sent by an earlier run).
+    pub(crate) verified_now: std::collections::BTreeSet<(String, usize)>,
 }
 
 impl Job<'_> {
@@ -173,6 +176,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, OffloadEr
         part_size: opts.part_size,
         jobs: opts.jobs.max(1),
         was_in_flight,
+        verified_now: Default::default(),
     };
     // A kill between verification and deletion: the deletion is finished first.
     if opts.delete {
@@ -258,12 +262,16 @@ impl Job<'_> {
         self.progress.trace(name, entry.bytes, done);
         self.send_files(name, dir)?;
         self.send_csv(dir, name)?;
-        // Every object once more: one changed on the store since it was sent (between two
-        // runs) is caught before the trace is called verified.
+        // Every object sent by an earlier run once more: one changed on the store since
+        // (between two runs) is caught before the trace is called verified. (Those this run
+        // sent were checked as they completed.) Every local file is still as planned.
         let files = self.journal.traces[name].files.clone();
         for (i, f) in files.iter().enumerate() {
             let path = dir.join(&f.path);
             upload::check_unchanged(&path, f)?;
+            if self.verified_now.contains(&(name.to_string(), i)) {
+                continue;
+            }
             if let Err(e) = self.check_again(name, dir, f) {
                 // Sent again by the next run (the object at the store is not this file).
                 self.journal.traces.get_mut(name).expect("planned").files[i].state =

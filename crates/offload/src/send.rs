@@ -117,6 +117,8 @@ struct State<'t> {
     answers: Receiver<Answer>,
     /// Files started again in this run (their upload was lost): once each.
     restarted: BTreeSet<usize>,
+    /// Answers recorded in the journal in memory, not yet written.
+    unsaved: bool,
 }
 
 impl State<'_> {
@@ -162,6 +164,7 @@ impl Job<'_> {
                 error: None,
                 answers: answer_rx,
                 restarted: BTreeSet::new(),
+                unsaved: false,
             };
             loop {
                 while st.error.is_none() && st.in_flight < jobs {
@@ -177,6 +180,12 @@ impl Job<'_> {
                         }
                         Ok(None) => break,
                         Err(e) => st.fail(e),
+                    }
+                }
+                if st.unsaved {
+                    st.unsaved = false;
+                    if let Err(e) = self.save() {
+                        st.fail(e);
                     }
                 }
                 if st.in_flight == 0 {
@@ -228,6 +237,7 @@ impl Job<'_> {
         let file = self.journal.traces[st.trace].files[w.file].path.clone();
         w.again = self.book(st.trace, &file, w.part.unwrap_or(0), n);
         self.save()?;
+        st.unsaved = false;
         tx.send(w).expect("workers outlive the loop");
         st.in_flight += 1;
         Ok(())
@@ -454,7 +464,10 @@ impl Job<'_> {
         self.journal
             .in_flight
             .retain(|f| !(f.trace == st.trace && f.file == name && f.part == part));
-        self.save()
+        // Written with the next booking (or below, before the loop waits): until then the
+        // part is still booked in flight, so a kill re-sends it, within the bound.
+        st.unsaved = true;
+        Ok(())
     }
 
     /// Completes file `i` once every part was read and answered: the upload completed, the
@@ -503,6 +516,8 @@ impl Job<'_> {
             .files[i]
             .state = FileState::Done { etag, md5 };
         self.save()?;
+        st.unsaved = false;
+        self.verified_now.insert((st.trace.to_string(), i));
         self.summary.files += 1;
         Ok(())
     }
