@@ -46,6 +46,8 @@ pub enum OffloadBenchError {
         status: std::process::ExitStatus,
         output: String,
     },
+    #[error("{what}: did not end within {secs} s (killed)")]
+    TooLong { what: String, secs: u64 },
     #[error("{what}: did not pass {mark} bytes within {secs} s")]
     Stuck { what: String, mark: u64, secs: u64 },
     #[error("writing the bench trace: {0}")]
@@ -211,7 +213,23 @@ fn spawn(mut cmd: Command, what: &str) -> Result<Child, E> {
         .map_err(|e| E::io(what, e))
 }
 
-fn finish(child: Child, what: &str) -> Result<(), E> {
+/// How long one run of either tool may take before the bench gives up on it (a store that
+/// stalls, a disk whose flushes take minutes on a loaded machine).
+const RUN_BOUND: Duration = Duration::from_secs(300);
+
+fn finish(mut child: Child, what: &str) -> Result<(), E> {
+    let t0 = Instant::now();
+    while child.try_wait().map_err(|e| E::io(what, e))?.is_none() {
+        if t0.elapsed() > RUN_BOUND {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(E::TooLong {
+                what: what.into(),
+                secs: RUN_BOUND.as_secs(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let out = child.wait_with_output().map_err(|e| E::io(what, e))?;
     if !out.status.success() {
         return Err(E::Failed {
