@@ -291,6 +291,9 @@ impl Job<'_> {
                 let data = read_at(&o.f, &o.path, 0, o.size)?;
                 o.next = 1;
                 o.outstanding += 1;
+                // Every unit of the file is out: the queue moves on (else, answered before
+                // the next look, the file would be opened and sent again).
+                st.queue.pop_front();
                 return Ok(Some(Work {
                     file: i,
                     part: None,
@@ -320,6 +323,9 @@ impl Job<'_> {
             // Counted from here: the file is not completed while this part waits for the
             // rate cap either.
             o.outstanding += 1;
+            if o.next == o.count {
+                st.queue.pop_front();
+            }
             return Ok(Some(Work {
                 file: i,
                 part: Some(k),
