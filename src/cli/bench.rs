@@ -42,6 +42,8 @@ use roverlog_bench::runner;
 /// rosbag (run alone: `--only rosbag`): `roverlog rosbag` on a trace of --lidar-frames
 /// 128x2048 lidar frames and a 100 Hz IMU against upstream's `roverd rosbag` in
 /// --upstream-python, rounds alternating; CPU and wall of each, and the ratios.
+/// offload (run alone: `--only offload`): `roverlog offload` against `rclone copy` to a
+/// Garage on 127.0.0.1, 4 requests in flight each; and the bytes re-sent after 3 kill -9.
 ///
 /// Exit codes: 0 every scenario ran and the data checks passed (targets may be missed: that
 /// is reported, not an error); 1 a scenario failed, data was lost, or the daemon did not exit
@@ -83,7 +85,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf,
-    /// dashboard, foxglove; or full-size, hour-trace, soak, faults, rig or rosbag alone.
+    /// dashboard, foxglove; or full-size, hour-trace, soak, faults, rig, rosbag or offload alone.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// How long `--only soak` runs, minutes (the rotation period is a twelfth of it, at

@@ -48,6 +48,10 @@ pub struct OffloadArgs {
     /// Files larger than this go in parts of this size (at least 5MiB, S3's minimum).
     #[arg(long, default_value = "8MiB")]
     pub part_size: String,
+    /// Requests (parts of large files, or whole small files) in flight at a time; a kill
+    /// re-sends at most this many parts. Memory: about this many parts plus one.
+    #[arg(long, default_value_t = roverlog_offload::JOBS as u16, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub jobs: u16,
 }
 
 /// `20MB/s`, `500KiB/s`, `1G`, `1000`: bytes (per second).
@@ -127,6 +131,7 @@ pub fn offload(args: OffloadArgs) -> Result<Outcome> {
     opts.keep_free = args.keep_free.as_deref().map(parse_percent).transpose()?;
     opts.rate = args.rate.as_deref().map(parse_bytes).transpose()?;
     opts.part_size = parse_bytes(&args.part_size)?;
+    opts.jobs = usize::from(args.jobs);
     if opts.part_size < 5 << 20 {
         bail!(
             "--part-size {}: S3 needs parts of at least 5MiB",

@@ -25,6 +25,7 @@ mod hour_trace;
 mod import_trace;
 mod offload;
 mod offload_daemon;
+mod offload_limits;
 mod os_errors;
 mod plot;
 mod replay;

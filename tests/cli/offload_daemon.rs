@@ -270,3 +270,93 @@ fn daemon_shutdown_stops_a_capped_offload_and_the_next_start_finishes_it() {
     assert!(store.head(&csv).unwrap().is_some(), "{csv}");
     assert!(d.stop().success(), "{}", d.log());
 }
+
+#[test]
+fn daemon_offload_with_keep_free_deletes_only_verified_traces_oldest_first() {
+    let g = Garage::start();
+    g.create_bucket("fleet");
+    // data_root on a 48 MiB filesystem (tmpfs: root), so `keep_free` is about it alone.
+    let mnt = crate::support::common::mount::Mounted::tmpfs("48m");
+    let data = mnt.path().join("data");
+    let samples = |d: &TestDaemon, salt: u8| {
+        let (mut imu, _) = d.connect(&raw_hello("imu", 64 << 10));
+        for i in 0..80u64 {
+            let s = sample(salt, i, 64 << 10);
+            imu.send(&frame(i as f64 * 0.01, None, &[(&s, false)]));
+        }
+        imu.sync();
+        imu
+    };
+    // Two traces of 5 MiB recorded and sealed (a rotation, then the daemon's stop), with no
+    // offload yet: their files are known before anything may delete them.
+    let mut d = daemon(&g, json!({"data_root": data}));
+    let imu = samples(&d, 1);
+    let first = d.trace_dir();
+    assert_eq!(d.ctl(json!({"cmd": "rotate"}))["ok"], true, "{}", d.log());
+    drop(imu);
+    let imu = samples(&d, 2);
+    let second = d.trace_dir();
+    assert_ne!(first, second);
+    drop(imu);
+    assert!(d.stop().success(), "{}", d.log());
+    let want = [digests(&first), digests(&second)];
+    // Then the offload with `keep_free: 95%`, which the trace being recorded keeps out of
+    // reach: every verified trace goes, oldest first, and never the one being recorded.
+    let mut cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&d.config).unwrap()).unwrap();
+    cfg["offload"] = json!({"dest": "s3://fleet", "when": "always", "keep_free": "95%",
+                            "interval_ms": 200});
+    std::fs::write(&d.config, serde_json::to_vec(&cfg).unwrap()).unwrap();
+    spawn(&mut d, &g);
+    let imu = samples(&d, 3);
+    let live = d.trace_dir();
+    let journal = roverlog_offload::journal::default_path(&data, "s3://fleet");
+    let name = |t: &Path| t.file_name().unwrap().to_str().unwrap().to_string();
+    // Each trace is verified in the journal whenever it is seen gone (even partly).
+    let t0 = std::time::Instant::now();
+    let mut gone = [None, None];
+    while gone.iter().any(Option::is_none) {
+        for (k, t) in [&first, &second].iter().enumerate() {
+            if gone[k].is_none() && !t.join("config.yaml").exists() {
+                let j: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(&journal).unwrap()).unwrap();
+                assert_eq!(
+                    j["traces"][name(t)]["verified"],
+                    true,
+                    "{} deleted unverified: {j}",
+                    t.display()
+                );
+                gone[k] = Some(t0.elapsed());
+            }
+        }
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "the verified traces were not deleted within 60 s: {}",
+            d.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(gone[0] <= gone[1], "oldest first: {gone:?}");
+    // Deleted only once every object was its file.
+    let store = Store::open_env("s3://fleet", &g.env()).unwrap();
+    for (t, files) in [&first, &second].iter().zip(&want) {
+        assert!(!files.is_empty());
+        for (rel, md5) in files {
+            let key = format!("{}/{rel}", name(t));
+            let info = store.head(&key).unwrap().unwrap_or_else(|| panic!("{key}"));
+            let got = roverlog_store::md5_hex(&store.get_range(&key, 0..info.size).unwrap());
+            assert_eq!(&got, md5, "{key}");
+        }
+    }
+    // The trace being recorded: neither deleted nor sent, though free space is short.
+    let (free, total) = roverlog_offload::free::free_space(&data).unwrap();
+    assert!((free as f64) < 0.95 * total as f64, "{free} of {total}");
+    assert!(live.join("config.yaml").exists() && live.join("imu").exists());
+    assert!(store
+        .head(&format!("{}/config.yaml", name(&live)))
+        .unwrap()
+        .is_none());
+    assert_eq!(d.status()["recording"], true);
+    drop(imu);
+    assert!(d.stop().success(), "{}", d.log());
+}

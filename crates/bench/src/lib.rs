@@ -25,6 +25,7 @@ pub mod error;
 pub mod hour;
 pub mod lidar;
 pub mod load;
+pub mod offload;
 pub mod procfs;
 pub mod rig;
 pub mod rosbag_trace;

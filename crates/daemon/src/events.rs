@@ -78,6 +78,17 @@ impl LogFile {
     }
 }
 
+/// Whether the filesystem of `file` has room for the log's reserve several times over.
+fn room_for_reserve(file: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fstatvfs on a valid descriptor into a zeroed struct it fills.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatvfs(file.as_raw_fd(), &mut st) } != 0 {
+        return false;
+    }
+    (st.f_bavail as u64).saturating_mul(st.f_frsize as u64) > 4 * RESERVE
+}
+
 impl Drop for EventLog {
     /// Gives back the space reserved past the log's end (the log is complete).
     fn drop(&mut self) {
@@ -134,6 +145,11 @@ impl EventLog {
     /// Appends `event` at `t` now. A failure is logged, not returned: losing an event line
     /// must not stop recording.
     pub fn write(&self, event: Event) {
+        // A `stop` seals the trace (an offload may read the log the moment it is there): the
+        // space reserved past the end is given back before it, not after (`set_len` on drop
+        // would touch the sealed log's mtime after the fact), unless the disk is nearly full:
+        // then the reserve is what the stop line is written into, and it goes on drop.
+        let last = matches!(event, Event::Stop { .. });
         let mut line = vec![b'\n'];
         let at = EventLine {
             t: now_epoch(),
@@ -143,12 +159,24 @@ impl EventLog {
         line.push(b'\n');
         {
             let mut f = self.file.lock_or_recover();
+            if last && f.reserved > f.len && room_for_reserve(&f.file) {
+                let len = f.len;
+                if f.file.set_len(len).is_ok() {
+                    f.reserved = len;
+                }
+            }
             let line = if f.torn { &line[..] } else { &line[1..] };
             match f.file.write_all(line) {
                 Ok(()) => {
                     f.torn = false;
                     f.len += line.len() as u64;
-                    f.reserve();
+                    if last {
+                        // Nothing more is reserved: the drop has nothing to give back (or,
+                        // on a nearly full disk, what the stop did not use).
+                        f.reserved = f.reserved.max(f.len);
+                    } else {
+                        f.reserve();
+                    }
                 }
                 Err(e) => {
                     tracing::error!(path = %self.path.display(), "writing an event: {e}");

@@ -247,13 +247,17 @@ impl Job {
 }
 
 impl roverlog_offload::Progress for Job {
-    fn trace(&self, name: &str, _bytes: u64, _done: u64) {
+    fn trace(&self, name: &str, bytes: u64, done: u64) {
         self.shared.set(|s| {
             // The trace before this one is verified.
             if s.current_trace.is_some() {
                 s.pending_traces = s.pending_traces.map(|n| n.saturating_sub(1));
             }
             s.current_trace = Some(name.to_string());
+            // A trace sealed after the last look (between it and the run's listing) was not
+            // counted: what is left is at least this one.
+            s.pending_traces = Some(s.pending_traces.unwrap_or(0).max(1));
+            s.bytes_left = Some(s.bytes_left.unwrap_or(0).max(bytes.saturating_sub(done)));
         });
     }
 

@@ -1,8 +1,8 @@
 //! The offload journal: what has gone to one destination, kept on the vehicle's disk (by
 //! default `<DATA>/_roverlog/offload/<hash of DEST>.json`) and rewritten whole, atomically
 //! and fsynced ([`write_file_atomic`]), after every part, file and trace. A kill or a power
-//! cut leaves the last version written, so the next run sends again at most the part that
-//! was in flight.
+//! cut leaves the last version written, so the next run sends again at most the parts that
+//! were in flight (`--jobs` of them).
 //!
 //! Per trace (by its path below DATA): its files as found when it was planned (size and
 //! mtime, to tell a file changed since), each `pending`, `uploading` (the store's upload id
@@ -29,10 +29,15 @@ pub struct Journal {
     pub dest: String,
     /// By trace path below DATA (`/`-separated).
     pub traces: BTreeMap<String, TraceEntry>,
-    /// The part or object being sent when this version was written (at most one: parts go
-    /// one at a time): found here on the next run, it is counted as re-sent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub in_flight: Option<InFlight>,
+    /// The parts or objects being sent when this version was written (at most `--jobs` of
+    /// them): found here on the next run, each sent again is counted as re-sent. (A journal
+    /// written when parts went one at a time holds one object here, not a list: read too.)
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "one_or_many"
+    )]
+    pub in_flight: Vec<InFlight>,
     /// Bytes handed to the store over every run, counted before each part goes (so a part
     /// a kill interrupted counts): the figure that bounds what kills cost.
     #[serde(default)]
@@ -87,7 +92,9 @@ pub enum FileState {
     Uploading {
         upload: String,
         part_size: u64,
-        parts: Vec<PartEntry>,
+        /// By part index; `null` for a part not acknowledged yet (parts go concurrently and
+        /// are acknowledged out of order).
+        parts: Vec<Option<PartEntry>>,
     },
     Done {
         /// What the store said the object's ETag is (none from a directory).
@@ -103,6 +110,21 @@ pub struct PartEntry {
     pub md5: String,
     /// The store's token for completing the upload.
     pub token: String,
+}
+
+/// `in_flight` as a list, or as the single object an older journal holds.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<InFlight>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(InFlight),
+        Many(Vec<InFlight>),
+    }
+    Ok(match Option::<OneOrMany>::deserialize(d)? {
+        None => Vec::new(),
+        Some(OneOrMany::One(f)) => vec![f],
+        Some(OneOrMany::Many(v)) => v,
+    })
 }
 
 impl Journal {
@@ -203,4 +225,33 @@ pub fn default_path(data: &Path, dest: &str) -> PathBuf {
     base.join("_roverlog")
         .join("offload")
         .join(format!("{}.json", &hash[..16]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A journal written when parts went one at a time (one `in_flight` object, every part
+    /// acknowledged in order) reads as the list form, and writes back as a list.
+    #[test]
+    fn a_journal_of_one_part_in_flight_still_reads() {
+        let old = r#"{"version":1,"dest":"s3://b","sent":10,
+            "in_flight":{"trace":"t","file":"f","part":2,"bytes":5},
+            "traces":{"t":{"files":[{"path":"f","size":15,"mtime_ns":1,
+                "state":{"state":"uploading","upload":"u","part_size":5,
+                         "parts":[{"md5":"a","token":"x"},{"md5":"b","token":"y"}]}}]}}}"#;
+        let j: Journal = serde_json::from_str(old).unwrap();
+        assert_eq!(j.in_flight.len(), 1);
+        assert_eq!(j.in_flight[0].part, 2);
+        let FileState::Uploading { parts, .. } = &j.traces["t"].files[0].state else {
+            panic!("uploading");
+        };
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[1].as_ref().unwrap().md5, "b");
+        let again: Journal = serde_json::from_slice(&serde_json::to_vec(&j).unwrap()).unwrap();
+        assert_eq!(again.in_flight, j.in_flight);
+        let none: Journal =
+            serde_json::from_str(r#"{"version":1,"dest":"d","traces":{}}"#).unwrap();
+        assert!(none.in_flight.is_empty());
+    }
 }

@@ -6,12 +6,13 @@
 //!   crash cut is reported, not sent).
 //! - [`journal`]: the progress on the vehicle's disk; a kill or power cut then the same
 //!   command sends again at most the part in flight.
-//! - [`upload`]: one file, whole or in parts, and what is verified.
+//! - [`send`]: a trace's files, whole or in parts, `--jobs` requests in flight at a time.
+//! - [`upload`]: part sizes, and what is verified.
 //! - [`free`]: `--delete` and `--keep-free`, only ever of verified traces.
 //! - [`rate`]: the `--rate` cap.
 //!
-//! The job is sequential (one part in flight), which keeps the journal simple and the
-//! re-sent bytes after a kill at most one part.
+//! One thread reads, hashes, paces and journals; `--jobs` workers hand the bodies to the
+//! store, so the re-sent bytes after a kill are at most the `--jobs` parts in flight.
 
 mod error;
 pub mod free;
@@ -21,15 +22,20 @@ pub mod pending;
 pub mod plan;
 pub mod rate;
 pub mod select;
+mod send;
 pub mod upload;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use error::OffloadError;
 use journal::{FileState, InFlight, Journal};
 use roverlog_store::Store;
 use select::TraceState;
+
+/// Requests in flight at a time by default (as rclone's `--transfers 4`).
+pub const JOBS: usize = 4;
 
 /// What to offload, where, and how.
 #[derive(Debug, Clone)]
@@ -47,6 +53,8 @@ pub struct Options {
     pub rate: Option<u64>,
     /// The smallest part (files up to it go whole).
     pub part_size: u64,
+    /// Requests (parts, or whole files) in flight at a time, at least 1.
+    pub jobs: usize,
 }
 
 impl Options {
@@ -59,6 +67,7 @@ impl Options {
             keep_free: None,
             rate: None,
             part_size: upload::PART_SIZE,
+            jobs: JOBS,
         }
     }
 }
@@ -116,15 +125,19 @@ impl Summary {
 
 /// One run of the job.
 pub(crate) struct Job<'a> {
-    pub(crate) store: Store,
+    pub(crate) store: Arc<Store>,
     pub(crate) journal: Journal,
     pub(crate) journal_path: PathBuf,
     pub(crate) pacer: Option<rate::Pacer>,
     pub(crate) progress: &'a dyn Progress,
     pub(crate) summary: Summary,
     pub(crate) part_size: u64,
-    /// The part the last run had in flight.
-    pub(crate) was_in_flight: Option<InFlight>,
+    pub(crate) jobs: usize,
+    /// The parts the last run had in flight.
+    pub(crate) was_in_flight: Vec<InFlight>,
+    /// Files (trace, index) sent and verified by this run: not checked again before their
+    /// trace is called verified (that check is for objects sent by an earlier run).
+    pub(crate) verified_now: std::collections::BTreeSet<(String, usize)>,
 }
 
 impl Job<'_> {
@@ -150,9 +163,9 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, OffloadEr
     let store = Store::open(&opts.dest)?;
     store.check()?;
     let mut journal = Journal::load(&journal_path, &opts.dest)?;
-    let was_in_flight = journal.in_flight.take();
+    let was_in_flight = std::mem::take(&mut journal.in_flight);
     let mut job = Job {
-        store,
+        store: Arc::new(store),
         journal,
         journal_path,
         pacer: opts
@@ -161,7 +174,9 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, OffloadEr
         progress,
         summary: Summary::default(),
         part_size: opts.part_size,
+        jobs: opts.jobs.max(1),
         was_in_flight,
+        verified_now: Default::default(),
     };
     // A kill between verification and deletion: the deletion is finished first.
     if opts.delete {
@@ -240,26 +255,23 @@ impl Job<'_> {
                 FileState::Done { .. } => f.size,
                 FileState::Uploading {
                     part_size, parts, ..
-                } => (*part_size * parts.len() as u64).min(f.size),
+                } => (*part_size * parts.iter().flatten().count() as u64).min(f.size),
                 FileState::Pending => 0,
             })
             .sum();
         self.progress.trace(name, entry.bytes, done);
-        for i in 0..entry.files.len() {
-            if !matches!(
-                self.journal.traces[name].files[i].state,
-                FileState::Done { .. }
-            ) {
-                self.send_file(name, dir, i)?;
-            }
-        }
+        self.send_files(name, dir)?;
         self.send_csv(dir, name)?;
-        // Every object once more: one changed on the store since it was sent (between two
-        // runs) is caught before the trace is called verified.
+        // Every object sent by an earlier run once more: one changed on the store since
+        // (between two runs) is caught before the trace is called verified. (Those this run
+        // sent were checked as they completed.) Every local file is still as planned.
         let files = self.journal.traces[name].files.clone();
         for (i, f) in files.iter().enumerate() {
             let path = dir.join(&f.path);
             upload::check_unchanged(&path, f)?;
+            if self.verified_now.contains(&(name.to_string(), i)) {
+                continue;
+            }
             if let Err(e) = self.check_again(name, dir, f) {
                 // Sent again by the next run (the object at the store is not this file).
                 self.journal.traces.get_mut(name).expect("planned").files[i].state =

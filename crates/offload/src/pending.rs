@@ -38,7 +38,9 @@ pub fn pending(opts: &Options) -> Result<Pending, OffloadError> {
                         FileState::Done { .. } => 0,
                         FileState::Uploading {
                             part_size, parts, ..
-                        } => f.size.saturating_sub(*part_size * parts.len() as u64),
+                        } => f
+                            .size
+                            .saturating_sub(*part_size * parts.iter().flatten().count() as u64),
                         FileState::Pending => f.size,
                     })
                     .sum::<u64>();

@@ -37,6 +37,12 @@ pub enum StoreError {
         endpoint: String,
         detail: String,
     },
+    #[error("bucket {bucket:?} at {endpoint} is full (its quota, or the store's space, is used up; free or raise it, then run again): {detail}")]
+    Full {
+        bucket: String,
+        endpoint: String,
+        detail: String,
+    },
     #[error("{store}: no unfinished upload {upload} of {key}")]
     NoSuchUpload {
         store: String,

@@ -152,7 +152,22 @@ impl S3Store {
             }
         }
         let answered = text.contains("status code") || text.contains("error response");
+        let full = [
+            "quota is reached",
+            "<Code>QuotaExceeded",
+            "<Code>XMinioStorageFull",
+            "<Code>InsufficientStorage",
+        ]
+        .iter()
+        .any(|c| text.contains(c));
         match &e {
+            // Garage: "Bucket size quota is reached" (a 403); AWS and others: QuotaExceeded,
+            // or no room left on the store itself.
+            _ if full => StoreError::Full {
+                bucket: self.bucket.clone(),
+                endpoint: self.endpoint.clone(),
+                detail: text,
+            },
             object_store::Error::Unauthenticated { .. }
             | object_store::Error::PermissionDenied { .. } => StoreError::Refused {
                 bucket: self.bucket.clone(),

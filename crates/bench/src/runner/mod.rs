@@ -29,6 +29,7 @@ mod faults;
 mod foxglove;
 mod full_size;
 mod hour_trace;
+mod offload;
 mod peers;
 mod report;
 pub mod rig;

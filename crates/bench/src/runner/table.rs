@@ -2,7 +2,7 @@
 //! it. `--only` names rows of these tables; with no `--only`, every row of [`SCENARIOS`] runs.
 
 use super::scenario::{self, Ctx, Measured};
-use super::{faults, full_size, hour_trace, rig, rosbag, soak, Options};
+use super::{faults, full_size, hour_trace, offload, rig, rosbag, soak, Options};
 use anyhow::Result;
 
 /// A scenario run against a fresh daemon of its own, in turn with the others named (or all).
@@ -64,8 +64,7 @@ pub(super) struct Alone {
 }
 
 /// The scenarios that run alone, checked in this order. A new one is one row here (and its
-/// module beside the others), e.g.
-/// `Alone { name: "offload", measures: "...", alone: "--only offload runs alone", run: crate::offload::run },`
+/// module beside the others).
 pub(super) const ALONE: &[Alone] = &[
     Alone {
         name: "full-size",
@@ -96,6 +95,12 @@ pub(super) const ALONE: &[Alone] = &[
         measures: "`roverlog rosbag` vs upstream's `roverd rosbag`, CPU and wall",
         alone: "--only rosbag runs alone (it drives no daemon)",
         run: rosbag::run_bench,
+    },
+    Alone {
+        name: "offload",
+        measures: "`roverlog offload` vs `rclone copy` to the same Garage, same parallelism; re-sent bytes after kills",
+        alone: "--only offload runs alone (it starts its own S3 server, no daemon)",
+        run: offload::alone,
     },
     Alone {
         name: "rig",
