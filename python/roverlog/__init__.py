@@ -47,6 +47,7 @@ from .driver import DaemonWaitWarning, Driver, Durable, NotRecordingWarning
 from .trace import Channel, Metadata, Nearest, Sensor, Trace
 from .lazy import to_dask
 from . import trace
+from . import remote  # registers s3:// with Trace (read in place)
 from .zarr import meta as _zarr_meta, selection as _selection, url as _zarr_url
 
 # The modules' names before they were renamed (`roverd.py` read as upstream's `roverd`, which

@@ -127,3 +127,6 @@ class RemoteTrace(Trace):
 
     def __repr__(self):
         return f"RemoteTrace({self.url!r}, sensors={list(self.sensors)})"
+
+
+Trace._in_place["s3://"] = RemoteTrace

@@ -360,12 +360,15 @@ class Trace:
     With `sync` (e.g. `Nearest("camera", tol=0.05)`), `trace[i]` is the `i`-th synchronised
     sample of every sensor and `len(trace)` their count (abstract-dataloader's `Trace`)."""
 
-    def __new__(cls, path=None, *args, **kwargs):
-        # `s3://...`: read in place (roverlog/remote.py).
-        if cls is Trace and isinstance(path, str) and path.startswith("s3://"):
-            from .remote import RemoteTrace
+    # URL prefix -> the class that reads such traces in place; roverlog/remote.py registers
+    # `s3://` (so this module imports nothing that imports it back).
+    _in_place = {}
 
-            return RemoteTrace(path, *args, **kwargs)
+    def __new__(cls, path=None, *args, **kwargs):
+        if cls is Trace and isinstance(path, str):
+            for prefix, reader in Trace._in_place.items():
+                if path.startswith(prefix):
+                    return reader(path, *args, **kwargs)
         return super().__new__(cls)
 
     def __init__(self, path, sync=None, writable=False):

@@ -24,7 +24,7 @@ mod gulp;
 mod jpeg;
 mod meta;
 mod ouster;
-mod remote;
+mod remote_trace;
 mod threads;
 mod timestamps;
 mod zarr;
@@ -114,7 +114,7 @@ fn _roverlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<gulp::GulpDir>()?;
     m.add_class::<zarr::ZarrArr>()?;
     m.add_class::<ouster::OusterLut>()?;
-    m.add_class::<remote::NativeRemoteTrace>()?;
-    m.add_function(wrap_pyfunction!(remote::find_traces, m)?)?;
+    m.add_class::<remote_trace::NativeRemoteTrace>()?;
+    m.add_function(wrap_pyfunction!(remote_trace::find_traces, m)?)?;
     Ok(())
 }

@@ -9,7 +9,8 @@ use clap::Args;
 
 use super::exit::StdoutError;
 use super::Outcome;
-use roverlog_core::format::{self, Sensor};
+use roverlog_core::format::{self, ChannelFormat, Sensor, TS_CHANNEL};
+use roverlog_store::open_trace;
 
 #[derive(Args)]
 pub struct CatArgs {
@@ -118,7 +119,7 @@ pub fn cat(args: CatArgs) -> Result<Outcome> {
         bail!("--jpeg and --timestamps apply to roverd traces only");
     }
     let done = if let Some(url) = super::inplace::url(&args.dataset) {
-        super::inplace::cat(&args, url, &mut out)
+        cat_remote(&args, url, &mut out)
     } else if gulp {
         cat_gulp(&args, &mut out)
     } else if is_zarr(&args.dataset) {
@@ -306,4 +307,63 @@ mod tests {
         assert!(r("-1:").is_err());
         assert_eq!(Rows::parse(None, 3).unwrap().iter().count(), 3);
     }
+}
+
+/// `roverlog cat s3://.../trace sensor/channel`: as for a local trace.
+fn cat_remote(args: &CatArgs, url: &str, out: &mut impl Write) -> Result<()> {
+    if args.field.is_some() {
+        bail!("--field applies to zarr arrays only");
+    }
+    let Some((sensor, channel)) = args.item.split_once('/') else {
+        bail!(
+            "{:?}: for a roverd trace the item is sensor/channel (e.g. imu/acc)",
+            args.item
+        );
+    };
+    let (trace, _) = open_trace(url)?;
+    let s = trace.sensor(sensor)?;
+    let write = |out: &mut dyn Write, b: &[u8]| out.write_all(b).context("writing to stdout");
+    if args.timestamps != roverlog_core::timestamps::Model::Raw {
+        if channel != TS_CHANNEL {
+            bail!("--timestamps applies to the `ts` channel (e.g. {sensor}/ts)");
+        }
+        let ts = args.timestamps.apply(s.timestamps())?;
+        for i in Rows::parse(args.rows.as_deref(), ts.len() as u64)?.iter() {
+            write(out, &ts[i as usize].to_le_bytes())?;
+        }
+        return Ok(());
+    }
+    let c = s.channel(channel)?;
+    let video = s.meta().get(channel).map(|m| &m.format) == Some(&ChannelFormat::Mjpg);
+    if args.jpeg && !video {
+        bail!("--jpeg applies to mjpg (video) channels only");
+    }
+    let counted = if channel == TS_CHANNEL {
+        c.len()
+    } else {
+        s.len().max(c.len())
+    };
+    let rows = match &args.rows {
+        Some(_) => Rows::parse(args.rows.as_deref(), counted)?,
+        None => {
+            if c.len() < counted {
+                let why = c.get(c.len()).err().map(|e| e.to_string());
+                eprintln!(
+                    "warning: writing the {} intact of the {counted} samples `ts` counts: {}",
+                    c.len(),
+                    why.unwrap_or_default()
+                );
+            }
+            Rows::parse(None, c.len())?
+        }
+    };
+    for i in rows.iter() {
+        let b = c.get(i)?;
+        if video && !args.jpeg {
+            write(out, &roverlog_core::format::avi::decode_rgb(&b)?)?;
+        } else {
+            write(out, &b)?;
+        }
+    }
+    Ok(())
 }

@@ -3,13 +3,12 @@
 //! store's settings from the `AWS_*` variables (docs/offload.md). Local paths keep the mapped
 //! readers; each verb hands a path here when it names `s3://`.
 
-use std::io::Write;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde_json::json;
 
-use super::cat::{CatArgs, Rows};
+use super::exit::outln;
 use super::Outcome;
 use roverlog_core::format::{ChannelFormat, TS_CHANNEL};
 use roverlog_core::remote::{RemoteSensor, RemoteTrace};
@@ -55,7 +54,7 @@ pub fn info(url: &str, all: bool, json: bool) -> Result<Outcome> {
                 serde_json::Value::Array(out)
             }
         };
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?)?;
     }
     Ok(Outcome::Ok)
 }
@@ -122,25 +121,25 @@ fn describe(url: &str, t: &RemoteTrace, all: bool, json: bool) -> Result<serde_j
     }
     let out = json!({"trace": url, "sensors": sensors});
     if !json {
-        println!("{url}");
+        outln!("{url}")?;
         for s in &sensors {
-            println!(
+            outln!(
                 "  {:<16} {:>10} samples {:>10.2} s {:>10.2} Hz {:>14} bytes",
                 s["sensor"].as_str().unwrap_or_default(),
                 s["samples"],
                 s["duration_s"].as_f64().unwrap_or_default(),
                 s["rate_hz"].as_f64().unwrap_or_default(),
                 s["bytes"],
-            );
+            )?;
             for c in s["channels"].as_array().into_iter().flatten() {
-                println!(
+                outln!(
                     "    {:<14} {:<6} {:>14} bytes",
                     c["name"].as_str().unwrap_or_default(),
                     c["format"].as_str().unwrap_or_default(),
                     c["bytes"],
-                );
+                )?;
                 if let Some(d) = c["damage"].as_str() {
-                    println!("      DAMAGED: {d}");
+                    outln!("      DAMAGED: {d}")?;
                 }
             }
         }
@@ -163,11 +162,11 @@ pub fn validate(url: &str, deep: bool) -> Result<(usize, usize)> {
             };
             if problems.is_empty() {
                 let n = trace.sensor(name).map(|s| s.len()).unwrap_or(0);
-                println!("{t}/{name}: ok ({n} samples)");
+                outln!("{t}/{name}: ok ({n} samples)")?;
             } else {
                 bad += 1;
                 for p in problems {
-                    println!("{t}/{name}: {p}");
+                    outln!("{t}/{name}: {p}")?;
                 }
             }
         }
@@ -222,66 +221,7 @@ fn sensor_problems(s: &RemoteSensor, deep: bool) -> Vec<String> {
 pub fn list(url: &str) -> Result<Outcome> {
     for t in traces_below(url)? {
         let rel = t.strip_prefix(url).unwrap_or(&t).trim_start_matches('/');
-        println!("{}", if rel.is_empty() { "." } else { rel });
+        outln!("{}", if rel.is_empty() { "." } else { rel })?;
     }
     Ok(Outcome::Ok)
-}
-
-/// `roverlog cat s3://.../trace sensor/channel`: as for a local trace.
-pub fn cat(args: &CatArgs, url: &str, out: &mut impl Write) -> Result<()> {
-    if args.field.is_some() {
-        bail!("--field applies to zarr arrays only");
-    }
-    let Some((sensor, channel)) = args.item.split_once('/') else {
-        bail!(
-            "{:?}: for a roverd trace the item is sensor/channel (e.g. imu/acc)",
-            args.item
-        );
-    };
-    let (trace, _) = open_trace(url)?;
-    let s = trace.sensor(sensor)?;
-    let write = |out: &mut dyn Write, b: &[u8]| out.write_all(b).context("writing to stdout");
-    if args.timestamps != roverlog_core::timestamps::Model::Raw {
-        if channel != TS_CHANNEL {
-            bail!("--timestamps applies to the `ts` channel (e.g. {sensor}/ts)");
-        }
-        let ts = args.timestamps.apply(s.timestamps())?;
-        for i in Rows::parse(args.rows.as_deref(), ts.len() as u64)?.iter() {
-            write(out, &ts[i as usize].to_le_bytes())?;
-        }
-        return Ok(());
-    }
-    let c = s.channel(channel)?;
-    let video = s.meta().get(channel).map(|m| &m.format) == Some(&ChannelFormat::Mjpg);
-    if args.jpeg && !video {
-        bail!("--jpeg applies to mjpg (video) channels only");
-    }
-    let counted = if channel == TS_CHANNEL {
-        c.len()
-    } else {
-        s.len().max(c.len())
-    };
-    let rows = match &args.rows {
-        Some(_) => Rows::parse(args.rows.as_deref(), counted)?,
-        None => {
-            if c.len() < counted {
-                let why = c.get(c.len()).err().map(|e| e.to_string());
-                eprintln!(
-                    "warning: writing the {} intact of the {counted} samples `ts` counts: {}",
-                    c.len(),
-                    why.unwrap_or_default()
-                );
-            }
-            Rows::parse(None, c.len())?
-        }
-    };
-    for i in rows.iter() {
-        let b = c.get(i)?;
-        if video && !args.jpeg {
-            write(out, &roverlog_core::format::avi::decode_rgb(&b)?)?;
-        } else {
-            write(out, &b)?;
-        }
-    }
-    Ok(())
 }

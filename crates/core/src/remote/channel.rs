@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::avi::RemoteAvi;
-use super::trace::read_whole;
+use super::fetch::read_whole;
 use super::{FrameDamage, RangeFile, RemoteError, TraceFiles};
 use crate::format::blob::sample_name;
 use crate::format::lzmaf::{parse_index, reader_frames};

@@ -21,6 +21,7 @@
 mod avi;
 mod channel;
 mod error;
+mod fetch;
 mod local;
 mod trace;
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::channel::RemoteChannel;
+use super::fetch::read_whole;
 use super::{RemoteError, TraceFiles};
 use crate::format::meta::{ChannelFormat, SensorMeta, MAX_META_BYTES, META_FILE, TS_CHANNEL};
 use crate::format::trace::CONFIG_FILE;
@@ -122,38 +123,6 @@ impl RemoteTrace {
     ) -> Result<Vec<u8>, RemoteError> {
         read_whole(&*self.files, &self.sizes, path, limit, what)
     }
-}
-
-/// File `path` of `files` whole (one request), refused over `limit` bytes.
-pub(super) fn read_whole(
-    files: &dyn TraceFiles,
-    sizes: &BTreeMap<String, u64>,
-    path: &str,
-    limit: u64,
-    what: &'static str,
-) -> Result<Vec<u8>, RemoteError> {
-    let file = format!("{}/{path}", files.location());
-    let len = *sizes.get(path).ok_or_else(|| RemoteError::Backend {
-        location: file.clone(),
-        error: "no such file".into(),
-    })?;
-    if len > limit {
-        return Err(RemoteError::TooLarge {
-            file,
-            what,
-            got: len,
-            limit,
-        });
-    }
-    let backend = |error| RemoteError::Backend {
-        location: file.clone(),
-        error,
-    };
-    let f = files.open(path, len).map_err(backend)?;
-    if len == 0 {
-        return Ok(Vec::new());
-    }
-    f.read_range(0..len).map_err(backend)
 }
 
 /// A sensor opened in place: its `meta.json` and timestamps kept.
