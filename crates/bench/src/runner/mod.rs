@@ -22,6 +22,7 @@ use roverlog_core::format::{check_sensor, Depth};
 use roverlog_daemon::events::EVENTS_DIR;
 use roverlog_daemon::Config;
 
+mod baseline_error;
 mod child;
 mod dashboard;
 mod disk;
@@ -39,6 +40,7 @@ mod soak;
 mod table;
 mod verb_floor;
 
+pub use baseline_error::BaselineError;
 use scenario::{check_data, python_writer, run_scenario, Ctx, PyWriter};
 use table::{Scenario, ALONE, SCENARIOS};
 
@@ -161,7 +163,7 @@ struct Row {
     scenario: &'static str,
     ours: Throughput,
     /// The baseline, or why it could not be measured.
-    baseline: Option<std::result::Result<Throughput, String>>,
+    baseline: Option<std::result::Result<Throughput, BaselineError>>,
     unit: Unit,
     /// `ours / baseline >= target`, or with no baseline `ours >= target` in `unit`; `None`
     /// for a row shown only to explain another.
@@ -172,14 +174,14 @@ struct Row {
     round_figures: Vec<(f64, f64)>,
 }
 
-type Rounds = std::result::Result<Vec<Throughput>, String>;
+type Rounds = std::result::Result<Vec<Throughput>, BaselineError>;
 
 /// Adds one round's baseline figure; the first failure is kept.
-fn push_round(acc: &mut Rounds, r: std::result::Result<Throughput, String>) {
+fn push_round<E: Into<BaselineError>>(acc: &mut Rounds, r: std::result::Result<Throughput, E>) {
     if let Ok(v) = acc {
         match r {
             Ok(t) => v.push(t),
-            Err(e) => *acc = Err(e),
+            Err(e) => *acc = Err(e.into()),
         }
     }
 }
@@ -256,7 +258,7 @@ impl Row {
             "baseline": match &self.baseline {
                 None => Value::Null,
                 Some(Ok(b)) => t(b),
-                Some(Err(e)) => json!({"error": e}),
+                Some(Err(e)) => json!({"error": e.to_string()}),
             },
             "ratio": self.ratio(),
             "round_ratios": self.rounds,

@@ -3,9 +3,10 @@
 //! daemon run.
 
 use super::*;
+use std::sync::Arc;
 
 /// The baseline writer: (python, script), or why there is none.
-pub(super) type PyWriter = std::result::Result<(PathBuf, PathBuf), String>;
+pub(super) type PyWriter = std::result::Result<(PathBuf, PathBuf), BaselineError>;
 
 /// What one daemon scenario is given: the running daemon's config and the bench's settings;
 /// what it sends is counted into `expected` (sensor -> samples) for the data check.
@@ -111,24 +112,20 @@ pub(super) fn large_or_direct(ctx: &mut Ctx) -> Result<Measured> {
         for step in 0..steps {
             match ((step + round) % steps, direct) {
                 // Target: dd oflag=direct; dd through the page cache for comparison.
-                (0, true) => push_round(
-                    &mut dd,
-                    baselines::dd_direct(&dirs[0], mib, random, leave).map_err(|e| e.to_string()),
-                ),
+                (0, true) => {
+                    push_round(&mut dd, baselines::dd_direct(&dirs[0], mib, random, leave))
+                }
                 (1, true) => push_round(
                     &mut other,
-                    baselines::dd_fdatasync(&dirs[1], mib, random, leave)
-                        .map_err(|e| e.to_string()),
+                    baselines::dd_fdatasync(&dirs[1], mib, random, leave),
                 ),
                 (0, false) => push_round(
                     &mut dd,
-                    baselines::dd_fdatasync(&dirs[0], mib, random, leave)
-                        .map_err(|e| e.to_string()),
+                    baselines::dd_fdatasync(&dirs[0], mib, random, leave),
                 ),
                 (1, false) => push_round(
                     &mut zeros,
-                    baselines::dd_fdatasync(&dirs[1], mib, Input::Zeros, leave)
-                        .map_err(|e| e.to_string()),
+                    baselines::dd_fdatasync(&dirs[1], mib, Input::Zeros, leave),
                 ),
                 // The same bytes through a socket into a file with no format: the
                 // copies dd does not make.
@@ -190,7 +187,7 @@ pub(super) fn imu(ctx: &mut Ctx) -> Result<Measured> {
         );
         push_round(
             &mut tokio_ceiling,
-            baselines::tokio_discard(n, sizes.imu_samples, 44).map_err(|e| e.to_string()),
+            baselines::tokio_discard(n, sizes.imu_samples, 44),
         );
         let p = match py {
             Ok((py, script)) => python_imu(py, script, work, n, sizes.imu_samples),
@@ -380,17 +377,20 @@ pub(super) fn concurrent_sinks(
     records: u64,
     bytes: usize,
     sink: Option<Leave>,
-) -> std::result::Result<Throughput, String> {
+) -> std::result::Result<Throughput, BaselineError> {
     let handles: Vec<_> = (0..n)
         .map(|i| {
             let dir = work.join(format!("sink{i}"));
             std::thread::spawn(move || {
-                std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+                std::fs::create_dir_all(&dir).map_err(|e| BaselineError::Dir {
+                    path: dir.clone(),
+                    error: Arc::new(e),
+                })?;
                 let r = match sink {
                     Some(leave) => baselines::socket_sink(&dir, records, bytes, leave),
                     None => baselines::socket_discard(&dir, records, bytes),
                 };
-                let r = r.map_err(|e| e.to_string());
+                let r = r.map_err(BaselineError::from);
                 let _ = std::fs::remove_dir(&dir);
                 r
             })
@@ -414,24 +414,27 @@ pub(super) fn aggregate(name: String, parts: &[Throughput]) -> Throughput {
 }
 
 /// The Python interpreter and `scripts/bench/python_writer.py`, or why they are missing.
-pub(super) fn python_writer(
-    python: Option<&Path>,
-) -> std::result::Result<(PathBuf, PathBuf), String> {
-    let script = repo_file("scripts/bench/python_writer.py")
-        .ok_or("scripts/bench/python_writer.py not found (run from the repository)")?;
+pub(super) fn python_writer(python: Option<&Path>) -> PyWriter {
+    let script = repo_file("scripts/bench/python_writer.py").ok_or(BaselineError::NotFound {
+        file: "scripts/bench/python_writer.py",
+        hint: " (run from the repository)",
+    })?;
     let py = match python {
         Some(p) => p.to_path_buf(),
         None => {
-            let env = repo_file("scripts/py-env.sh").ok_or("scripts/py-env.sh not found")?;
+            let env = repo_file("scripts/py-env.sh").ok_or(BaselineError::NotFound {
+                file: "scripts/py-env.sh",
+                hint: "",
+            })?;
             let out = Command::new("bash")
                 .arg(env)
                 .output()
-                .map_err(|e| format!("running scripts/py-env.sh: {e}"))?;
+                .map_err(|e| BaselineError::PyEnvStart(Arc::new(e)))?;
             if !out.status.success() {
-                return Err(format!(
-                    "scripts/py-env.sh failed: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ));
+                return Err(BaselineError::PyEnvFailed {
+                    status: out.status,
+                    stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                });
             }
             PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
         }
@@ -458,7 +461,7 @@ pub(super) fn python_imu(
     work: &Path,
     n: usize,
     samples: u64,
-) -> std::result::Result<Throughput, String> {
+) -> std::result::Result<Throughput, BaselineError> {
     let dir = work.join("python");
     let children: Vec<_> = (0..n)
         .map(|_| {
@@ -471,23 +474,30 @@ pub(super) fn python_imu(
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
-                .map_err(|e| format!("starting {}: {e}", py.display()))
+                .map_err(|e| BaselineError::WriterStart {
+                    python: py.to_path_buf(),
+                    error: Arc::new(e),
+                })
         })
         .collect::<std::result::Result<_, _>>()?;
     let mut parts = Vec::new();
     for c in children {
-        let out = c.wait_with_output().map_err(|e| e.to_string())?;
+        let out = c
+            .wait_with_output()
+            .map_err(|e| BaselineError::WriterWait(Arc::new(e)))?;
         if !out.status.success() {
-            return Err(format!(
-                "python writer failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
+            return Err(BaselineError::WriterFailed {
+                status: out.status,
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
         }
         let stdout = String::from_utf8_lossy(&out.stdout);
         let last = stdout.lines().last().unwrap_or_default();
-        let v: Value = serde_json::from_str(last)
-            .map_err(|e| format!("python writer output {last:?}: {e}"))?;
-        let num = |k: &str| v[k].as_f64().ok_or(format!("python writer: no {k:?}"));
+        let v: Value = serde_json::from_str(last).map_err(|e| BaselineError::WriterOutput {
+            line: last.to_string(),
+            error: Arc::new(e),
+        })?;
+        let num = |key: &'static str| v[key].as_f64().ok_or(BaselineError::WriterField { key });
         parts.push(Throughput {
             name: String::new(),
             bytes: num("bytes")? as u64,
