@@ -193,11 +193,15 @@ impl NativeRemoteTrace {
 #[pyfunction]
 pub fn find_traces(py: Python<'_>, url: &str) -> PyResult<Vec<String>> {
     let url = url.trim_end_matches('/');
-    let found = crate::gil::detach(py, || -> Result<Vec<String>, String> {
-        let store = roverlog_store::Store::open(url).map_err(|e| e.to_string())?;
-        roverlog_store::find_traces(&store).map_err(|e| e.to_string())
-    })
-    .map_err(|e| Kind::File.err(e))?;
+    // Opening (`OpenError`) or listing (`StoreError`) the store: either is a FileError.
+    let found = crate::gil::detach(
+        py,
+        || -> Result<Vec<String>, Box<dyn std::error::Error + Send + Sync>> {
+            let store = roverlog_store::Store::open(url)?;
+            Ok(roverlog_store::find_traces(&store)?)
+        },
+    )
+    .map_err(|e| Kind::File.err(e.to_string()))?;
     Ok(found
         .into_iter()
         .map(|d| {

@@ -287,28 +287,6 @@ fn write_all(out: &mut impl Write, bytes: &[u8]) -> roverlog_core::Result<()> {
         .map_err(|e| roverlog_core::Error::io(STDOUT, e))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::Rows;
-
-    #[test]
-    fn rows_follow_python_slices() {
-        let r = |s: &str| Rows::parse(Some(s), 10).map(|r| r.iter().collect::<Vec<_>>());
-        assert_eq!(r("2:5").unwrap(), [2, 3, 4]);
-        assert_eq!(r("8:").unwrap(), [8, 9]);
-        assert_eq!(r(":2").unwrap(), [0, 1]);
-        assert_eq!(r("1:4:2").unwrap(), [1, 3]);
-        assert_eq!(r("3").unwrap(), [3]);
-        assert_eq!(r("5:100").unwrap(), [5, 6, 7, 8, 9]);
-        assert_eq!(r("7:3").unwrap(), Vec::<u64>::new());
-        assert!(r("10").is_err());
-        assert!(r("1:2:0").is_err());
-        assert!(r("a:b").is_err());
-        assert!(r("-1:").is_err());
-        assert_eq!(Rows::parse(None, 3).unwrap().iter().count(), 3);
-    }
-}
-
 /// `roverlog cat s3://.../trace sensor/channel`: as for a local trace.
 fn cat_remote(args: &CatArgs, url: &str, out: &mut impl Write) -> Result<()> {
     if args.field.is_some() {
@@ -366,4 +344,26 @@ fn cat_remote(args: &CatArgs, url: &str, out: &mut impl Write) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rows;
+
+    #[test]
+    fn rows_follow_python_slices() {
+        let r = |s: &str| Rows::parse(Some(s), 10).map(|r| r.iter().collect::<Vec<_>>());
+        assert_eq!(r("2:5").unwrap(), [2, 3, 4]);
+        assert_eq!(r("8:").unwrap(), [8, 9]);
+        assert_eq!(r(":2").unwrap(), [0, 1]);
+        assert_eq!(r("1:4:2").unwrap(), [1, 3]);
+        assert_eq!(r("3").unwrap(), [3]);
+        assert_eq!(r("5:100").unwrap(), [5, 6, 7, 8, 9]);
+        assert_eq!(r("7:3").unwrap(), Vec::<u64>::new());
+        assert!(r("10").is_err());
+        assert!(r("1:2:0").is_err());
+        assert!(r("a:b").is_err());
+        assert!(r("-1:").is_err());
+        assert_eq!(Rows::parse(None, 3).unwrap().iter().count(), 3);
+    }
 }
