@@ -121,7 +121,7 @@ pub fn line(args: fmt::Arguments<'_>) -> Result<(), StdoutError> {
     Ok(())
 }
 
-/// Text to stdout, as `print!` without its panic (see [`line`]).
+/// Text to stdout, as `print!` without its panic (see [`line`](fn@line)).
 pub fn text(s: &str) -> Result<(), StdoutError> {
     io::stdout().lock().write_all(s.as_bytes())?;
     Ok(())

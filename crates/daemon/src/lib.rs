@@ -168,7 +168,7 @@ impl Daemon {
     /// Records until `shutdown` completes, then drains: connections stop reading (after what
     /// the drivers already sent), every queue is written, every writer finishes (fsync).
     /// Returns an error when that does not finish within `shutdown_deadline_ms` (the three
-    /// steps: [`run`](mod@run)).
+    /// steps: the private `run` module: start, tick, drain).
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<()> {
         let mut running = run::Running::start(self).await?;
         tokio::pin!(shutdown);

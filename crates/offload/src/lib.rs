@@ -6,7 +6,7 @@
 //!   crash cut is reported, not sent).
 //! - [`journal`]: the progress on the vehicle's disk; a kill or power cut then the same
 //!   command sends again at most the part in flight.
-//! - [`send`]: a trace's files, whole or in parts, `--jobs` requests in flight at a time.
+//! - `send`: a trace's files, whole or in parts, `--jobs` requests in flight at a time.
 //! - [`upload`]: part sizes, and what is verified.
 //! - [`free`]: `--delete` and `--keep-free`, only ever of verified traces.
 //! - [`rate`]: the `--rate` cap.

@@ -1,5 +1,5 @@
 //! What one file's upload rests on: its part size, the checks that it did not change, and
-//! the check of its object against what was read (the sending itself: [`crate::send`]).
+//! the check of its object against what was read (the sending itself: `crate::send`).
 //!
 //! What is checked, for every object:
 //! - each part's (or whole object's) ETag, the MD5 of what the store received, equals the MD5
