@@ -10,12 +10,14 @@ use std::path::PathBuf;
 
 mod avi;
 mod damage;
+mod gulp;
 mod jpeg;
 mod lidar;
 mod zarr;
 
 pub use avi::AviProblem;
 pub use damage::{zero_filled, Damage, ZERO_RUN};
+pub use gulp::GulpProblem;
 pub use jpeg::JpegProblem;
 #[cfg(feature = "jpeg")]
 pub use jpeg::TurboError;
@@ -175,8 +177,8 @@ pub enum Error {
     },
 
     /// A GulpIO2 directory that is inconsistent.
-    #[error("{}: {msg}", path.display())]
-    Gulp { path: PathBuf, msg: String },
+    #[error("{}: {problem}", path.display())]
+    Gulp { path: PathBuf, problem: GulpProblem },
 
     // ----- zarr / codecs ---------------------------------------------------------------
     /// Zarr metadata or layout we cannot read.
