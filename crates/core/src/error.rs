@@ -14,6 +14,7 @@ mod gulp;
 mod jpeg;
 mod lidar;
 mod zarr;
+mod zarr_layout;
 
 pub use avi::AviProblem;
 pub use damage::{zero_filled, Damage, ZERO_RUN};
@@ -23,6 +24,7 @@ pub use jpeg::JpegProblem;
 pub use jpeg::TurboError;
 pub use lidar::LidarProblem;
 pub use zarr::{ChunkProblem, DTypeProblem, FillProblem, SettingProblem};
+pub use zarr_layout::ZarrProblem;
 
 /// Result alias used throughout the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -182,8 +184,8 @@ pub enum Error {
 
     // ----- zarr / codecs ---------------------------------------------------------------
     /// Zarr metadata or layout we cannot read.
-    #[error("{}: {msg}", path.display())]
-    Zarr { path: PathBuf, msg: String },
+    #[error("{}: {problem}", path.display())]
+    Zarr { path: PathBuf, problem: ZarrProblem },
 
     /// A setting of the `.zarray` at `path` that we refuse (compressor, filter, dtype, fill).
     #[error("{}: {problem}", path.display())]
