@@ -178,9 +178,13 @@ pub enum Error {
         problem: SelectionProblem,
     },
 
-    /// A GulpIO2 directory that is inconsistent.
+    /// A GulpIO2 directory that is inconsistent. (Boxed: its largest problem would make every
+    /// `Result` of this crate larger, see `clippy::result_large_err`.)
     #[error("{}: {problem}", path.display())]
-    Gulp { path: PathBuf, problem: GulpProblem },
+    Gulp {
+        path: PathBuf,
+        problem: Box<GulpProblem>,
+    },
 
     // ----- zarr / codecs ---------------------------------------------------------------
     /// Zarr metadata or layout we cannot read.

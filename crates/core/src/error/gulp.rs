@@ -98,7 +98,7 @@ mod tests {
         let e = |problem| {
             Error::Gulp {
                 path: "g/meta_1.gmeta".into(),
-                problem,
+                problem: Box::new(problem),
             }
             .to_string()
         };

@@ -152,21 +152,21 @@ pub fn chunk_files(dir: &Path) -> Result<Vec<ChunkFiles>> {
         if let Some(other) = map.insert(n, path.clone()) {
             return Err(Error::Gulp {
                 path,
-                problem: GulpProblem::ChunkNumberReused { number: n, other },
+                problem: Box::new(GulpProblem::ChunkNumberReused { number: n, other }),
             });
         }
     }
     if data.is_empty() && meta.is_empty() {
         return Err(Error::Gulp {
             path: dir.to_owned(),
-            problem: GulpProblem::NotGulpDir,
+            problem: Box::new(GulpProblem::NotGulpDir),
         });
     }
     for (n, path) in &data {
         if !meta.contains_key(n) {
             return Err(Error::Gulp {
                 path: path.clone(),
-                problem: GulpProblem::NoMetaFile { number: *n },
+                problem: Box::new(GulpProblem::NoMetaFile { number: *n }),
             });
         }
     }
@@ -174,7 +174,7 @@ pub fn chunk_files(dir: &Path) -> Result<Vec<ChunkFiles>> {
         if !data.contains_key(n) {
             return Err(Error::Gulp {
                 path: path.clone(),
-                problem: GulpProblem::NoDataFile { number: *n },
+                problem: Box::new(GulpProblem::NoDataFile { number: *n }),
             });
         }
     }
@@ -259,23 +259,23 @@ impl GulpDirectory {
                 let fi = entry.frames[f];
                 return Err(Error::Gulp {
                     path: files.meta.clone(),
-                    problem: GulpProblem::FramePastEnd {
+                    problem: Box::new(GulpProblem::FramePastEnd {
                         id: entry.id,
                         frame: f,
                         end: fi.end(),
                         data: files.data.clone(),
                         data_len,
-                    },
+                    }),
                 });
             }
             if let Some(&other) = self.by_id.get(&entry.id) {
                 let first = &self.chunks[self.videos[other].chunk].files.meta;
                 return Err(Error::Gulp {
                     path: files.meta.clone(),
-                    problem: GulpProblem::DuplicateId {
+                    problem: Box::new(GulpProblem::DuplicateId {
                         id: entry.id,
                         first: first.clone(),
-                    },
+                    }),
                 });
             }
             self.by_id.insert(entry.id.clone(), self.videos.len());
@@ -332,7 +332,7 @@ impl GulpDirectory {
                         .map_err(|e| match e.kind() {
                             std::io::ErrorKind::UnexpectedEof => Error::Gulp {
                                 path: path.clone(),
-                                problem: GulpProblem::Shrunk { lo, hi },
+                                problem: Box::new(GulpProblem::Shrunk { lo, hi }),
                             },
                             _ => Error::io(path, e),
                         })
@@ -417,7 +417,7 @@ impl GulpDirectory {
     fn get(&self, id: &str) -> Result<VideoRef<'_>> {
         self.video(id).ok_or_else(|| Error::Gulp {
             path: self.path.clone(),
-            problem: GulpProblem::NoId { id: id.to_owned() },
+            problem: Box::new(GulpProblem::NoId { id: id.to_owned() }),
         })
     }
 
@@ -427,7 +427,7 @@ impl GulpDirectory {
         let v = self.get(id)?;
         v.meta().ok_or_else(|| Error::Gulp {
             path: v.meta_path().to_owned(),
-            problem: GulpProblem::EmptyMeta { id: id.to_owned() },
+            problem: Box::new(GulpProblem::EmptyMeta { id: id.to_owned() }),
         })
     }
 
