@@ -39,7 +39,11 @@ fn decode_block(
     // The gulp reader's messages name the directory; a decoder's name nothing.
     let in_frame = |k: usize, e: roverlog_core::Error| roverlog_core::Error::Gulp {
         path: dir.path().to_path_buf(),
-        msg: format!("id {id:?}: frame {}: {e}", indices[k]),
+        problem: Box::new(roverlog_core::error::GulpProblem::Frame {
+            id: id.to_owned(),
+            frame: indices[k],
+            error: Box::new(e),
+        }),
     };
     let opened = frames
         .iter()

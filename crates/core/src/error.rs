@@ -10,17 +10,21 @@ use std::path::PathBuf;
 
 mod avi;
 mod damage;
+mod gulp;
 mod jpeg;
 mod lidar;
 mod zarr;
+mod zarr_layout;
 
 pub use avi::AviProblem;
 pub use damage::{zero_filled, Damage, ZERO_RUN};
+pub use gulp::GulpProblem;
 pub use jpeg::JpegProblem;
 #[cfg(feature = "jpeg")]
 pub use jpeg::TurboError;
 pub use lidar::LidarProblem;
 pub use zarr::{ChunkProblem, DTypeProblem, FillProblem, SettingProblem};
+pub use zarr_layout::ZarrProblem;
 
 /// Result alias used throughout the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -174,14 +178,18 @@ pub enum Error {
         problem: SelectionProblem,
     },
 
-    /// A GulpIO2 directory that is inconsistent.
-    #[error("{}: {msg}", path.display())]
-    Gulp { path: PathBuf, msg: String },
+    /// A GulpIO2 directory that is inconsistent. (Boxed: its largest problem would make every
+    /// `Result` of this crate larger, see `clippy::result_large_err`.)
+    #[error("{}: {problem}", path.display())]
+    Gulp {
+        path: PathBuf,
+        problem: Box<GulpProblem>,
+    },
 
     // ----- zarr / codecs ---------------------------------------------------------------
     /// Zarr metadata or layout we cannot read.
-    #[error("{}: {msg}", path.display())]
-    Zarr { path: PathBuf, msg: String },
+    #[error("{}: {problem}", path.display())]
+    Zarr { path: PathBuf, problem: ZarrProblem },
 
     /// A setting of the `.zarray` at `path` that we refuse (compressor, filter, dtype, fill).
     #[error("{}: {problem}", path.display())]

@@ -60,7 +60,7 @@ pub fn parse_gmeta(path: &Path, bytes: &[u8], max_frames_per_id: usize) -> Resul
     parsed.map_err(|e| match e.classify() {
         serde_json::error::Category::Data => Error::Gulp {
             path: path.to_owned(),
-            msg: e.to_string(),
+            problem: Box::new(crate::error::GulpProblem::BadMeta(e)),
         },
         _ => Error::Json {
             path: path.to_owned(),

@@ -37,7 +37,7 @@ pub use meta::{parse_gmeta, FrameInfo, GmetaEntry};
 pub use select::FrameSelection;
 pub use source::GulpSource;
 
-use crate::error::IoContext;
+use crate::error::{GulpProblem, IoContext};
 use crate::{Error, Result};
 
 /// Largest read of [`GulpDirectory::read_all`] (unless one frame is larger): its buffer stays
@@ -152,21 +152,21 @@ pub fn chunk_files(dir: &Path) -> Result<Vec<ChunkFiles>> {
         if let Some(other) = map.insert(n, path.clone()) {
             return Err(Error::Gulp {
                 path,
-                msg: format!("chunk number {n} is also used by {}", other.display()),
+                problem: Box::new(GulpProblem::ChunkNumberReused { number: n, other }),
             });
         }
     }
     if data.is_empty() && meta.is_empty() {
         return Err(Error::Gulp {
             path: dir.to_owned(),
-            msg: "no data_<n>.gulp / meta_<n>.gmeta files: not a gulp directory".into(),
+            problem: Box::new(GulpProblem::NotGulpDir),
         });
     }
     for (n, path) in &data {
         if !meta.contains_key(n) {
             return Err(Error::Gulp {
                 path: path.clone(),
-                msg: format!("has no matching meta_{n}.gmeta"),
+                problem: Box::new(GulpProblem::NoMetaFile { number: *n }),
             });
         }
     }
@@ -174,7 +174,7 @@ pub fn chunk_files(dir: &Path) -> Result<Vec<ChunkFiles>> {
         if !data.contains_key(n) {
             return Err(Error::Gulp {
                 path: path.clone(),
-                msg: format!("has no matching data_{n}.gulp"),
+                problem: Box::new(GulpProblem::NoDataFile { number: *n }),
             });
         }
     }
@@ -259,19 +259,23 @@ impl GulpDirectory {
                 let fi = entry.frames[f];
                 return Err(Error::Gulp {
                     path: files.meta.clone(),
-                    msg: format!(
-                        "id {:?}: frame {f} ends at byte {} but {} holds only {data_len} bytes",
-                        entry.id,
-                        fi.end(),
-                        files.data.display()
-                    ),
+                    problem: Box::new(GulpProblem::FramePastEnd {
+                        id: entry.id,
+                        frame: f,
+                        end: fi.end(),
+                        data: files.data.clone(),
+                        data_len,
+                    }),
                 });
             }
             if let Some(&other) = self.by_id.get(&entry.id) {
                 let first = &self.chunks[self.videos[other].chunk].files.meta;
                 return Err(Error::Gulp {
                     path: files.meta.clone(),
-                    msg: format!("duplicate id {:?}: also in {}", entry.id, first.display()),
+                    problem: Box::new(GulpProblem::DuplicateId {
+                        id: entry.id,
+                        first: first.clone(),
+                    }),
                 });
             }
             self.by_id.insert(entry.id.clone(), self.videos.len());
@@ -328,7 +332,7 @@ impl GulpDirectory {
                         .map_err(|e| match e.kind() {
                             std::io::ErrorKind::UnexpectedEof => Error::Gulp {
                                 path: path.clone(),
-                                msg: format!("shorter than when opened: bytes {lo}..{hi} are gone"),
+                                problem: Box::new(GulpProblem::Shrunk { lo, hi }),
                             },
                             _ => Error::io(path, e),
                         })
@@ -413,7 +417,7 @@ impl GulpDirectory {
     fn get(&self, id: &str) -> Result<VideoRef<'_>> {
         self.video(id).ok_or_else(|| Error::Gulp {
             path: self.path.clone(),
-            msg: format!("no id {id:?}"),
+            problem: Box::new(GulpProblem::NoId { id: id.to_owned() }),
         })
     }
 
@@ -423,7 +427,7 @@ impl GulpDirectory {
         let v = self.get(id)?;
         v.meta().ok_or_else(|| Error::Gulp {
             path: v.meta_path().to_owned(),
-            msg: format!("id {id:?}: meta_data is empty"),
+            problem: Box::new(GulpProblem::EmptyMeta { id: id.to_owned() }),
         })
     }
 

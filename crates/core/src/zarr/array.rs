@@ -20,7 +20,7 @@ use super::dtype::{numpy_str_shaped, DType, SwapPlan};
 use super::meta::ArrayMeta;
 use super::values::{decode_values, Column};
 use super::{read_limited_into, zerr, MAX_CHUNK_BYTES};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, ZarrProblem};
 
 /// Default budget of the decoded-chunk cache.
 pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
@@ -143,12 +143,11 @@ impl ZarrArray {
         if range.start > range.end || range.end > self.len() {
             return Err(zerr(
                 &self.path,
-                format!(
-                    "rows {}..{} out of range (array has {} rows)",
-                    range.start,
-                    range.end,
-                    self.len()
-                ),
+                ZarrProblem::RowsOutOfRange {
+                    start: range.start,
+                    end: range.end,
+                    rows: self.len(),
+                },
             ));
         }
         let row_bytes = self.row_bytes() as u64;
@@ -374,7 +373,9 @@ impl Rows {
                 .collect();
             zerr(
                 Path::new(field),
-                format!("no such field (fields: {})", names.join(", ")),
+                ZarrProblem::NoSuchField {
+                    fields: names.into_iter().map(str::to_owned).collect(),
+                },
             )
         })?;
         Ok((off, dt.clone(), shape))
@@ -398,10 +399,10 @@ impl Rows {
         let DType::Scalar(s) = dt else {
             return Err(zerr(
                 Path::new(field),
-                format!(
-                    "field is structured ({}); name a sub-field (\"{field}.x\") or read its bytes",
-                    numpy_str_shaped(&dt, &shape)
-                ),
+                ZarrProblem::StructuredField {
+                    field: field.to_string(),
+                    dtype: numpy_str_shaped(&dt, &shape),
+                },
             ));
         };
         let bytes = self.field_bytes(field)?;
@@ -418,7 +419,7 @@ impl Rows {
     /// The values of a non-structured array.
     pub fn values(&self) -> Result<Column> {
         let DType::Scalar(s) = &self.dtype else {
-            return Err(zerr(Path::new("<rows>"), "structured rows: name a field"));
+            return Err(zerr(Path::new("<rows>"), ZarrProblem::StructuredRows));
         };
         Ok(Column {
             rows: self.len(),

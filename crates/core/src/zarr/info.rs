@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::array::ZarrArray;
 use super::meta::{read_attrs, ArrayMeta, GroupMeta, Order};
 use super::zerr;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, IoContext, Result, ZarrProblem};
 
 /// Deepest group nesting [`describe`] walks.
 const MAX_GROUP_DEPTH: usize = 16;
@@ -102,7 +102,9 @@ fn walk_group(
     if depth > MAX_GROUP_DEPTH {
         return Err(zerr(
             dir,
-            format!("groups nested deeper than {MAX_GROUP_DEPTH}"),
+            ZarrProblem::GroupsTooDeep {
+                limit: MAX_GROUP_DEPTH,
+            },
         ));
     }
     let mut names = Vec::new();
@@ -137,9 +139,14 @@ fn walk_group(
 }
 
 fn take_budget(budget: &mut u64, dir: &Path) -> Result<()> {
-    *budget = budget
-        .checked_sub(1)
-        .ok_or_else(|| zerr(dir, format!("more than {MAX_WALK_ENTRIES} entries")))?;
+    *budget = budget.checked_sub(1).ok_or_else(|| {
+        zerr(
+            dir,
+            ZarrProblem::TooManyEntries {
+                limit: MAX_WALK_ENTRIES,
+            },
+        )
+    })?;
     Ok(())
 }
 

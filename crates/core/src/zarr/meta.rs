@@ -12,7 +12,7 @@ use super::codec::Compressor;
 use super::dtype::{DType, ScalarKind};
 use super::values::f64_to_f16;
 use super::{read_limited, zerr, MAX_CHUNK_BYTES, MAX_META_BYTES, MAX_NDIM};
-use crate::error::{Error, FillProblem, Result, SettingProblem};
+use crate::error::{Error, FillProblem, Result, SettingProblem, ZarrProblem};
 
 /// Memory layout of a chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,30 +54,24 @@ impl ArrayMeta {
         })?;
         let obj = v
             .as_object()
-            .ok_or_else(|| zerr(path, ".zarray is not a JSON object"))?;
+            .ok_or_else(|| zerr(path, ZarrProblem::ZarrayNotObject))?;
         match obj.get("zarr_format").and_then(Value::as_u64) {
             Some(2) => {}
-            other => {
-                return Err(zerr(
-                    path,
-                    format!("zarr_format {other:?}: only Zarr v2 (zarr_format 2) is supported"),
-                ))
-            }
+            other => return Err(zerr(path, ZarrProblem::ZarrFormat { found: other })),
         }
         let shape = dims(obj, "shape", path)?;
         let chunks = dims(obj, "chunks", path)?;
         if shape.len() != chunks.len() {
             return Err(zerr(
                 path,
-                format!(
-                    "shape has {} dimensions but chunks has {}",
-                    shape.len(),
-                    chunks.len()
-                ),
+                ZarrProblem::DimsMismatch {
+                    shape: shape.len(),
+                    chunks: chunks.len(),
+                },
             ));
         }
         if chunks.contains(&0) {
-            return Err(zerr(path, "chunk dimension 0"));
+            return Err(zerr(path, ZarrProblem::ZeroChunk));
         }
         let setting = |problem| Error::ZarrSetting {
             path: path.to_path_buf(),
@@ -93,17 +87,25 @@ impl ArrayMeta {
             .ok_or_else(|| {
                 zerr(
                     path,
-                    format!(
-                        "chunks {chunks:?} of {item}-byte items exceed the limit of \
-                         {MAX_CHUNK_BYTES} bytes per chunk"
-                    ),
+                    ZarrProblem::ChunkTooLarge {
+                        chunks: chunks.clone(),
+                        item,
+                        limit: MAX_CHUNK_BYTES,
+                    },
                 )
             })?;
         // The total size must at least be representable, so row arithmetic cannot overflow.
         shape
             .iter()
             .try_fold(item.max(1), |acc, &d| acc.checked_mul(d.max(1)))
-            .ok_or_else(|| zerr(path, format!("shape {shape:?} overflows")))?;
+            .ok_or_else(|| {
+                zerr(
+                    path,
+                    ZarrProblem::ShapeOverflow {
+                        shape: shape.clone(),
+                    },
+                )
+            })?;
         let compressor = Compressor::from_json(obj.get("compressor").unwrap_or(&Value::Null))
             .map_err(setting)?;
         let filters = match obj.get("filters") {
@@ -118,7 +120,14 @@ impl ArrayMeta {
                         .to_string()
                 })
                 .collect(),
-            Some(other) => return Err(zerr(path, format!("filters {other} is not a list"))),
+            Some(other) => {
+                return Err(zerr(
+                    path,
+                    ZarrProblem::FiltersNotList {
+                        json: other.to_string(),
+                    },
+                ))
+            }
         };
         let mut chain = Vec::new();
         let mut filter_error = None;
@@ -141,7 +150,9 @@ impl ArrayMeta {
             Some(o) => {
                 return Err(zerr(
                     path,
-                    format!("order {o:?} is neither \"C\" nor \"F\""),
+                    ZarrProblem::Order {
+                        order: o.to_string(),
+                    },
                 ))
             }
         };
@@ -152,7 +163,9 @@ impl ArrayMeta {
             Some(other) => {
                 return Err(zerr(
                     path,
-                    format!("dimension_separator {other} is neither \".\" nor \"/\""),
+                    ZarrProblem::DimensionSeparator {
+                        json: other.to_string(),
+                    },
                 ))
             }
         };
@@ -176,7 +189,7 @@ impl ArrayMeta {
     pub fn read(dir: &Path) -> Result<ArrayMeta> {
         let p = dir.join(".zarray");
         let bytes = read_limited(&p, MAX_META_BYTES, "metadata file")?
-            .ok_or_else(|| zerr(dir, "not a zarr array (no .zarray)"))?;
+            .ok_or_else(|| zerr(dir, ZarrProblem::NoZarray))?;
         ArrayMeta::parse(&bytes, &p)
     }
 
@@ -230,24 +243,32 @@ impl ArrayMeta {
     }
 }
 
-fn dims(obj: &Map<String, Value>, key: &str, path: &Path) -> Result<Vec<u64>> {
+fn dims(obj: &Map<String, Value>, key: &'static str, path: &Path) -> Result<Vec<u64>> {
     let a = obj
         .get(key)
         .and_then(Value::as_array)
-        .ok_or_else(|| zerr(path, format!("{key} is missing or not a list")))?;
+        .ok_or_else(|| zerr(path, ZarrProblem::DimsNotList { key }))?;
     if a.len() > MAX_NDIM {
         return Err(zerr(
             path,
-            format!(
-                "{key} has {} dimensions, over the limit of {MAX_NDIM}",
-                a.len()
-            ),
+            ZarrProblem::TooManyDims {
+                key,
+                ndim: a.len(),
+                limit: MAX_NDIM,
+            },
         ));
     }
     a.iter()
         .map(|d| {
-            d.as_u64()
-                .ok_or_else(|| zerr(path, format!("{key}: {d} is not a non-negative integer")))
+            d.as_u64().ok_or_else(|| {
+                zerr(
+                    path,
+                    ZarrProblem::BadDim {
+                        key,
+                        json: d.to_string(),
+                    },
+                )
+            })
         })
         .collect()
 }
@@ -425,16 +446,13 @@ impl GroupMeta {
     pub fn read(dir: &Path) -> Result<GroupMeta> {
         let p = dir.join(".zgroup");
         let bytes = read_limited(&p, MAX_META_BYTES, "metadata file")?
-            .ok_or_else(|| zerr(dir, "not a zarr group (no .zgroup)"))?;
+            .ok_or_else(|| zerr(dir, ZarrProblem::NoZgroup))?;
         let v: Value = serde_json::from_slice(&bytes).map_err(|error| Error::Json {
             path: p.clone(),
             error,
         })?;
         if v.get("zarr_format").and_then(Value::as_u64) != Some(2) {
-            return Err(zerr(
-                &p,
-                "only Zarr v2 groups (zarr_format 2) are supported",
-            ));
+            return Err(zerr(&p, ZarrProblem::GroupFormat));
         }
         Ok(GroupMeta {
             attrs: read_attrs(dir)?,
@@ -454,7 +472,7 @@ pub fn read_attrs(dir: &Path) -> Result<Map<String, Value>> {
     })?;
     match v {
         Value::Object(m) => Ok(m),
-        _ => Err(zerr(&p, ".zattrs is not a JSON object")),
+        _ => Err(zerr(&p, ZarrProblem::ZattrsNotObject)),
     }
 }
 

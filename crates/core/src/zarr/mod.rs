@@ -47,7 +47,7 @@ pub use values::{Column, Values};
 
 use std::path::Path;
 
-use crate::error::Error;
+use crate::error::{Error, ZarrProblem};
 
 /// Largest metadata file (`.zarray`, `.zgroup`, `.zattrs`) we read.
 pub const MAX_META_BYTES: u64 = 1 << 20;
@@ -65,9 +65,9 @@ pub const MAX_ITEMSIZE: u64 = 1 << 20;
 pub(crate) use crate::io::{read_limited, read_limited_into};
 
 /// A `Zarr` error for `path`.
-pub(crate) fn zerr(path: &Path, msg: impl Into<String>) -> Error {
+pub(crate) fn zerr(path: &Path, problem: ZarrProblem) -> Error {
     Error::Zarr {
         path: path.to_path_buf(),
-        msg: msg.into(),
+        problem,
     }
 }

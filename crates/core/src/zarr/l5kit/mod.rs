@@ -18,7 +18,7 @@ use super::dtype::{DType, ScalarKind};
 use super::meta::GroupMeta;
 use super::values::utf32_str;
 use super::zerr;
-use crate::error::Result;
+use crate::error::{Result, ZarrProblem};
 
 /// One scene: a run of frames recorded by one host.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,7 +123,9 @@ impl ChunkedDataset {
                 if arr.dtype().find_field(f).is_none() {
                     return Err(zerr(
                         arr.path(),
-                        format!("not an L5Kit array: no field {f:?}"),
+                        ZarrProblem::NotL5Kit {
+                            field: f.to_string(),
+                        },
                     ));
                 }
             }
@@ -209,7 +211,7 @@ impl ChunkedDataset {
             if range.is_empty() {
                 return Ok(Vec::new());
             }
-            return Err(zerr(&self.path, "dataset has no traffic_light_faces array"));
+            return Err(zerr(&self.path, ZarrProblem::NoTrafficLightFaces));
         };
         let rows = arr.read_records(range)?;
         let r = RowReader::new(&rows, arr.path())?;
@@ -243,7 +245,7 @@ impl ChunkedDataset {
         match &self.traffic_light_faces {
             Some(arr) => self.traffic_light_faces(interval(iv, arr)?),
             None if iv[0] == iv[1] => Ok(Vec::new()),
-            None => Err(zerr(&self.path, "dataset has no traffic_light_faces array")),
+            None => Err(zerr(&self.path, ZarrProblem::NoTrafficLightFaces)),
         }
     }
 }
@@ -254,10 +256,11 @@ fn interval(iv: [i64; 2], arr: &ZarrArray) -> Result<Range<u64>> {
     if a < 0 || b < a || b as u64 > arr.len() {
         return Err(zerr(
             arr.path(),
-            format!(
-                "interval [{a}, {b}) out of range (array has {} rows)",
-                arr.len()
-            ),
+            ZarrProblem::IntervalOutOfRange {
+                start: a,
+                end: b,
+                rows: arr.len(),
+            },
         ));
     }
     Ok(a as u64..b as u64)
@@ -274,7 +277,7 @@ struct RowReader<'a> {
 impl<'a> RowReader<'a> {
     fn new(rows: &'a Rows, path: &'a Path) -> Result<Self> {
         if rows.row_elems != 1 {
-            return Err(zerr(path, "L5Kit arrays are 1-dimensional"));
+            return Err(zerr(path, ZarrProblem::L5KitNotOneDim));
         }
         Ok(RowReader { rows, path })
     }
@@ -303,11 +306,14 @@ impl<'a> RowReader<'a> {
             "label_probabilities" | "traffic_light_face_status" => (Float, 4, 0),
             _ => (Unicode, 0, 1),
         };
-        let (off, dt, shape) = self
-            .rows
-            .dtype
-            .find_field(name)
-            .ok_or_else(|| zerr(self.path, format!("no field {name:?}")))?;
+        let (off, dt, shape) = self.rows.dtype.find_field(name).ok_or_else(|| {
+            zerr(
+                self.path,
+                ZarrProblem::NoField {
+                    name: name.to_string(),
+                },
+            )
+        })?;
         let n: usize = shape.iter().product();
         let ok = match dt {
             DType::Scalar(s) => {
@@ -318,10 +324,10 @@ impl<'a> RowReader<'a> {
         if !ok {
             return Err(zerr(
                 self.path,
-                format!(
-                    "field {name:?} is {} (not what L5Kit writes)",
-                    super::dtype::numpy_str_shaped(dt, &shape)
-                ),
+                ZarrProblem::FieldNotL5Kit {
+                    name: name.to_string(),
+                    dtype: super::dtype::numpy_str_shaped(dt, &shape),
+                },
             ));
         }
         Ok((off, n * dt.itemsize()))

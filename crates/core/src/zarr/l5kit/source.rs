@@ -11,7 +11,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::ChunkedDataset;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, ZarrProblem};
 use crate::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
 use crate::replay::{Source, SourceSensor};
 use crate::zarr::{self, ScalarKind, ZarrArray};
@@ -169,10 +169,13 @@ fn frames_of_rows(array: &ZarrArray, intervals: &[i64]) -> Result<Vec<u64>> {
         if a != out.len() as i64 || b < a || b as u64 > n {
             return Err(Error::Zarr {
                 path: array.path().to_path_buf(),
-                msg: format!(
-                    "frame {f}'s interval [{a}, {b}) does not continue the rows before it ({} of {n} covered)",
-                    out.len()
-                ),
+                problem: ZarrProblem::FrameIntervalGap {
+                    frame: f,
+                    start: a,
+                    end: b,
+                    covered: out.len(),
+                    rows: n,
+                },
             });
         }
         out.extend(std::iter::repeat_n(f as u64, (b - a) as usize));
@@ -180,7 +183,10 @@ fn frames_of_rows(array: &ZarrArray, intervals: &[i64]) -> Result<Vec<u64>> {
     if out.len() as u64 != n {
         return Err(Error::Zarr {
             path: array.path().to_path_buf(),
-            msg: format!("the frames' intervals cover {} of {n} rows", out.len()),
+            problem: ZarrProblem::FramesCoverage {
+                covered: out.len(),
+                rows: n,
+            },
         });
     }
     Ok(out)
