@@ -202,11 +202,6 @@ pub enum Error {
     #[error("jpeg: {0}")]
     Jpeg(JpegProblem),
 
-    /// A sensor or channel that cannot become the message asked for (absent, of another type
-    /// or shape, a time a message cannot hold): `path` is the sensor or channel.
-    #[error("{}: {msg}", path.display())]
-    Unexportable { path: PathBuf, msg: String },
-
     /// An Ouster `lidar.json` we refuse, or a depth frame that does not fit it; `path` is the
     /// `lidar.json`.
     #[error("{}: {problem}", path.display())]
