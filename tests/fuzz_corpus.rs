@@ -11,25 +11,11 @@ mod checks;
 use std::path::Path;
 
 fn run_seeds(target: &str, check: fn(&[u8])) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/corpus-seeds")
-        .join(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no seeds in {}", dir.display());
-    for f in files {
-        let bytes = std::fs::read(&f).unwrap();
-        // Name the input that broke, and go on to every prefix: a truncated input is an input.
-        let r = std::panic::catch_unwind(|| {
-            for cut in [bytes.len(), bytes.len() / 2, bytes.len().saturating_sub(1)] {
-                check(&bytes[..cut]);
-            }
-        });
-        assert!(r.is_ok(), "{target}: seed {} fails", f.display());
-    }
+    roverlog_testkit::fuzz::run_seeds(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus-seeds"),
+        target,
+        check,
+    );
 }
 
 #[test]

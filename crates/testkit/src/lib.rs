@@ -5,6 +5,7 @@
 //! - [`common`]: the workspace root, the Python peers' venv (`scripts/py-env.sh`), the
 //!   `roverlog` binary of this test run, mounts (tmpfs, loop-mounted ext4), video checks
 //!   against ffmpeg, upstream's reader on our traces.
+//! - [`fuzz`]: a fuzz target's committed seeds run through its check.
 //! - `daemon` (feature `daemon`): a real `roverlog daemon` on sockets and a data directory in
 //!   a temp dir, spoken to as a driver, a control client and over HTTP.
 //!
@@ -15,3 +16,4 @@
 pub mod common;
 #[cfg(feature = "daemon")]
 pub mod daemon;
+pub mod fuzz;
