@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use crate::procfs;
@@ -26,8 +25,10 @@ use crate::rig::{Dims, Stream, STREAMS};
 use roverlog_core::format::events::{read_events, Event};
 
 use super::child::{ctl, make_work_dir, write_config, DaemonChild};
+use super::error::{current_exe, CommandError, Result, ScenarioError, UsageError};
 use super::peers::{run_together, Finished};
 use super::scenario::{check_data, python_writer, repo_file};
+use super::BaselineError;
 use super::{load_average, mib, progress, Options};
 
 /// The environment variable naming upstream's Python, when `--upstream-python` is not given.
@@ -57,7 +58,7 @@ pub fn driver_main(a: Driver) -> ExitCode {
     match drive(&a) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("roverlog bench-rig-driver {}: error: {e:#}", a.stream);
+            eprintln!("roverlog bench-rig-driver {}: error: {e}", a.stream);
             ExitCode::from(1)
         }
     }
@@ -65,13 +66,18 @@ pub fn driver_main(a: Driver) -> ExitCode {
 
 fn drive(a: &Driver) -> Result<()> {
     let Some(stream) = Stream::parse(&a.stream) else {
-        bail!("unknown stream {:?} (camera, lidar, radar, imu)", a.stream);
+        return Err(UsageError::UnknownStream {
+            stream: a.stream.clone(),
+        }
+        .into());
     };
     let dims = Dims::of(a.tiny);
     let session = Session::connect(&a.socket, stream, &dims, &a.frames, a.trace_dir.as_deref())?;
     println!("ready");
     let mut go = String::new();
-    std::io::stdin().read_line(&mut go)?;
+    std::io::stdin()
+        .read_line(&mut go)
+        .map_err(ScenarioError::Go)?;
     let r = session.run(stream.samples(a.seconds), a.t0)?;
     println!(
         "{}",
@@ -150,10 +156,10 @@ pub(super) fn run(args: &Options) -> Result<bool> {
         .rig_seconds
         .unwrap_or(if args.quick { 2.0 } else { 60.0 });
     if !(seconds.is_finite() && seconds > 0.0) {
-        bail!("--rig-seconds must be positive, got {seconds}");
+        return Err(UsageError::RigSeconds { got: seconds }.into());
     }
     let rounds = match args.rounds {
-        Some(0) => bail!("--rounds must be at least 1"),
+        Some(0) => return Err(UsageError::Zero { option: "--rounds" }.into()),
         Some(n) => n,
         None => 1,
     };
@@ -201,7 +207,7 @@ pub(super) fn run(args: &Options) -> Result<bool> {
             side.x_real_time(seconds),
             side.own_cpu() / total
         ),
-        Err(e) => format!("{peer_name} unavailable: {}", first_line(&format!("{e:#}"))),
+        Err(e) => format!("{peer_name} unavailable: {}", first_line(&e.to_string())),
     };
     let line = format!(
         "rig: {x:.1}x real time, {cpu_per_s:.2} CPU s per rig s ({peer_text}), drops {drops}, peak RSS {:.0} MiB, lidar frames stored uncompressed {}",
@@ -237,7 +243,7 @@ pub(super) fn run(args: &Options) -> Result<bool> {
             Ok(side) => json!({"kind": peer_name, "side": side.to_json(seconds),
                                "cpu_seconds": side.own_cpu(),
                                "cpu_per_rig_second": side.own_cpu() / total}),
-            Err(e) => json!({"kind": peer_name, "error": format!("{e:#}")}),
+            Err(e) => json!({"kind": peer_name, "error": e.to_string()}),
         },
         "peer_note": peer_note,
         "failures": failures,
@@ -286,7 +292,7 @@ fn run_rounds(
             None => run_python(args, kind, work, frames_dir, seconds, round),
         };
         if let Err(e) = &t {
-            progress(&format!("rig: the Python writers failed: {e:#}"));
+            progress(&format!("rig: the Python writers failed: {e}"));
         }
         progress(&format!(
             "rig: round {}: ours {:.2}x real time, {:.2} daemon CPU s per rig s ({:.2} system, \
@@ -396,7 +402,7 @@ fn run_ours(
     std::thread::sleep(Duration::from_millis(500));
     let idle = procfs::status_bytes(pid, "VmRSS").unwrap_or(0);
     sampler.take_max();
-    let exe = std::env::current_exe().context("finding this executable")?;
+    let exe = current_exe()?;
     let t0 = epoch_now();
     let commands = STREAMS
         .iter()
@@ -528,26 +534,31 @@ fn run_python(
     round: usize,
 ) -> Result<Side> {
     (|| {
-        let script = repo_file("scripts/bench/python_writer.py")
-            .context("scripts/bench/python_writer.py not found (run from the repository)")?;
+        let script =
+            repo_file("scripts/bench/python_writer.py").ok_or(BaselineError::NotFound {
+                file: "scripts/bench/python_writer.py",
+                hint: " (run from the repository)",
+            })?;
         let (py, label) = match kind {
             PeerKind::Upstream(py) => {
                 let out = Command::new(py)
                     .args(["-c", "import roverd.sensors, cv2"])
                     .output()
-                    .with_context(|| format!("running {}", py.display()))?;
+                    .map_err(|error| CommandError::Start {
+                        command: py.display().to_string(),
+                        error,
+                    })?;
                 if !out.status.success() {
-                    bail!(
-                        "{} cannot import roverd and cv2 (upstream's format package with its \
-                         video extra): {}",
-                        py.display(),
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    );
+                    return Err(ScenarioError::UpstreamPython {
+                        python: py.clone(),
+                        stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+                    }
+                    .into());
                 }
                 (py.clone(), "upstream roverd writers")
             }
             PeerKind::Stdlib(_) => {
-                let (py, _) = python_writer(args.python.as_deref()).map_err(anyhow::Error::msg)?;
+                let (py, _) = python_writer(args.python.as_deref())?;
                 (py, "stdlib-Python writers")
             }
         };
