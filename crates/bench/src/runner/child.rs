@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use roverlog_core::format::events::{read_events, Event};
 use roverlog_daemon::Config;
 
 use super::error::{current_exe, DaemonError, Result, RunError, UsageError};
@@ -209,6 +210,24 @@ pub(super) fn ctl(socket: &Path, cmd: Value) -> Result<Value> {
         }
         .into()
     })
+}
+
+/// The sum of a per-sensor counter of the daemon's `status` (`drops`, `lzmaf_stored`).
+pub(super) fn sensors_sum(status: &Value, key: &str) -> u64 {
+    status["sensors"].as_object().map_or(0, |m| {
+        m.values().map(|s| s[key].as_u64().unwrap_or(0)).sum()
+    })
+}
+
+/// The samples the `drop` events of a trace's `events.jsonl` count.
+pub(super) fn events_drops(trace: &Path) -> roverlog_core::Result<u64> {
+    Ok(read_events(trace)?
+        .iter()
+        .map(|e| match &e.event {
+            Event::Drop { count, .. } => *count,
+            _ => 0,
+        })
+        .sum())
 }
 
 /// `n` socket sinks at once (one connection and thread each, in their own directories), as

@@ -22,9 +22,8 @@ use crate::procfs;
 use crate::rig::frames::{self, PoolSummary, MANIFEST};
 use crate::rig::push::Session;
 use crate::rig::{Dims, Stream, STREAMS};
-use roverlog_core::format::events::{read_events, Event};
 
-use super::child::{ctl, make_work_dir, write_config, DaemonChild};
+use super::child::{ctl, events_drops, make_work_dir, sensors_sum, write_config, DaemonChild};
 use super::error::{current_exe, CommandError, Result, ScenarioError, UsageError};
 use super::peers::{run_together, Finished};
 use super::scenario::{check_data, python_writer, repo_file};
@@ -385,6 +384,8 @@ fn deadline(seconds: f64) -> Duration {
     Duration::from_secs_f64(300.0 + 20.0 * seconds)
 }
 
+/// One round of our side: a fresh daemon and data root, the four drivers pushing into it
+/// together, then its figures and the checks of what it stored.
 fn run_ours(
     args: &Options,
     work: &Path,
@@ -393,7 +394,6 @@ fn run_ours(
     seconds: f64,
     round: usize,
 ) -> Result<Ours> {
-    // A fresh daemon and data root per round.
     let name = format!("rig-{}", round + 1);
     let (cfg, cfg_path) = write_config(work, &name, args.daemon_config.as_deref())?;
     let mut daemon = DaemonChild::start(&cfg, &cfg_path, work, &name)?;
@@ -402,46 +402,95 @@ fn run_ours(
     std::thread::sleep(Duration::from_millis(500));
     let idle = procfs::status_bytes(pid, "VmRSS").unwrap_or(0);
     sampler.take_max();
-    let exe = current_exe()?;
-    let t0 = epoch_now();
-    let commands = STREAMS
-        .iter()
-        .map(|s| {
-            let mut c = Command::new(&exe);
-            c.arg("bench-rig-driver")
-                .arg("--socket")
-                .arg(&cfg.sockets.ingest)
-                .args(["--stream", s.name(), "--frames"])
-                .arg(frames_dir)
-                .args(["--seconds", &seconds.to_string(), "--t0", &t0.to_string()])
-                .arg("--trace-dir")
-                .arg(&daemon.trace_dir);
-            if dims == &Dims::TINY {
-                c.arg("--tiny");
-            }
-            (s.name().to_string(), c)
-        })
-        .collect();
+
+    let commands = driver_commands(
+        &current_exe()?,
+        &cfg.sockets.ingest,
+        &daemon.trace_dir,
+        frames_dir,
+        dims,
+        seconds,
+    );
     progress("rig: our drivers into the daemon");
     let mut cpu0 = procfs::CpuSplit::default();
     let streams = run_together(&name, commands, work, deadline(seconds), || {
         cpu0 = procfs::cpu_split(pid).unwrap_or_default();
     })?;
     let split = procfs::cpu_split(pid).unwrap_or_default().since(cpu0);
-    let daemon_cpu = split.user + split.system;
+
     let during = sampler.take_max();
     let status = ctl(&cfg.sockets.control, json!({"cmd": "status"}))?;
-    let drops_status = status["sensors"].as_object().map_or(0, |m| {
-        m.values().map(|s| s["drops"].as_u64().unwrap_or(0)).sum()
-    });
-    let stored = status["sensors"].as_object().map_or(0, |m| {
-        m.values()
-            .map(|s| s["lzmaf_stored"].as_u64().unwrap_or(0))
-            .sum()
-    });
     let hwm = procfs::status_bytes(pid, "VmHWM").unwrap_or(0);
     drop(sampler);
     let exit = daemon.stop()?;
+    let checked = check_round(&daemon, exit, &streams, seconds);
+    Ok(Ours {
+        side: Side {
+            label: "roverlog daemon".into(),
+            rounds: vec![streams],
+        },
+        daemon_cpu: split.user + split.system,
+        daemon_system: split.system,
+        daemon_minor_faults: split.minor_faults,
+        idle,
+        during,
+        hwm,
+        drops_status: sensors_sum(&status, "drops"),
+        drops_events: checked.drops_events,
+        stored: sensors_sum(&status, "lzmaf_stored"),
+        exits: vec![exit],
+        checks: checked.data,
+        failures: checked.failures,
+    })
+}
+
+/// `roverlog bench-rig-driver` for each rig stream, into the daemon at `ingest`.
+fn driver_commands(
+    exe: &Path,
+    ingest: &Path,
+    trace_dir: &Path,
+    frames_dir: &Path,
+    dims: &Dims,
+    seconds: f64,
+) -> Vec<(String, Command)> {
+    let t0 = epoch_now();
+    STREAMS
+        .iter()
+        .map(|s| {
+            let mut c = Command::new(exe);
+            c.arg("bench-rig-driver")
+                .arg("--socket")
+                .arg(ingest)
+                .args(["--stream", s.name(), "--frames"])
+                .arg(frames_dir)
+                .args(["--seconds", &seconds.to_string(), "--t0", &t0.to_string()])
+                .arg("--trace-dir")
+                .arg(trace_dir);
+            if dims == &Dims::TINY {
+                c.arg("--tiny");
+            }
+            (s.name().to_string(), c)
+        })
+        .collect()
+}
+
+/// What a round of ours left on disk, checked after the daemon stopped.
+struct Checked {
+    /// Frames the trace's `events.jsonl` says were dropped.
+    drops_events: u64,
+    /// Every sensor's data check ([`check_data`]).
+    data: Vec<Value>,
+    failures: Vec<String>,
+}
+
+/// The daemon's exit, the drops its events record, every stream sent in full and durable,
+/// the data on disk intact, and the lidar's sidecar written.
+fn check_round(
+    daemon: &DaemonChild,
+    exit: Option<i32>,
+    streams: &[Finished],
+    seconds: f64,
+) -> Checked {
     let mut failures = Vec::new();
     if exit != Some(0) {
         failures.push(format!(
@@ -449,25 +498,15 @@ fn run_ours(
             daemon.log.display()
         ));
     }
-    let drops_events = read_events(&daemon.trace_dir)
-        .map(|events| {
-            events
-                .iter()
-                .map(|e| match &e.event {
-                    Event::Drop { count, .. } => *count,
-                    _ => 0,
-                })
-                .sum()
-        })
-        .unwrap_or_else(|e| {
-            failures.push(format!("reading the trace's events: {e}"));
-            0
-        });
+    let drops_events = events_drops(&daemon.trace_dir).unwrap_or_else(|e| {
+        failures.push(format!("reading the trace's events: {e}"));
+        0
+    });
     let expected: BTreeMap<String, u64> = streams
         .iter()
         .map(|f| (f.name.clone(), f.result["durable"].as_u64().unwrap_or(0)))
         .collect();
-    for (s, f) in STREAMS.iter().zip(&streams) {
+    for (s, f) in STREAMS.iter().zip(streams) {
         let sent = f.result["samples"].as_u64().unwrap_or(0);
         if sent != s.samples(seconds) || expected[&f.name] != sent {
             failures.push(format!(
@@ -478,32 +517,19 @@ fn run_ours(
             ));
         }
     }
-    let checks = check_data(&daemon.trace_dir, &expected);
-    if !checks.iter().all(|c| c["ok"] == true) {
+    let data = check_data(&daemon.trace_dir, &expected);
+    if !data.iter().all(|c| c["ok"] == true) {
         failures.push("data check failed: not every sample sent is on disk intact".into());
     }
     let lidar_json = daemon.trace_dir.join("lidar").join("lidar.json");
     if !lidar_json.is_file() {
         failures.push(format!("{} is missing", lidar_json.display()));
     }
-    Ok(Ours {
-        side: Side {
-            label: "roverlog daemon".into(),
-            rounds: vec![streams],
-        },
-        daemon_cpu,
-        daemon_system: split.system,
-        daemon_minor_faults: split.minor_faults,
-        idle,
-        during,
-        hwm,
-        drops_status,
+    Checked {
         drops_events,
-        stored,
-        exits: vec![exit],
-        checks,
+        data,
         failures,
-    })
+    }
 }
 
 /// Which Python writers are compared.

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::child::{ctl, write_config, DaemonChild};
+use super::child::{ctl, events_drops, sensors_sum, write_config, DaemonChild};
 use super::error::{current_exe, DaemonError, Result, ScenarioError};
 use crate::procfs;
 use roverlog_core::format::{avi, lzma, ChannelFormat, ChannelReader, Trace};
@@ -143,27 +143,12 @@ pub(super) fn replay_row(
     let (seconds, replay_rss, exit) = measure(cmd, &log)?;
     let status = ctl(&cfg.sockets.control, json!({"cmd": "status"}))?;
     let daemon_rss = procfs::status_bytes(pid, "VmHWM").unwrap_or(0);
-    let drops_status: u64 = status["sensors"].as_object().map_or(0, |m| {
-        m.values().map(|s| s["drops"].as_u64().unwrap_or(0)).sum()
-    });
-    let stored_uncompressed: u64 = status["sensors"].as_object().map_or(0, |m| {
-        m.values()
-            .map(|s| s["lzmaf_stored"].as_u64().unwrap_or(0))
-            .sum()
-    });
+    let drops_status = sensors_sum(&status, "drops");
+    let stored_uncompressed = sensors_sum(&status, "lzmaf_stored");
     let t0 = Instant::now();
     let stop = daemon.stop()?;
     let stop_s = t0.elapsed().as_secs_f64();
-    let drops_events: u64 = roverlog_core::format::events::read_events(&daemon.trace_dir)
-        .map(|ev| {
-            ev.iter()
-                .map(|e| match &e.event {
-                    roverlog_core::format::events::Event::Drop { count, .. } => *count,
-                    _ => 0,
-                })
-                .sum()
-        })
-        .unwrap_or(u64::MAX);
+    let drops_events = events_drops(&daemon.trace_dir).unwrap_or(u64::MAX);
     // Every sensor holds what the source holds, sample for sample in count.
     let src = Trace::open(trace)?;
     let got = Trace::open(&daemon.trace_dir)?;
