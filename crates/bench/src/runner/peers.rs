@@ -17,6 +17,7 @@ use super::error::{PeerError, PeerProblem, Result, RunError};
 const READY_WITHIN: Duration = Duration::from_secs(300);
 
 /// One process's result line and when it arrived, counted from `go`.
+#[derive(Debug)]
 pub(super) struct Finished {
     pub(super) name: String,
     pub(super) result: Value,
@@ -230,5 +231,100 @@ impl Group {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::error::RunError;
+
+    /// `sh -c script` as a peer named `name`.
+    fn sh(name: &str, script: &str) -> (String, Command) {
+        let mut c = Command::new("sh");
+        c.args(["-c", script]);
+        (name.to_owned(), c)
+    }
+
+    /// A peer that does it right: ready, waits for `go`, one JSON line, exit 0.
+    const GOOD: &str = "echo ready; read go; echo '{\"n\": 1}'";
+
+    #[test]
+    fn peers_released_together_give_their_results_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut went = false;
+        let done = run_together(
+            "t",
+            vec![sh("a", GOOD), sh("b", GOOD)],
+            dir.path(),
+            Duration::from_secs(60),
+            || went = true,
+        )
+        .unwrap();
+        assert!(went);
+        let names: Vec<&str> = done.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(done.iter().all(|f| f.result["n"] == 1));
+    }
+
+    #[test]
+    fn a_peer_talking_before_ready_is_named_with_its_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = "echo 'no numpy here' >&2; echo hello; exec sleep 30";
+        let e = run_together(
+            "t",
+            vec![sh("a", GOOD), sh("b", bad)],
+            dir.path(),
+            Duration::from_secs(60),
+            || panic!("released although b never was ready"),
+        )
+        .unwrap_err();
+        let RunError::Peers(p) = &e else {
+            panic!("{e:?}")
+        };
+        assert!(
+            matches!(&**p, PeerError::Failed { peer, problem: PeerProblem::BeforeReady { line }, .. }
+                     if peer == "b" && line == "hello"),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        let log = dir.path().join("t-b.log");
+        assert!(text.contains(&log.display().to_string()), "{text}");
+        assert!(text.ends_with("no numpy here"), "{text}");
+    }
+
+    #[test]
+    fn a_peer_failing_after_its_result_fails_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = run_together(
+            "t",
+            vec![sh("a", &format!("{GOOD}; exit 3"))],
+            dir.path(),
+            Duration::from_secs(60),
+            || {},
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().starts_with("t a: exited with exit status: 3"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_late_peer_is_named_after_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let slow = "echo ready; read go; exec sleep 30";
+        let e = run_together(
+            "t",
+            vec![sh("a", GOOD), sh("slow", slow)],
+            dir.path(),
+            Duration::from_secs(1),
+            || {},
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t: slow did not finish within 1 s of the start"
+        );
     }
 }
