@@ -406,7 +406,7 @@ fn run_cycles(control: &Path, pid: u32, total: Duration, period: f64) -> Cycles 
             false
         }
         Err(e) => {
-            refused.push(format!("{c} -> {e}"));
+            refused.push(e.to_string());
             false
         }
     };
