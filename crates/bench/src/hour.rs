@@ -99,14 +99,32 @@ pub fn write_rig_trace(dir: &Path, shape: &RigShape, progress: &mut dyn FnMut(u6
         b"{\"generator\": \"roverlog-bench hour\", \"sensors\": [\"camera\", \"lidar\", \"radar\", \"imu\"]}\n",
     )?;
     let opts = WriterOptions::default();
-    let mut done = 0u64;
-    let mut tick = |done: u64| {
-        if done.is_multiple_of(4096) {
-            progress(done);
-        }
-    };
+    let mut count = Count { done: 0, progress };
+    write_camera(&dir.join("camera"), shape.camera, &opts, &mut count)?;
+    write_lidar(&dir.join("lidar"), shape.lidar, &opts, &mut count)?;
+    write_radar(&dir.join("radar"), shape.radar, &opts, &mut count)?;
+    write_imu(&dir.join("imu"), shape.imu, &opts, &mut count)?;
+    (count.progress)(count.done);
+    Ok(())
+}
 
-    // camera
+/// Samples written so far, reported every few thousand.
+struct Count<'a> {
+    done: u64,
+    progress: &'a mut dyn FnMut(u64),
+}
+
+impl Count<'_> {
+    fn one(&mut self) {
+        self.done += 1;
+        if self.done.is_multiple_of(4096) {
+            (self.progress)(self.done);
+        }
+    }
+}
+
+/// The camera: `n` JPEG frames (VARIANTS of them, repeated) in an MJPEG AVI.
+fn write_camera(dir: &Path, n: u64, opts: &WriterOptions, count: &mut Count) -> Result<()> {
     let jpegs: Vec<Vec<u8>> = (0..VARIANTS).map(jpeg_frame).collect();
     // No `args`: the collector writes none, and upstream roverd's VideoChannel takes no
     // `fps` (a `meta.json` with `args.fps` fails there); the AVI header's default is 30 fps.
@@ -116,19 +134,18 @@ pub fn write_rig_trace(dir: &Path, shape: &RigShape, progress: &mut dyn FnMut(u6
         vec![CAMERA_H, CAMERA_W, 3],
         "camera video (MJPEG AVI)",
     );
-    let mut w = SensorWriter::create(
-        &dir.join("camera"),
-        sensor_meta(vec![("video.avi", camera_meta)]),
-        &opts,
-    )?;
-    for i in 0..shape.camera {
+    let mut w = SensorWriter::create(dir, sensor_meta(vec![("video.avi", camera_meta)]), opts)?;
+    for i in 0..n {
         w.append(ts(i, RATES[0]), &[&jpegs[i as usize % VARIANTS]])?;
-        done += 1;
-        tick(done);
+        count.one();
     }
     w.finish()?;
+    Ok(())
+}
 
-    // lidar: frames stored as compressed once per variant
+/// The lidar: `n` frames of three `lzmaf` channels, each variant compressed once, and the
+/// sensor's `lidar.json`.
+fn write_lidar(dir: &Path, n: u64, opts: &WriterOptions, count: &mut Count) -> Result<()> {
     let lidar = |name: &'static str, dtype: DType| {
         (
             name,
@@ -151,33 +168,35 @@ pub fn write_rig_trace(dir: &Path, shape: &RigShape, progress: &mut dyn FnMut(u6
         })
         .collect();
     let mut w = SensorWriter::create(
-        &dir.join("lidar"),
+        dir,
         sensor_meta(vec![
             lidar("rfl", DType::U1),
             lidar("nir", DType::U2),
             lidar("rng", DType::U2),
         ]),
-        &opts,
+        opts,
     )?;
-    for i in 0..shape.lidar {
+    for i in 0..n {
         let [a, b, c] = &frames[i as usize % VARIANTS];
         w.append_encoded(ts(i, RATES[1]), &[a, b, c])?;
-        done += 1;
-        tick(done);
+        count.one();
     }
     w.finish()?;
     // The sensor's metadata beside the channels, as the collector saves it: what upstream
     // roverd's Ouster transforms (and ours) read.
     let lidar_json = crate::lidar::ouster_metadata(LIDAR_ROWS, LIDAR_COLS);
     write_file_atomic(
-        &dir.join("lidar/lidar.json"),
+        &dir.join("lidar.json"),
         &serde_json::to_vec_pretty(&lidar_json).expect("lidar.json"),
     )?;
+    Ok(())
+}
 
-    // radar
+/// The radar: `n` IQ cubes and their `valid` flags.
+fn write_radar(dir: &Path, n: u64, opts: &WriterOptions, count: &mut Count) -> Result<()> {
     let cube: usize = RADAR_SHAPE.iter().product();
     let mut w = SensorWriter::create(
-        &dir.join("radar"),
+        dir,
         sensor_meta(vec![
             (
                 "iq",
@@ -193,21 +212,23 @@ pub fn write_rig_trace(dir: &Path, shape: &RigShape, progress: &mut dyn FnMut(u6
                 ChannelMeta::new(ChannelFormat::Raw, DType::U1, vec![], "frame complete"),
             ),
         ]),
-        &opts,
+        opts,
     )?;
     let mut iq = vec![0u8; cube * 2];
-    for i in 0..shape.radar {
+    for i in 0..n {
         for (k, v) in iq.chunks_exact_mut(2).enumerate() {
             let x = ((k as f64 * 0.37 + i as f64 * 0.05).sin() * 2000.0) as i16;
             v.copy_from_slice(&x.to_le_bytes());
         }
         w.append(ts(i, RATES[2]), &[&iq, &[1]])?;
-        done += 1;
-        tick(done);
+        count.one();
     }
     w.finish()?;
+    Ok(())
+}
 
-    // imu
+/// The IMU: `n` samples of three `f4[3]` vectors.
+fn write_imu(dir: &Path, n: u64, opts: &WriterOptions, count: &mut Count) -> Result<()> {
     let vec3 = |name: &'static str| {
         (
             name,
@@ -215,21 +236,19 @@ pub fn write_rig_trace(dir: &Path, shape: &RigShape, progress: &mut dyn FnMut(u6
         )
     };
     let mut w = SensorWriter::create(
-        &dir.join("imu"),
+        dir,
         sensor_meta(vec![vec3("rot"), vec3("acc"), vec3("avel")]),
-        &opts,
+        opts,
     )?;
-    for i in 0..shape.imu {
+    for i in 0..n {
         let t = i as f32 * 0.01;
         let rot = f4s([t.sin(), t.cos(), 0.1]);
         let acc = f4s([0.0, 0.0, 9.81 + (t * 7.0).sin() * 0.05]);
         let avel = f4s([(t * 3.0).cos() * 0.01, 0.0, 0.02]);
         w.append(ts(i, RATES[3]), &[&rot, &acc, &avel])?;
-        done += 1;
-        tick(done);
+        count.one();
     }
     w.finish()?;
-    progress(done);
     Ok(())
 }
 

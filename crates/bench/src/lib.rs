@@ -15,6 +15,9 @@
 //!   a child process per scenario, the data check and the reports.
 //!
 //! - [`error`]: the bench's [`Error`](error::Error); the client's and core's convert into it.
+//!   The runner's [`RunError`](runner::RunError) (`runner/error.rs`: one small enum per
+//!   operation: options, the daemon child, commands, peers, viewers, scenarios, faults)
+//!   wraps it; `anyhow` stays in the binary.
 //!
 //! Plain std threads and blocking sockets: the harness must not share the daemon's runtime
 //! or its bugs. Results are [`Throughput`]s, printed as MB/s and samples/s.

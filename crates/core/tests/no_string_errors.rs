@@ -1,6 +1,7 @@
 //! The library crates' errors are typed: no `Result<_, String>` in `crates/*/src` or
 //! `python/src` (issue 38; the house issue had taken them to 0 once, and they came back).
 //! An error is a `thiserror` enum carrying the values involved, never a sentence.
+//! Nor does a library crate depend on `anyhow`: that is the binary's.
 
 use std::path::{Path, PathBuf};
 
@@ -97,6 +98,85 @@ fn no_library_crate_returns_string_errors() {
     assert!(
         found.is_empty(),
         "Result<_, String> in library code (a typed error names the values):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The crates `[dependencies]` of a `Cargo.toml` names `anyhow` in (its own
+/// `[dependencies]`, a `[target.'cfg(..)'.dependencies]`, or a `[dependencies.anyhow]` table);
+/// `[dev-dependencies]` and `[build-dependencies]` may (tests are not the library).
+fn anyhow_dependencies(manifest: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut section = String::new();
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            section = line
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_string();
+            if section == "dependencies.anyhow" || section.ends_with(".dependencies.anyhow") {
+                found.push(format!("[{section}]"));
+            }
+            continue;
+        }
+        let normal = section == "dependencies" || section.ends_with(".dependencies");
+        let key = line.split(['=', '.']).next().unwrap_or("").trim();
+        if normal && key == "anyhow" {
+            found.push(format!("[{section}] {line}"));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_anyhow_detector_reads_sections() {
+    let manifest = "[package]\nname = \"x\"\n[dependencies]\nanyhow.workspace = true\n\
+                    anyhowish = \"1\"\n[dev-dependencies]\nanyhow = \"1\"\n\
+                    [target.'cfg(unix)'.dependencies]\nanyhow = { version = \"1\" }\n";
+    assert_eq!(
+        anyhow_dependencies(manifest),
+        vec![
+            "[dependencies] anyhow.workspace = true".to_string(),
+            "[target.'cfg(unix)'.dependencies] anyhow = { version = \"1\" }".to_string(),
+        ]
+    );
+    assert_eq!(
+        anyhow_dependencies("[dependencies.anyhow]\nversion = \"1\"\n"),
+        vec!["[dependencies.anyhow]".to_string()]
+    );
+    assert!(anyhow_dependencies("[dev-dependencies]\nanyhow = \"1\"\n").is_empty());
+}
+
+/// `anyhow` is the binary's (errors end there as exit codes); a library crate's errors are
+/// typed, so none of them depends on it (issue 38: the bench crate's runner used it).
+#[test]
+fn no_library_crate_depends_on_anyhow() {
+    let root = workspace();
+    let mut manifests: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("Cargo.toml"))
+        .filter(|p| p.is_file())
+        .collect();
+    manifests.push(root.join("python/Cargo.toml"));
+    assert!(
+        manifests.len() > 5,
+        "found only {} manifests: {manifests:?}",
+        manifests.len()
+    );
+    let mut found = Vec::new();
+    for m in &manifests {
+        let text = std::fs::read_to_string(m).unwrap_or_else(|e| panic!("{}: {e}", m.display()));
+        let rel = m.strip_prefix(&root).unwrap().display().to_string();
+        found.extend(
+            anyhow_dependencies(&text)
+                .into_iter()
+                .map(|d| format!("{rel}: {d}")),
+        );
+    }
+    assert!(
+        found.is_empty(),
+        "anyhow in a library crate's [dependencies] (only the binary uses it):\n{}",
         found.join("\n")
     );
 }

@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
+use roverlog_core::format::events::{read_events, Event};
 use roverlog_daemon::Config;
+
+use super::error::{current_exe, DaemonError, Result, RunError, UsageError};
 
 pub(super) fn make_work_dir(base: Option<&Path>) -> Result<PathBuf> {
     let base = match base {
@@ -18,14 +20,14 @@ pub(super) fn make_work_dir(base: Option<&Path>) -> Result<PathBuf> {
         None if Path::new("target").is_dir() => PathBuf::from("target/bench-tmp"),
         None => std::env::temp_dir(),
     };
-    std::fs::create_dir_all(&base).with_context(|| format!("creating {}", base.display()))?;
+    std::fs::create_dir_all(&base).map_err(|e| RunError::io("creating", &base, e))?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
     let dir = base.join(format!("roverlog-bench-{}-{stamp}", std::process::id()));
-    std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir(&dir).map_err(|e| RunError::io("creating", &dir, e))?;
     dir.canonicalize()
-        .with_context(|| format!("resolving {}", dir.display()))
+        .map_err(|e| RunError::io("resolving", &dir, e))
 }
 
 /// The daemon's config: the defaults, except where its files and sockets go and the lidar
@@ -54,20 +56,23 @@ pub(super) fn write_config(
         v["foxglove_listen"] = json!("127.0.0.1:0");
     }
     if let Some(extra) = extra {
-        let extra: Value = serde_json::from_str(extra).context("--daemon-config")?;
+        let extra: Value = serde_json::from_str(extra).map_err(UsageError::DaemonConfigJson)?;
         let Some(keys) = extra.as_object() else {
-            bail!("--daemon-config: want a JSON object, got {extra}");
+            return Err(UsageError::DaemonConfigNotObject { got: extra }.into());
         };
         for (k, x) in keys {
             v[k] = x.clone();
         }
     }
     let path = work.join(format!("roverlog-{scenario}.json"));
-    std::fs::write(&path, serde_json::to_vec_pretty(&v)?)
-        .with_context(|| format!("writing {}", path.display()))?;
-    let cfg = Config::load(&path).map_err(|e| anyhow!("{e}"))?;
+    let bytes = serde_json::to_vec_pretty(&v).expect("a JSON value serialises");
+    std::fs::write(&path, bytes).map_err(|e| RunError::io("writing", &path, e))?;
+    let cfg = Config::load(&path)?;
     Ok((cfg, path))
 }
+
+/// How long the daemon may take to get ready.
+const READY_WITHIN: Duration = Duration::from_secs(30);
 
 /// `roverlog daemon --config <cfg>`, run from this executable.
 pub(super) struct DaemonChild {
@@ -95,17 +100,22 @@ impl DaemonChild {
         scenario: &str,
         recording: bool,
     ) -> Result<DaemonChild> {
-        let exe = std::env::current_exe().context("finding this executable")?;
+        let exe = current_exe()?;
         let log = work.join(format!("daemon-{scenario}.log"));
-        let log_file = std::fs::File::create(&log)?;
-        let child = Command::new(exe)
+        let log_file =
+            std::fs::File::create(&log).map_err(|e| RunError::io("creating", &log, e))?;
+        let child = Command::new(&exe)
             .args(["daemon", "--config"])
             .arg(cfg_path)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file)
             .spawn()
-            .context("starting roverlog daemon")?;
+            .map_err(|error| DaemonError::Start {
+                program: exe,
+                hint: "",
+                error,
+            })?;
         let mut d = DaemonChild {
             child,
             log,
@@ -125,15 +135,21 @@ impl DaemonChild {
                     }
                 }
             }
-            if let Some(status) = d.child.try_wait()? {
-                bail!(
-                    "the daemon exited at start ({status}); its log:\n{}",
-                    std::fs::read_to_string(&d.log).unwrap_or_default()
-                );
+            if let Some(status) = d.child.try_wait().map_err(DaemonError::Wait)? {
+                return Err(DaemonError::ExitedAtStart {
+                    status,
+                    log_text: std::fs::read_to_string(&d.log).unwrap_or_default(),
+                    log: d.log.clone(),
+                }
+                .into());
             }
-            if t0.elapsed() > Duration::from_secs(30) {
+            if t0.elapsed() > READY_WITHIN {
                 let _ = d.child.kill();
-                bail!("the daemon did not become ready within 30 s");
+                return Err(DaemonError::NotReady {
+                    within_s: READY_WITHIN.as_secs(),
+                    recording,
+                }
+                .into());
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -145,7 +161,7 @@ impl DaemonChild {
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let t0 = Instant::now();
         loop {
-            if let Some(s) = self.child.try_wait()? {
+            if let Some(s) = self.child.try_wait().map_err(DaemonError::Wait)? {
                 return Ok(s.code());
             }
             if t0.elapsed() > Duration::from_secs(120) {
@@ -169,14 +185,49 @@ impl Drop for DaemonChild {
 
 /// One control command and its reply.
 pub(super) fn ctl(socket: &Path, cmd: Value) -> Result<Value> {
-    let mut s = UnixStream::connect(socket)?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let mut l = serde_json::to_vec(&cmd)?;
+    let mut l = serde_json::to_vec(&cmd).expect("a JSON value serialises");
     l.push(b'\n');
-    s.write_all(&l)?;
     let mut reply = String::new();
-    BufReader::new(s).read_line(&mut reply)?;
-    Ok(serde_json::from_str(&reply)?)
+    let asked = UnixStream::connect(socket).and_then(|mut s| {
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        s.write_all(&l)?;
+        BufReader::new(s).read_line(&mut reply)
+    });
+    if let Err(error) = asked {
+        return Err(DaemonError::Control {
+            socket: socket.to_path_buf(),
+            cmd,
+            error,
+        }
+        .into());
+    }
+    serde_json::from_str(&reply).map_err(|error| {
+        DaemonError::ControlReply {
+            socket: socket.to_path_buf(),
+            cmd,
+            reply,
+            error,
+        }
+        .into()
+    })
+}
+
+/// The sum of a per-sensor counter of the daemon's `status` (`drops`, `lzmaf_stored`).
+pub(super) fn sensors_sum(status: &Value, key: &str) -> u64 {
+    status["sensors"].as_object().map_or(0, |m| {
+        m.values().map(|s| s[key].as_u64().unwrap_or(0)).sum()
+    })
+}
+
+/// The samples the `drop` events of a trace's `events.jsonl` count.
+pub(super) fn events_drops(trace: &Path) -> roverlog_core::Result<u64> {
+    Ok(read_events(trace)?
+        .iter()
+        .map(|e| match &e.event {
+            Event::Drop { count, .. } => *count,
+            _ => 0,
+        })
+        .sum())
 }
 
 /// `n` socket sinks at once (one connection and thread each, in their own directories), as

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use super::error::{Result, ViewerError};
 
 /// Requests per second per endpoint.
 pub(super) const POLL_HZ: f64 = 10.0;
@@ -49,26 +49,36 @@ impl Poller {
         self.stop.store(true, Ordering::Relaxed);
         match self.thread.join() {
             Ok(r) => r,
-            Err(_) => bail!("the dashboard poller panicked"),
+            Err(_) => Err(ViewerError::Panicked {
+                client: "dashboard poller",
+            }
+            .into()),
         }
     }
 }
 
 /// One `GET` on a fresh connection (as a browser's first request is); fails unless 200.
-pub(super) fn get(addr: &str, path: &str) -> Result<()> {
-    let mut s = TcpStream::connect(addr)
-        .with_context(|| format!("connecting to the dashboard at {addr}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
+pub(super) fn get(addr: &str, path: &'static str) -> Result<()> {
+    let mut s = TcpStream::connect(addr).map_err(|error| ViewerError::DashboardConnect {
+        addr: addr.to_owned(),
+        error,
+    })?;
     let mut reply = Vec::new();
-    s.read_to_end(&mut reply)
-        .with_context(|| format!("reading the dashboard's answer to {path}"))?;
+    let asked = s
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .and_then(|()| {
+            write!(
+                s,
+                "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+            )
+        })
+        .and_then(|()| s.read_to_end(&mut reply));
+    if let Err(error) = asked {
+        return Err(ViewerError::DashboardRead { path, error }.into());
+    }
     if !reply.starts_with(b"HTTP/1.1 200") {
         let head = String::from_utf8_lossy(&reply[..reply.len().min(200)]).into_owned();
-        bail!("dashboard {path}: {head}");
+        return Err(ViewerError::DashboardStatus { path, head }.into());
     }
     Ok(())
 }

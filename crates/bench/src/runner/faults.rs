@@ -17,18 +17,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use roverlog_client::Driver;
 use roverlog_core::format::{ChannelFormat, ChannelMeta, DType, Sensor, SensorMeta};
 
 use super::child::{ctl, make_work_dir};
+use super::error::{current_exe, DaemonError, FaultError, Result, RunError};
 use super::{progress, Options};
 
 const SCENARIOS: [&str; 3] = ["fsync_eio", "enospc", "shutdown"];
 /// Bytes of one sample (one raw channel).
 const SAMPLE: usize = 4000;
+/// How long the daemon may take to record, the fault to show, the daemon to stop.
+const READY_WITHIN: Duration = Duration::from_secs(30);
+const FAULT_WITHIN: Duration = Duration::from_secs(60);
+const STOP_WITHIN: Duration = Duration::from_secs(60);
 
 /// One round's figures.
 struct Figures {
@@ -50,10 +54,13 @@ pub(super) fn run(args: &Options) -> Result<bool> {
     for scenario in SCENARIOS {
         for round in 0..rounds {
             let dir = work.join(format!("{scenario}-{round}"));
-            std::fs::create_dir_all(&dir)?;
+            std::fs::create_dir_all(&dir).map_err(|e| RunError::io("creating", &dir, e))?;
             progress(&format!("faults: {scenario}, round {}", round + 1));
-            let f =
-                run_round(scenario, &dir).with_context(|| format!("{scenario} round {round}"))?;
+            let f = run_round(scenario, &dir).map_err(|e| FaultError::Round {
+                scenario,
+                round,
+                error: Box::new(e),
+            })?;
             let lost = f.acked.saturating_sub(f.on_disk);
             ok &= lost == 0 && f.alarm_delay_ms.is_some();
             println!(
@@ -92,12 +99,14 @@ struct LoopMount {
 impl LoopMount {
     fn new(image: &Path, mib: u64, path: &Path) -> Result<LoopMount> {
         if !image.exists() {
-            std::fs::File::create(image)?.set_len(mib << 20)?;
+            std::fs::File::create(image)
+                .and_then(|f| f.set_len(mib << 20))
+                .map_err(|e| RunError::io("creating", image, e))?;
             sh(Command::new("mkfs.ext4")
                 .args(["-q", "-F", "-m", "0"])
                 .arg(image))?;
         }
-        std::fs::create_dir_all(path)?;
+        std::fs::create_dir_all(path).map_err(|e| RunError::io("creating", path, e))?;
         sh(Command::new("mount")
             .args(["-t", "ext4", "-o", "loop"])
             .arg(image)
@@ -116,11 +125,16 @@ impl Drop for LoopMount {
 
 /// Runs `cmd`, an error naming it and its stderr when it fails.
 fn sh(cmd: &mut Command) -> Result<()> {
-    let out = cmd.output().with_context(|| {
-        format!("running {cmd:?} (roverlog bench --only faults needs root, mkfs.ext4, fiu-utils)")
+    let out = cmd.output().map_err(|error| FaultError::Tool {
+        command: format!("{cmd:?}"),
+        error,
     })?;
     if !out.status.success() {
-        bail!("{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+        return Err(FaultError::ToolFailed {
+            command: format!("{cmd:?}"),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+        .into());
     }
     Ok(())
 }
@@ -132,32 +146,36 @@ fn run_round(scenario: &str, dir: &Path) -> Result<Figures> {
     let data = mnt.path.join("data");
     let (ingest, control) = (dir.join("run/ingest.sock"), dir.join("run/control.sock"));
     let cfg = dir.join("roverlog.json");
-    std::fs::write(
-        &cfg,
-        serde_json::to_vec_pretty(&json!({
-            "data_root": data, "ingest_socket": ingest, "control_socket": control,
-            "min_free_bytes": 0, "resume_free_bytes": u64::MAX / 2, "fsync": "on_request",
-            "disk_check_interval_ms": 100, "shutdown_deadline_ms": 60000,
-        }))?,
-    )?;
-    let exe = std::env::current_exe()?;
-    let mut cmd = if scenario == "fsync_eio" {
-        let mut c = Command::new("fiu-run");
-        c.arg("-x").arg(&exe);
-        c
+    let config = json!({
+        "data_root": data, "ingest_socket": ingest, "control_socket": control,
+        "min_free_bytes": 0, "resume_free_bytes": u64::MAX / 2, "fsync": "on_request",
+        "disk_check_interval_ms": 100, "shutdown_deadline_ms": 60000,
+    });
+    let bytes = serde_json::to_vec_pretty(&config).expect("a JSON value serialises");
+    std::fs::write(&cfg, bytes).map_err(|e| RunError::io("writing", &cfg, e))?;
+    let exe = current_exe()?;
+    let (program, hint) = if scenario == "fsync_eio" {
+        (PathBuf::from("fiu-run"), ": Debian fiu-utils")
     } else {
-        Command::new(&exe)
+        (exe.clone(), "")
     };
+    let mut cmd = Command::new(&program);
+    if scenario == "fsync_eio" {
+        cmd.arg("-x").arg(&exe);
+    }
+    let log = dir.join("daemon.log");
+    let log_file = std::fs::File::create(&log).map_err(|e| RunError::io("creating", &log, e))?;
     cmd.args(["daemon", "--config"])
         .arg(&cfg)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("daemon.log"))?);
-    let mut child = Killed(
-        cmd.spawn()
-            .context("starting the daemon (fiu-run: Debian fiu-utils)")?,
-    );
-    let trace = ready(&control, &mut child.0)?;
+        .stderr(log_file);
+    let mut child = Killed(cmd.spawn().map_err(|error| DaemonError::Start {
+        program,
+        hint,
+        error,
+    })?);
+    let trace = ready(&control, &mut child.0, &log)?;
     let meta = SensorMeta {
         channels: vec![(
             "x".into(),
@@ -176,7 +194,7 @@ fn run_round(scenario: &str, dir: &Path) -> Result<Figures> {
         drv.sync().ok()
     };
     for _ in 0..5 {
-        acked = send(&mut drv, 20).context("recording before the fault")?;
+        acked = send(&mut drv, 20).ok_or(FaultError::NoAckBeforeFault)?;
     }
     let pid = child.0.id();
     match scenario {
@@ -193,8 +211,11 @@ fn run_round(scenario: &str, dir: &Path) -> Result<Figures> {
     let t0 = Instant::now();
     while let Some(n) = send(&mut drv, 20) {
         acked = acked.max(n);
-        if t0.elapsed() > Duration::from_secs(60) {
-            bail!("the fault never showed");
+        if t0.elapsed() > FAULT_WITHIN {
+            return Err(FaultError::NeverShowed {
+                within_s: FAULT_WITHIN.as_secs(),
+            }
+            .into());
         }
     }
     drop(drv);
@@ -204,15 +225,20 @@ fn run_round(scenario: &str, dir: &Path) -> Result<Figures> {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let t0 = Instant::now();
-    while child.0.try_wait()?.is_none() {
-        if t0.elapsed() > Duration::from_secs(60) {
-            bail!("the daemon did not stop within 60 s of SIGTERM");
+    while child.0.try_wait().map_err(DaemonError::Wait)?.is_none() {
+        if t0.elapsed() > STOP_WITHIN {
+            return Err(DaemonError::NoStop {
+                within_s: STOP_WITHIN.as_secs(),
+            }
+            .into());
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(mnt);
     let again = LoopMount::new(&image, mib, &dir.join("again"))?;
-    let name = trace.file_name().context("trace name")?;
+    let name = trace.file_name().ok_or_else(|| FaultError::TraceName {
+        trace: trace.clone(),
+    })?;
     let on_disk = Sensor::open(&again.path.join("data").join(name).join("cam"))?.len()?;
     Ok(Figures {
         acked,
@@ -233,7 +259,7 @@ impl Drop for Killed {
 }
 
 /// Waits (30 s at most) until the daemon records; its trace directory.
-fn ready(control: &Path, child: &mut Child) -> Result<PathBuf> {
+fn ready(control: &Path, child: &mut Child, log: &Path) -> Result<PathBuf> {
     let t0 = Instant::now();
     loop {
         if UnixStream::connect(control).is_ok() {
@@ -243,11 +269,20 @@ fn ready(control: &Path, child: &mut Child) -> Result<PathBuf> {
                 }
             }
         }
-        if let Some(s) = child.try_wait()? {
-            bail!("the daemon exited at start: {s}");
+        if let Some(status) = child.try_wait().map_err(DaemonError::Wait)? {
+            return Err(DaemonError::ExitedAtStart {
+                status,
+                log: log.to_path_buf(),
+                log_text: std::fs::read_to_string(log).unwrap_or_default(),
+            }
+            .into());
         }
-        if t0.elapsed() > Duration::from_secs(30) {
-            bail!("the daemon did not record within 30 s");
+        if t0.elapsed() > READY_WITHIN {
+            return Err(DaemonError::NotReady {
+                within_s: READY_WITHIN.as_secs(),
+                recording: true,
+            }
+            .into());
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -276,26 +311,27 @@ fn alarm_delay(control: &Path) -> Result<Option<f64>> {
 fn shut_down(fs: &Path) -> Result<()> {
     use std::os::fd::AsRawFd;
     const EXT4_IOC_SHUTDOWN: libc::c_ulong = 0x8004_587D;
-    let dir = std::fs::File::open(fs)?;
+    let dir = std::fs::File::open(fs).map_err(|e| RunError::io("opening", fs, e))?;
     let flags: u32 = 2;
     // SAFETY: a valid descriptor and a pointer to a u32, as the ioctl takes.
     if unsafe { libc::ioctl(dir.as_raw_fd(), EXT4_IOC_SHUTDOWN, &flags) } != 0 {
-        bail!(
-            "EXT4_IOC_SHUTDOWN on {}: {}",
-            fs.display(),
-            std::io::Error::last_os_error()
-        );
+        return Err(FaultError::Shutdown {
+            fs: fs.to_path_buf(),
+            error: std::io::Error::last_os_error(),
+        }
+        .into());
     }
     Ok(())
 }
 
 /// `VmHWM` of `pid`, bytes.
 fn peak_rss(pid: u32) -> Result<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let status = PathBuf::from(format!("/proc/{pid}/status"));
+    let s = std::fs::read_to_string(&status).map_err(|e| RunError::io("reading", &status, e))?;
     let kb: u64 = s
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("VmHWM")?;
+        .ok_or(FaultError::NoHwm { pid })?;
     Ok(kb << 10)
 }

@@ -10,11 +10,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use tungstenite::client::IntoClientRequest;
 use tungstenite::http::HeaderValue;
 use tungstenite::{Message, WebSocket};
+
+use super::error::{Result, ViewerError};
 
 /// A thread watching the live feed until stopped.
 pub(super) struct Watcher {
@@ -44,7 +45,7 @@ impl Watcher {
                             e.kind(),
                             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                         ) => {}
-                    Err(e) => return Err(e).context("reading the Foxglove feed"),
+                    Err(e) => return Err(ViewerError::FeedRead(Box::new(e)).into()),
                 }
             }
             let _ = ws.close(None);
@@ -58,7 +59,10 @@ impl Watcher {
         self.stop.store(true, Ordering::Relaxed);
         match self.thread.join() {
             Ok(r) => r,
-            Err(_) => bail!("the Foxglove client panicked"),
+            Err(_) => Err(ViewerError::Panicked {
+                client: "Foxglove client",
+            }
+            .into()),
         }
     }
 }
@@ -66,19 +70,30 @@ impl Watcher {
 fn connect(url: &str) -> Result<WebSocket<TcpStream>> {
     let mut req = url
         .into_client_request()
-        .with_context(|| format!("the Foxglove feed's url {url}"))?;
+        .map_err(|e| ViewerError::FeedUrl {
+            url: url.to_owned(),
+            error: Box::new(e),
+        })?;
     req.headers_mut().insert(
         "Sec-WebSocket-Protocol",
         HeaderValue::from_static("foxglove.sdk.v1"),
     );
     let addr = url.trim_start_matches("ws://").trim_end_matches('/');
-    let stream = TcpStream::connect(addr)
-        .with_context(|| format!("connecting to the Foxglove feed at {addr}"))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let (ws, _) = tungstenite::client(req, stream)
-        .with_context(|| format!("the WebSocket handshake with {url}"))?;
+    let connect_error = |error| ViewerError::FeedConnect {
+        addr: addr.to_owned(),
+        error,
+    };
+    let stream = TcpStream::connect(addr).map_err(connect_error)?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(connect_error)?;
+    let (ws, _) = tungstenite::client(req, stream).map_err(|e| ViewerError::Handshake {
+        url: url.to_owned(),
+        error: Box::new(e),
+    })?;
     ws.get_ref()
-        .set_read_timeout(Some(Duration::from_millis(100)))?;
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .map_err(connect_error)?;
     Ok(ws)
 }
 
@@ -89,14 +104,14 @@ fn subscribe_new(
     text: &str,
     subscribed: &mut BTreeSet<u64>,
 ) -> Result<()> {
-    let v: Value = serde_json::from_str(text).context("a Foxglove server message")?;
+    let v: Value = serde_json::from_str(text).map_err(ViewerError::FeedMessage)?;
     if v["op"] != "advertise" {
         return Ok(());
     }
     let mut subs = Vec::new();
     for c in v["channels"].as_array().into_iter().flatten() {
         let Some(id) = c["id"].as_u64() else {
-            bail!("an advertised channel without an id: {c}");
+            return Err(ViewerError::ChannelWithoutId { channel: c.clone() }.into());
         };
         if subscribed.insert(id) {
             subs.push(json!({"id": id, "channelId": id}));
@@ -105,7 +120,7 @@ fn subscribe_new(
     if !subs.is_empty() {
         let sub = json!({"op": "subscribe", "subscriptions": subs});
         ws.send(Message::text(sub.to_string()))
-            .context("subscribing to the Foxglove feed")?;
+            .map_err(|e| ViewerError::Subscribe(Box::new(e)))?;
     }
     Ok(())
 }

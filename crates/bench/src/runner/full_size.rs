@@ -17,13 +17,13 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use crate::hour::{self, RigShape};
 use crate::procfs;
 use roverlog_core::format::Sensor;
 
+use super::error::{current_exe, CommandError, Result, RunError, ScenarioError};
 use super::verb_floor;
 use super::{make_work_dir, Options};
 
@@ -104,7 +104,7 @@ pub(super) fn run(work: &Path, quick: bool, json_out: bool) -> Result<bool> {
         "ok": ok,
     });
     if json_out {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", serde_json::to_string_pretty(&report).expect("json"));
     } else {
         print_table(&report);
     }
@@ -162,21 +162,24 @@ fn single_reads(sensor_dir: &Path, channel: &str) -> Result<Reads> {
     const ROUNDS: usize = 7;
     const OPENS: usize = 20;
     const READS: usize = 500;
-    let what = || format!("{}/{channel}", sensor_dir.display());
+    let what = |e| ScenarioError::Read {
+        channel: sensor_dir.join(channel),
+        error: Box::new(e),
+    };
     let mut open_len = Vec::new();
     let mut samples = 0;
     for _ in 0..ROUNDS {
         let t = Instant::now();
         for _ in 0..OPENS {
-            let s = Sensor::open(sensor_dir).with_context(what)?;
-            samples = s.channel(channel).with_context(what)?.len()?;
+            let s = Sensor::open(sensor_dir).map_err(what)?;
+            samples = s.channel(channel).map_err(what)?.len()?;
         }
         open_len.push(t.elapsed().as_secs_f64() / OPENS as f64);
     }
-    let sensor = Sensor::open(sensor_dir).with_context(what)?;
-    let mut reader = sensor.channel(channel).with_context(what)?;
+    let sensor = Sensor::open(sensor_dir).map_err(what)?;
+    let mut reader = sensor.channel(channel).map_err(what)?;
     // A first read may load what the channel keeps (an `lzma` channel decodes here).
-    reader.get(0).with_context(what)?;
+    reader.get(0).map_err(what)?;
     let mut read = Vec::new();
     let mut index_at = Vec::new();
     let ts = sensor.timestamps()?;
@@ -186,7 +189,7 @@ fn single_reads(sensor_dir: &Path, channel: &str) -> Result<Reads> {
         let mut bytes = 0;
         for &i in &ix[r..] {
             // Touch the bytes: a borrowed sample (raw, mjpg) costs its page, not nothing.
-            let sample = reader.get(i).with_context(what)?;
+            let sample = reader.get(i).map_err(what)?;
             bytes += sample.len() + sample[sample.len() / 2] as usize;
         }
         read.push(t.elapsed().as_secs_f64() / READS as f64);
@@ -219,12 +222,16 @@ struct Measured {
 /// a child started by `vfork`+`exec` inherits the parent's high-water mark in it, so any
 /// peak below this (large) process's own would read as this process's.
 fn measure(mut cmd: Command, log: &Path) -> Result<Measured> {
-    let out = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
-    cmd.stdin(Stdio::null())
-        .stdout(out.try_clone()?)
-        .stderr(out);
+    let out = std::fs::File::create(log).map_err(|e| RunError::io("creating", log, e))?;
+    let out2 = out
+        .try_clone()
+        .map_err(|e| RunError::io("opening", log, e))?;
+    cmd.stdin(Stdio::null()).stdout(out2).stderr(out);
     let t = Instant::now();
-    let child = cmd.spawn().with_context(|| format!("starting {cmd:?}"))?;
+    let child = cmd.spawn().map_err(|error| CommandError::Start {
+        command: format!("{cmd:?}"),
+        error,
+    })?;
     let pid = child.id();
     let done = AtomicBool::new(false);
     let hwm = AtomicU64::new(0);
@@ -247,7 +254,11 @@ fn measure(mut cmd: Command, log: &Path) -> Result<Measured> {
     });
     let seconds = t.elapsed().as_secs_f64();
     if r != pid as libc::pid_t {
-        bail!("wait4 {cmd:?}: {}", std::io::Error::last_os_error());
+        return Err(CommandError::Wait {
+            command: format!("{cmd:?}"),
+            error: std::io::Error::last_os_error(),
+        }
+        .into());
     }
     let exit = if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
@@ -268,9 +279,10 @@ fn measure(mut cmd: Command, log: &Path) -> Result<Measured> {
 }
 
 fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-        let e = e?;
-        if e.file_type()?.is_dir() {
+    let reading = |e| RunError::io("reading", dir, e);
+    for e in std::fs::read_dir(dir).map_err(reading)? {
+        let e = e.map_err(reading)?;
+        if e.file_type().map_err(reading)?.is_dir() {
             trace_files(&e.path(), out)?;
         } else {
             out.push(e.path());
@@ -280,9 +292,9 @@ fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 }
 
 fn run_verbs(work: &Path, trace: &Path) -> Result<Value> {
-    let exe = std::env::current_exe().context("finding this executable")?;
+    let exe = current_exe()?;
     let out = work.join("verbs");
-    std::fs::create_dir(&out)?;
+    std::fs::create_dir(&out).map_err(|e| RunError::io("creating", &out, e))?;
     let mut files = Vec::new();
     trace_files(trace, &mut files)?;
     files.sort();

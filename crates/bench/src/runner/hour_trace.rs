@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use super::error::Result;
 
 use crate::hour::{self, RigShape};
 

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use crate::baselines::{self, Input, Leave};
@@ -26,6 +25,7 @@ mod baseline_error;
 mod child;
 mod dashboard;
 mod disk;
+pub mod error;
 mod faults;
 mod foxglove;
 mod full_size;
@@ -41,6 +41,8 @@ mod table;
 mod verb_floor;
 
 pub use baseline_error::BaselineError;
+pub use error::RunError;
+use error::{Result, UsageError};
 use scenario::{check_data, python_writer, run_scenario, Ctx, PyWriter};
 use table::{Scenario, ALONE, SCENARIOS};
 
@@ -325,7 +327,7 @@ pub fn main(args: Options) -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("roverlog bench: error: {e:#}");
+            eprintln!("roverlog bench: error: {e}");
             ExitCode::from(2)
         }
     }
@@ -336,7 +338,11 @@ fn run(args: &Options) -> Result<bool> {
     for alone in ALONE {
         if args.only.iter().any(|s| s == alone.name) {
             if args.only.len() > 1 {
-                bail!("{}", alone.alone);
+                return Err(UsageError::NotAlone {
+                    scenario: alone.name,
+                    usage: alone.alone,
+                }
+                .into());
             }
             return (alone.run)(args);
         }
@@ -356,14 +362,13 @@ fn select(only: &[String]) -> Result<Vec<&'static Scenario>> {
     for name in only {
         match SCENARIOS.iter().find(|s| s.name == name.as_str()) {
             Some(s) => v.push(s),
-            None => bail!(
-                "unknown scenario {name:?} (known: {}, rig)",
-                SCENARIOS
-                    .iter()
-                    .map(|s| s.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            None => {
+                return Err(UsageError::UnknownScenario {
+                    name: name.clone(),
+                    known: SCENARIOS.iter().map(|s| s.name).collect(),
+                }
+                .into())
+            }
         }
     }
     Ok(v)
@@ -372,17 +377,21 @@ fn select(only: &[String]) -> Result<Vec<&'static Scenario>> {
 /// The daemon scenarios' settings checked, and their sizes.
 fn check_settings(args: &Options) -> Result<Sizes> {
     if args.sensors == 0 {
-        bail!("--sensors must be at least 1");
+        return Err(UsageError::Zero {
+            option: "--sensors",
+        }
+        .into());
     }
     if !(1..=MAX_LARGE_FRAME).contains(&args.frame_bytes) {
-        bail!(
-            "--frame-bytes must be 1..={MAX_LARGE_FRAME}, got {}",
-            args.frame_bytes
-        );
+        return Err(UsageError::FrameBytes {
+            got: args.frame_bytes,
+            max: MAX_LARGE_FRAME,
+        }
+        .into());
     }
     let mut sizes = Sizes::new(args.quick);
     match args.rounds {
-        Some(0) => bail!("--rounds must be at least 1"),
+        Some(0) => return Err(UsageError::Zero { option: "--rounds" }.into()),
         Some(n) => sizes.rounds = n,
         None => {}
     }
@@ -508,8 +517,8 @@ fn one_daemon_scenario(
             });
         }
         Err(e) => {
-            progress(&format!("scenario {name} failed: {e:#}"));
-            g.failures.push(format!("{name}: {e:#}"));
+            progress(&format!("scenario {name} failed: {e}"));
+            g.failures.push(format!("{name}: {e}"));
         }
     }
     let exit = daemon.stop()?;

@@ -2,8 +2,8 @@
 //! directory (it starts its own Garage; no daemon).
 
 use super::child::make_work_dir;
+use super::error::Result;
 use super::Options;
-use anyhow::Result;
 
 pub(super) fn alone(args: &Options) -> Result<bool> {
     let work = make_work_dir(args.dir.as_deref())?;

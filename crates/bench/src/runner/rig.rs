@@ -16,18 +16,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use crate::procfs;
 use crate::rig::frames::{self, PoolSummary, MANIFEST};
 use crate::rig::push::Session;
 use crate::rig::{Dims, Stream, STREAMS};
-use roverlog_core::format::events::{read_events, Event};
 
-use super::child::{ctl, make_work_dir, write_config, DaemonChild};
+use super::child::{ctl, events_drops, make_work_dir, sensors_sum, write_config, DaemonChild};
+use super::error::{current_exe, CommandError, Result, ScenarioError, UsageError};
 use super::peers::{run_together, Finished};
 use super::scenario::{check_data, python_writer, repo_file};
+use super::BaselineError;
 use super::{load_average, mib, progress, Options};
 
 /// The environment variable naming upstream's Python, when `--upstream-python` is not given.
@@ -57,7 +57,7 @@ pub fn driver_main(a: Driver) -> ExitCode {
     match drive(&a) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("roverlog bench-rig-driver {}: error: {e:#}", a.stream);
+            eprintln!("roverlog bench-rig-driver {}: error: {e}", a.stream);
             ExitCode::from(1)
         }
     }
@@ -65,13 +65,18 @@ pub fn driver_main(a: Driver) -> ExitCode {
 
 fn drive(a: &Driver) -> Result<()> {
     let Some(stream) = Stream::parse(&a.stream) else {
-        bail!("unknown stream {:?} (camera, lidar, radar, imu)", a.stream);
+        return Err(UsageError::UnknownStream {
+            stream: a.stream.clone(),
+        }
+        .into());
     };
     let dims = Dims::of(a.tiny);
     let session = Session::connect(&a.socket, stream, &dims, &a.frames, a.trace_dir.as_deref())?;
     println!("ready");
     let mut go = String::new();
-    std::io::stdin().read_line(&mut go)?;
+    std::io::stdin()
+        .read_line(&mut go)
+        .map_err(ScenarioError::Go)?;
     let r = session.run(stream.samples(a.seconds), a.t0)?;
     println!(
         "{}",
@@ -150,10 +155,10 @@ pub(super) fn run(args: &Options) -> Result<bool> {
         .rig_seconds
         .unwrap_or(if args.quick { 2.0 } else { 60.0 });
     if !(seconds.is_finite() && seconds > 0.0) {
-        bail!("--rig-seconds must be positive, got {seconds}");
+        return Err(UsageError::RigSeconds { got: seconds }.into());
     }
     let rounds = match args.rounds {
-        Some(0) => bail!("--rounds must be at least 1"),
+        Some(0) => return Err(UsageError::Zero { option: "--rounds" }.into()),
         Some(n) => n,
         None => 1,
     };
@@ -201,7 +206,7 @@ pub(super) fn run(args: &Options) -> Result<bool> {
             side.x_real_time(seconds),
             side.own_cpu() / total
         ),
-        Err(e) => format!("{peer_name} unavailable: {}", first_line(&format!("{e:#}"))),
+        Err(e) => format!("{peer_name} unavailable: {}", first_line(&e.to_string())),
     };
     let line = format!(
         "rig: {x:.1}x real time, {cpu_per_s:.2} CPU s per rig s ({peer_text}), drops {drops}, peak RSS {:.0} MiB, lidar frames stored uncompressed {}",
@@ -237,7 +242,7 @@ pub(super) fn run(args: &Options) -> Result<bool> {
             Ok(side) => json!({"kind": peer_name, "side": side.to_json(seconds),
                                "cpu_seconds": side.own_cpu(),
                                "cpu_per_rig_second": side.own_cpu() / total}),
-            Err(e) => json!({"kind": peer_name, "error": format!("{e:#}")}),
+            Err(e) => json!({"kind": peer_name, "error": e.to_string()}),
         },
         "peer_note": peer_note,
         "failures": failures,
@@ -286,7 +291,7 @@ fn run_rounds(
             None => run_python(args, kind, work, frames_dir, seconds, round),
         };
         if let Err(e) = &t {
-            progress(&format!("rig: the Python writers failed: {e:#}"));
+            progress(&format!("rig: the Python writers failed: {e}"));
         }
         progress(&format!(
             "rig: round {}: ours {:.2}x real time, {:.2} daemon CPU s per rig s ({:.2} system, \
@@ -379,6 +384,8 @@ fn deadline(seconds: f64) -> Duration {
     Duration::from_secs_f64(300.0 + 20.0 * seconds)
 }
 
+/// One round of our side: a fresh daemon and data root, the four drivers pushing into it
+/// together, then its figures and the checks of what it stored.
 fn run_ours(
     args: &Options,
     work: &Path,
@@ -387,7 +394,6 @@ fn run_ours(
     seconds: f64,
     round: usize,
 ) -> Result<Ours> {
-    // A fresh daemon and data root per round.
     let name = format!("rig-{}", round + 1);
     let (cfg, cfg_path) = write_config(work, &name, args.daemon_config.as_deref())?;
     let mut daemon = DaemonChild::start(&cfg, &cfg_path, work, &name)?;
@@ -396,46 +402,95 @@ fn run_ours(
     std::thread::sleep(Duration::from_millis(500));
     let idle = procfs::status_bytes(pid, "VmRSS").unwrap_or(0);
     sampler.take_max();
-    let exe = std::env::current_exe().context("finding this executable")?;
-    let t0 = epoch_now();
-    let commands = STREAMS
-        .iter()
-        .map(|s| {
-            let mut c = Command::new(&exe);
-            c.arg("bench-rig-driver")
-                .arg("--socket")
-                .arg(&cfg.sockets.ingest)
-                .args(["--stream", s.name(), "--frames"])
-                .arg(frames_dir)
-                .args(["--seconds", &seconds.to_string(), "--t0", &t0.to_string()])
-                .arg("--trace-dir")
-                .arg(&daemon.trace_dir);
-            if dims == &Dims::TINY {
-                c.arg("--tiny");
-            }
-            (s.name().to_string(), c)
-        })
-        .collect();
+
+    let commands = driver_commands(
+        &current_exe()?,
+        &cfg.sockets.ingest,
+        &daemon.trace_dir,
+        frames_dir,
+        dims,
+        seconds,
+    );
     progress("rig: our drivers into the daemon");
     let mut cpu0 = procfs::CpuSplit::default();
     let streams = run_together(&name, commands, work, deadline(seconds), || {
         cpu0 = procfs::cpu_split(pid).unwrap_or_default();
     })?;
     let split = procfs::cpu_split(pid).unwrap_or_default().since(cpu0);
-    let daemon_cpu = split.user + split.system;
+
     let during = sampler.take_max();
     let status = ctl(&cfg.sockets.control, json!({"cmd": "status"}))?;
-    let drops_status = status["sensors"].as_object().map_or(0, |m| {
-        m.values().map(|s| s["drops"].as_u64().unwrap_or(0)).sum()
-    });
-    let stored = status["sensors"].as_object().map_or(0, |m| {
-        m.values()
-            .map(|s| s["lzmaf_stored"].as_u64().unwrap_or(0))
-            .sum()
-    });
     let hwm = procfs::status_bytes(pid, "VmHWM").unwrap_or(0);
     drop(sampler);
     let exit = daemon.stop()?;
+    let checked = check_round(&daemon, exit, &streams, seconds);
+    Ok(Ours {
+        side: Side {
+            label: "roverlog daemon".into(),
+            rounds: vec![streams],
+        },
+        daemon_cpu: split.user + split.system,
+        daemon_system: split.system,
+        daemon_minor_faults: split.minor_faults,
+        idle,
+        during,
+        hwm,
+        drops_status: sensors_sum(&status, "drops"),
+        drops_events: checked.drops_events,
+        stored: sensors_sum(&status, "lzmaf_stored"),
+        exits: vec![exit],
+        checks: checked.data,
+        failures: checked.failures,
+    })
+}
+
+/// `roverlog bench-rig-driver` for each rig stream, into the daemon at `ingest`.
+fn driver_commands(
+    exe: &Path,
+    ingest: &Path,
+    trace_dir: &Path,
+    frames_dir: &Path,
+    dims: &Dims,
+    seconds: f64,
+) -> Vec<(String, Command)> {
+    let t0 = epoch_now();
+    STREAMS
+        .iter()
+        .map(|s| {
+            let mut c = Command::new(exe);
+            c.arg("bench-rig-driver")
+                .arg("--socket")
+                .arg(ingest)
+                .args(["--stream", s.name(), "--frames"])
+                .arg(frames_dir)
+                .args(["--seconds", &seconds.to_string(), "--t0", &t0.to_string()])
+                .arg("--trace-dir")
+                .arg(trace_dir);
+            if dims == &Dims::TINY {
+                c.arg("--tiny");
+            }
+            (s.name().to_string(), c)
+        })
+        .collect()
+}
+
+/// What a round of ours left on disk, checked after the daemon stopped.
+struct Checked {
+    /// Frames the trace's `events.jsonl` says were dropped.
+    drops_events: u64,
+    /// Every sensor's data check ([`check_data`]).
+    data: Vec<Value>,
+    failures: Vec<String>,
+}
+
+/// The daemon's exit, the drops its events record, every stream sent in full and durable,
+/// the data on disk intact, and the lidar's sidecar written.
+fn check_round(
+    daemon: &DaemonChild,
+    exit: Option<i32>,
+    streams: &[Finished],
+    seconds: f64,
+) -> Checked {
     let mut failures = Vec::new();
     if exit != Some(0) {
         failures.push(format!(
@@ -443,25 +498,15 @@ fn run_ours(
             daemon.log.display()
         ));
     }
-    let drops_events = read_events(&daemon.trace_dir)
-        .map(|events| {
-            events
-                .iter()
-                .map(|e| match &e.event {
-                    Event::Drop { count, .. } => *count,
-                    _ => 0,
-                })
-                .sum()
-        })
-        .unwrap_or_else(|e| {
-            failures.push(format!("reading the trace's events: {e}"));
-            0
-        });
+    let drops_events = events_drops(&daemon.trace_dir).unwrap_or_else(|e| {
+        failures.push(format!("reading the trace's events: {e}"));
+        0
+    });
     let expected: BTreeMap<String, u64> = streams
         .iter()
         .map(|f| (f.name.clone(), f.result["durable"].as_u64().unwrap_or(0)))
         .collect();
-    for (s, f) in STREAMS.iter().zip(&streams) {
+    for (s, f) in STREAMS.iter().zip(streams) {
         let sent = f.result["samples"].as_u64().unwrap_or(0);
         if sent != s.samples(seconds) || expected[&f.name] != sent {
             failures.push(format!(
@@ -472,32 +517,19 @@ fn run_ours(
             ));
         }
     }
-    let checks = check_data(&daemon.trace_dir, &expected);
-    if !checks.iter().all(|c| c["ok"] == true) {
+    let data = check_data(&daemon.trace_dir, &expected);
+    if !data.iter().all(|c| c["ok"] == true) {
         failures.push("data check failed: not every sample sent is on disk intact".into());
     }
     let lidar_json = daemon.trace_dir.join("lidar").join("lidar.json");
     if !lidar_json.is_file() {
         failures.push(format!("{} is missing", lidar_json.display()));
     }
-    Ok(Ours {
-        side: Side {
-            label: "roverlog daemon".into(),
-            rounds: vec![streams],
-        },
-        daemon_cpu,
-        daemon_system: split.system,
-        daemon_minor_faults: split.minor_faults,
-        idle,
-        during,
-        hwm,
-        drops_status,
+    Checked {
         drops_events,
-        stored,
-        exits: vec![exit],
-        checks,
+        data,
         failures,
-    })
+    }
 }
 
 /// Which Python writers are compared.
@@ -528,26 +560,31 @@ fn run_python(
     round: usize,
 ) -> Result<Side> {
     (|| {
-        let script = repo_file("scripts/bench/python_writer.py")
-            .context("scripts/bench/python_writer.py not found (run from the repository)")?;
+        let script =
+            repo_file("scripts/bench/python_writer.py").ok_or(BaselineError::NotFound {
+                file: "scripts/bench/python_writer.py",
+                hint: " (run from the repository)",
+            })?;
         let (py, label) = match kind {
             PeerKind::Upstream(py) => {
                 let out = Command::new(py)
                     .args(["-c", "import roverd.sensors, cv2"])
                     .output()
-                    .with_context(|| format!("running {}", py.display()))?;
+                    .map_err(|error| CommandError::Start {
+                        command: py.display().to_string(),
+                        error,
+                    })?;
                 if !out.status.success() {
-                    bail!(
-                        "{} cannot import roverd and cv2 (upstream's format package with its \
-                         video extra): {}",
-                        py.display(),
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    );
+                    return Err(ScenarioError::UpstreamPython {
+                        python: py.clone(),
+                        stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+                    }
+                    .into());
                 }
                 (py.clone(), "upstream roverd writers")
             }
             PeerKind::Stdlib(_) => {
-                let (py, _) = python_writer(args.python.as_deref()).map_err(anyhow::Error::msg)?;
+                let (py, _) = python_writer(args.python.as_deref())?;
                 (py, "stdlib-Python writers")
             }
         };

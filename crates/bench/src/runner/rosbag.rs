@@ -16,8 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
-
+use super::error::{current_exe, CommandError, Result, UsageError};
 use super::{load_average, make_work_dir, progress, rig::UPSTREAM_ENV, Options};
 
 /// One verb's run.
@@ -34,7 +33,10 @@ fn run(mut cmd: Command, what: &str, bag: &Path) -> Result<Run> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .with_context(|| format!("starting {what}"))?;
+        .map_err(|error| CommandError::Start {
+            command: what.to_owned(),
+            error,
+        })?;
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid out-value.
@@ -43,7 +45,11 @@ fn run(mut cmd: Command, what: &str, bag: &Path) -> Result<Run> {
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let wall_s = start.elapsed().as_secs_f64();
     if r != pid {
-        bail!("waiting for {what}: {}", std::io::Error::last_os_error());
+        return Err(CommandError::Wait {
+            command: what.to_owned(),
+            error: std::io::Error::last_os_error(),
+        }
+        .into());
     }
     let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
     if !ok {
@@ -52,15 +58,20 @@ fn run(mut cmd: Command, what: &str, bag: &Path) -> Result<Run> {
             use std::io::Read;
             let _ = e.read_to_string(&mut err);
         }
-        bail!(
-            "{what} failed ({:?}): {}",
-            std::process::ExitStatus::from_raw(status),
-            err.trim()
-        );
+        return Err(CommandError::Failed {
+            command: what.to_owned(),
+            status: std::process::ExitStatus::from_raw(status),
+            stderr: err.trim().to_owned(),
+        }
+        .into());
     }
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     let bag_bytes = std::fs::metadata(bag)
-        .with_context(|| format!("{what} wrote no {}", bag.display()))?
+        .map_err(|error| CommandError::NoOutput {
+            command: what.to_owned(),
+            path: bag.to_path_buf(),
+            error,
+        })?
         .len();
     Ok(Run {
         cpu_s: tv(usage.ru_utime) + tv(usage.ru_stime),
@@ -81,14 +92,19 @@ fn counts(python: &Path, bag: &Path) -> Result<String> {
              print(' '.join(f'{k}={v}' for k, v in sorted(c.items())))",
         )
         .arg(bag)
-        .output()
-        .context("reading a bag with rosbags")?;
+        .output();
+    let command = || format!("rosbags reading {}", bag.display());
+    let out = out.map_err(|error| CommandError::Start {
+        command: command(),
+        error,
+    })?;
     if !out.status.success() {
-        bail!(
-            "rosbags could not read {}: {}",
-            bag.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        return Err(CommandError::Failed {
+            command: command(),
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        }
+        .into());
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
@@ -96,7 +112,10 @@ fn counts(python: &Path, bag: &Path) -> Result<String> {
 pub(super) fn run_bench(args: &Options) -> Result<bool> {
     let frames = args.lidar_frames;
     if frames == 0 {
-        bail!("--lidar-frames must be at least 1");
+        return Err(UsageError::Zero {
+            option: "--lidar-frames",
+        }
+        .into());
     }
     let rounds = args.rounds.unwrap_or(3).max(1);
     let upstream: Option<PathBuf> = args
@@ -111,7 +130,7 @@ pub(super) fn run_bench(args: &Options) -> Result<bool> {
         frames * crate::rosbag_trace::IMU_PER_FRAME
     ));
     crate::rosbag_trace::write(&trace, frames)?;
-    let exe = std::env::current_exe().context("finding this executable")?;
+    let exe = current_exe()?;
 
     let mut ours = Vec::new();
     let mut theirs = Vec::new();

@@ -2,6 +2,7 @@
 //! the daemon driven with the same load in alternating rounds, the data checked after each
 //! daemon run.
 
+use super::error::{DaemonError, RunError, ScenarioError, ViewerError};
 use super::*;
 use std::sync::Arc;
 
@@ -33,11 +34,19 @@ impl Ctx<'_> {
     /// durable, and records them as expected on disk.
     fn drive(&mut self, spec: &LoadSpec) -> Result<Throughput> {
         let scenario = self.scenario;
-        let report = load::drive(&self.cfg.sockets.ingest, spec)
-            .with_context(|| format!("driving {scenario}"))?;
+        let report =
+            load::drive(&self.cfg.sockets.ingest, spec).map_err(|e| ScenarioError::Drive {
+                scenario,
+                error: Box::new(e),
+            })?;
         for s in &report.sensors {
             if s.durable < s.resumed_from + s.samples {
-                bail!("{}: durable {} < sent {}", s.sensor, s.durable, s.samples);
+                return Err(ScenarioError::NotDurable {
+                    sensor: s.sensor.clone(),
+                    durable: s.durable,
+                    sent: s.samples,
+                }
+                .into());
             }
             self.expected
                 .insert(s.sensor.clone(), s.resumed_from + s.samples);
@@ -90,7 +99,8 @@ pub(super) fn large_or_direct(ctx: &mut Ctx) -> Result<Measured> {
     // dd copies random bytes from memory, as incompressible as the daemon's frames:
     // this VM's disk stored dd's zeros far faster than any real data (BENCHMARKS.md).
     // The zeros are timed too, for comparison.
-    let source = RemoveOnDrop(baselines::random_source(mib).context("the dd source")?);
+    let source = baselines::random_source(mib).map_err(|e| ScenarioError::DdSource(Box::new(e)))?;
+    let source = RemoveOnDrop(source);
     let random = Input::File(&source.0);
     // The baselines' files stay until the scenario ends, as the daemon's traces do: a
     // disk that slows down as recently written data piles up (this VM's does) then
@@ -106,7 +116,7 @@ pub(super) fn large_or_direct(ctx: &mut Ctx) -> Result<Measured> {
             .map(|i| kept.join(format!("{round}.{i}")))
             .collect();
         for d in &dirs {
-            std::fs::create_dir_all(d).with_context(|| d.display().to_string())?;
+            std::fs::create_dir_all(d).map_err(|e| RunError::io("creating", d, e))?;
         }
         let leave = Leave::Kept;
         for step in 0..steps {
@@ -283,7 +293,7 @@ pub(super) fn watched(ctx: &mut Ctx) -> Result<Measured> {
         viewer.unit()
     );
     if seen == 0 {
-        bail!("{scenario}: the client saw nothing while the load ran");
+        return Err(ViewerError::SawNothing { scenario }.into());
     }
     let files_open = 3 * n as u64;
     let rows = vec![Row::new(
@@ -557,7 +567,7 @@ enum Watching {
 impl Viewer {
     /// The scenario's viewer once the daemon's `status` reports its address: the control
     /// socket answers before the dashboard and the feed listen. At most 10 s.
-    fn when_listening(scenario: &str, control: &std::path::Path) -> Result<Viewer> {
+    fn when_listening(scenario: &'static str, control: &std::path::Path) -> Result<Viewer> {
         let t0 = std::time::Instant::now();
         loop {
             let st = super::child::ctl(control, json!({"cmd": "status"}))?;
@@ -571,14 +581,19 @@ impl Viewer {
     }
 
     /// The scenario's viewer, at the address the daemon's `status` reports.
-    fn of(scenario: &str, status: &Value) -> Result<Viewer> {
-        let section = if scenario == "dashboard" {
-            "http"
+    fn of(scenario: &'static str, status: &Value) -> Result<Viewer> {
+        let (section, keys) = if scenario == "dashboard" {
+            ("http", "http.url")
         } else {
-            "foxglove"
+            ("foxglove", "foxglove.url")
         };
         let Some(url) = status[section]["url"].as_str() else {
-            bail!("the {scenario} scenario's daemon reports no {section}.url: {status}");
+            return Err(DaemonError::NoUrl {
+                scenario,
+                keys,
+                status: status.clone(),
+            }
+            .into());
         };
         Ok(if scenario == "dashboard" {
             let addr = url.trim_start_matches("http://").trim_end_matches('/');

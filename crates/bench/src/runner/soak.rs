@@ -28,7 +28,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
 use crate::procfs;
@@ -39,6 +38,7 @@ use roverlog_daemon::events::EVENTS_DIR;
 use roverlog_daemon::Config;
 
 use super::child::{ctl, DaemonChild};
+use super::error::{DaemonError, Result, RunError, ScenarioError, UsageError, ViewerError};
 use super::foxglove::Watcher;
 use super::{make_work_dir, Options};
 
@@ -122,8 +122,11 @@ struct Sender {
 }
 
 fn start_sender(socket: PathBuf, s: Steady, stop: Arc<AtomicBool>) -> Result<Sender> {
-    let (mut d, reply) = Driver::connect(&socket, s.name, &s.meta, false)
-        .with_context(|| format!("connecting sensor {}", s.name))?;
+    let (mut d, reply) =
+        Driver::connect(&socket, s.name, &s.meta, false).map_err(|e| ScenarioError::Connect {
+            sensor: s.name,
+            error: Box::new(e),
+        })?;
     drop(reply);
     let sent = Arc::new(AtomicU64::new(0));
     let count = sent.clone();
@@ -150,7 +153,11 @@ fn start_sender(socket: PathBuf, s: Steady, stop: Arc<AtomicBool>) -> Result<Sen
             }
             last = Some(now);
             d.send(now, None, &samples)
-                .with_context(|| format!("sensor {} frame {i}", s.name))?;
+                .map_err(|e| ScenarioError::Send {
+                    sensor: s.name,
+                    frame: i,
+                    error: Box::new(e),
+                })?;
             i += 1;
             count.store(i, Relaxed);
             next += period;
@@ -159,8 +166,10 @@ fn start_sender(socket: PathBuf, s: Steady, stop: Arc<AtomicBool>) -> Result<Sen
                 std::thread::sleep(wait);
             }
         }
-        d.sync()
-            .with_context(|| format!("sensor {} final sync", s.name))?;
+        d.sync().map_err(|e| ScenarioError::Sync {
+            sensor: s.name,
+            error: Box::new(e),
+        })?;
         Ok(())
     });
     Ok(Sender {
@@ -182,7 +191,7 @@ fn start_poller(addr: String, stop: Arc<AtomicBool>) -> JoinHandle<(u64, u64, Op
                     Ok(()) => ok += 1,
                     Err(e) => {
                         failed += 1;
-                        first.get_or_insert(format!("{e:#}"));
+                        first.get_or_insert(e.to_string());
                     }
                 }
             }
@@ -203,8 +212,10 @@ fn write_config(work: &Path, alarms_file: &Path) -> Result<(Config, PathBuf)> {
             "#!/bin/sh\n{{ cat; echo; }} >> '{}'\n",
             alarms_file.display()
         ),
-    )?;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
+    )
+    .map_err(|e| RunError::io("writing", &script, e))?;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| RunError::io("making executable", &script, e))?;
     let mut expect = serde_json::Map::new();
     for s in sensors() {
         expect.insert(
@@ -226,8 +237,9 @@ fn write_config(work: &Path, alarms_file: &Path) -> Result<(Config, PathBuf)> {
         "shutdown_deadline_ms": 60000,
     });
     let path = work.join("roverlog-soak.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&v)?)?;
-    let cfg = Config::load(&path).map_err(|e| anyhow!("{e}"))?;
+    let bytes = serde_json::to_vec_pretty(&v).expect("a JSON value serialises");
+    std::fs::write(&path, bytes).map_err(|e| RunError::io("writing", &path, e))?;
+    let cfg = Config::load(&path)?;
     Ok((cfg, path))
 }
 
@@ -251,7 +263,7 @@ fn traces(root: &Path, out: &mut Vec<PathBuf>) {
 /// Runs the soak for `minutes` in `work`; the report, and whether it passed.
 pub(super) fn run(work: &Path, minutes: f64) -> Result<(Value, bool)> {
     if !(minutes.is_finite() && minutes > 0.0 && minutes <= 24.0 * 60.0) {
-        bail!("--minutes must be over 0 and at most a day, got {minutes}");
+        return Err(UsageError::Minutes { got: minutes }.into());
     }
     let total = Duration::from_secs_f64(minutes * 60.0);
     let period = (minutes * 60.0 / 12.0).min(MAX_PERIOD_S);
@@ -264,7 +276,12 @@ pub(super) fn run(work: &Path, minutes: f64) -> Result<(Value, bool)> {
         status["http"]["url"].as_str(),
         status["foxglove"]["url"].as_str(),
     ) else {
-        bail!("the daemon reports no http.url or foxglove.url: {status}");
+        return Err(DaemonError::NoUrl {
+            scenario: "soak",
+            keys: "http.url or foxglove.url",
+            status,
+        }
+        .into());
     };
     let http = http.trim_start_matches("http://").trim_end_matches('/');
 
@@ -290,15 +307,15 @@ pub(super) fn run(work: &Path, minutes: f64) -> Result<(Value, bool)> {
         stalls.push((s.name, s.stalls.lock().expect("stalls lock").clone()));
         match s.thread.join() {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => failures.push(format!("{e:#}")),
+            Ok(Err(e)) => failures.push(e.to_string()),
             Err(_) => failures.push(format!("sensor {} panicked", s.name)),
         }
     }
-    let (polled, poll_failed, poll_error) = poller
-        .join()
-        .map_err(|_| anyhow!("the dashboard poller panicked"))?;
+    let (polled, poll_failed, poll_error) = poller.join().map_err(|_| ViewerError::Panicked {
+        client: "dashboard poller",
+    })?;
     let feed_messages = watcher.stop().unwrap_or_else(|e| {
-        failures.push(format!("{e:#}"));
+        failures.push(e.to_string());
         0
     });
     let exit = daemon.stop()?;
@@ -389,7 +406,7 @@ fn run_cycles(control: &Path, pid: u32, total: Duration, period: f64) -> Cycles 
             false
         }
         Err(e) => {
-            refused.push(format!("{c} -> {e:#}"));
+            refused.push(e.to_string());
             false
         }
     };
@@ -481,7 +498,11 @@ fn classify_alarms(
     let mut alarm_events = Vec::new();
     let mut explained_alarms = Vec::new();
     for d in &dirs {
-        for e in read_events(d).map_err(|e| anyhow!("{}: {e}", d.display()))? {
+        let events = read_events(d).map_err(|e| ScenarioError::Events {
+            trace: d.clone(),
+            error: Box::new(e),
+        })?;
+        for e in events {
             if let Event::Alarm { sensor, start, .. } = &e.event {
                 let line = json!(format!("{}: {:?}", d.display(), e));
                 if explained(sensor, *start) {

@@ -1,9 +1,9 @@
 //! Every scenario of `roverlog bench`: its name, what it measures and the function that runs
 //! it. `--only` names rows of these tables; with no `--only`, every row of [`SCENARIOS`] runs.
 
+use super::error::Result;
 use super::scenario::{self, Ctx, Measured};
 use super::{faults, full_size, hour_trace, offload, rig, rosbag, soak, Options};
-use anyhow::Result;
 
 /// A scenario run against a fresh daemon of its own, in turn with the others named (or all).
 pub(super) struct Scenario {

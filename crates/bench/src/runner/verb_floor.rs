@@ -12,10 +12,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use super::child::{ctl, write_config, DaemonChild};
+use super::child::{ctl, events_drops, sensors_sum, write_config, DaemonChild};
+use super::error::{current_exe, DaemonError, Result, ScenarioError};
 use crate::procfs;
 use roverlog_core::format::{avi, lzma, ChannelFormat, ChannelReader, Trace};
 
@@ -46,8 +46,11 @@ impl Floors {
         for s in t.sensors()? {
             for (name, ch) in s.meta().data_channels() {
                 let key = format!("{}/{name}", s.name());
-                let what = || format!("{}/{key}", trace.display());
-                let r = s.channel(name).with_context(what)?;
+                let what = |e| ScenarioError::Read {
+                    channel: s.dir().join(name),
+                    error: Box::new(e),
+                };
+                let r = s.channel(name).map_err(what)?;
                 let t0 = Instant::now();
                 let (mut frames, mut bytes) = (0u64, 0u64);
                 match (&ch.format, &r) {
@@ -55,14 +58,14 @@ impl Floors {
                         let path = s.dir().join(name);
                         for i in 0..l.len() {
                             let f = lzma::decompress(l.compressed(i)?, ch.sample_bytes(), &path)
-                                .with_context(what)?;
+                                .map_err(what)?;
                             bytes += f.len() as u64;
                             frames += 1;
                         }
                     }
                     (ChannelFormat::Mjpg, ChannelReader::Mjpg(m)) => {
                         for i in 0..m.len() {
-                            let f = avi::decode_rgb(m.frame(i)?).with_context(what)?;
+                            let f = avi::decode_rgb(m.frame(i)?).map_err(what)?;
                             bytes += f.len() as u64;
                             frames += 1;
                         }
@@ -129,7 +132,7 @@ pub(super) fn replay_row(
     let (cfg, cfg_path) = write_config(work, "replay", None)?;
     let mut daemon = DaemonChild::start(&cfg, &cfg_path, work, "replay")?;
     let pid = daemon.child.id();
-    let exe = std::env::current_exe().context("finding this executable")?;
+    let exe = current_exe()?;
     let mut cmd = Command::new(&exe);
     cmd.arg("replay")
         .arg(trace)
@@ -140,27 +143,12 @@ pub(super) fn replay_row(
     let (seconds, replay_rss, exit) = measure(cmd, &log)?;
     let status = ctl(&cfg.sockets.control, json!({"cmd": "status"}))?;
     let daemon_rss = procfs::status_bytes(pid, "VmHWM").unwrap_or(0);
-    let drops_status: u64 = status["sensors"].as_object().map_or(0, |m| {
-        m.values().map(|s| s["drops"].as_u64().unwrap_or(0)).sum()
-    });
-    let stored_uncompressed: u64 = status["sensors"].as_object().map_or(0, |m| {
-        m.values()
-            .map(|s| s["lzmaf_stored"].as_u64().unwrap_or(0))
-            .sum()
-    });
+    let drops_status = sensors_sum(&status, "drops");
+    let stored_uncompressed = sensors_sum(&status, "lzmaf_stored");
     let t0 = Instant::now();
     let stop = daemon.stop()?;
     let stop_s = t0.elapsed().as_secs_f64();
-    let drops_events: u64 = roverlog_core::format::events::read_events(&daemon.trace_dir)
-        .map(|ev| {
-            ev.iter()
-                .map(|e| match &e.event {
-                    roverlog_core::format::events::Event::Drop { count, .. } => *count,
-                    _ => 0,
-                })
-                .sum()
-        })
-        .unwrap_or(u64::MAX);
+    let drops_events = events_drops(&daemon.trace_dir).unwrap_or(u64::MAX);
     // Every sensor holds what the source holds, sample for sample in count.
     let src = Trace::open(trace)?;
     let got = Trace::open(&daemon.trace_dir)?;
@@ -173,10 +161,11 @@ pub(super) fn replay_row(
         counts.push(json!({"sensor": s.name(), "source": want, "daemon": have}));
     }
     if stop != Some(0) {
-        bail!(
-            "the daemon exited with {stop:?} after SIGTERM; see {}",
-            daemon.log.display()
-        );
+        return Err(DaemonError::BadExit {
+            exit: stop,
+            log: daemon.log.clone(),
+        }
+        .into());
     }
     Ok(json!({
         "verb": "replay (into a daemon)", "exit": exit, "seconds": seconds,
