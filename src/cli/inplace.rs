@@ -1,4 +1,5 @@
-//! The reading verbs on `s3://` paths (`info`, `validate`, `cat`, `list`): the trace read
+//! The reading verbs on `s3://` paths (`info`, `validate`, `cat`, `list`; `export` reads
+//! through the same seam, src/cli/export.rs): the trace read
 //! where it lies, by range requests (`roverlog_core::remote` over `roverlog_store`), the
 //! store's settings from the `AWS_*` variables (docs/offload.md). Local paths keep the mapped
 //! readers; each verb hands a path here when it names `s3://`.
@@ -205,7 +206,7 @@ fn sensor_problems(s: &RemoteSensor, deep: bool) -> Vec<String> {
                 .and_then(|b| match meta.format {
                     ChannelFormat::Mjpg => roverlog_core::format::avi::decode_rgb(&b)
                         .map(drop)
-                        .map_err(|e| format!("{ch}: frame {i}: {e}")),
+                        .map_err(|e| format!("{ch}: frame {i} does not decode: {e}")),
                     _ => Ok(()),
                 });
             if let Err(e) = decoded {
