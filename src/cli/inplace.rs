@@ -199,19 +199,24 @@ fn sensor_problems(s: &RemoteSensor, deep: bool) -> Vec<String> {
                 continue;
             }
         };
-        for i in 0..c.len() {
-            let decoded = c
-                .get(i)
-                .map_err(|e| e.to_string())
-                .and_then(|b| match meta.format {
-                    ChannelFormat::Mjpg => roverlog_core::format::avi::decode_rgb(&b)
-                        .map(drop)
-                        .map_err(|e| format!("{ch}: frame {i} does not decode: {e}")),
-                    _ => Ok(()),
-                });
-            if let Err(e) = decoded {
-                problems.push(e);
-                break;
+        // Small samples (`raw`, `lzmaf`) many to a request: `c.batch_len()`.
+        let (n, batch) = (c.len(), c.batch_len().max(1));
+        'samples: for a in (0..n).step_by(batch as usize) {
+            let samples = match c.get_range(a..(a + batch).min(n)) {
+                Ok(s) => s,
+                Err(e) => {
+                    problems.push(e.to_string());
+                    break;
+                }
+            };
+            if meta.format != ChannelFormat::Mjpg {
+                continue;
+            }
+            for (i, b) in (a..).zip(&samples) {
+                if let Err(e) = roverlog_core::format::avi::decode_rgb(b) {
+                    problems.push(format!("{ch}: frame {i} does not decode: {e}"));
+                    break 'samples;
+                }
             }
         }
     }

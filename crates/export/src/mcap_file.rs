@@ -152,12 +152,14 @@ fn receive_times<S: SensorSource>(s: &S) -> Result<Option<Vec<f64>>> {
         Some(c) if c.dtype == DType::F8 && c.shape.is_empty() => {
             let c = s.channel(RECEIVE_TS_CHANNEL)?;
             let mut r = c.reader()?;
-            let times = (0..c.len(&mut r)?)
-                .map(|i| {
-                    c.get(&mut r, i)
-                        .map(|b| f64::from_le_bytes(b[..8].try_into().unwrap()))
-                })
-                .collect::<Result<Vec<f64>>>()?;
+            let n = c.len(&mut r)?;
+            let mut times = Vec::with_capacity(n as usize);
+            for a in (0..n).step_by(c.batch_len().max(1) as usize) {
+                let b = (a + c.batch_len().max(1)).min(n);
+                c.visit(&mut r, a..b, &mut |v| {
+                    times.push(f64::from_le_bytes(v[..8].try_into().unwrap()))
+                })?;
+            }
             Ok(Some(times))
         }
         _ => Ok(None),
@@ -260,27 +262,38 @@ impl<P: FnMut(u64, u64)> McapOut<'_, P> {
             }
             // Reading and encoding (an `lzmaf` frame's decoding, the message's bytes) on
             // every usable CPU, compressing and writing the MCAP on this thread, in order,
-            // with bounded queues between: memory that does not grow.
+            // with bounded queues between: memory that does not grow. Work goes in batches
+            // of the channel's `batch_len` samples (1 locally; small samples read in place
+            // come many to a request).
             let (ts, k, start) = (&s.ts, &k, s.range.start);
+            let batch = c.batch_len().max(1) as usize;
             let workers = roverlog_core::cpus::usable();
             let c = &c;
             roverlog_core::parallel::ordered(
-                s.range.len(),
+                s.range.len().div_ceil(batch),
                 workers,
-                (QUEUE / workers).max(2),
+                (QUEUE / workers / batch).max(2),
                 || c.reader(),
                 |r, j| {
-                    let i = start + j;
-                    c.get(r, i as u64)
-                        .map(|sample| k.encode(name, ts[i], &sample))
+                    let a = start + j * batch;
+                    let b = (a + batch).min(s.range.end);
+                    let mut encoded = Vec::with_capacity(b - a);
+                    let mut i = a;
+                    c.visit(r, a as u64..b as u64, &mut |sample| {
+                        encoded.push(k.encode(name, ts[i], sample));
+                        i += 1;
+                    })?;
+                    Ok(encoded)
                 },
-                |j, data| {
-                    let i = start + j;
-                    let t = ts[i];
-                    let publish = recv.and_then(|r| r.get(i).copied()).unwrap_or(t);
-                    self.write(channel, n, t, publish, &data)?;
-                    n += 1;
-                    self.count();
+                |j, encoded| {
+                    for (m, data) in encoded.into_iter().enumerate() {
+                        let i = start + j * batch + m;
+                        let t = ts[i];
+                        let publish = recv.and_then(|r| r.get(i).copied()).unwrap_or(t);
+                        self.write(channel, n, t, publish, &data)?;
+                        n += 1;
+                        self.count();
+                    }
                     Ok(())
                 },
             )?;
@@ -319,18 +332,31 @@ impl<P: FnMut(u64, u64)> McapOut<'_, P> {
             })
             .collect::<Result<Vec<_>>>()?;
         let mut n = 0u64;
-        for i in s.range.clone() {
-            let mut samples = vec![Vec::new(); names.len()];
+        // In batches, as the data channels (the smallest batch of the mapped channels).
+        let batch = readers
+            .iter()
+            .map(|(_, c, _)| c.batch_len().max(1) as usize)
+            .min()
+            .unwrap_or(1);
+        for a in s.range.clone().step_by(batch) {
+            let b = (a + batch).min(s.range.end);
+            // Per channel of the sensor, its samples `a..b` (the mapped channels only).
+            let mut batches = vec![Vec::new(); names.len()];
             for (k, c, r) in &mut readers {
-                samples[*k] = c.get(r, i as u64)?.into_owned();
+                c.visit(r, a as u64..b as u64, &mut |v| batches[*k].push(v.to_vec()))?;
             }
-            let slices: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
-            let t = s.ts[i];
-            let publish = recv.and_then(|r| r.get(i).copied()).unwrap_or(t);
-            let data = Location::encode(&s.name, t, loc.read(&slices));
-            self.write(channel, n, t, publish, &data)?;
-            n += 1;
-            self.count();
+            for i in a..b {
+                let slices: Vec<&[u8]> = batches
+                    .iter()
+                    .map(|got| got.get(i - a).map_or(&[][..], Vec::as_slice))
+                    .collect();
+                let t = s.ts[i];
+                let publish = recv.and_then(|r| r.get(i).copied()).unwrap_or(t);
+                let data = Location::encode(&s.name, t, loc.read(&slices));
+                self.write(channel, n, t, publish, &data)?;
+                n += 1;
+                self.count();
+            }
         }
         self.report.topics.push((topic, n));
         Ok(())

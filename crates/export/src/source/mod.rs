@@ -11,6 +11,7 @@ mod local;
 mod remote;
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use roverlog_core::format::events::EventLine;
 use roverlog_core::format::SensorMeta;
@@ -79,4 +80,25 @@ pub trait ChannelSource: Sync {
         reader: &'r mut Self::Reader,
         index: u64,
     ) -> Result<Cow<'r, [u8]>, ExportError>;
+
+    /// How many samples one [`ChannelSource::visit`] should cover when every sample is read:
+    /// 1 (the default) for a local channel; one read in place fetches small samples many to
+    /// a request.
+    fn batch_len(&self) -> u64 {
+        1
+    }
+
+    /// `f(sample)` for each sample of `range`, in order; the first that does not read is the
+    /// error, as [`ChannelSource::get`] names it.
+    fn visit(
+        &self,
+        reader: &mut Self::Reader,
+        range: Range<u64>,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), ExportError> {
+        for i in range {
+            f(&self.get(reader, i)?);
+        }
+        Ok(())
+    }
 }

@@ -1,9 +1,12 @@
 //! [`TraceSource`] over a trace read in place ([`RemoteTrace`]): each sensor's `meta.json`
 //! and `ts` fetched once however often the export asks for it, each channel opened once (its
-//! index read once) and shared by the threads, one range request a sample.
+//! index read once) and shared by the threads; `raw` samples and `lzmaf` frames read about
+//! 256 KiB to a range request (an IMU's hour is not millions of requests), the rest one
+//! request a sample.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use roverlog_core::format::events::{EventLine, EventReader, EVENTS_DIR, EVENTS_FILE};
@@ -106,6 +109,23 @@ impl ChannelSource for RemoteChannel {
 
     fn get<'r>(&self, _: &'r mut (), index: u64) -> Result<Cow<'r, [u8]>, ExportError> {
         Ok(Cow::Owned(RemoteChannel::get(self, index)?))
+    }
+
+    fn batch_len(&self) -> u64 {
+        RemoteChannel::batch_len(self)
+    }
+
+    /// One range request for a batch of `raw` samples or `lzmaf` frames.
+    fn visit(
+        &self,
+        _: &mut (),
+        range: Range<u64>,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), ExportError> {
+        for sample in self.get_range(range)? {
+            f(&sample);
+        }
+        Ok(())
     }
 }
 
