@@ -12,7 +12,7 @@ use serde_json::json;
 use super::exit::outln;
 use super::Outcome;
 use roverlog_core::format::{ChannelFormat, TS_CHANNEL};
-use roverlog_core::remote::{RemoteSensor, RemoteTrace};
+use roverlog_core::remote::{RemoteChannel, RemoteError, RemoteSensor, RemoteTrace};
 use roverlog_store::{open_trace, Store};
 
 /// The URL when `path` names object storage (`s3://...`).
@@ -63,8 +63,17 @@ pub fn info(url: &str, all: bool, json: bool) -> Result<Outcome> {
 /// A channel's length and, when it holds fewer samples than `ts` counts (or does not open),
 /// what is wrong.
 fn channel_state(s: &RemoteSensor, name: &str) -> (u64, Option<String>) {
+    state_of(s, name, &s.channel(name))
+}
+
+/// [`channel_state`] of channel `name` of `s`, opened (or not) as `opened`.
+fn state_of(
+    s: &RemoteSensor,
+    name: &str,
+    opened: &Result<RemoteChannel, RemoteError>,
+) -> (u64, Option<String>) {
     let counted = s.len();
-    match s.channel(name) {
+    match opened {
         Ok(c) if name == TS_CHANNEL || c.len() >= counted => (c.len(), None),
         Ok(c) => {
             let held = format!(
@@ -184,20 +193,15 @@ fn sensor_problems(s: &RemoteSensor, deep: bool) -> Vec<String> {
             ));
             continue;
         }
-        let (_, damage) = channel_state(s, ch);
+        // Opened once: its index read once for both checks.
+        let opened = s.channel(ch);
+        let (_, damage) = state_of(s, ch, &opened);
         if let Some(d) = damage {
             problems.push(d);
             continue;
         }
-        if !deep {
+        let (Ok(c), true) = (opened, deep) else {
             continue;
-        }
-        let c = match s.channel(ch) {
-            Ok(c) => c,
-            Err(e) => {
-                problems.push(e.to_string());
-                continue;
-            }
         };
         // Small samples (`raw`, `lzmaf`) many to a request: `c.batch_len()`.
         let (n, batch) = (c.len(), c.batch_len().max(1));
