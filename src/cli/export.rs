@@ -9,6 +9,8 @@
 //! its fixes as on the live feed; a recorded mapping that does not fit is skipped with a note.
 //! Without either, a sensor with channels `latitude` and `longitude` (`roverlog driver gps`)
 //! gets its fixes by those names (`location::by_channel_names`).
+//! An `s3://bucket/prefix/trace` is read in place (`roverlog_export::source::InPlace` over
+//! `roverlog_store`'s range reads, docs/offload.md): the same file as from the local copy.
 
 use std::path::PathBuf;
 
@@ -19,11 +21,13 @@ use super::exit::outln;
 use super::Outcome;
 use roverlog_core::format::Trace;
 use roverlog_export::location::{self, LocationMapping};
-use roverlog_export::{export_mcap, ExportOptions};
+use roverlog_export::source::{InPlace, SensorSource, TraceSource};
+use roverlog_export::{export_mcap_from, ExportOptions};
 
 #[derive(Args)]
 pub struct ExportArgs {
-    /// The trace to export.
+    /// The trace to export: a directory, or `s3://bucket/prefix/trace` (read in place, the
+    /// store's settings from the `AWS_*` variables: docs/offload.md).
     pub trace: PathBuf,
     /// The MCAP file to write (must not exist).
     pub out: PathBuf,
@@ -64,9 +68,6 @@ fn location(arg: &str) -> Result<(String, LocationMapping)> {
 }
 
 pub fn export(args: ExportArgs) -> Result<Outcome> {
-    if let Some(url) = super::inplace::url(&args.trace) {
-        bail!("{url}: export reads local traces (s3:// traces are read in place by info, validate, cat and list; docs/offload.md)");
-    }
     if args.out.exists() {
         bail!(
             "{} already exists (refusing to overwrite it)",
@@ -80,13 +81,28 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
             bail!("--location: sensor {sensor:?} given twice");
         }
     }
-    let t = Trace::open(&args.trace)?;
+    match super::inplace::url(&args.trace) {
+        Some(url) => {
+            let (trace, _) = roverlog_store::open_trace(url)?;
+            export_from(&args, &InPlace::new(trace), locations)
+        }
+        None => export_from(&args, &Trace::open(&args.trace)?, locations),
+    }
+}
+
+/// The export of the trace `t` reads (local, or in place), with the `--location` mappings.
+fn export_from(
+    args: &ExportArgs,
+    t: &impl TraceSource,
+    mut locations: std::collections::BTreeMap<String, LocationMapping>,
+) -> Result<Outcome> {
+    let names = t.sensor_names();
     for s in args.sensors.iter().chain(locations.keys()) {
-        if !t.sensor_names().contains(&s.as_str()) {
+        if !names.contains(s) {
             bail!(
                 "{}: no sensor {s:?} (sensors: {})",
-                args.trace.display(),
-                t.sensor_names().join(", ")
+                t.location(),
+                names.join(", ")
             );
         }
     }
@@ -98,11 +114,8 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
     }
     let exported = |s: &str| args.sensors.is_empty() || args.sensors.iter().any(|x| x == s);
     let mut notes = Vec::new();
-    for (sensor, m) in location::recorded(&args.trace) {
-        if locations.contains_key(&sensor)
-            || !exported(&sensor)
-            || !t.sensor_names().contains(&sensor.as_str())
-        {
+    for (sensor, m) in location::recorded(t) {
+        if locations.contains_key(&sensor) || !exported(&sensor) || !names.contains(&sensor) {
             continue;
         }
         let fits = m.map_err(anyhow::Error::from).and_then(|m| {
@@ -120,18 +133,17 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
         }
     }
     // Without either, a sensor with `latitude` and `longitude` channels (`driver gps`).
-    for s in t.sensors()? {
-        let name = s.name().to_owned();
-        if exported(&name) && !locations.contains_key(&name) {
-            if let Some(m) = location::by_channel_names(&name, s.meta()) {
-                locations.insert(name, m);
+    for name in &names {
+        if exported(name) && !locations.contains_key(name) {
+            if let Some(m) = location::by_channel_names(name, t.sensor(name)?.meta()) {
+                locations.insert(name.clone(), m);
             }
         }
     }
     let window = if args.start.is_some() || args.end.is_some() {
         let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
-        for s in t.sensors()? {
-            let ts = s.timestamps()?;
+        for name in &names {
+            let ts = t.sensor(name)?.timestamps()?;
             if let (Some(a), Some(b)) = (ts.first(), ts.last()) {
                 first = first.min(*a);
                 last = last.max(*b);
@@ -156,17 +168,11 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
     };
     let pb = super::progress::bar("export", "samples");
     let t0 = std::time::Instant::now();
-    let report = export_mcap(&args.trace, &args.out, &opts, |d, t| {
+    let report = export_mcap_from(t, &args.out, &opts, |d, t| {
         pb.set_length(t);
         pb.set_position(d);
     })
-    .with_context(|| {
-        format!(
-            "exporting {} to {}",
-            args.trace.display(),
-            args.out.display()
-        )
-    })?;
+    .with_context(|| format!("exporting {} to {}", t.location(), args.out.display()))?;
     pb.finish_and_clear();
     let messages = report.topics.iter().map(|(_, n)| n).sum();
     eprintln!(

@@ -1,4 +1,5 @@
-//! The reading verbs on `s3://` paths (`info`, `validate`, `cat`, `list`): the trace read
+//! The reading verbs on `s3://` paths (`info`, `validate`, `cat`, `list`; `export` reads
+//! through the same seam, src/cli/export.rs): the trace read
 //! where it lies, by range requests (`roverlog_core::remote` over `roverlog_store`), the
 //! store's settings from the `AWS_*` variables (docs/offload.md). Local paths keep the mapped
 //! readers; each verb hands a path here when it names `s3://`.
@@ -11,7 +12,7 @@ use serde_json::json;
 use super::exit::outln;
 use super::Outcome;
 use roverlog_core::format::{ChannelFormat, TS_CHANNEL};
-use roverlog_core::remote::{RemoteSensor, RemoteTrace};
+use roverlog_core::remote::{RemoteChannel, RemoteError, RemoteSensor, RemoteTrace};
 use roverlog_store::{open_trace, Store};
 
 /// The URL when `path` names object storage (`s3://...`).
@@ -62,8 +63,17 @@ pub fn info(url: &str, all: bool, json: bool) -> Result<Outcome> {
 /// A channel's length and, when it holds fewer samples than `ts` counts (or does not open),
 /// what is wrong.
 fn channel_state(s: &RemoteSensor, name: &str) -> (u64, Option<String>) {
+    state_of(s, name, &s.channel(name))
+}
+
+/// [`channel_state`] of channel `name` of `s`, opened (or not) as `opened`.
+fn state_of(
+    s: &RemoteSensor,
+    name: &str,
+    opened: &Result<RemoteChannel, RemoteError>,
+) -> (u64, Option<String>) {
     let counted = s.len();
-    match s.channel(name) {
+    match opened {
         Ok(c) if name == TS_CHANNEL || c.len() >= counted => (c.len(), None),
         Ok(c) => {
             let held = format!(
@@ -183,34 +193,34 @@ fn sensor_problems(s: &RemoteSensor, deep: bool) -> Vec<String> {
             ));
             continue;
         }
-        let (_, damage) = channel_state(s, ch);
+        // Opened once: its index read once for both checks.
+        let opened = s.channel(ch);
+        let (_, damage) = state_of(s, ch, &opened);
         if let Some(d) = damage {
             problems.push(d);
             continue;
         }
-        if !deep {
+        let (Ok(c), true) = (opened, deep) else {
             continue;
-        }
-        let c = match s.channel(ch) {
-            Ok(c) => c,
-            Err(e) => {
-                problems.push(e.to_string());
+        };
+        // Small samples (`raw`, `lzmaf`) many to a request: `c.batch_len()`.
+        let (n, batch) = (c.len(), c.batch_len().max(1));
+        'samples: for a in (0..n).step_by(batch as usize) {
+            let samples = match c.get_range(a..(a + batch).min(n)) {
+                Ok(s) => s,
+                Err(e) => {
+                    problems.push(e.to_string());
+                    break;
+                }
+            };
+            if meta.format != ChannelFormat::Mjpg {
                 continue;
             }
-        };
-        for i in 0..c.len() {
-            let decoded = c
-                .get(i)
-                .map_err(|e| e.to_string())
-                .and_then(|b| match meta.format {
-                    ChannelFormat::Mjpg => roverlog_core::format::avi::decode_rgb(&b)
-                        .map(drop)
-                        .map_err(|e| format!("{ch}: frame {i}: {e}")),
-                    _ => Ok(()),
-                });
-            if let Err(e) = decoded {
-                problems.push(e);
-                break;
+            for (i, b) in (a..).zip(&samples) {
+                if let Err(e) = roverlog_core::format::avi::decode_rgb(b) {
+                    problems.push(format!("{ch}: frame {i} does not decode: {e}"));
+                    break 'samples;
+                }
             }
         }
     }

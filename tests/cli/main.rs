@@ -30,6 +30,7 @@ mod os_errors;
 mod plot;
 mod replay;
 mod rosbag;
+mod s3export;
 mod s3read;
 mod trace;
 mod verbs;

@@ -1,5 +1,8 @@
-//! The export's error: roverlog-core's (reading the trace, writing the file) or a position
-//! mapping that does not fit its sensor ([`LocationError`]), each converting with `From`.
+//! The export's error: roverlog-core's (reading a local trace, writing the file), reading a
+//! trace in place ([`RemoteError`], boxed: it is the larger), or a position mapping that does
+//! not fit its sensor ([`LocationError`]), each converting with `From`.
+
+use roverlog_core::remote::RemoteError;
 
 use crate::location::LocationError;
 
@@ -11,4 +14,6 @@ pub enum ExportError {
     Core(#[from] roverlog_core::Error),
     #[error(transparent)]
     Location(#[from] LocationError),
+    #[error(transparent)]
+    Remote(Box<RemoteError>),
 }

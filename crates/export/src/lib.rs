@@ -21,7 +21,9 @@
 //!
 //! Modules: `message` (a sample as a Foxglove message), `log` (an event as a `Log`),
 //! `location` (a position mapping and its `LocationFix`); `mcap_file` writes the file. The
-//! daemon's live feed uses the three, so it shows a trace as this export does.
+//! daemon's live feed uses the three, so it shows a trace as this export does. `source` is
+//! what the export reads a trace through: a local one, or one read in place on object
+//! storage ([`export_mcap_from`] with a [`source::InPlace`]): the same file either way.
 //!
 //! A trace's lidar and IMU as a ROS bag (`roverlog rosbag`) is `roverlog-ros`'s.
 
@@ -33,9 +35,10 @@ pub mod location;
 pub mod log;
 mod mcap_file;
 pub mod message;
+pub mod source;
 
 use location::LocationMapping;
-pub use mcap_file::export_mcap;
+pub use mcap_file::{export_mcap, export_mcap_from};
 
 /// The receive-time channel publish times come from, when a sensor has it.
 pub const RECEIVE_TS_CHANNEL: &str = "ts_recv";

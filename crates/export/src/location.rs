@@ -18,17 +18,15 @@
 //! (nine zeros, type `UNKNOWN`); `frame_id` is the sensor's name.
 
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::path::Path;
 
 use foxglove::messages::location_fix::PositionCovarianceType;
 use foxglove::messages::LocationFix;
 use foxglove::{Encode, Schema};
 
-use roverlog_core::format::trace::CONFIG_FILE;
 use roverlog_core::format::{DType, SensorMeta};
 
 use crate::message::{encode, stamp};
+use crate::source::TraceSource;
 
 /// The largest `config.yaml` read for its mappings (the daemon's is a few KiB).
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -36,14 +34,13 @@ const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// The mappings the daemon recorded with a trace: key `foxglove_location` of its
 /// `config.yaml` (the daemon's config, as JSON). Per sensor, its mapping or why it cannot be
 /// read. None for a trace without them (an upstream trace's YAML config, a missing or
-/// unreadable file, one over 1 MiB).
-pub fn recorded(trace: &Path) -> BTreeMap<String, Result<LocationMapping, LocationError>> {
-    let mut text = Vec::new();
-    let read = std::fs::File::open(trace.join(CONFIG_FILE))
-        .and_then(|f| f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut text));
-    if read.is_err() || text.len() as u64 > MAX_CONFIG_BYTES {
+/// unreadable file, one over 1 MiB). The trace is local or read in place.
+pub fn recorded(
+    trace: &impl TraceSource,
+) -> BTreeMap<String, Result<LocationMapping, LocationError>> {
+    let Some(text) = trace.config(MAX_CONFIG_BYTES) else {
         return BTreeMap::new();
-    }
+    };
     let Ok(serde_json::Value::Object(mut config)) = serde_json::from_slice(&text) else {
         return BTreeMap::new();
     };

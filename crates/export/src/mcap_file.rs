@@ -1,5 +1,6 @@
 //! [`export_mcap`]: a roverd trace written as one MCAP file (what goes where: the crate's
-//! documentation). In steps: [`plan`] the sensors (sample ranges, location mappings
+//! documentation), read through a [`TraceSource`] (a local trace, or one read in place). In
+//! steps: [`plan`] the sensors (sample ranges, location mappings
 //! checked, the total for the progress), then per sensor its data channels
 //! ([`McapOut::data_channels`], read and encoded on every CPU, written in order) and its
 //! positions ([`McapOut::locations`]), then the trace's events ([`McapOut::events`]); the
@@ -11,11 +12,11 @@ use std::io::BufWriter;
 use std::ops::Range;
 use std::path::Path;
 
-use roverlog_core::error::{Error, IoContext, Result};
+use roverlog_core::error::{Error, IoContext};
 
 use crate::error::ExportError;
-use roverlog_core::format::events::read_events;
-use roverlog_core::format::{DType, Sensor, Trace};
+use crate::source::{ChannelSource, SensorSource, TraceSource};
+use roverlog_core::format::{DType, Trace};
 
 use crate::location::{self, Location, LocationMapping};
 use crate::log;
@@ -25,6 +26,8 @@ use crate::{ExportOptions, ExportReport, RECEIVE_TS_CHANNEL};
 /// Messages read and encoded ahead of the writer, per channel (all workers together).
 const QUEUE: usize = 256;
 
+type Result<T, E = ExportError> = std::result::Result<T, E>;
+
 /// Writes the trace in `trace` to the MCAP file `out` (written under a temporary name and
 /// renamed when complete: a failure leaves no file). `progress(done, total)` counts samples.
 pub fn export_mcap(
@@ -32,9 +35,19 @@ pub fn export_mcap(
     out: &Path,
     opts: &ExportOptions,
     progress: impl FnMut(u64, u64),
-) -> std::result::Result<ExportReport, ExportError> {
-    let t = Trace::open(trace)?;
-    let (sensors, total) = plan(&t, opts)?;
+) -> Result<ExportReport> {
+    export_mcap_from(&Trace::open(trace)?, out, opts, progress)
+}
+
+/// [`export_mcap`] of the trace `t` reads (a local [`Trace`], or a trace read in place:
+/// [`crate::source::InPlace`]); the same trace gives the same file either way.
+pub fn export_mcap_from<T: TraceSource>(
+    t: &T,
+    out: &Path,
+    opts: &ExportOptions,
+    progress: impl FnMut(u64, u64),
+) -> Result<ExportReport> {
+    let (sensors, total) = plan(t, opts)?;
     let tmp = out.with_file_name(format!(
         ".{}.partial-{}",
         out.file_name()
@@ -65,7 +78,7 @@ pub fn export_mcap(
                 o.locations(s, mapping, loc, recv.as_deref())?;
             }
         }
-        o.events(trace, opts.window.as_ref())?;
+        o.events(t, opts.window.as_ref())?;
         let McapOut {
             mut w,
             report,
@@ -82,13 +95,13 @@ pub fn export_mcap(
     if r.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    Ok(r?)
+    r
 }
 
 /// One sensor to export: its samples in the window, and its position mapping (resolved).
-struct Planned<'o> {
+struct Planned<'o, S> {
     name: String,
-    sensor: Sensor,
+    sensor: S,
     ts: Vec<f64>,
     range: Range<usize>,
     location: Option<(&'o LocationMapping, Location)>,
@@ -96,12 +109,12 @@ struct Planned<'o> {
 
 /// The sensors `opts` asks for, each opened with its sample range and its position mapping
 /// checked against it, and the number of messages all together.
-fn plan<'o>(
-    t: &Trace,
+fn plan<'o, T: TraceSource>(
+    t: &T,
     opts: &'o ExportOptions,
-) -> std::result::Result<(Vec<Planned<'o>>, u64), ExportError> {
+) -> Result<(Vec<Planned<'o, T::Sensor>>, u64)> {
     let names: Vec<String> = if opts.sensors.is_empty() {
-        t.sensor_names().into_iter().map(String::from).collect()
+        t.sensor_names()
     } else {
         opts.sensors.clone()
     };
@@ -134,16 +147,19 @@ fn plan<'o>(
 
 /// The sensor's receive times (its `ts_recv` channel, when it is a scalar `f8`): the
 /// messages' publish times.
-fn receive_times(s: &Sensor) -> Result<Option<Vec<f64>>> {
+fn receive_times<S: SensorSource>(s: &S) -> Result<Option<Vec<f64>>> {
     match s.meta().get(RECEIVE_TS_CHANNEL) {
         Some(c) if c.dtype == DType::F8 && c.shape.is_empty() => {
-            let mut r = s.channel(RECEIVE_TS_CHANNEL)?;
-            let times = (0..r.len()?)
-                .map(|i| {
-                    r.get(i)
-                        .map(|b| f64::from_le_bytes(b[..8].try_into().unwrap()))
-                })
-                .collect::<Result<Vec<f64>>>()?;
+            let c = s.channel(RECEIVE_TS_CHANNEL)?;
+            let mut r = c.reader()?;
+            let n = c.len(&mut r)?;
+            let mut times = Vec::with_capacity(n as usize);
+            for a in (0..n).step_by(c.batch_len().max(1) as usize) {
+                let b = (a + c.batch_len().max(1)).min(n);
+                c.visit(&mut r, a..b, &mut |v| {
+                    times.push(f64::from_le_bytes(v[..8].try_into().unwrap()))
+                })?;
+            }
             Ok(Some(times))
         }
         _ => Ok(None),
@@ -214,7 +230,11 @@ impl<P: FnMut(u64, u64)> McapOut<'_, P> {
 
     /// Every data channel of `s` as a topic (those without a message kind listed in the
     /// report as skipped).
-    fn data_channels(&mut self, s: &Planned, recv: Option<&[f64]>) -> Result<()> {
+    fn data_channels<S: SensorSource>(
+        &mut self,
+        s: &Planned<S>,
+        recv: Option<&[f64]>,
+    ) -> Result<()> {
         let name = &s.name;
         for (ch_name, ch) in s.sensor.meta().data_channels() {
             if ch_name == RECEIVE_TS_CHANNEL {
@@ -235,32 +255,45 @@ impl<P: FnMut(u64, u64)> McapOut<'_, P> {
                 &channel_metadata(ch),
             )?;
             let mut n = 0u64;
+            let c = s.sensor.channel(ch_name)?;
             if s.range.is_empty() {
                 // Nothing to read, but a channel that does not open is still an error.
-                s.sensor.channel(ch_name)?;
+                c.reader()?;
             }
             // Reading and encoding (an `lzmaf` frame's decoding, the message's bytes) on
             // every usable CPU, compressing and writing the MCAP on this thread, in order,
-            // with bounded queues between: memory that does not grow.
+            // with bounded queues between: memory that does not grow. Work goes in batches
+            // of the channel's `batch_len` samples (1 locally; small samples read in place
+            // come many to a request).
             let (ts, k, start) = (&s.ts, &k, s.range.start);
+            let batch = c.batch_len().max(1) as usize;
             let workers = roverlog_core::cpus::usable();
-            let sensor = &s.sensor;
+            let c = &c;
             roverlog_core::parallel::ordered(
-                s.range.len(),
+                s.range.len().div_ceil(batch),
                 workers,
-                (QUEUE / workers).max(2),
-                || sensor.channel(ch_name),
+                (QUEUE / workers / batch).max(2),
+                || c.reader(),
                 |r, j| {
-                    let i = start + j;
-                    r.get(i as u64).map(|sample| k.encode(name, ts[i], &sample))
+                    let a = start + j * batch;
+                    let b = (a + batch).min(s.range.end);
+                    let mut encoded = Vec::with_capacity(b - a);
+                    let mut i = a;
+                    c.visit(r, a as u64..b as u64, &mut |sample| {
+                        encoded.push(k.encode(name, ts[i], sample));
+                        i += 1;
+                    })?;
+                    Ok(encoded)
                 },
-                |j, data| {
-                    let i = start + j;
-                    let t = ts[i];
-                    let publish = recv.and_then(|r| r.get(i).copied()).unwrap_or(t);
-                    self.write(channel, n, t, publish, &data)?;
-                    n += 1;
-                    self.count();
+                |j, encoded| {
+                    for (m, data) in encoded.into_iter().enumerate() {
+                        let i = start + j * batch + m;
+                        let t = ts[i];
+                        let publish = recv.and_then(|r| r.get(i).copied()).unwrap_or(t);
+                        self.write(channel, n, t, publish, &data)?;
+                        n += 1;
+                        self.count();
+                    }
                     Ok(())
                 },
             )?;
@@ -271,9 +304,9 @@ impl<P: FnMut(u64, u64)> McapOut<'_, P> {
 
     /// `foxglove.LocationFix` messages of `s` on `/<sensor>/location`, read through its
     /// mapping.
-    fn locations(
+    fn locations<S: SensorSource>(
         &mut self,
-        s: &Planned,
+        s: &Planned<S>,
         mapping: &LocationMapping,
         loc: &Location,
         recv: Option<&[f64]>,
@@ -292,29 +325,46 @@ impl<P: FnMut(u64, u64)> McapOut<'_, P> {
         let mut readers = loc
             .channels()
             .into_iter()
-            .map(|i| Ok((i, s.sensor.channel(names[i])?)))
+            .map(|i| {
+                let c = s.sensor.channel(names[i])?;
+                let r = c.reader()?;
+                Ok((i, c, r))
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut n = 0u64;
-        for i in s.range.clone() {
-            let mut samples = vec![Vec::new(); names.len()];
-            for (k, r) in &mut readers {
-                samples[*k] = r.get(i as u64)?.into_owned();
+        // In batches, as the data channels (the smallest batch of the mapped channels).
+        let batch = readers
+            .iter()
+            .map(|(_, c, _)| c.batch_len().max(1) as usize)
+            .min()
+            .unwrap_or(1);
+        for a in s.range.clone().step_by(batch) {
+            let b = (a + batch).min(s.range.end);
+            // Per channel of the sensor, its samples `a..b` (the mapped channels only).
+            let mut batches = vec![Vec::new(); names.len()];
+            for (k, c, r) in &mut readers {
+                c.visit(r, a as u64..b as u64, &mut |v| batches[*k].push(v.to_vec()))?;
             }
-            let slices: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
-            let t = s.ts[i];
-            let publish = recv.and_then(|r| r.get(i).copied()).unwrap_or(t);
-            let data = Location::encode(&s.name, t, loc.read(&slices));
-            self.write(channel, n, t, publish, &data)?;
-            n += 1;
-            self.count();
+            for i in a..b {
+                let slices: Vec<&[u8]> = batches
+                    .iter()
+                    .map(|got| got.get(i - a).map_or(&[][..], Vec::as_slice))
+                    .collect();
+                let t = s.ts[i];
+                let publish = recv.and_then(|r| r.get(i).copied()).unwrap_or(t);
+                let data = Location::encode(&s.name, t, loc.read(&slices));
+                self.write(channel, n, t, publish, &data)?;
+                n += 1;
+                self.count();
+            }
         }
         self.report.topics.push((topic, n));
         Ok(())
     }
 
     /// The trace's events (in the window) as `foxglove.Log` on `/roverlog/events`.
-    fn events(&mut self, trace: &Path, window: Option<&Range<f64>>) -> Result<()> {
-        let events = read_events(trace)?;
+    fn events(&mut self, trace: &impl TraceSource, window: Option<&Range<f64>>) -> Result<()> {
+        let events = trace.events()?;
         if events.is_empty() {
             return Ok(());
         }
@@ -338,6 +388,6 @@ impl<P: FnMut(u64, u64)> McapOut<'_, P> {
     }
 }
 
-fn mcap_err(out: &Path, e: mcap::McapError) -> Error {
-    Error::io(out, std::io::Error::other(format!("mcap: {e}")))
+fn mcap_err(out: &Path, e: mcap::McapError) -> ExportError {
+    Error::io(out, std::io::Error::other(format!("mcap: {e}"))).into()
 }

@@ -1,6 +1,7 @@
 //! [`RemoteChannel`]: one channel read in place, sample by sample.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -16,6 +17,10 @@ use crate::format::{bounds, lzma};
 pub const MAX_INDEX_BYTES: u64 = 32 << 20;
 /// The most bytes of a whole-file `lzma` channel fetched to be decoded.
 pub const MAX_LZMA_BYTES: u64 = 1 << 30;
+/// About the most bytes one request of [`RemoteChannel::get_range`] fetches when reading a
+/// channel through ([`RemoteChannel::batch_len`]): few requests for small samples (an IMU's
+/// 24 bytes), little memory for each thread's batch.
+pub const BATCH_BYTES: u64 = 256 << 10;
 
 enum Kind {
     /// Sample `k` is bytes `k * size .. (k + 1) * size`.
@@ -246,6 +251,60 @@ impl RemoteChannel {
         }
     }
 
+    /// How many samples one [`RemoteChannel::get_range`] should ask for when every sample
+    /// is read: `raw` samples and `lzmaf` frames filling about [`BATCH_BYTES`] (decoded: a
+    /// batch's memory is bounded however well its frames compress), at least one; one for
+    /// the rest (a video frame, a blob's file: a request each anyway; `lzma`: fetched whole
+    /// once).
+    pub fn batch_len(&self) -> u64 {
+        match &self.kind {
+            Kind::Raw { .. } | Kind::Lzmaf { .. } => {
+                (BATCH_BYTES / (self.sample_bytes as u64).max(1)).max(1)
+            }
+            _ => 1,
+        }
+    }
+
+    /// Samples `range`, as [`RemoteChannel::get`] gives each: `raw` samples and `lzmaf`
+    /// frames in one range request, the rest one by one. The first sample that does not
+    /// read is the error, as `get` names it.
+    pub fn get_range(&self, range: Range<u64>) -> Result<Vec<Vec<u8>>, RemoteError> {
+        let whole = range.start.min(self.len)..range.end.min(self.len);
+        let mut out = match &self.kind {
+            Kind::Raw { file } if !whole.is_empty() => {
+                let s = self.sample_bytes as u64;
+                let bytes = file
+                    .read_range(whole.start * s..whole.end * s)
+                    .map_err(|e| self.backend(e))?;
+                bytes
+                    .chunks(s.max(1) as usize)
+                    .map(<[u8]>::to_vec)
+                    .collect()
+            }
+            Kind::Lzmaf { file, index }
+                if !whole.is_empty() && lzmaf_span(index, &whole, file.len()) =>
+            {
+                let (a, b) = (whole.start as usize, whole.end as usize);
+                let bytes = file
+                    .read_range(index[a]..index[b])
+                    .map_err(|e| self.backend(e))?;
+                let at = |k: usize| (index[k] - index[a]) as usize;
+                (a..b)
+                    .map(|k| self.decompress(k as u64, &bytes[at(k)..at(k + 1)]))
+                    .collect::<Result<Vec<_>, _>>()?
+            }
+            _ => whole
+                .clone()
+                .map(|i| self.get(i))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        if range.end > whole.end {
+            // Past what the channel holds: the error `get` gives for it.
+            out.push(self.get(whole.end.max(range.start))?);
+        }
+        Ok(out)
+    }
+
     fn decompress(&self, index: u64, frame: &[u8]) -> Result<Vec<u8>, RemoteError> {
         let shown = Path::new(&self.file);
         let out = lzma::decompress(frame, self.sample_bytes, shown)
@@ -282,6 +341,13 @@ impl RemoteChannel {
         *kept = Some(out.clone());
         Ok(out)
     }
+}
+
+/// Whether frames `range` of an `lzmaf` channel are one span of its data: every index entry
+/// in order and within the data (else each frame is read, and named, alone).
+fn lzmaf_span(index: &[u64], range: &Range<u64>, data_len: u64) -> bool {
+    let entries = &index[range.start as usize..=range.end as usize];
+    entries.windows(2).all(|w| w[0] <= w[1]) && entries.last().is_some_and(|&e| e <= data_len)
 }
 
 /// A channel file that is not there: no sample.

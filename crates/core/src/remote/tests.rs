@@ -223,3 +223,47 @@ fn a_video_of_several_riff_segments_is_read_through_its_opendml_indexes() {
         assert_eq!(got, local.frame(k).unwrap(), "frame {k}");
     }
 }
+
+#[test]
+fn a_channel_read_through_in_batches_is_its_samples_in_one_request_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    write_trace(dir.path(), 40);
+    let gets = Arc::new(AtomicU64::new(0));
+    let files = Counted {
+        inner: LocalFiles::new(dir.path()),
+        gets: gets.clone(),
+        bytes: Arc::new(AtomicU64::new(0)),
+    };
+    let t = RemoteTrace::open(Arc::new(files)).unwrap();
+    let s = t.sensor("cam").unwrap();
+    let local = Trace::open(dir.path()).unwrap().sensor("cam").unwrap();
+    for (ch, batch) in [
+        ("imu", BATCH_BYTES / 24),
+        ("rng", BATCH_BYTES / 1024),
+        ("video.avi", 1),
+    ] {
+        let c = s.channel(ch).unwrap();
+        assert_eq!(c.batch_len(), batch, "{ch}");
+        let mut lc = local.channel(ch).unwrap();
+        // Batches of 7 (the last short): one request each for raw and lzmaf.
+        let g0 = gets.load(Ordering::Relaxed);
+        let mut got = Vec::new();
+        for a in (0..40).step_by(7) {
+            got.extend(c.get_range(a..(a + 7).min(40)).unwrap());
+        }
+        let requests = gets.load(Ordering::Relaxed) - g0;
+        assert_eq!(requests, if batch == 1 { 40 } else { 6 }, "{ch}");
+        assert_eq!(got.len(), 40, "{ch}");
+        for (i, g) in got.iter().enumerate() {
+            assert_eq!(g, &*lc.get(i as u64).unwrap(), "{ch} {i}");
+        }
+        // Past the end: the error `get` gives for the first sample it lacks.
+        let e = c.get_range(35..45).unwrap_err();
+        assert!(
+            matches!(e, RemoteError::PastEnd { index: 40, .. }),
+            "{ch}: {e}"
+        );
+    }
+}
+
+use super::channel::BATCH_BYTES;
