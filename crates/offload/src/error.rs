@@ -25,7 +25,7 @@ pub enum OffloadError {
         path: PathBuf,
         error: std::io::Error,
     },
-    #[error("{}: changed during the upload: {what}; not marked done (offload it again once it is final)", path.display())]
+    #[error("{}: changed during the upload: {what}; not marked done, nothing deleted: the next run plans its trace again and sends what changed", path.display())]
     Changed { path: PathBuf, what: String },
     #[error("{}: the object {key} does not match: {what}: expected {expected}, got {got}; not marked done", path.display())]
     Mismatch {
