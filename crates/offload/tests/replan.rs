@@ -43,7 +43,7 @@ impl Progress for ChangeAt<'_> {
 
 fn bytes(n: usize, seed: u8) -> Vec<u8> {
     (0..n)
-        .map(|i| (i as u64 * 2654435761 >> 7) as u8 ^ seed)
+        .map(|i| ((i as u64 * 2654435761) >> 7) as u8 ^ seed)
         .collect()
 }
 
