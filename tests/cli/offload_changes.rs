@@ -2,8 +2,9 @@
 //! - against a real S3 server (Garage on 127.0.0.1): a file of a trace changed mid-upload
 //!   (one being sent) and one already verified: the run fails naming the first, the journal
 //!   intact and saying which file changed, nothing deleted; the same command again plans the
-//!   trace again and finishes: every object equals the file as it now is, the verified file
-//!   whose bytes changed is named loudly, and the summary counts its bytes as re-sent;
+//!   trace again (the verified file whose bytes changed named loudly) and, killed -9 while
+//!   it sends that file again, then run once more, finishes: every object equals the file as
+//!   it now is, and the summary counts the bytes sent again as re-sent;
 //! - to a directory: a trace whose event log has a line that does not parse is named with
 //!   the line (not called a trace without a `stop`), one whose last line a crash tore is
 //!   one a crash cut; neither is sent (exit 1), a sealed one beside them is.
@@ -133,38 +134,93 @@ fn offload_a_trace_changed_mid_upload_fails_then_the_next_run_finishes_it() {
     assert_eq!(j["traces"]["t"]["changed"], serde_json::json!(["s1/a"]));
     assert_eq!(file_state(&j, "t", "s0/a").0, "done");
 
-    // The way forward: the same command.
+    // The way forward: the same command. It plans the trace again and sends s0/a (first)
+    // again; killed -9 once that is under way, then run again, it finishes.
     let want = digests(&t);
-    let (code, out) = run(&env, &args);
-    assert_eq!(code, 0, "{out}");
+    let total: u64 = want
+        .keys()
+        .map(|rel| std::fs::metadata(t.join(rel)).unwrap().len())
+        .sum();
+    let sent_before = journal(&jp)["sent"].as_u64().unwrap();
+    let mut child = offload_cmd(&env, &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    loop {
+        let j = std::fs::read(&jp)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+        if let Some(j) = j.filter(|j| j["traces"]["t"].get("changed").is_none()) {
+            let (s0, acked) = file_state(&j, "t", "s0/a");
+            assert!(
+                s0 != "done",
+                "s0/a was sent again before the test killed the run"
+            );
+            if s0 == "uploading" && acked >= 1 {
+                break;
+            }
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before s0/a was being sent again"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "s0/a was not sent again within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
-        out.contains(&format!(
+        text.contains(&format!(
             "{}: CHANGED AFTER IT WAS VERIFIED at the destination",
             t.join("s0/a").display()
         )),
-        "{out}"
+        "{text}"
     );
     assert!(
-        out.contains(&format!(
+        text.contains(&format!(
             "{}: changed before its upload was complete",
             t.join("s1/a").display()
         )),
-        "{out}"
+        "{text}"
     );
+    assert!(t.join("config.yaml").exists(), "nothing deleted: {text}");
+    // What the killed run left: s0/a's parts the store acknowledged (of five).
+    let acked = file_state(&journal(&jp), "t", "s0/a").1 as u64;
+    let (code, out) = run(&env, &args);
+    eprintln!("the killed run:\n{text}\nthe last run:\n{out}");
+    assert_eq!(code, 0, "{out}");
     assert!(
         out.contains("1 files changed after they were verified and were sent again")
             && out.contains("t/s0/a"),
         "{out}"
     );
-    // Re-sent: all of s0/a (24 MiB, verified before) and the parts of s1/a the store held.
+    // Re-sent in this run: at least the rest of s0/a (all of it was at the store before).
+    let rest = (24 * MB as u64).saturating_sub(acked * 5 * MB as u64);
     let resent = resent_mb(&out);
     assert!(
-        resent >= 24.0 * MB as f64 / 1e6,
-        "{resent} MB re-sent: {out}"
+        resent >= rest as f64 / 1e6 - 0.05,
+        "{resent} MB re-sent, {acked} parts acknowledged before: {out}"
+    );
+    // Over all runs the store was handed the trace, s0/a once more, and at most what was in
+    // flight at the kill (2 parts) and the parts of s1/a sent before it changed (5).
+    let sent = journal(&jp)["sent"].as_u64().unwrap();
+    assert!(
+        sent >= total + 24 * MB as u64,
+        "{sent} bytes sent for {total}"
     );
     assert!(
-        resent <= 48.0 * MB as f64 / 1e6,
-        "{resent} MB re-sent: {out}"
+        sent <= total + (24 + 7 * 5) * MB as u64 + 4096,
+        "{sent} bytes sent for {total} (before the re-plan: {sent_before})"
     );
     // Verified, then deleted; every object is the file as it was when the run began.
     assert!(!t.exists(), "{out}");
