@@ -273,5 +273,14 @@ mod tests {
         let none: Journal =
             serde_json::from_str(r#"{"version":1,"dest":"d","traces":{}}"#).unwrap();
         assert!(none.in_flight.is_empty());
+        // The fields a re-plan adds read as absent, and are not written while unused: a
+        // journal with nothing changed is what an older roverlog wrote and reads.
+        let t = &j.traces["t"];
+        assert!(t.changed.is_empty());
+        assert!(!t.files[0].replaced && t.files[0].again_below == 0);
+        let text = String::from_utf8(serde_json::to_vec(&j).unwrap()).unwrap();
+        for key in ["changed", "replaced", "again_below"] {
+            assert!(!text.contains(key), "{key} in {text}");
+        }
     }
 }

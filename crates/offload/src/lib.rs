@@ -238,9 +238,13 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, OffloadEr
                 continue;
             }
             TraceState::Unreadable(problem) => {
+                let remedy = match problem {
+                    select::LogProblem::Read { .. } => "",
+                    _ => "; mend or remove that line, then offload again",
+                };
                 progress.note(&format!(
                     "{}: not offloaded: {problem}, so whether its recording was closed cannot \
-                     be told; mend or remove that line, then offload again",
+                     be told{remedy}",
                     dir.display()
                 ));
                 job.summary.skipped.push((dir, Skipped::Unreadable));
