@@ -47,7 +47,7 @@ pub enum OffloadError {
         journal: String,
         dest: String,
     },
-    #[error("{}: its files changed since it was verified ({what}): not deleted; offload it again to another prefix, or move it away", path.display())]
+    #[error("{}: its files changed since it was verified ({what}): not deleted; the next run checks them against the destination again and sends what changed", path.display())]
     ChangedSinceVerified { path: PathBuf, what: String },
     #[error("{}: deleting: {error}", path.display())]
     Delete {

@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::OffloadError;
 
-/// The journal format's version. Fields added since (`changed`, `replaced`,
-/// `again_below`) are optional and read as absent from older journals; a roverlog that
+/// The journal format's version. Fields added since (`changed`, `changed_since_verified`,
+/// `replaced`, `again_below`) are optional and read as absent from older journals; a roverlog that
 /// predates them ignores them and still refuses a changed file, so the version did not move.
 pub const VERSION: u32 = 1;
 
@@ -80,6 +80,11 @@ pub struct TraceEntry {
     /// before it sends anything of it. Absent from journals written before (read as empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changed: Vec<String>,
+    /// Its files were found changed after it was verified (before a deletion, whose check
+    /// is the only look at a verified trace): no longer verified, and the next run plans it
+    /// again from what the destination holds (its MD5 CSV and objects).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub changed_since_verified: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -280,6 +285,7 @@ mod tests {
         assert!(!t.files[0].replaced && t.files[0].again_below == 0);
         let text = String::from_utf8(serde_json::to_vec(&j).unwrap()).unwrap();
         for key in ["changed", "replaced", "again_below"] {
+            // (`changed` also covers `changed_since_verified`.)
             assert!(!text.contains(key), "{key} in {text}");
         }
     }

@@ -273,7 +273,7 @@ impl Job<'_> {
             .journal
             .traces
             .get(name)
-            .is_some_and(|t| !t.changed.is_empty())
+            .is_some_and(|t| !t.changed.is_empty() || t.changed_since_verified)
         {
             self.replan(dir, name)?;
         }

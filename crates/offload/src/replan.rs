@@ -15,6 +15,11 @@
 //! - a file new in the trace is sent; one gone from it is named (its object stays at the
 //!   destination: nothing is deleted there).
 //!
+//! A verified trace keeps no file list, only a fingerprint of it; when that no longer
+//! matches (checked before a deletion), the trace is marked `changed_since_verified`, and
+//! the re-plan takes its files as sent from the destination (its MD5 CSV, the objects' sizes
+//! and ETags) and hashes each local file again: the same rules then apply.
+//!
 //! The aborts go first, then the new plan is journalled (the `changed` list emptied with
 //! it): a kill in between leaves the list, and the next run plans again (aborting an upload
 //! the store no longer knows is fine). The trace is called verified, and may be deleted
@@ -27,9 +32,14 @@ use std::path::Path;
 use md5::Digest;
 use roverlog_store::{to_hex, StoreError, UploadId};
 
+use roverlog_core::format::checksum;
+
 use crate::journal::{FileEntry, FileState};
 use crate::upload::sending;
 use crate::{plan, Job, OffloadError};
+
+/// The mtime of a file rebuilt from the destination: matches no file's.
+const MTIME_UNKNOWN: i128 = i128::MIN;
 
 impl Job<'_> {
     /// Journals that the file at `path` (of trace `name`, at `dir`) was found changed: the
@@ -56,7 +66,10 @@ impl Job<'_> {
 
     /// Plans trace `name` (at `dir`) again after a run found files of it changed.
     pub(crate) fn replan(&mut self, dir: &Path, name: &str) -> Result<(), OffloadError> {
-        let old = self.journal.traces[name].clone();
+        let mut old = self.journal.traces[name].clone();
+        if old.changed_since_verified && old.files.is_empty() {
+            old.files = self.files_as_sent(name)?;
+        }
         let suspects: BTreeSet<&str> = old.changed.iter().map(String::as_str).collect();
         let mut was: BTreeMap<&str, &FileEntry> =
             old.files.iter().map(|f| (f.path.as_str(), f)).collect();
@@ -104,10 +117,12 @@ impl Job<'_> {
                     let now_md5 = md5_of(&path)?;
                     if now_md5 == *md5 && f.size == o.size {
                         f.state = o.state.clone();
-                        self.progress.note(&format!(
-                            "{}: its mtime changed, not its bytes: kept as verified",
-                            path.display()
-                        ));
+                        if o.mtime_ns != MTIME_UNKNOWN {
+                            self.progress.note(&format!(
+                                "{}: its mtime changed, not its bytes: kept as verified",
+                                path.display()
+                            ));
+                        }
                     } else {
                         f.replaced = true;
                         f.again_below = f.again_below.max(o.size);
@@ -138,6 +153,37 @@ impl Job<'_> {
         }
         self.journal.traces.insert(name.to_string(), now);
         self.save()
+    }
+
+    /// The files of a verified trace as they were sent (its file list was dropped when it
+    /// was verified): the rows of its `<trace>.md5.csv` at the destination, each with its
+    /// object's size and ETag. Their mtimes are not known, so the re-plan hashes each file
+    /// again. A file with no row or no object is sent as a new one.
+    fn files_as_sent(&self, name: &str) -> Result<Vec<FileEntry>, OffloadError> {
+        let csv = format!("{name}.md5.csv");
+        let Some(info) = self.store.head(&csv)? else {
+            return Ok(Vec::new());
+        };
+        let bytes = self.store.get_range(&csv, 0..info.size)?;
+        let mut files = Vec::new();
+        for line in String::from_utf8_lossy(&bytes).lines().skip(1) {
+            let [path, md5] = <[String; 2]>::try_from(checksum::fields(line)).unwrap_or_default();
+            if path.is_empty() {
+                continue;
+            }
+            let Some(h) = self.store.head(&format!("{name}/{path}"))? else {
+                continue;
+            };
+            files.push(FileEntry {
+                path,
+                size: h.size,
+                mtime_ns: MTIME_UNKNOWN,
+                state: FileState::Done { etag: h.etag, md5 },
+                replaced: false,
+                again_below: 0,
+            });
+        }
+        Ok(files)
     }
 
     /// Aborts an upload of the older version of a file; one the store no longer knows is gone

@@ -7,7 +7,9 @@
 //! - the next run plans the trace again: the file changed mid-upload is sent again, a file
 //!   already verified whose bytes changed is re-sent (reported and counted as re-sent), one
 //!   whose mtime alone moved stays verified; then the trace is verified and deleted, and
-//!   every object equals the file it was sent from.
+//!   every object equals the file it was sent from;
+//! - a trace verified, then changed before `--delete` removed it: that run refuses the
+//!   deletion; the next one sends again only the file whose bytes changed, then deletes.
 
 use std::cell::Cell;
 use std::io::{Seek, SeekFrom, Write};
@@ -173,4 +175,79 @@ fn a_trace_changed_mid_upload_fails_then_is_planned_again_and_verified() {
     let j = Journal::load(&jp, dest.to_str().unwrap()).unwrap();
     assert!(j.traces["t"].verified && j.traces["t"].deleted);
     assert!(j.traces["t"].changed.is_empty());
+}
+
+/// A verified trace keeps no file list: a change found before its deletion fails that run
+/// (nothing deleted); the next one rebuilds what was sent from the destination's MD5 CSV,
+/// hashes the local files again, re-sends the one whose bytes changed, and deletes the trace
+/// once it is verified again.
+#[test]
+fn a_verified_trace_changed_before_its_deletion_is_sent_again_where_it_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let t = data.join("t");
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(t.join("a.bin"), bytes(6 * MIB, 4)).unwrap();
+    std::fs::write(t.join("b.bin"), bytes(1000, 5)).unwrap();
+    std::fs::write(t.join("config.yaml"), "{}\n").unwrap();
+    let dest = tmp.path().join("nas");
+    std::fs::create_dir(&dest).unwrap();
+    let jp = tmp.path().join("journal.json");
+    let mut opts = Options::new(&data, dest.to_str().unwrap());
+    opts.journal = Some(jp.clone());
+    opts.part_size = 5 * MIB as u64;
+    let quiet = || ChangeAt {
+        at: u64::MAX,
+        sent: Cell::new(0),
+        done: Cell::new(false),
+        change: &|| {},
+        notes: Default::default(),
+    };
+    let s = roverlog_offload::run(&opts, &quiet()).unwrap();
+    assert_eq!(s.traces, vec!["t".to_string()]);
+
+    // a.bin's bytes change; b.bin is only touched. The deletion finds it and refuses.
+    flip_first_byte(&t.join("a.bin"));
+    std::fs::File::options()
+        .write(true)
+        .open(t.join("b.bin"))
+        .unwrap()
+        .set_modified(SystemTime::now() + Duration::from_secs(5))
+        .unwrap();
+    opts.delete = true;
+    let err = roverlog_offload::run(&opts, &quiet()).unwrap_err();
+    assert!(
+        matches!(&err, OffloadError::ChangedSinceVerified { path, .. } if *path == t),
+        "{err}"
+    );
+    assert!(t.join("a.bin").exists());
+    let j = Journal::load(&jp, dest.to_str().unwrap()).unwrap();
+    assert!(!j.traces["t"].verified && j.traces["t"].changed_since_verified);
+
+    let want: Vec<(&str, String)> = ["a.bin", "b.bin", "config.yaml"]
+        .into_iter()
+        .map(|f| (f, md5_file(&t.join(f))))
+        .collect();
+    let p = quiet();
+    let s = roverlog_offload::run(&opts, &p).unwrap();
+    let notes = p.notes.borrow().join("\n");
+    assert_eq!(s.traces, vec!["t".to_string()], "{notes}");
+    assert_eq!(s.replaced, vec!["t/a.bin".to_string()], "{notes}");
+    assert_eq!(s.bytes_resent, 6 * MIB as u64, "{notes}");
+    assert_eq!(s.files, 1, "only a.bin went again: {notes}");
+    assert!(
+        notes.contains(&format!(
+            "{}: CHANGED AFTER IT WAS VERIFIED",
+            t.join("a.bin").display()
+        )),
+        "{notes}"
+    );
+    assert!(!t.exists(), "{notes}");
+    for (f, md5) in &want {
+        assert_eq!(&md5_file(&dest.join("t").join(f)), md5, "{f}");
+    }
+    let csv = std::fs::read_to_string(dest.join("t.md5.csv")).unwrap();
+    for (f, md5) in &want {
+        assert!(csv.contains(&format!("{f},{md5}\n")), "{csv}");
+    }
 }
