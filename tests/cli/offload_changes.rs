@@ -4,13 +4,15 @@
 //!   intact and saying which file changed, nothing deleted; the same command again plans the
 //!   trace again (the verified file whose bytes changed named loudly) and, killed -9 while
 //!   it sends that file again, then run once more, finishes: every object equals the file as
-//!   it now is, and the summary counts the bytes sent again as re-sent;
+//!   it now is, and the summary counts the bytes sent again as re-sent; a trace verified,
+//!   then changed before `--delete` removed it: that run refuses, the next sends again only
+//!   the file whose bytes changed (its files as sent read back from the destination's CSV);
 //! - to a directory: a trace whose event log has a line that does not parse is named with
 //!   the line (not called a trace without a `stop`), one whose last line a crash tore is
 //!   one a crash cut; neither is sent (exit 1), a sealed one beside them is.
 //!
-//! Cost: about 81 MB to Garage at a 10 MB/s cap, twice at most (about 15 s), and a few KB
-//! to a directory.
+//! Cost: about 81 MB to Garage at a 10 MB/s cap, twice at most (about 15 s), about 21 MB uncapped
+//! (a few s), and a few KB to a directory.
 
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
@@ -297,4 +299,78 @@ fn offload_names_the_event_log_line_that_does_not_parse() {
     assert!(out.contains("1 traces sent and verified"), "{out}");
     assert_eq!(digests(&nas.join("a")), digests(&sealed));
     assert!(!nas.join("b").exists() && !nas.join("c").exists());
+}
+
+#[test]
+fn offload_a_verified_trace_changed_before_its_deletion_is_sent_again_where_it_changed() {
+    let g = Garage::start();
+    let env = g.envs();
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    // Files of 6 MiB (two 5 MiB parts: multipart objects) and 768 KiB.
+    let t = trace(&data, "t", 2, 6, MB, false);
+    let jp = tmp.path().join("journal.json");
+    let mut args = vec![
+        data.to_str().unwrap(),
+        "s3://traces",
+        "--part-size",
+        "5MiB",
+        "--journal",
+        jp.to_str().unwrap(),
+    ];
+    let (code, out) = run(&env, &args);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(journal(&jp)["traces"]["t"]["verified"], true);
+    // After verification: s1/a's bytes change, s0/b is only touched.
+    change(&t.join("s1/a"));
+    std::fs::File::options()
+        .write(true)
+        .open(t.join("s0/b"))
+        .unwrap()
+        .set_modified(SystemTime::now() + Duration::from_secs(5))
+        .unwrap();
+    args.push("--delete");
+    let (code, out) = run(&env, &args);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains(&format!(
+            "{}: its files changed since it was verified",
+            t.display()
+        )) && out.contains("not deleted; the next run checks them against the destination"),
+        "{out}"
+    );
+    assert!(t.join("s1/a").exists(), "{out}");
+    let j = journal(&jp);
+    assert_eq!(j["traces"]["t"]["verified"], false);
+    assert_eq!(j["traces"]["t"]["changed_since_verified"], true);
+    // The next run: only s1/a goes again, then the trace is deleted.
+    let want = digests(&t);
+    let (code, out) = run(&env, &args);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!(
+            "{}: CHANGED AFTER IT WAS VERIFIED at the destination",
+            t.join("s1/a").display()
+        )) && out.contains("1 files changed after they were verified and were sent again")
+            && out.contains("t/s1/a"),
+        "{out}"
+    );
+    assert!(
+        out.contains(", 1 files, "),
+        "only s1/a was sent again: {out}"
+    );
+    let resent = resent_mb(&out);
+    assert!(
+        (resent - 6.0 * MB as f64 / 1e6).abs() < 0.05,
+        "{resent} MB re-sent: {out}"
+    );
+    assert!(!t.exists(), "{out}");
+    let store = Store::open_env("s3://traces", &g.env()).unwrap();
+    for (rel, md5) in &want {
+        assert_eq!(
+            object_md5(&store, &format!("t/{rel}")).as_ref(),
+            Some(md5),
+            "{rel}"
+        );
+    }
 }
