@@ -7,7 +7,8 @@
 //! - 0: success (for `validate`: everything checked is sound);
 //! - 1: `validate` found problems or channels it could not check, `recover` left something
 //!   for a person, `checksum --compare` found a mismatch or a missing file (each printed),
-//!   `offload` left a trace cut by a crash or could not reach `--keep-free`;
+//!   `offload` left a trace cut by a crash (or whose event log does not parse) or could not
+//!   reach `--keep-free`;
 //! - 2: the command could not do its work (bad arguments, unreadable input, I/O error);
 //!   the error is printed to stderr.
 //!

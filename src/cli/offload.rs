@@ -23,10 +23,11 @@ DEST/<trace>/ as it is on disk, its `file,md5` CSV to DEST/<trace>.md5.csv.
 
 Exit codes: 0 every sealed trace is at DEST and verified (traces being recorded are skipped \
 and listed); 1 something is left for a person: a trace cut by a crash (not sent: start the \
-daemon on it to recover it), or --keep-free could not be reached with verified traces; \
+daemon on it to recover it), a trace whose event log has a line that does not parse (not \
+sent; the line is named), or --keep-free could not be reached with verified traces; \
 2 error (printed: a store that refuses or does not answer, an object that does not match \
-its file, a file changed during the upload); the journal keeps what was done, and the same \
-command continues. See docs/offload.md.")]
+its file, a file changed during the upload: the next run plans its trace again); the \
+journal keeps what was done, and the same command continues. See docs/offload.md.")]
 pub struct OffloadArgs {
     /// The data directory (a daemon's data_root, or any directory of traces, or one trace).
     pub data: PathBuf,
@@ -176,6 +177,14 @@ pub fn offload(args: OffloadArgs) -> Result<Outcome> {
         s.deleted.len(),
         s.skipped.len()
     )?;
+    if !s.replaced.is_empty() {
+        outln!(
+            "offload: {} files changed after they were verified and were sent again (the \
+             destination held an older version of each): {}",
+            s.replaced.len(),
+            s.replaced.join(", ")
+        )?;
+    }
     Ok(if s.left_something() {
         Outcome::Problems
     } else {

@@ -24,6 +24,7 @@ mod help;
 mod hour_trace;
 mod import_trace;
 mod offload;
+mod offload_changes;
 mod offload_daemon;
 mod offload_limits;
 mod os_errors;

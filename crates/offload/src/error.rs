@@ -25,7 +25,7 @@ pub enum OffloadError {
         path: PathBuf,
         error: std::io::Error,
     },
-    #[error("{}: changed during the upload: {what}; not marked done (offload it again once it is final)", path.display())]
+    #[error("{}: changed during the upload: {what}; not marked done, nothing deleted: the next run plans its trace again and sends what changed", path.display())]
     Changed { path: PathBuf, what: String },
     #[error("{}: the object {key} does not match: {what}: expected {expected}, got {got}; not marked done", path.display())]
     Mismatch {
@@ -47,7 +47,7 @@ pub enum OffloadError {
         journal: String,
         dest: String,
     },
-    #[error("{}: its files changed since it was verified ({what}): not deleted; offload it again to another prefix, or move it away", path.display())]
+    #[error("{}: its files changed since it was verified ({what}): not deleted; the next run checks them against the destination again and sends what changed", path.display())]
     ChangedSinceVerified { path: PathBuf, what: String },
     #[error("{}: deleting: {error}", path.display())]
     Delete {

@@ -4,7 +4,9 @@
 //!
 //! A removal is journalled (`deleting`) before its first file goes and (`deleted`) after the
 //! directory is gone, so a kill in between finishes it on the next run; before it starts,
-//! the trace's files must be those that were verified (paths, sizes, mtimes).
+//! the trace's files must be those that were verified (paths, sizes, mtimes): otherwise the
+//! run fails, nothing is deleted, and the trace is no longer verified (the next run plans it
+//! again, `crate::replan`).
 
 use std::path::{Path, PathBuf};
 
@@ -103,6 +105,10 @@ impl Job<'_> {
             let now = plan::plan(&dir)?;
             let print = plan::fingerprint(&now.files);
             if entry.fingerprint.as_deref() != Some(print.as_str()) {
+                // Not deleted, and sent again where it changed by the next run (`replan`).
+                entry.verified = false;
+                entry.changed_since_verified = true;
+                self.save()?;
                 return Err(OffloadError::ChangedSinceVerified {
                     path: dir,
                     what: "file list, sizes or mtimes differ".into(),

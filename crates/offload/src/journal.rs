@@ -19,7 +19,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::OffloadError;
 
-/// The journal format's version.
+/// The journal format's version. Fields added since (`changed`, `changed_since_verified`,
+/// `replaced`, `again_below`) are optional and read as absent from older journals; a roverlog that
+/// predates them ignores them and still refuses a changed file, so the version did not move.
 pub const VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -73,6 +75,16 @@ pub struct TraceEntry {
     /// as sent, checked again before the local copy is deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
+    /// Files (paths below the trace) a run found changed since the trace was planned: that
+    /// run failed naming them, and the next one plans the trace again ([`crate::replan`])
+    /// before it sends anything of it. Absent from journals written before (read as empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
+    /// Its files were found changed after it was verified (before a deletion, whose check
+    /// is the only look at a verified trace): no longer verified, and the next run plans it
+    /// again from what the destination holds (its MD5 CSV and objects).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub changed_since_verified: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -83,6 +95,19 @@ pub struct FileEntry {
     /// Modification time when planned, nanoseconds since the epoch.
     pub mtime_ns: i128,
     pub state: FileState,
+    /// Planned again because it changed after it was sent and verified: the object at the
+    /// destination is of its older version, and is replaced (said loudly, and counted).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replaced: bool,
+    /// Planned again because it changed after the store held bytes of it (a verified
+    /// object, or parts of an upload then aborted): its bytes below this offset count as
+    /// re-sent when they go again.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub again_below: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -253,5 +278,15 @@ mod tests {
         let none: Journal =
             serde_json::from_str(r#"{"version":1,"dest":"d","traces":{}}"#).unwrap();
         assert!(none.in_flight.is_empty());
+        // The fields a re-plan adds read as absent, and are not written while unused: a
+        // journal with nothing changed is what an older roverlog wrote and reads.
+        let t = &j.traces["t"];
+        assert!(t.changed.is_empty());
+        assert!(!t.files[0].replaced && t.files[0].again_below == 0);
+        let text = String::from_utf8(serde_json::to_vec(&j).unwrap()).unwrap();
+        for key in ["changed", "replaced", "again_below"] {
+            // (`changed` also covers `changed_since_verified`.)
+            assert!(!text.contains(key), "{key} in {text}");
+        }
     }
 }

@@ -9,6 +9,8 @@
 //! - `send`: a trace's files, whole or in parts, `--jobs` requests in flight at a time.
 //! - [`upload`]: part sizes, and what is verified.
 //! - [`free`]: `--delete` and `--keep-free`, only ever of verified traces.
+//! - `replan`: a trace whose files changed after it was planned, planned again by the run
+//!   after the one that found the change, keeping what is still verified.
 //! - [`rate`]: the `--rate` cap.
 //!
 //! One thread reads, hashes, paces and journals; `--jobs` workers hand the bodies to the
@@ -21,6 +23,7 @@ mod knobs;
 pub mod pending;
 pub mod plan;
 pub mod rate;
+mod replan;
 pub mod select;
 mod send;
 pub mod upload;
@@ -95,6 +98,9 @@ pub enum Skipped {
     Recording,
     /// Cut by a crash and not recovered.
     Unfinished,
+    /// Its event log has a line that is not an event (not its torn last line): whether its
+    /// recording was closed cannot be told.
+    Unreadable,
 }
 
 /// What the job did.
@@ -107,8 +113,12 @@ pub struct Summary {
     pub skipped: Vec<(PathBuf, Skipped)>,
     pub files: u64,
     pub bytes_sent: u64,
-    /// Bytes sent again: the parts in flight when an earlier run ended.
+    /// Bytes sent again: the parts in flight when an earlier run ended, and the bytes of a
+    /// changed file that the store already held of its older version.
     pub bytes_resent: u64,
+    /// Files (`trace/path`) sent again in this run because they changed after they were
+    /// verified: the destination held an older version of each.
+    pub replaced: Vec<String>,
     pub deleted: Vec<PathBuf>,
     /// `--keep-free` could not be reached with verified traces alone.
     pub keep_free_unreached: bool,
@@ -116,10 +126,14 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Whether something is left for a person (exit code 1): a trace cut by a crash, or
-    /// free space `--keep-free` could not reach.
+    /// Whether something is left for a person (exit code 1): a trace cut by a crash or
+    /// whose event log does not parse, or free space `--keep-free` could not reach.
     pub fn left_something(&self) -> bool {
-        self.keep_free_unreached || self.skipped.iter().any(|(_, s)| *s == Skipped::Unfinished)
+        self.keep_free_unreached
+            || self
+                .skipped
+                .iter()
+                .any(|(_, s)| matches!(s, Skipped::Unfinished | Skipped::Unreadable))
     }
 }
 
@@ -207,15 +221,33 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, OffloadEr
                 job.summary.skipped.push((dir, Skipped::Recording));
                 continue;
             }
-            TraceState::Unfinished => {
+            TraceState::Unfinished { torn_tail } => {
                 progress.note(&format!(
                     "{}: not offloaded: its recording was cut by a crash (a `start` without a \
-                     `stop` in _roverlog/events.jsonl, and no daemon holds {}); starting the \
+                     `stop` in _roverlog/events.jsonl{}, and no daemon holds {}); starting the \
                      daemon there recovers it (torn tails cut, the trace closed)",
                     dir.display(),
+                    if torn_tail {
+                        ", whose last line the crash tore"
+                    } else {
+                        ""
+                    },
                     dir.parent().unwrap_or(Path::new(".")).display()
                 ));
                 job.summary.skipped.push((dir, Skipped::Unfinished));
+                continue;
+            }
+            TraceState::Unreadable(problem) => {
+                let remedy = match problem {
+                    select::LogProblem::Read { .. } => "",
+                    _ => "; mend or remove that line, then offload again",
+                };
+                progress.note(&format!(
+                    "{}: not offloaded: {problem}, so whether its recording was closed cannot \
+                     be told{remedy}",
+                    dir.display()
+                ));
+                job.summary.skipped.push((dir, Skipped::Unreadable));
                 continue;
             }
         }
@@ -234,9 +266,29 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Summary, OffloadEr
 }
 
 impl Job<'_> {
+    /// Offloads one trace: planned again first when the last run found files of it changed
+    /// (`replan`); a file found changed now fails the run, journalled for the next one.
+    fn offload_trace(&mut self, dir: &Path, name: &str) -> Result<(), OffloadError> {
+        if self
+            .journal
+            .traces
+            .get(name)
+            .is_some_and(|t| !t.changed.is_empty() || t.changed_since_verified)
+        {
+            self.replan(dir, name)?;
+        }
+        match self.send_trace(dir, name) {
+            Err(OffloadError::Changed { path, what }) => {
+                self.mark_changed(dir, name, &path)?;
+                Err(OffloadError::Changed { path, what })
+            }
+            r => r,
+        }
+    }
+
     /// Sends every file of the trace not sent yet, its CSV, checks every object once more,
     /// and marks it verified.
-    fn offload_trace(&mut self, dir: &Path, name: &str) -> Result<(), OffloadError> {
+    fn send_trace(&mut self, dir: &Path, name: &str) -> Result<(), OffloadError> {
         let planned = self
             .journal
             .traces

@@ -25,7 +25,7 @@ pub fn pending(opts: &Options) -> Result<Pending, OffloadError> {
     let journal = Journal::load(&path, &opts.dest)?;
     let mut out = Pending::default();
     for (dir, name) in plan::traces(&opts.data)? {
-        if select::trace_state(&dir) != TraceState::Sealed {
+        if !matches!(select::trace_state(&dir), TraceState::Sealed) {
             continue;
         }
         match journal.traces.get(&name) {

@@ -48,6 +48,8 @@ pub fn plan(dir: &Path) -> Result<TraceEntry, OffloadError> {
             size,
             mtime_ns,
             state: FileState::Pending,
+            replaced: false,
+            again_below: 0,
         });
     }
     Ok(entry)

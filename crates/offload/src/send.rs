@@ -234,8 +234,13 @@ impl Job<'_> {
                 return Err(e);
             }
         }
-        let file = self.journal.traces[st.trace].files[w.file].path.clone();
-        w.again = self.book(st.trace, &file, w.part.unwrap_or(0), n);
+        let entry = &self.journal.traces[st.trace].files[w.file];
+        let (file, older) = (entry.path.clone(), entry.again_below);
+        // Bytes the store held of the file's older version go again too (`replan`).
+        let again_older = older.saturating_sub(w.offset).min(n);
+        w.again = self
+            .book(st.trace, &file, w.part.unwrap_or(0), n)
+            .max(again_older);
         self.save()?;
         st.unsaved = false;
         tx.send(w).expect("workers outlive the loop");
@@ -486,6 +491,10 @@ impl Job<'_> {
             return Ok(());
         }
         let o = st.open.remove(&i).expect("open");
+        // Before the parts become an object: a file changed meanwhile is not completed (the
+        // next run aborts its upload, `replan`).
+        let entry = self.journal.traces[st.trace].files[i].clone();
+        check_unchanged(&o.path, &entry)?;
         let (etag, md5) = match &o.upload {
             None => o.answered.clone().expect("answered"),
             Some((upload, _)) => match self.complete(st.trace, i, &o, upload)? {
@@ -512,15 +521,21 @@ impl Job<'_> {
                 }
             },
         };
-        let entry = self.journal.traces[st.trace].files[i].clone();
         check_unchanged(&o.path, &entry)?;
         self.verify(&o.key, &o.path, entry.size, etag.as_deref(), &md5)?;
-        self.journal
+        let file = &mut self
+            .journal
             .traces
             .get_mut(st.trace)
             .expect("planned")
-            .files[i]
-            .state = FileState::Done { etag, md5 };
+            .files[i];
+        file.state = FileState::Done { etag, md5 };
+        file.again_below = 0;
+        if std::mem::take(&mut file.replaced) {
+            self.summary
+                .replaced
+                .push(format!("{}/{}", st.trace, file.path));
+        }
         self.save()?;
         st.unsaved = false;
         self.verified_now.insert((st.trace.to_string(), i));

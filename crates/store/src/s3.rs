@@ -300,7 +300,14 @@ impl S3Store {
     pub fn abort_upload(&self, key: &str, upload: &UploadId) -> Result<(), StoreError> {
         self.rt
             .block_on(self.s3.abort_multipart(&self.path(key), &upload.0))
-            .map_err(|e| self.error("abort upload", key, e))
+            .map_err(|e| match e {
+                object_store::Error::NotFound { .. } => StoreError::NoSuchUpload {
+                    store: self.describe(),
+                    key: key.to_string(),
+                    upload: upload.0.clone(),
+                },
+                e => self.error("abort upload", key, e),
+            })
     }
 
     pub fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
