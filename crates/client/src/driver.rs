@@ -628,7 +628,10 @@ mod tests {
         assert!(!d.files_sent());
         assert!(!reply.files);
         let hellos = old_daemon.join().unwrap();
-        assert_eq!(hellos[0]["files"], json!([{"name": "lidar.json", "bytes": 2}]));
+        assert_eq!(
+            hellos[0]["files"],
+            json!([{"name": "lidar.json", "bytes": 2}])
+        );
         assert!(hellos[1].get("files").is_none(), "{}", hellos[1]);
     }
 }

@@ -6,6 +6,11 @@
 
 use serde_json::{json, Value};
 
+/// Most bytes a hello's files may hold together (the daemon refuses more, naming the total).
+pub const MAX_FILES_BYTES: usize = 1 << 20;
+/// Most files one hello may declare.
+pub const MAX_FILES: usize = 16;
+
 /// One file for the sensor's directory, byte for byte as it is to be stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SidecarFile {

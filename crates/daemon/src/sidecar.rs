@@ -131,7 +131,10 @@ mod tests {
     fn reconcile_writes_missing_keeps_equal_refuses_different() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(reconcile(dir.path(), &files(b"{}\n")).unwrap(), 1);
-        assert_eq!(std::fs::read(dir.path().join("lidar.json")).unwrap(), b"{}\n");
+        assert_eq!(
+            std::fs::read(dir.path().join("lidar.json")).unwrap(),
+            b"{}\n"
+        );
         assert_eq!(reconcile(dir.path(), &files(b"{}\n")).unwrap(), 0);
         // Same length, other bytes.
         let e = reconcile(dir.path(), &files(b"[]\n")).unwrap_err();
@@ -156,7 +159,10 @@ mod tests {
             }
         ));
         // What was there is left as it was.
-        assert_eq!(std::fs::read(dir.path().join("lidar.json")).unwrap(), b"{}\n");
+        assert_eq!(
+            std::fs::read(dir.path().join("lidar.json")).unwrap(),
+            b"{}\n"
+        );
         std::fs::create_dir(dir.path().join("d")).unwrap();
         let mut d = files(b"x");
         d[0].name = "d".into();

@@ -79,7 +79,11 @@ impl Connection {
     /// Puts the connection's files into the sensor's directory of the open trace, when the
     /// sensor's files are open there already (a sensor opened by this hello got them before
     /// its `meta.json`; checking again finds them equal).
-    pub(super) async fn put_files(&self, slot: &Arc<Slot>, files: Sidecars) -> Result<(), ConnError> {
+    pub(super) async fn put_files(
+        &self,
+        slot: &Arc<Slot>,
+        files: Sidecars,
+    ) -> Result<(), ConnError> {
         if files.is_empty() {
             return Ok(());
         }

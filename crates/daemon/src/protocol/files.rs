@@ -65,7 +65,10 @@ impl fmt::Display for FileError {
             }
             FileError::NotObject { index } => write!(f, "file {index}: expected an object"),
             FileError::UnknownKey { index, key } => {
-                write!(f, "file {index}: unknown key {key:?} (expected name, bytes)")
+                write!(
+                    f,
+                    "file {index}: unknown key {key:?} (expected name, bytes)"
+                )
             }
             FileError::NoName { index } => {
                 write!(f, "file {index}: \"name\" missing or not a string")
@@ -145,8 +148,8 @@ mod tests {
 
     #[test]
     fn files_are_declared_by_name_and_length() {
-        let f = parse(r#"[{"name": "lidar.json", "bytes": 12}, {"name": "b", "bytes": 0}]"#)
-            .unwrap();
+        let f =
+            parse(r#"[{"name": "lidar.json", "bytes": 12}, {"name": "b", "bytes": 0}]"#).unwrap();
         assert_eq!(
             f,
             vec![
@@ -167,7 +170,10 @@ mod tests {
     fn refusals_name_the_file() {
         let many = format!("[{}]", vec![r#"{"name": "a", "bytes": 1}"#; 17].join(","));
         let cases = [
-            (r#"{"lidar.json": 3}"#.to_string(), "\"files\" must be a list"),
+            (
+                r#"{"lidar.json": 3}"#.to_string(),
+                "\"files\" must be a list",
+            ),
             (many, "17 files, over the limit of 16"),
             ("[1]".into(), "file 0: expected an object"),
             (

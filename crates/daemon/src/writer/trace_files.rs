@@ -22,7 +22,9 @@ impl Writer {
             // of it is touched.
             match sidecar::reconcile(&dir, files) {
                 Ok(_) => {}
-                Err(SidecarError::Io(source)) => return self.open_failed(&trace, dir, &events, source),
+                Err(SidecarError::Io(source)) => {
+                    return self.open_failed(&trace, dir, &events, source)
+                }
                 Err(source) => {
                     let failure = SensorFailure::Sidecar { dir, source };
                     return Err(self.refuse_open(failure, &events));
@@ -39,8 +41,7 @@ impl Writer {
         } else if dir.exists() && !dir.join(META_FILE).exists() {
             // `create` was interrupted (a crash) before `meta.json` was in place: no sample
             // was ever written there. Start it again.
-            remove_unfinished_sensor_dir(&dir, files)
-                .and_then(|()| self.create(&dir, files))
+            remove_unfinished_sensor_dir(&dir, files).and_then(|()| self.create(&dir, files))
         } else if dir.exists() {
             resumed = true;
             // Files this writer gave up on a failure: nothing past their last good fsync is
@@ -99,7 +100,11 @@ impl Writer {
 
     /// A new sensor directory: the channel files, then the connection's sidecar files
     /// (durably), then `meta.json`.
-    fn create(&self, dir: &std::path::Path, files: &[Sidecar]) -> roverlog_core::Result<FileWriter> {
+    fn create(
+        &self,
+        dir: &std::path::Path,
+        files: &[Sidecar],
+    ) -> roverlog_core::Result<FileWriter> {
         FileWriter::create_with(dir, self.meta.clone(), &self.settings.opts, |d| {
             sidecar::write_all(d, files)
         })
@@ -117,7 +122,8 @@ impl Writer {
         if source.io_error().and_then(|e| e.raw_os_error()).is_some() {
             // The disk refuses (EIO after a shutdown, EROFS, ENOSPC): alarm, probe.
             let durable = self.given_up.as_ref().map_or(0, |g| g.1);
-            let fault = crate::disk_fault::Fault::new(&self.sensor, "open", &source, durable, trace);
+            let fault =
+                crate::disk_fault::Fault::new(&self.sensor, "open", &source, durable, trace);
             self.notice(fault, &source.to_string());
         }
         Err(self.refuse_open(SensorFailure::Open { dir, source }, events))
