@@ -47,6 +47,9 @@ fn hello_with(files: &[(&str, &[u8])]) -> Vec<u8> {
     bytes
 }
 
+/// A hello's files: name and bytes.
+type Files<'a> = Vec<(&'a str, &'a [u8])>;
+
 fn send(c: &mut Driver, i: u64) {
     c.send(&frame(
         i as f64,
@@ -224,7 +227,7 @@ fn bad_names_and_oversized_files_are_refused_naming_them_and_nothing_else_is_los
     assert_eq!(a.sync(), 100);
     let trace = d.trace_dir();
     let big = vec![b'x'; (1 << 20) + 1];
-    let cases: Vec<(Vec<(&str, &[u8])>, &str)> = vec![
+    let cases: Vec<(Files, &str)> = vec![
         (
             vec![("../lidar.json", b"{}")],
             "hello: invalid file name \"../lidar.json\": contains a path separator",
