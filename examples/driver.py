@@ -20,13 +20,14 @@ As a library:
 import argparse
 import json
 import math
+import os
 import select
 import signal
 import socket
 import struct
 import sys
 import time
-from typing import NamedTuple, Optional, Sequence
+from typing import Dict, NamedTuple, Optional, Sequence
 
 PROTOCOL_VERSION = 1
 # The daemon answers in short JSON lines; anything longer than this is not a reply.
@@ -115,11 +116,15 @@ class Driver:
     """
 
     def __init__(self, socket_path: str, sensor: str, channels: Sequence[Channel],
-                 seq: bool = False, timeout: float = 10.0):
+                 seq: bool = False, timeout: float = 10.0,
+                 files: Optional[Dict[str, bytes]] = None):
         self.socket_path = socket_path
         self.sensor = sensor
         self.channels = list(channels)
         self.seq = seq
+        # Sidecar files for the sensor's directory (name -> bytes, e.g. a lidar's
+        # "lidar.json"), sent after the hello line (docs/protocol.md 2.6).
+        self.files = dict(files or {})
         self.timeout = timeout
         self.sock: Optional[socket.socket] = None
         self._rbuf = b""
@@ -132,6 +137,8 @@ class Driver:
                  "channels": [c.to_json() for c in self.channels]}
         if self.seq:
             hello["seq"] = True
+        if self.files:
+            hello["files"] = [{"name": n, "bytes": len(b)} for n, b in self.files.items()]
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
@@ -141,7 +148,9 @@ class Driver:
             raise
         self.sock = sock
         self._rbuf = b""
-        self._send((json.dumps(hello, separators=(",", ":")) + "\n").encode())
+        line = (json.dumps(hello, separators=(",", ":")) + "\n").encode()
+        # The files' bytes follow the line back to back, in the order declared.
+        self._send(line + b"".join(self.files.values()))
         reply = self._read_reply()
         self.hello_reply = reply
         return reply
@@ -283,11 +292,18 @@ def main(argv=None) -> int:
     p.add_argument("--reconnect-for", type=float, default=60.0, metavar="S",
                    help="when the daemon goes away (stops, restarts), keep trying to reconnect "
                         "for up to S seconds (0: give up at once)")
+    p.add_argument("--file", action="append", default=[], metavar="PATH",
+                   help="put this file into the sensor's directory of the trace, under its "
+                        "own name (a sidecar file, docs/protocol.md 2.6); may be repeated")
     args = p.parse_args(argv)
     if args.rate <= 0:
         p.error("--rate must be positive")
+    files = {}
+    for path in args.file:
+        with open(path, "rb") as f:
+            files[os.path.basename(path)] = f.read()
 
-    driver = Driver(args.socket, args.sensor, IMU_CHANNELS, seq=True)
+    driver = Driver(args.socket, args.sensor, IMU_CHANNELS, seq=True, files=files)
     try:
         reply = driver.connect()
     except OSError as e:

@@ -305,6 +305,21 @@ fn ouster_event(sensor: &str, e: &ouster::Event) {
         ouster::Event::BadImu { error, count } => {
             eprintln!("{sensor} IMU: datagram not stored ({count} so far): {error}")
         }
+        ouster::Event::NoLidarJson(why) => {
+            let why = match why {
+                ouster::NoLidarJson::TooLarge { bytes, max } => {
+                    format!("it is {bytes} bytes, over the {max} a hello's files may hold")
+                }
+                ouster::NoLidarJson::DaemonTooOld => {
+                    "the daemon predates sidecar files (docs/protocol.md 2.6)".to_string()
+                }
+            };
+            eprintln!(
+                "warning: {sensor}: the metadata is not written into the trace as {}: {why}; \
+                 keep the metadata file with the trace",
+                ouster::LIDAR_JSON
+            )
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 
 use crate::support::daemon;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -151,4 +152,155 @@ fn each_trace_records_the_clock_s_synchronisation_state() {
         );
         assert!(line["ptp"].is_array(), "{line}");
     }
+}
+
+/// A real chronyd, told not to touch the clock (`-x`), synchronised to its own `local stratum
+/// 10`, on a private command socket (so it is nobody else's chronyd and moves no clock):
+/// killed when dropped.
+struct PrivateChronyd {
+    child: std::process::Child,
+    dir: tempfile::TempDir,
+}
+
+impl PrivateChronyd {
+    fn start() -> PrivateChronyd {
+        let chronyd = ["/usr/sbin/chronyd", "/sbin/chronyd"]
+            .into_iter()
+            .map(Path::new)
+            .find(|p| p.exists())
+            .expect("chronyd is missing: install Debian's chrony (scripts/test does)");
+        // chronyd refuses a socket directory others may read.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let conf = dir.path().join("chrony.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "local stratum 10\nbindcmdaddress {0}/chronyd.sock\ncmdport 0\nport 0\n\
+                 pidfile {0}/chronyd.pid\ndriftfile {0}/drift\n",
+                dir.path().display()
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(dir.path().join("chronyd.log")).unwrap();
+        let child = std::process::Command::new(chronyd)
+            .args(["-x", "-d", "-u", "root", "-f"])
+            .arg(&conf)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let mut c = PrivateChronyd { child, dir };
+        let t0 = Instant::now();
+        while c.tracking().is_none() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "chronyd answering `chronyc -c tracking` on its socket within 20 s: {}",
+                std::fs::read_to_string(c.dir.path().join("chronyd.log")).unwrap_or_default()
+            );
+            if let Some(st) = c.child.try_wait().unwrap() {
+                panic!(
+                    "chronyd exited at start ({st}): {}",
+                    std::fs::read_to_string(c.dir.path().join("chronyd.log")).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        c
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.dir.path().join("chronyd.sock")
+    }
+
+    /// `chronyc -c tracking` against this chronyd, once it has a reference.
+    fn tracking(&self) -> Option<String> {
+        let out = std::process::Command::new("chronyc")
+            .arg("-h")
+            .arg(self.socket())
+            .args(["-c", "tracking"])
+            .output()
+            .ok()?;
+        let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (out.status.success() && line.starts_with("7F7F0101,")).then_some(line)
+    }
+
+    /// A directory with a `chronyc` that is the real one asked on this chronyd's socket, for
+    /// the daemon's PATH (the daemon runs plain `chronyc -c tracking`, which asks the
+    /// system's chronyd).
+    fn chronyc_dir(&self) -> PathBuf {
+        let bin = self.dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let chronyc = bin.join("chronyc");
+        std::fs::write(
+            &chronyc,
+            format!(
+                "#!/bin/sh\nexec /usr/bin/chronyc -h {} \"$@\"\n",
+                self.socket().display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&chronyc, std::fs::Permissions::from_mode(0o755)).unwrap();
+        bin
+    }
+}
+
+impl Drop for PrivateChronyd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// With chrony running, each trace's clock.jsonl carries chrony's own tracking fields (a
+/// real chronyd's, `local stratum 10`): its reference, stratum and leap status, and the
+/// verdict names chrony.
+#[test]
+fn each_trace_records_a_running_chronyd_s_tracking() {
+    let chrony = PrivateChronyd::start();
+    let want = chrony.tracking().unwrap();
+    let mut d = TestDaemon::create(json!({}));
+    let mut cmd = d.command();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs = vec![chrony.chronyc_dir()];
+    dirs.extend(std::env::split_paths(&path));
+    cmd.env("PATH", std::env::join_paths(dirs).unwrap());
+    d.spawn_cmd(cmd);
+    let file = d.trace_dir().join("_roverlog/clock.jsonl");
+    let t0 = Instant::now();
+    while !file.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{} not written within 10 s\n{}",
+            file.display(),
+            d.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let text = std::fs::read_to_string(&file).unwrap();
+    let line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let c = &line["chrony"];
+    // chrony's line for its local reference: reference id 7F7F0101 (no name), stratum 10,
+    // leap status Normal; the daemon's parse of it is core to the record.
+    let ours = roverlog_daemon::clock_sync::parse_tracking(&want).unwrap();
+    assert_eq!(c["reference"], "7F7F0101", "{line}\nchronyc: {want}");
+    assert_eq!(c["stratum"], 10, "{line}");
+    assert_eq!(c["leap"], "Normal", "{line}");
+    assert_eq!(c["frequency_ppm"], json!(ours.frequency_ppm), "{line}");
+    for key in [
+        "system_time_s",
+        "last_offset_s",
+        "rms_offset_s",
+        "root_delay_s",
+        "root_dispersion_s",
+    ] {
+        assert!(c[key].is_f64() || c[key].is_i64(), "{key}: {line}");
+    }
+    assert!(
+        line["summary"]
+            .as_str()
+            .unwrap()
+            .contains("chrony: 7F7F0101 stratum 10, offset "),
+        "the verdict names chrony: {line}"
+    );
 }

@@ -38,6 +38,39 @@ fn the_example_driver_records_what_it_sends() {
     assert!(acc.iter().all(|a| a.len() == 12), "f4 [3] per sample");
 }
 
+/// `--file` puts a file into the sensor's directory (the hello's sidecar files, protocol.md
+/// 2.6): byte for byte, beside the samples.
+#[test]
+fn the_example_driver_sends_a_sidecar_file() {
+    let mut d = TestDaemon::start(json!({}));
+    let calib = d.dir.path().join("calib.json");
+    let bytes = b"{\"bias\": [0.01, -0.02, 0.0]}\n\x00\xff".to_vec();
+    std::fs::write(&calib, &bytes).unwrap();
+    let driver = example(&d, "imu")
+        .args(["--rate", "2000", "--count", "20", "--file"])
+        .arg(&calib)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = output_within(
+        driver,
+        60,
+        "the example driver sending 20 samples and a file",
+    );
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("\"files\": true"),
+        "the reply says so: {text}"
+    );
+    let trace = d.trace_dir();
+    assert!(d.stop().success());
+    assert_eq!(std::fs::read(trace.join("imu/calib.json")).unwrap(), bytes);
+    assert_eq!(read_sensor(&trace, "imu", "acc").0.len(), 20);
+}
+
 #[test]
 fn the_example_driver_reconnects_when_the_daemon_restarts() {
     let mut d = TestDaemon::start(json!({}));

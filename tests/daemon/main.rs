@@ -32,4 +32,5 @@ mod netns_warning;
 mod notify;
 mod open_files;
 mod receive_ts;
+mod sidecar;
 mod snapshot;

@@ -68,6 +68,22 @@ print(H, W, pf.lidar_packet_size)
 
 /// ouster-sdk's reading of IMU packets (u32 length + bytes each): one line per packet,
 /// `accel_ts ax ay az gx gy gz` (m/s^2, rad/s).
+/// ouster-sdk reads the trace's `lidar.json` (argv 1) as it reads the sensor's own metadata
+/// (argv 2): the same sensor info, and a frame destaggered the same way.
+const READ_LIDAR_JSON: &str = r#"
+import sys, numpy as np, ouster.sdk.core as c
+ours, orig = (c.SensorInfo(open(p).read()) for p in sys.argv[1:3])
+assert ours.format.columns_per_frame == orig.format.columns_per_frame
+assert ours.format.pixels_per_column == orig.format.pixels_per_column
+assert ours.format.udp_profile_lidar == orig.format.udp_profile_lidar
+for k in ("beam_altitude_angles", "beam_azimuth_angles", "lidar_to_sensor_transform"):
+    assert np.array_equal(getattr(ours, k), getattr(orig, k)), k
+assert np.array_equal(ours.format.pixel_shift_by_row, orig.format.pixel_shift_by_row)
+frame = np.random.default_rng(3).integers(0, 1 << 16, (ours.format.pixels_per_column, ours.format.columns_per_frame), dtype=np.uint16)
+assert np.array_equal(c.destagger(ours, frame), c.destagger(orig, frame))
+print(ours.format.pixels_per_column, ours.format.columns_per_frame)
+"#;
+
 const IMU: &str = r#"
 import struct, sys, numpy as np, ouster.sdk.core as c
 info = c.SensorInfo(open(sys.argv[1]).read())
@@ -295,6 +311,31 @@ fn profile_round_trip(profile: &str, fetch: bool) {
         assert_eq!(m.dtype.to_string(), ty, "{ch}");
         assert_eq!(m.shape, vec![h, w], "{ch}");
     }
+
+    // The sensor's metadata is the trace's lidar.json, byte for byte, beside the frames as
+    // upstream's collector leaves it (the driver sent it with its hello, protocol.md 2.6)...
+    assert!(!err.contains("is not written into the trace"), "{err}");
+    let lidar_json = trace.join("lidar").join("lidar.json");
+    assert_eq!(
+        std::fs::read(&lidar_json).unwrap(),
+        std::fs::read(dir.join("metadata.json")).unwrap(),
+        "{profile}: the trace's lidar.json is the sensor's metadata"
+    );
+    // ... and readers take it: ouster-sdk as it takes the sensor's own, and our reader (what
+    // `roverlog.redrover`'s lidar sensors project `points` with) builds its table from it.
+    let shape = common::run_python(
+        READ_LIDAR_JSON,
+        &[
+            lidar_json.as_os_str(),
+            dir.join("metadata.json").as_os_str(),
+        ],
+    );
+    assert_eq!(shape.trim(), format!("{h} {w}"));
+    let intrinsics = roverlog_core::ouster::LidarIntrinsics::open(&lidar_json).unwrap();
+    assert_eq!(
+        roverlog_core::ouster::XyzLut::new(&intrinsics).shape(),
+        (h, w)
+    );
 
     // The IMU: as ouster-sdk reads the same packets.
     std::fs::write(dir.join("imu.bin"), &imu_bin).unwrap();

@@ -22,6 +22,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::error::{Error, ReplyProblem, Result, SampleMismatch, SensorFailed};
+use crate::sidecar::{self, SidecarFile};
 use roverlog_core::format::SensorMeta;
 
 /// Longest reply line we accept from the daemon.
@@ -52,6 +53,8 @@ pub struct HelloReply {
     pub recording: bool,
     /// Why nothing is recorded, when the daemon says (the disk guard's reason).
     pub stopped_reason: Option<String>,
+    /// The daemon took the hello's sidecar files (`"files": true`, protocol.md 2.6).
+    pub files: bool,
 }
 
 /// The opt-in hello fields (docs/protocol.md 2.1): what the hello asks of the daemon beyond
@@ -132,6 +135,9 @@ pub struct Driver {
     sent: u64,
     /// The daemon's final reply at its shutdown, once read.
     last: Option<Durable>,
+    /// The hello's sidecar files went to the daemon (false: none, or a daemon that
+    /// predates them refused them and the hello went again without).
+    files_sent: bool,
 }
 
 /// The hello line for `sensor` with `meta`'s data channels (`ts` is implicit).
@@ -159,6 +165,26 @@ pub fn hello_line_with(sensor: &str, meta: &SensorMeta, flags: HelloFlags) -> Ve
     }
     let mut line = serde_json::to_vec(&hello).expect("JSON of a value");
     line.push(b'\n');
+    line
+}
+
+/// The bytes a connection starts with: [`hello_line_with`], declaring `files` when there are
+/// any (protocol.md 2.6), followed by their bytes.
+pub fn hello_bytes(
+    sensor: &str,
+    meta: &SensorMeta,
+    flags: HelloFlags,
+    files: &[SidecarFile],
+) -> Vec<u8> {
+    let mut line = hello_line_with(sensor, meta, flags);
+    if files.is_empty() {
+        return line;
+    }
+    let mut hello: Value = serde_json::from_slice(&line).expect("our own JSON");
+    hello["files"] = sidecar::declaration(files);
+    line = serde_json::to_vec(&hello).expect("JSON of a value");
+    line.push(b'\n');
+    sidecar::append_bytes(&mut line, files);
     line
 }
 
@@ -237,13 +263,34 @@ impl Driver {
         meta: &SensorMeta,
         flags: HelloFlags,
     ) -> Result<(Driver, HelloReply)> {
-        match Driver::connect_once(socket, sensor, meta, flags) {
-            Err(Error::Refused { reply, .. })
-                if (flags.final_ack || flags.dedup) && refuses_opt_in(&reply) =>
-            {
-                Driver::connect_once(socket, sensor, meta, HelloFlags::seq(flags.seq))
+        Driver::connect_full(socket, sensor, meta, flags, &[])
+    }
+
+    /// [`Driver::connect_with`] with sidecar files for the sensor's directory (protocol.md
+    /// 2.6). A daemon that predates them refuses them as an unknown key; the hello is then
+    /// sent again without them ([`Driver::files_sent`] says which).
+    pub fn connect_full(
+        socket: &Path,
+        sensor: &str,
+        meta: &SensorMeta,
+        mut flags: HelloFlags,
+        mut files: &[SidecarFile],
+    ) -> Result<(Driver, HelloReply)> {
+        // Each opt-in an older daemon names is left out once: at most three hellos.
+        loop {
+            match Driver::connect_once(socket, sensor, meta, flags, files) {
+                Err(Error::Refused { reply, .. })
+                    if (flags.final_ack || flags.dedup) && refuses_opt_in(&reply) =>
+                {
+                    flags = HelloFlags::seq(flags.seq);
+                }
+                Err(Error::Refused { reply, .. })
+                    if !files.is_empty() && sidecar::refuses_files(&reply) =>
+                {
+                    files = &[];
+                }
+                r => return r,
             }
-            r => r,
         }
     }
 
@@ -252,6 +299,7 @@ impl Driver {
         sensor: &str,
         meta: &SensorMeta,
         flags: HelloFlags,
+        files: &[SidecarFile],
     ) -> Result<(Driver, HelloReply)> {
         if meta.data_channels().next().is_none() {
             return Err(Error::NoDataChannel {
@@ -275,11 +323,12 @@ impl Driver {
             frame: Vec::new(),
             sent: 0,
             last: None,
+            files_sent: !files.is_empty(),
         };
-        d.stream
-            .write_all(&hello_line_with(sensor, meta, flags))
-            .map_err(io)?;
-        let reply = match d.read_reply() {
+        // A daemon that refuses the hello closes without reading the files that follow it:
+        // its error line is the better answer than the failed write.
+        let sent = d.write(&hello_bytes(sensor, meta, flags, files));
+        let reply = match sent.and_then(|()| d.read_reply()) {
             // The one refusal protocol.md 7 documents word for word, and asks to retry.
             Err(Error::Refused {
                 socket,
@@ -298,6 +347,7 @@ impl Driver {
             trace: reply["trace"].as_str().unwrap_or_default().to_string(),
             recording: reply["trace"].is_string(),
             stopped_reason: reply["stopped_reason"].as_str().map(str::to_string),
+            files: reply["files"] == true,
             samples: reply["samples"].as_u64().ok_or_else(|| {
                 d.bad_reply(ReplyProblem::NoSamples {
                     reply: reply.to_string(),
@@ -334,6 +384,12 @@ impl Driver {
     /// refused).
     pub fn flags(&self) -> HelloFlags {
         self.flags
+    }
+
+    /// Whether the hello carried its sidecar files (false when there were none, or an older
+    /// daemon refused them).
+    pub fn files_sent(&self) -> bool {
+        self.files_sent
     }
 
     /// The daemon's final durability reply, if it sent one at its shutdown and this
@@ -509,6 +565,24 @@ mod tests {
         );
         assert_eq!(v["channels"][0]["type"], "f4");
 
+        let files = [
+            SidecarFile::new("lidar.json", b"{\"a\": 1}\n".to_vec()),
+            SidecarFile::new("b.bin", vec![0u8, 10, 255]),
+        ];
+        let bytes = hello_bytes("imu", &meta, HelloFlags::seq(true), &files);
+        let nl = bytes.iter().position(|&b| b == b'\n').unwrap();
+        let v: Value = serde_json::from_slice(&bytes[..nl]).unwrap();
+        assert_eq!(
+            v["files"],
+            json!([{"name": "lidar.json", "bytes": 9}, {"name": "b.bin", "bytes": 3}])
+        );
+        assert_eq!(&bytes[nl + 1..], b"{\"a\": 1}\n\x00\n\xff");
+        assert_eq!(
+            hello_bytes("imu", &meta, HelloFlags::seq(true), &[]),
+            line,
+            "no files: the hello of before"
+        );
+
         let only_ts = SensorMeta {
             channels: vec![("ts".into(), ChannelMeta::timestamps())],
         };
@@ -516,5 +590,48 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.to_string().contains("no data channel"), "{err}");
+    }
+
+    /// A daemon that predates `files` (its refusal word for word, as `dedup`'s was) gets
+    /// the hello again without them, and the driver knows they were not sent.
+    #[test]
+    fn files_an_older_daemon_refuses_are_left_out() {
+        use std::os::unix::net::UnixListener;
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("ingest.sock");
+        let listener = UnixListener::bind(&socket).unwrap();
+        let old_daemon = std::thread::spawn(move || {
+            let mut hellos = Vec::new();
+            for answer in [
+                "{\"ok\": false, \"error\": \"hello: unknown key \\\"files\\\" (expected roverlog, sensor, channels, seq, final_ack, dedup)\"}\n",
+                "{\"ok\": true, \"trace\": \"t\", \"samples\": 0}\n",
+            ] {
+                let (mut s, _) = listener.accept().unwrap();
+                let mut line = Vec::new();
+                BufReader::new(s.try_clone().unwrap())
+                    .read_until(b'\n', &mut line)
+                    .unwrap();
+                hellos.push(serde_json::from_slice::<Value>(&line).unwrap());
+                s.write_all(answer.as_bytes()).unwrap();
+            }
+            hellos
+        });
+        let meta = SensorMeta {
+            channels: vec![(
+                "x".into(),
+                ChannelMeta::new(ChannelFormat::Raw, DType::U1, vec![1], ""),
+            )],
+        };
+        let files = [SidecarFile::new("lidar.json", b"{}".to_vec())];
+        let (d, reply) =
+            Driver::connect_full(&socket, "lidar", &meta, HelloFlags::default(), &files).unwrap();
+        assert!(!d.files_sent());
+        assert!(!reply.files);
+        let hellos = old_daemon.join().unwrap();
+        assert_eq!(
+            hellos[0]["files"],
+            json!([{"name": "lidar.json", "bytes": 2}])
+        );
+        assert!(hellos[1].get("files").is_none(), "{}", hellos[1]);
     }
 }

@@ -9,6 +9,7 @@
 //! - [`play`](mod@play): a [`roverlog_core::replay::Source`] pushed into a daemon at a chosen
 //!   rate, scheduled against one monotonic start, through resilient drivers.
 //!
+//! - [`sidecar`]: files for the sensor's directory sent with the hello ([`SidecarFile`]).
 //! - [`error`]: the client's [`Error`], with a small enum per operation.
 //!
 //! Dependencies point down that list (`play` -> `resilient` -> `retain`, `driver`), and
@@ -19,8 +20,10 @@ pub mod error;
 pub mod play;
 pub mod resilient;
 pub mod retain;
+pub mod sidecar;
 
 pub use driver::{is_daemon_gone, Driver, Durable, HelloFlags};
 pub use error::{Error, Result};
 pub use play::{play, PlayOptions, PlayReport};
 pub use resilient::{ResilientDriver, ResilientOptions};
+pub use sidecar::SidecarFile;

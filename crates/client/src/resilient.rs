@@ -63,6 +63,7 @@ use crate::driver::{
     HelloReply,
 };
 use crate::retain::Retained;
+use crate::sidecar::SidecarFile;
 
 /// Bounds of a [`ResilientDriver`]; the defaults are the Python driver's.
 #[derive(Debug, Clone)]
@@ -82,6 +83,8 @@ pub struct ResilientOptions {
     pub final_ack: bool,
     /// With sequence numbers: ask the daemon to drop repeats (protocol.md 4.2).
     pub dedup: bool,
+    /// Sidecar files for the sensor's directory, sent with every hello (protocol.md 2.6).
+    pub files: Vec<SidecarFile>,
 }
 
 impl Default for ResilientOptions {
@@ -94,6 +97,7 @@ impl Default for ResilientOptions {
             wait_notice: Duration::from_secs(1),
             final_ack: true,
             dedup: true,
+            files: Vec::new(),
         }
     }
 }
@@ -145,6 +149,10 @@ pub struct ResilientDriver {
     sensor: String,
     meta: SensorMeta,
     flags: HelloFlags,
+    /// The sidecar files every hello carries (none once a daemon refused them).
+    files: Vec<SidecarFile>,
+    /// Whether the last hello's files were taken (`"files": true` in the reply).
+    files_taken: bool,
     sizes: Vec<Option<usize>>,
     conn: Option<Driver>,
     /// The trace of the last hello reply ("" before the first, or when not recording).
@@ -208,6 +216,7 @@ impl ResilientDriver {
     ) -> Result<ResilientDriver> {
         let mut d =
             ResilientDriver::unconnected(conn.socket(), conn.sensor(), meta, conn.flags(), opts);
+        d.files_taken = hello.files;
         d.resume(conn, hello)?;
         Ok(d)
     }
@@ -225,6 +234,8 @@ impl ResilientDriver {
             sizes: sample_sizes(&meta),
             meta,
             flags,
+            files: opts.files.clone(),
+            files_taken: false,
             conn: None,
             trace: String::new(),
             base: 0,
@@ -264,6 +275,12 @@ impl ResilientDriver {
     /// The hello fields this driver sends (as the daemon took them on the last connection).
     pub fn flags(&self) -> HelloFlags {
         self.flags
+    }
+
+    /// Whether the daemon took the sidecar files at the last hello (false without files, or
+    /// when the daemon predates them: then they are not in the trace).
+    pub fn files_taken(&self) -> bool {
+        self.files_taken
     }
 
     /// Frames pushed (sent or pending) on this driver.
@@ -444,10 +461,15 @@ impl ResilientDriver {
         let mut backoff = Backoff::new();
         let mut told = false;
         loop {
-            match Driver::connect_with(&self.socket, &self.sensor, &self.meta, self.flags) {
+            let files = &self.files;
+            match Driver::connect_full(&self.socket, &self.sensor, &self.meta, self.flags, files) {
                 Ok((d, hello)) => {
                     // An older daemon refused the opt-ins: the next hellos go without them.
                     self.flags = d.flags();
+                    if !d.files_sent() {
+                        self.files.clear();
+                    }
+                    self.files_taken = hello.files;
                     return self.resume(d, hello);
                 }
                 Err(e) if is_daemon_gone(&e) && t0.elapsed() < timeout => {

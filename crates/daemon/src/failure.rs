@@ -23,6 +23,12 @@ pub enum SensorFailure {
         dir: PathBuf,
         source: roverlog_core::Error,
     },
+    /// Its directory `dir` in a trace holds a sidecar file other than the connection's
+    /// (docs/protocol.md 2.6): the sensor is not resumed there.
+    Sidecar {
+        dir: PathBuf,
+        source: crate::sidecar::SidecarError,
+    },
     /// A bug: the writer thread panicked with `msg`.
     Panic { msg: String },
 }
@@ -33,7 +39,7 @@ impl SensorFailure {
         match self {
             SensorFailure::Io { source, .. } => Some(source),
             SensorFailure::Open { source, .. } => Some(source),
-            SensorFailure::Panic { .. } => None,
+            SensorFailure::Sidecar { .. } | SensorFailure::Panic { .. } => None,
         }
     }
 }
@@ -43,6 +49,9 @@ impl fmt::Display for SensorFailure {
         match self {
             SensorFailure::Io { what, source } => write!(f, "{what} failed: {source}"),
             SensorFailure::Open { dir, source } => {
+                write!(f, "opening {}: {source}", dir.display())
+            }
+            SensorFailure::Sidecar { dir, source } => {
                 write!(f, "opening {}: {source}", dir.display())
             }
             SensorFailure::Panic { msg } => {
@@ -63,6 +72,9 @@ pub enum WriterError {
     Sync(Arc<roverlog_core::Error>),
     /// The writer thread of `sensor` is gone: nothing will answer.
     Ended { sensor: String },
+    /// A connection's sidecar files could not be put into the open trace's sensor directory
+    /// (docs/protocol.md 2.6); the sensor goes on.
+    Sidecar(Arc<crate::sidecar::SidecarError>),
 }
 
 impl WriterError {
@@ -80,6 +92,7 @@ impl fmt::Display for WriterError {
             WriterError::Failed(failure) => write!(f, "{failure}"),
             WriterError::Sync(e) => write!(f, "{e}"),
             WriterError::Ended { sensor } => write!(f, "sensor {sensor:?}: writer has ended"),
+            WriterError::Sidecar(e) => write!(f, "{e}"),
         }
     }
 }

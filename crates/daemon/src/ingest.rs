@@ -7,7 +7,8 @@
 //! the `drop` policy drops the frame and counts it. Sequence gaps and clock steps are noticed
 //! here and written to the event log; so are repeats of frames already written (`repeat`, the
 //! hello's opt-in `dedup`). At a clean shutdown a connection that opted in with `final_ack`
-//! gets its final durable count before it closes (`final_ack`).
+//! gets its final durable count before it closes (`final_ack`). The hello line and the
+//! sidecar files that may follow it are read in `hello`.
 
 use std::os::fd::AsFd;
 use std::sync::atomic::Ordering::Relaxed;
@@ -25,13 +26,15 @@ use super::config::QueuePolicy;
 use super::events::{now_epoch, Event};
 use super::failure::WriterError;
 use super::poison::LockExt;
-use super::protocol::{accept_hello, error_line, line, Check, FrameLayout, Hello};
+use super::protocol::{error_line, line, Check, FrameLayout, Hello};
 use super::recording::{AttachError, Recorder, Slot};
 use super::shutdown::Shutdown;
+use super::sidecar::Sidecars;
 use super::writer::WriterMsg;
 
 mod error;
 mod final_ack;
+mod hello;
 mod repeat;
 pub use error::ConnError;
 
@@ -263,47 +266,13 @@ impl Connection {
         }
     }
 
-    async fn hello(&mut self) -> Result<(Hello, FrameLayout), ConnError> {
-        let cfg = self.rec.cfg.clone();
-        peer_allowed(
-            &self.stream,
-            &cfg.sockets.allow_uids,
-            &cfg.sockets.allow_gids,
-        )?;
-        let limit = cfg.ingest.max_hello_bytes;
-        let read = async {
-            loop {
-                if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
-                    // The line is `i + 1` bytes with its newline: that is what the limit bounds.
-                    if i >= limit {
-                        break Err(ConnError::HelloTooLong { limit });
-                    }
-                    let l = self.buf.split_to(i + 1);
-                    break Ok(l);
-                }
-                if self.buf.len() > limit {
-                    break Err(ConnError::HelloTooLong { limit });
-                }
-                if !self.fill(0).await? {
-                    break Err(ConnError::HelloCut);
-                }
-            }
-        };
-        let limit = cfg.ingest.hello_timeout;
-        let l = tokio::time::timeout(limit, read)
-            .await
-            .map_err(|_| ConnError::HelloTimeout(limit))??;
-        Ok(accept_hello(
-            &l[..l.len() - 1],
-            cfg.ingest.max_channels,
-            cfg.ingest.max_frame_bytes,
-        )?)
-    }
-
     async fn run(&mut self) -> Result<(), ConnError> {
-        let (hello, layout) = self.hello().await?;
-        let slot = self.attach(&hello).await?;
-        let r = self.serve(&hello, &layout, &slot).await;
+        let (hello, layout, files) = self.hello().await?;
+        let slot = self.attach(&hello, &files).await?;
+        let r = match self.put_files(&slot, files).await {
+            Ok(()) => self.serve(&hello, &layout, &slot).await,
+            Err(e) => Err(e),
+        };
         self.rec.detach(&slot);
         r
     }
@@ -312,11 +281,11 @@ impl Connection {
     /// the hello (protocol.md 7) unless that connection's driver has already closed it (a
     /// driver that reconnects at once, before the old connection's task has read its end):
     /// then the hello waits, within `hello_timeout_ms`, for its release.
-    async fn attach(&mut self, hello: &Hello) -> Result<Arc<Slot>, ConnError> {
+    async fn attach(&mut self, hello: &Hello, files: &Sidecars) -> Result<Arc<Slot>, ConnError> {
         let t0 = tokio::time::Instant::now();
         let bound = self.rec.cfg.ingest.hello_timeout;
         loop {
-            match self.rec.attach(hello) {
+            match self.rec.attach(hello, files.clone()) {
                 Err(AttachError::Busy { .. })
                     if t0.elapsed() < bound && self.rec.holder_closed(&hello.sensor) =>
                 {
@@ -348,6 +317,11 @@ impl Connection {
         };
         tracing::info!(sensor = %hello.sensor, ?trace, samples, "driver connected");
         let mut reply = json!({"ok": true, "trace": trace, "samples": samples});
+        if !hello.files.is_empty() {
+            // Taken: in `trace` (when recording) and in every trace it opens for this
+            // connection (protocol.md 2.6).
+            reply["files"] = json!(true);
+        }
         if trace.is_none() {
             if let Some(why) = self.rec.stopped_reason() {
                 reply["stopped_reason"] = json!(why);

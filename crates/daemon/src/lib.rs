@@ -53,6 +53,7 @@ pub mod protocol;
 pub mod recording;
 mod run;
 pub mod shutdown;
+pub mod sidecar;
 pub mod slot;
 pub mod snapshot;
 pub mod sockets;

@@ -20,7 +20,9 @@ use roverlog_core::format::{
 };
 
 mod error;
+mod files;
 pub use error::{ChannelError, FrameError, FrameProblem, HelloError};
+pub use files::{FileDecl, FileError, MAX_FILES, MAX_FILES_BYTES};
 
 /// The protocol version in the hello.
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -39,6 +41,16 @@ pub struct Hello {
     /// Opt-in, needs `seq` (docs/protocol.md 4.2): frames repeating a sequence number this
     /// sensor already wrote in this trace are dropped and counted, not written twice.
     pub dedup: bool,
+    /// Opt-in (docs/protocol.md 2.6): sidecar files for the sensor's directory, whose bytes
+    /// follow the hello line in this order.
+    pub files: Vec<FileDecl>,
+}
+
+impl Hello {
+    /// How many bytes of files follow the hello line.
+    pub fn files_bytes(&self) -> usize {
+        self.files.iter().map(|f| f.bytes).sum()
+    }
 }
 
 /// Parses one hello line (without its newline).
@@ -50,7 +62,7 @@ pub fn parse_hello(line: &[u8], max_channels: usize) -> Result<Hello, HelloError
     for k in obj.keys() {
         if !matches!(
             k.as_str(),
-            "roverlog" | "sensor" | "channels" | "seq" | "final_ack" | "dedup"
+            "roverlog" | "sensor" | "channels" | "seq" | "final_ack" | "dedup" | "files"
         ) {
             return Err(HelloError::UnknownKey(k.clone()));
         }
@@ -79,6 +91,10 @@ pub fn parse_hello(line: &[u8], max_channels: usize) -> Result<Hello, HelloError
     if dedup && !seq {
         return Err(HelloError::DedupWithoutSeq);
     }
+    let files = match obj.get("files") {
+        None => Vec::new(),
+        Some(v) => files::parse_files(v).map_err(HelloError::Files)?,
+    };
     let Some(Value::Array(list)) = obj.get("channels") else {
         return Err(HelloError::NoChannels);
     };
@@ -105,6 +121,7 @@ pub fn parse_hello(line: &[u8], max_channels: usize) -> Result<Hello, HelloError
         seq,
         final_ack,
         dedup,
+        files,
     })
 }
 
@@ -437,7 +454,7 @@ mod tests {
             ),
             (
                 r#"{"roverlog": 1, "sensor": "a", "extra": 1, "channels": []}"#.into(),
-                "hello: unknown key \"extra\" (expected roverlog, sensor, channels, seq, final_ack, dedup)",
+                "hello: unknown key \"extra\" (expected roverlog, sensor, channels, seq, final_ack, dedup, files)",
             ),
             (
                 r#"{"roverlog": 1, "channels": []}"#.into(),

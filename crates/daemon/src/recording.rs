@@ -283,6 +283,7 @@ impl Recorder {
                 .ask(|reply| WriterMsg::Open {
                     trace: d,
                     events: e,
+                    files: s.files(),
                     reply,
                     left: Some(left_tx),
                 })

@@ -14,6 +14,7 @@ use crate::events::EventLog;
 use crate::failure::WriterError;
 use crate::poison::LockExt;
 use crate::protocol::Hello;
+use crate::sidecar::Sidecars;
 use crate::stats::SensorStats;
 use crate::writer::WriterMsg;
 
@@ -33,6 +34,9 @@ pub struct Slot {
     /// before it is set), so a hello for the sensor can tell a connection whose driver has
     /// closed it, and is about to be released, from one still in use (docs/protocol.md 7).
     pub conn: Mutex<Option<OwnedFd>>,
+    /// The sidecar files of its latest connection (docs/protocol.md 2.6), put into each
+    /// trace the sensor is opened in.
+    pub files: Mutex<Sidecars>,
 }
 
 impl Slot {
@@ -66,6 +70,11 @@ impl Slot {
         rx.await.map_err(|_| WriterError::ended(&self.name))?
     }
 
+    /// The sidecar files its trace directories get.
+    pub fn files(&self) -> Sidecars {
+        self.files.lock_or_recover().clone()
+    }
+
     /// Bytes currently queued.
     pub fn queue_fill(&self) -> u64 {
         self.stats
@@ -80,6 +89,7 @@ impl Slot {
         let _ = self.tx.send(WriterMsg::Open {
             trace: trace.to_path_buf(),
             events: events.clone(),
+            files: self.files(),
             reply,
             left: None,
         });

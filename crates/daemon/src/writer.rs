@@ -31,6 +31,7 @@ use super::config::FsyncPolicy;
 use super::events::{Event, EventLog};
 use super::failure::{SensorFailure, WriterError};
 use super::protocol::FrameLayout;
+use super::sidecar::Sidecars;
 use super::stats::SensorStats;
 use roverlog_core::format::meta::META_FILE;
 use roverlog_core::format::{
@@ -63,14 +64,22 @@ pub enum WriterMsg {
     /// Reply with the sample count, and the trace it counts in, once everything queued
     /// before is written.
     Barrier(BarrierReply),
-    /// Finish the current trace's files (if any) and create or resume `<trace>/<sensor>`.
+    /// Finish the current trace's files (if any) and create or resume `<trace>/<sensor>`,
+    /// putting `files` there (before `meta.json` in a new directory, see `sidecar`).
     Open {
         trace: PathBuf,
         events: Arc<EventLog>,
+        files: Sidecars,
         reply: CountReply,
         /// Given the final count of the trace it leaves, if one was open (a rotation's
         /// `stop` line records it).
         left: Option<CountReply>,
+    },
+    /// A new connection's sidecar files: put them into the open trace's sensor directory
+    /// (none open: nothing to do); reply with how many were written.
+    Files {
+        files: Sidecars,
+        reply: oneshot::Sender<Result<usize, WriterError>>,
     },
     /// Finish the current trace's files; reply with the final count.
     Close(CountReply),
@@ -404,6 +413,7 @@ impl Writer {
             WriterMsg::Open {
                 trace,
                 events,
+                files,
                 reply,
                 left,
             } => {
@@ -412,7 +422,7 @@ impl Writer {
                 if let Some(left) = left.filter(|_| had_open) {
                     let _ = left.send(closed);
                 }
-                let r = self.open(trace, events);
+                let r = self.open(trace, events, &files);
                 // The snapshot ring's frames first: they came before anything still queued.
                 if r.is_ok() {
                     if let Some(ring) = self.settings.snapshot.clone() {
@@ -429,6 +439,14 @@ impl Writer {
                         }
                     }
                 }
+                let _ = reply.send(r);
+            }
+            WriterMsg::Files { files, reply } => {
+                let r = match &self.open {
+                    Some(o) => super::sidecar::reconcile(o.files.dir(), &files)
+                        .map_err(|e| WriterError::Sidecar(Arc::new(e))),
+                    None => Ok(0),
+                };
                 let _ = reply.send(r);
             }
             WriterMsg::Close(reply) => {

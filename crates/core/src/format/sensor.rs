@@ -134,7 +134,21 @@ pub struct SensorWriter {
 
 impl SensorWriter {
     /// Creates a new sensor directory with `meta` (a `ts` channel is added when absent).
-    pub fn create(dir: &Path, mut meta: SensorMeta, opts: &WriterOptions) -> Result<SensorWriter> {
+    pub fn create(dir: &Path, meta: SensorMeta, opts: &WriterOptions) -> Result<SensorWriter> {
+        SensorWriter::create_with(dir, meta, opts, |_| Ok(()))
+    }
+
+    /// [`create`](Self::create), calling `before_meta` with the new directory once its
+    /// channel files are there and before `meta.json`, which is written last: whatever it
+    /// puts there durably is in every directory that has `meta.json` (the daemon's sidecar
+    /// files, such as a lidar's `lidar.json`). Its error leaves the directory without
+    /// `meta.json`, as an interrupted `create` does.
+    pub fn create_with(
+        dir: &Path,
+        mut meta: SensorMeta,
+        opts: &WriterOptions,
+        before_meta: impl FnOnce(&Path) -> Result<()>,
+    ) -> Result<SensorWriter> {
         if meta.get(TS_CHANNEL).is_none() {
             meta.channels
                 .insert(0, (TS_CHANNEL.to_string(), ChannelMeta::timestamps()));
@@ -144,6 +158,7 @@ impl SensorWriter {
         let w = SensorWriter::open_channels(dir, meta, opts, false, 0)?;
         // Zero samples are durable: after a power cut nothing unsynced is trusted.
         super::durable::write(dir, 0)?;
+        before_meta(dir)?;
         w.meta.write_atomic(dir)?;
         sync_dir(super::meta::parent_dir(dir))?;
         Ok(w)

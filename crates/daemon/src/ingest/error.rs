@@ -31,6 +31,16 @@ pub enum ConnError {
     /// No whole hello line within `hello_timeout_ms`.
     HelloTimeout(Duration),
     Hello(HelloError),
+    /// The connection ended before the bytes of the hello's files (docs/protocol.md 2.6).
+    FilesCut {
+        got: usize,
+        expected: usize,
+    },
+    /// The hello's files could not be put into the sensor's directory of the open trace.
+    Files {
+        sensor: String,
+        error: WriterError,
+    },
     Attach(AttachError),
     Frame(FrameError),
     /// The sensor's writer answered with an error, or is gone.
@@ -59,6 +69,11 @@ impl fmt::Display for ConnError {
             ConnError::HelloCut => write!(f, "connection closed before a complete hello line"),
             ConnError::HelloTimeout(limit) => write!(f, "no hello within {limit:?}"),
             ConnError::Hello(e) => write!(f, "{e}"),
+            ConnError::FilesCut { got, expected } => write!(
+                f,
+                "connection closed after {got} of the {expected} bytes of the hello's files"
+            ),
+            ConnError::Files { sensor, error } => write!(f, "sensor {sensor:?}: {error}"),
             ConnError::Attach(e) => write!(f, "{e}"),
             ConnError::Frame(e) => write!(f, "{e}"),
             ConnError::Writer(e) => write!(f, "{e}"),
@@ -167,6 +182,21 @@ mod tests {
                 }
                 .into(),
                 "max_sensors (2) reached; sensor \"c\" refused",
+            ),
+            (
+                ConnError::FilesCut {
+                    got: 10,
+                    expected: 300,
+                },
+                "connection closed after 10 of the 300 bytes of the hello's files",
+            ),
+            (
+                AttachError::FileIsChannel {
+                    sensor: "lidar".into(),
+                    file: "rng_i".into(),
+                }
+                .into(),
+                "sensor \"lidar\": file \"rng_i\" is the name of one of its channel files",
             ),
             (
                 WriterError::ended("imu").into(),

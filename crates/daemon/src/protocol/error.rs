@@ -35,6 +35,8 @@ pub enum HelloError {
     },
     /// The channels are each valid but not together (duplicate names, empty samples).
     Channels(roverlog_core::Error),
+    /// The opt-in `files` (docs/protocol.md 2.6) is not valid.
+    Files(super::FileError),
     /// Even the smallest frame the hello allows is over the daemon's frame limit, so every
     /// frame would be refused.
     FrameTooLarge {
@@ -51,7 +53,7 @@ impl fmt::Display for HelloError {
             HelloError::NotObject => write!(f, "hello must be a JSON object"),
             HelloError::UnknownKey(k) => write!(
                 f,
-                "hello: unknown key {k:?} (expected roverlog, sensor, channels, seq, final_ack, dedup)"
+                "hello: unknown key {k:?} (expected roverlog, sensor, channels, seq, final_ack, dedup, files)"
             ),
             HelloError::Version => write!(
                 f,
@@ -73,6 +75,7 @@ impl fmt::Display for HelloError {
             HelloError::Channel { index, problem } => {
                 write!(f, "hello: channel {index}: {problem}")
             }
+            HelloError::Files(e) => write!(f, "hello: {e}"),
             HelloError::FrameTooLarge {
                 sensor,
                 min_len,

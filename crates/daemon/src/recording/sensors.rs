@@ -11,6 +11,7 @@ use tokio::sync::Semaphore;
 use super::{Recorder, State};
 use crate::poison::LockExt;
 use crate::protocol::{FrameLayout, Hello};
+use crate::sidecar::Sidecars;
 use crate::slot::Slot;
 use crate::stats::SensorStats;
 use crate::writer::{Writer, WriterMsg};
@@ -26,6 +27,9 @@ pub enum AttachError {
     ChannelsDiffer { sensor: String, difference: String },
     /// `max_sensors` sensors exist already.
     TooManySensors { max: usize, sensor: String },
+    /// A sidecar file of the hello (docs/protocol.md 2.6) has the name of one of the
+    /// sensor's channel files.
+    FileIsChannel { sensor: String, file: String },
     /// The sensor's writer thread could not be started.
     Thread(std::io::Error),
 }
@@ -43,6 +47,10 @@ impl fmt::Display for AttachError {
             AttachError::TooManySensors { max, sensor } => {
                 write!(f, "max_sensors ({max}) reached; sensor {sensor:?} refused")
             }
+            AttachError::FileIsChannel { sensor, file } => write!(
+                f,
+                "sensor {sensor:?}: file {file:?} is the name of one of its channel files"
+            ),
             AttachError::Thread(e) => write!(f, "cannot start a writer thread: {e}"),
         }
     }
@@ -67,9 +75,18 @@ impl Recorder {
     }
 
     /// Attaches a connection to its sensor, creating the sensor (and opening its files in the
-    /// open trace) on first use. Refuses a second live connection, different channels, and
-    /// more than `max_sensors` sensors.
-    pub fn attach(&self, hello: &Hello) -> Result<Arc<Slot>, AttachError> {
+    /// open trace) on first use; `files` (the hello's sidecar files, docs/protocol.md 2.6)
+    /// become the sensor's, put into each trace it is opened in from now on (the open one
+    /// gets them through [`WriterMsg::Files`]). Refuses a second live connection, different
+    /// channels, a sidecar named like a channel file, and more than `max_sensors` sensors.
+    pub fn attach(&self, hello: &Hello, files: Sidecars) -> Result<Arc<Slot>, AttachError> {
+        let meta = self.stored_meta(hello);
+        if let Some(file) = files.iter().find(|f| is_channel_file(&meta, &f.name)) {
+            return Err(AttachError::FileIsChannel {
+                sensor: hello.sensor.clone(),
+                file: file.name.clone(),
+            });
+        }
         let mut st = self.lock();
         if let Some(slot) = st.slots.get(&hello.sensor) {
             if slot.stats.connected.load(Relaxed) {
@@ -86,6 +103,7 @@ impl Recorder {
                 });
             }
             slot.stats.connected.store(true, Relaxed);
+            *slot.files.lock_or_recover() = files;
             if slot.stats.failure().is_some() {
                 // Its files were given up on a failure: the new connection reopens them
                 // (recovering to the last whole sample) instead of getting the old failure.
@@ -101,7 +119,6 @@ impl Recorder {
                 sensor: hello.sensor.clone(),
             });
         }
-        let meta = self.stored_meta(hello);
         let (tx, rx) = crossbeam_channel::unbounded();
         let budget = Arc::new(Semaphore::new(self.cfg.ingest.queue_bytes as usize));
         let stats = Arc::new(SensorStats::new(self.cfg.ingest.queue_bytes));
@@ -130,6 +147,7 @@ impl Recorder {
             seen: Mutex::default(),
             thread: Mutex::new(Some(thread)),
             conn: Mutex::new(None),
+            files: Mutex::new(files),
         });
         if let Some(t) = &st.trace {
             slot.open_in(&t.dir, &t.events);
@@ -169,6 +187,17 @@ impl Recorder {
         slot.stats.connected.store(false, Relaxed);
         forget(&mut self.lock(), slot);
     }
+}
+
+/// Whether `name` is a file of one of `meta`'s stored channels (`ts`, a channel, an `lzmaf`
+/// channel's `_i` index).
+fn is_channel_file(meta: &SensorMeta, name: &str) -> bool {
+    name == roverlog_core::format::TS_CHANNEL
+        || meta.channels.iter().any(|(c, ch)| {
+            c == name
+                || (ch.format == roverlog_core::format::ChannelFormat::Lzmaf
+                    && name.strip_suffix("_i") == Some(c.as_str()))
+        })
 }
 
 /// The first difference between a sensor's channels (`had`) and a hello's (`got`), in words.

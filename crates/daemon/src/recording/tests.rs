@@ -19,9 +19,13 @@ fn a_late_detach_leaves_a_newer_sensor_of_the_same_name_alone() {
     let rec = Recorder::new(Arc::new(cfg), notices, None).unwrap();
     let line = br#"{"roverlog": 1, "sensor": "s", "channels": [{"name": "x", "format": "raw", "type": "u1", "shape": [2]}]}"#;
     let (hello, _) = accept_hello(line, 8, 1 << 20).unwrap();
-    let old = rec.attach(&hello).unwrap();
+    let old = rec
+        .attach(&hello, std::sync::Arc::from(Vec::new()))
+        .unwrap();
     rec.discard_failed(&old);
-    let new = rec.attach(&hello).unwrap();
+    let new = rec
+        .attach(&hello, std::sync::Arc::from(Vec::new()))
+        .unwrap();
     assert!(!Arc::ptr_eq(&old, &new));
     rec.detach(&old);
     let st = rec.lock();

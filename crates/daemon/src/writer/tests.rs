@@ -50,6 +50,7 @@ fn a_panic_fails_the_sensor_returns_permits_and_keeps_answering() {
     let opened = ask(&|reply| WriterMsg::Open {
         trace: dir.path().to_path_buf(),
         events: events.clone(),
+        files: Arc::from(Vec::new()),
         reply,
         left: None,
     });
@@ -134,10 +135,17 @@ fn an_interrupted_sensor_creation_is_cleared_and_nothing_else() {
         .unwrap()
         .finish()
         .unwrap();
-    // What the kill left: everything but meta.json, the zero watermark included.
+    // What the kill left: everything but meta.json, the zero watermark included, and the
+    // sidecar written before it (one whole, one cut in its temporary file).
     std::fs::remove_file(dir.join(META_FILE)).unwrap();
     assert!(roverlog_core::format::durable::path(&dir).exists());
-    if let Err(e) = remove_unfinished_sensor_dir(&dir) {
+    std::fs::write(dir.join("lidar.json"), b"{\"lidar_mode\": \"2048x10\"}").unwrap();
+    std::fs::write(dir.join("beams.json..tmp"), b"{\"be").unwrap();
+    let sidecars = [crate::sidecar::Sidecar {
+        name: "lidar.json".into(),
+        bytes: b"{}".to_vec(),
+    }];
+    if let Err(e) = remove_unfinished_sensor_dir(&dir, &sidecars) {
         let left: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| {
@@ -151,6 +159,7 @@ fn an_interrupted_sensor_creation_is_cleared_and_nothing_else() {
 
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("notes.txt"), b"not ours").unwrap();
-    assert!(remove_unfinished_sensor_dir(&dir).is_err());
+    // Not one of the connection's sidecars: someone else's.
+    assert!(remove_unfinished_sensor_dir(&dir, &sidecars).is_err());
     assert_eq!(std::fs::read(dir.join("notes.txt")).unwrap(), b"not ours");
 }

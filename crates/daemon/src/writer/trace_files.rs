@@ -3,18 +3,34 @@
 //! or removed when a kill left it unfinished before its first sample).
 
 use super::*;
+use crate::sidecar::{self, Sidecar, SidecarError};
 
 impl Writer {
     pub(super) fn open(
         &mut self,
         trace: PathBuf,
         events: Arc<EventLog>,
+        files: &[Sidecar],
     ) -> Result<u64, WriterError> {
         self.stats.clear_failed();
         let dir = trace.join(&self.sensor);
         let mut resumed = false;
         let mut recv = self.recv;
         let is_link = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link && dir.join(META_FILE).exists() {
+            // Resumed: its sidecars must be the connection's (or be missing), before anything
+            // of it is touched.
+            match sidecar::reconcile(&dir, files) {
+                Ok(_) => {}
+                Err(SidecarError::Io(source)) => {
+                    return self.open_failed(&trace, dir, &events, source)
+                }
+                Err(source) => {
+                    let failure = SensorFailure::Sidecar { dir, source };
+                    return Err(self.refuse_open(failure, &events));
+                }
+            }
+        }
         let opened = if is_link {
             // Someone else put it there; following it would write (and recover, i.e.
             // truncate) files outside the trace.
@@ -25,8 +41,7 @@ impl Writer {
         } else if dir.exists() && !dir.join(META_FILE).exists() {
             // `create` was interrupted (a crash) before `meta.json` was in place: no sample
             // was ever written there. Start it again.
-            remove_unfinished_sensor_dir(&dir)
-                .and_then(|()| FileWriter::create(&dir, self.meta.clone(), &self.settings.opts))
+            remove_unfinished_sensor_dir(&dir, files).and_then(|()| self.create(&dir, files))
         } else if dir.exists() {
             resumed = true;
             // Files this writer gave up on a failure: nothing past their last good fsync is
@@ -50,7 +65,7 @@ impl Writer {
                     })
             })
         } else {
-            FileWriter::create(&dir, self.meta.clone(), &self.settings.opts)
+            self.create(&dir, files)
         };
         match opened {
             Ok(files) => {
@@ -79,30 +94,52 @@ impl Writer {
                 }
                 Ok(n)
             }
-            Err(source) => {
-                if source.io_error().and_then(|e| e.raw_os_error()).is_some() {
-                    // The disk refuses (EIO after a shutdown, EROFS, ENOSPC): alarm, probe.
-                    let durable = self.given_up.as_ref().map_or(0, |g| g.1);
-                    let fault = crate::disk_fault::Fault::new(
-                        &self.sensor,
-                        "open",
-                        &source,
-                        durable,
-                        &trace,
-                    );
-                    self.notice(fault, &source.to_string());
-                }
-                let failure = Arc::new(SensorFailure::Open { dir, source });
-                let msg = failure.to_string();
-                tracing::error!(sensor = %self.sensor, "{msg}");
-                events.write(Event::Error {
-                    sensor: self.sensor.clone(),
-                    error: msg.clone(),
-                });
-                self.stats.set_failed(failure.clone());
-                Err(WriterError::Failed(failure))
-            }
+            Err(source) => self.open_failed(&trace, dir, &events, source),
         }
+    }
+
+    /// A new sensor directory: the channel files, then the connection's sidecar files
+    /// (durably), then `meta.json`.
+    fn create(
+        &self,
+        dir: &std::path::Path,
+        files: &[Sidecar],
+    ) -> roverlog_core::Result<FileWriter> {
+        FileWriter::create_with(dir, self.meta.clone(), &self.settings.opts, |d| {
+            sidecar::write_all(d, files)
+        })
+    }
+
+    /// Opening the sensor's directory failed with `source`: the sensor fails (a disk that
+    /// refuses is noticed for the alarm).
+    fn open_failed(
+        &mut self,
+        trace: &std::path::Path,
+        dir: PathBuf,
+        events: &EventLog,
+        source: roverlog_core::Error,
+    ) -> Result<u64, WriterError> {
+        if source.io_error().and_then(|e| e.raw_os_error()).is_some() {
+            // The disk refuses (EIO after a shutdown, EROFS, ENOSPC): alarm, probe.
+            let durable = self.given_up.as_ref().map_or(0, |g| g.1);
+            let fault =
+                crate::disk_fault::Fault::new(&self.sensor, "open", &source, durable, trace);
+            self.notice(fault, &source.to_string());
+        }
+        Err(self.refuse_open(SensorFailure::Open { dir, source }, events))
+    }
+
+    /// The sensor's directory was not opened: the sensor fails with `failure`, logged.
+    fn refuse_open(&mut self, failure: SensorFailure, events: &EventLog) -> WriterError {
+        let failure = Arc::new(failure);
+        let msg = failure.to_string();
+        tracing::error!(sensor = %self.sensor, "{msg}");
+        events.write(Event::Error {
+            sensor: self.sensor.clone(),
+            error: msg.clone(),
+        });
+        self.stats.set_failed(failure.clone());
+        WriterError::Failed(failure)
     }
 
     /// Cuts files this writer gave up on a failure back to their last good fsync before they
@@ -234,20 +271,31 @@ impl Writer {
 /// writes `meta.json` last, and no sample is appended before it returns, so every file there
 /// is a fresh channel file holding no sample (empty, an `lzmaf` index of just its first
 /// offset, an `mjpg` video of no frame), an empty blob directory, the zero watermark
-/// `.durable`, or a temporary file of the atomic writes. Anything else there makes it an
+/// `.durable`, a temporary file of the atomic writes (`<name>..tmp`), or one of the sidecar
+/// files `files` names, which the new `create` writes again. Anything else there makes it an
 /// error, and is left alone.
-pub(super) fn remove_unfinished_sensor_dir(dir: &std::path::Path) -> roverlog_core::Result<()> {
+pub(super) fn remove_unfinished_sensor_dir(
+    dir: &std::path::Path,
+    files: &[Sidecar],
+) -> roverlog_core::Result<()> {
     let io = |p: &std::path::Path, e| roverlog_core::Error::io(p, e);
     for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
         let entry = entry.map_err(|e| io(dir, e))?;
         let (path, kind) = (entry.path(), entry.file_type().map_err(|e| io(dir, e))?);
         if kind.is_dir() {
             std::fs::remove_dir(&path).map_err(|e| io(&path, e))?;
-        } else if kind.is_file() && holds_no_sample(dir, &path)? {
+        } else if kind.is_file() && (is_sidecar(&path, files) || holds_no_sample(dir, &path)?) {
             std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
         }
     }
     std::fs::remove_dir(dir).map_err(|e| io(dir, e))
+}
+
+/// Whether `path` is one of the sidecar files `files`, or the temporary file of an atomic
+/// write (`<name>..tmp`: no channel or sidecar name contains `..`).
+fn is_sidecar(path: &std::path::Path, files: &[Sidecar]) -> bool {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    name.ends_with("..tmp") || files.iter().any(|f| f.name == name)
 }
 
 /// Whether `path`, a file in an unfinished sensor directory `dir`, is one `create` writes

@@ -7,7 +7,9 @@
 //! IMU packets go to a sensor of their own ([`imu`]).
 //!
 //! The sensor's metadata (`sensor_info` JSON, [`metadata`]) gives the packet layout; it is
-//! what upstream writes as the sensor's `lidar.json`. Two threads: one reads the lidar port
+//! what upstream writes as the sensor's `lidar.json`, and the driver sends it with its hello
+//! as that sidecar file (docs/protocol.md 2.6), so the daemon writes it, byte for byte, into
+//! the sensor's directory of every trace before the frames. Two threads: one reads the lidar port
 //! (a large receive buffer, [`udp`]) and assembles frames, handing them to the sending thread
 //! through a bounded queue (a daemon that stalls costs frames, counted, never packets of the
 //! frames after it); the IMU port has its own thread and connection.
@@ -27,12 +29,16 @@ use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TryS
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use roverlog_client::{ResilientDriver, ResilientOptions};
+use roverlog_client::sidecar::MAX_FILES_BYTES;
+use roverlog_client::{ResilientDriver, ResilientOptions, SidecarFile};
 use roverlog_core::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
 
 pub use metadata::{Metadata, MetadataError};
 pub use packet::{Images, Layout, PacketError, Profile};
 pub use scan::{Assembler, Counts, Finished};
+
+/// The metadata's name in the sensor's directory, as upstream's collector writes it.
+pub const LIDAR_JSON: &str = "lidar.json";
 
 /// How often a blocked read looks at the stop flag.
 const POLL: Duration = Duration::from_millis(200);
@@ -146,6 +152,17 @@ pub enum Event {
         error: imu::ImuPacketSize,
         count: u64,
     },
+    /// The metadata does not go into the trace as [`LIDAR_JSON`]: keep the file with it.
+    NoLidarJson(NoLidarJson),
+}
+
+/// Why the trace gets no `lidar.json` from the driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoLidarJson {
+    /// Over what a hello's files may hold.
+    TooLarge { bytes: usize, max: usize },
+    /// The daemon predates sidecar files (it refused the hello's `files`).
+    DaemonTooOld,
 }
 
 /// The lidar's counts, what reached the daemon, and how the stream ended.
@@ -220,14 +237,26 @@ pub fn run(
         }
         None => None,
     };
+    let mut client = opts.client.clone();
+    if meta.text.len() <= MAX_FILES_BYTES {
+        client.files = vec![SidecarFile::new(LIDAR_JSON, meta.text.clone())];
+    } else {
+        on_event(&Event::NoLidarJson(NoLidarJson::TooLarge {
+            bytes: meta.text.len(),
+            max: MAX_FILES_BYTES,
+        }));
+    }
     let mut d = ResilientDriver::connect(
         &opts.socket,
         &opts.sensor,
         sensor_meta(&meta.layout),
         false,
-        &opts.client,
+        &client,
     )
     .map_err(daemon_err(&opts.sensor))?;
+    if !client.files.is_empty() && !d.files_taken() {
+        on_event(&Event::NoLidarJson(NoLidarJson::DaemonTooOld));
+    }
     let (tx, rx) = sync_channel(opts.queue_frames);
     let (imu_tx, imu_rx) = sync_channel(64);
     std::thread::scope(|s| {
