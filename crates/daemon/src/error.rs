@@ -19,6 +19,11 @@ pub enum Error {
     #[error(transparent)]
     Core(#[from] roverlog_core::Error),
 
+    /// A value of the config document that the daemon cannot use.
+    /// (Part of the message, not its `source`: a chain printer would print it twice.)
+    #[error("config: {0}")]
+    Config(crate::config::ConfigProblem),
+
     /// Another running daemon holds `path` (a socket it listens on, or data_root's lock).
     #[error("{}: another daemon is {holds}", path.display())]
     InUse { path: PathBuf, holds: &'static str },
@@ -60,6 +65,12 @@ impl Error {
     /// An I/O error on `path` (roverlog-core's).
     pub fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
         Error::Core(roverlog_core::Error::io(path, error))
+    }
+}
+
+impl From<crate::config::ConfigProblem> for Error {
+    fn from(problem: crate::config::ConfigProblem) -> Self {
+        Error::Config(problem)
     }
 }
 

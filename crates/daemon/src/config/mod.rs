@@ -24,6 +24,7 @@ mod health;
 mod ingest;
 mod knobs;
 mod offload;
+mod problem;
 mod raw;
 mod recording;
 mod sockets;
@@ -34,13 +35,14 @@ use std::path::Path;
 
 use serde::{Serialize, Serializer};
 
-use roverlog_core::error::{Error, Result};
+use crate::error::{Error, Result};
 
 pub use durability::{Durability, FsyncPolicy, MAX_BLOB_SYNC_THREADS};
 pub use health::Health;
 pub use ingest::Ingest;
 pub use knobs::{TestKnobs, TEST_KNOB_KEYS};
 pub use offload::{Offload, OffloadWhen};
+pub use problem::ConfigProblem;
 pub use raw::{QueuePolicy, RawConfig, RawOffload, SensorHealth};
 pub use recording::{validate_label, Recording, Rotation, Snapshot};
 pub use sockets::Sockets;
@@ -165,7 +167,10 @@ mod tests {
         );
         std::fs::write(&path, r#"{"fsync": 1}"#).unwrap();
         let e = Config::load(&path).unwrap_err();
-        assert!(matches!(e, Error::Json { .. }), "{e}");
+        assert!(
+            matches!(e, Error::Core(roverlog_core::Error::Json { .. })),
+            "{e}"
+        );
     }
 
     #[test]
