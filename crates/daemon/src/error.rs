@@ -8,6 +8,10 @@ use std::path::PathBuf;
 
 use crate::disk_fault::Fault;
 
+mod config;
+
+pub use config::ConfigProblem;
+
 /// Result alias of the daemon.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -22,7 +26,7 @@ pub enum Error {
     /// A value of the config document that the daemon cannot use.
     /// (Part of the message, not its `source`: a chain printer would print it twice.)
     #[error("config: {0}")]
-    Config(crate::config::ConfigProblem),
+    Config(ConfigProblem),
 
     /// Another running daemon holds `path` (a socket it listens on, or data_root's lock).
     #[error("{}: another daemon is {holds}", path.display())]
@@ -68,8 +72,8 @@ impl Error {
     }
 }
 
-impl From<crate::config::ConfigProblem> for Error {
-    fn from(problem: crate::config::ConfigProblem) -> Self {
+impl From<ConfigProblem> for Error {
+    fn from(problem: ConfigProblem) -> Self {
         Error::Config(problem)
     }
 }

@@ -5,8 +5,7 @@
 use std::time::Duration;
 
 use super::raw::RawConfig;
-use super::ConfigProblem;
-use crate::error::Result;
+use crate::error::{ConfigProblem, Result};
 
 /// Most fsyncs of a blob channel in flight at once (`blob_sync_threads`).
 pub const MAX_BLOB_SYNC_THREADS: usize = 1024;

@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::raw::{RawConfig, SensorHealth};
-use super::ConfigProblem;
-use crate::error::Result;
+use crate::error::{ConfigProblem, Result};
 use roverlog_core::format::validate_name;
 
 /// Keys `sensors` to `health_interval_ms` and `clock_step_threshold_s` (config/README.md,

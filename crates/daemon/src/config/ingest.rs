@@ -4,8 +4,7 @@
 use std::time::Duration;
 
 use super::raw::{QueuePolicy, RawConfig};
-use super::ConfigProblem;
-use crate::error::Result;
+use crate::error::{ConfigProblem, Result};
 
 /// Keys `queue_bytes` to `hello_timeout_ms` (config/README.md, "Queues and limits").
 #[derive(Debug, Clone, PartialEq)]

@@ -24,7 +24,8 @@ mod health;
 mod ingest;
 mod knobs;
 mod offload;
-mod problem;
+#[cfg(test)]
+mod problem_texts;
 mod raw;
 mod recording;
 mod sockets;
@@ -42,7 +43,6 @@ pub use health::Health;
 pub use ingest::Ingest;
 pub use knobs::{TestKnobs, TEST_KNOB_KEYS};
 pub use offload::{Offload, OffloadWhen};
-pub use problem::ConfigProblem;
 pub use raw::{QueuePolicy, RawConfig, RawOffload, SensorHealth};
 pub use recording::{validate_label, Recording, Rotation, Snapshot};
 pub use sockets::Sockets;

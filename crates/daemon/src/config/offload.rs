@@ -4,8 +4,7 @@
 use std::time::Duration;
 
 use super::raw::RawConfig;
-use super::ConfigProblem;
-use crate::error::Result;
+use crate::error::{ConfigProblem, Result};
 
 /// When the background job sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::raw::RawConfig;
-use super::ConfigProblem;
-use crate::error::Result;
+use crate::error::{ConfigProblem, Result};
 use roverlog_core::error::Error;
 
 /// Keys `data_root`, `autostart`, `resume_unfinished`, `label`, the disk guard

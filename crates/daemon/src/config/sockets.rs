@@ -5,8 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::raw::RawConfig;
-use super::ConfigProblem;
-use crate::error::Result;
+use crate::error::{ConfigProblem, Result};
 
 /// Keys `ingest_socket` to `control_idle_timeout_ms` (config/README.md, "Paths and sockets").
 #[derive(Debug, Clone, PartialEq)]

@@ -6,8 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::raw::RawConfig;
-use super::ConfigProblem;
-use crate::error::Result;
+use crate::error::{ConfigProblem, Result};
 use roverlog_core::format::{validate_name, ChannelFormat, ChannelMeta, DType, SensorMeta};
 
 /// The channel the daemon records its receive time of every sample in (see

@@ -7,8 +7,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
 use super::raw::RawConfig;
-use super::ConfigProblem;
-use crate::error::Result;
+use crate::error::{ConfigProblem, Result};
 use roverlog_export::location::LocationMapping;
 
 /// Shortest accepted `http_token`.

@@ -55,10 +55,11 @@ fn decompression_messages_are_the_ones_users_read() {
             },
             format!("sqlite: {}", "database is locked"),
         ),
-        (
-            RosProblem::SqliteRowGone { id: 7 },
-            format!("sqlite: {}", format!("message row {} is gone", 7)),
-        ),
+        (RosProblem::SqliteRowGone { id: 7 }, {
+            // The old code wrote the row's sentence, then the variant's `sqlite: {msg}`.
+            let msg = format!("message row {} is gone", 7);
+            format!("sqlite: {msg}")
+        }),
         (
             RosProblem::CompressedFile {
                 written: 99,

@@ -1,9 +1,12 @@
-//! Every problem's message, exactly as the daemon printed it when it was free text: each
-//! expected text is the old `format!` string, filled with the same values.
+//! Every [`ConfigProblem`]'s message, exactly as the daemon printed it when it was free text:
+//! each expected text is the old `format!` string, filled with the same values. (Here, not
+//! beside the type: the limits are the config's, and `error` imports nothing of `config`.)
 
-use super::*;
-use crate::config::{MAX_BLOB_SYNC_THREADS, MIN_TOKEN_CHARS};
-use crate::Error;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use super::{MAX_BLOB_SYNC_THREADS, MIN_TOKEN_CHARS};
+use crate::error::{ConfigProblem, Error};
 
 #[test]
 fn messages_are_the_ones_users_read() {
@@ -16,7 +19,7 @@ fn messages_are_the_ones_users_read() {
     };
     let rate = || roverlog_offload::rate::parse_bytes("fast").unwrap_err();
     let most = roverlog_core::format::meta::MAX_CHANNELS - 1;
-    let limit_files = crate::config::durability::MAX_BLOB_OPEN_FILES;
+    let limit_files = super::durability::MAX_BLOB_OPEN_FILES;
     for (problem, want) in [
         (
             ConfigProblem::NotPositive {
@@ -240,11 +243,14 @@ fn messages_are_the_ones_users_read() {
                 sensor: Some(name.into()),
                 hz: -1.0,
             },
-            format!(
-                "{} must be a positive number of messages per second, not {}",
-                format!("foxglove_sensor_hz.{name}"),
-                -1.0
-            ),
+            {
+                // The old code named the key first, then filled the sentence with it.
+                let k = format!("foxglove_sensor_hz.{name}");
+                format!(
+                    "{k} must be a positive number of messages per second, not {}",
+                    -1.0
+                )
+            },
         ),
         (
             ConfigProblem::FoxgloveListen {

@@ -1,7 +1,8 @@
-//! Why a config document cannot be used ([`crate::Error::Config`]), as values: the keys,
-//! sensors and values involved. Each section (`sockets`, `ingest`, ...) raises the problems of
-//! its keys; each variant's `Display` is the message users read after `config: `
-//! (config/README.md documents the keys).
+//! Why a config document cannot be used ([`super::Error::Config`]), as values: the keys,
+//! sensors and values involved. Each section of the config module (`sockets`, `ingest`, ...)
+//! raises the problems of its keys; each variant's `Display` is the message users read after
+//! `config: ` (config/README.md documents the keys). It sits beside the error type, so that
+//! `error` imports nothing of `config` back.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -263,6 +264,3 @@ impl fmt::Display for ConfigProblem {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;
