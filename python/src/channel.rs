@@ -243,7 +243,10 @@ fn in_sample(
         e @ roverlog_core::Error::DamagedSample { .. } => e,
         e => roverlog_core::Error::Corrupt {
             path: path.to_path_buf(),
-            msg: format!("sample {index}: {e}"),
+            problem: roverlog_core::error::CorruptProblem::Sample {
+                index,
+                error: Box::new(e),
+            },
         },
     }
 }

@@ -86,9 +86,7 @@ pub fn main(args: Args) -> Result<Outcome> {
             use roverlog_daemon::error::Error;
             let exit = match e {
                 Error::InUse { .. } => Exit::Unavailable,
-                Error::Core(roverlog_core::Error::Config(_))
-                | Error::Socket(_)
-                | Error::Listen { .. } => Exit::Usage,
+                Error::Config(_) | Error::Socket(_) | Error::Listen { .. } => Exit::Usage,
                 _ => Exit::Runtime,
             };
             return Err(e).fail(exit, WHO);

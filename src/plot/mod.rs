@@ -14,7 +14,7 @@ mod rate;
 mod text;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use plotters::coord::Shift;
@@ -53,6 +53,28 @@ struct Row {
 pub(crate) fn plot_err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("plot: {e}")
 }
+
+/// A plot that cannot be made as asked (its message keeps the `config: ` of the library's
+/// option errors it was once raised as).
+#[derive(Debug)]
+pub(crate) enum PlotError {
+    /// An output file whose extension names no image type we write.
+    ImageType { out: PathBuf, ext: String },
+}
+
+impl std::fmt::Display for PlotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlotError::ImageType { out, ext } => write!(
+                f,
+                "config: {}: unknown image type {ext:?} (.png or .svg)",
+                out.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PlotError {}
 
 const RATE_BLUE: RGBColor = RGBColor(30, 100, 200);
 const GAP_RED: RGBColor = RGBColor(255, 166, 166);
@@ -156,10 +178,10 @@ pub fn plot_trace(trace: &Path, out: &Path) -> Result<(u32, u32)> {
             &Pen::new(true),
         )?,
         other => {
-            return Err(Error::Config(format!(
-                "{}: unknown image type {other:?} (.png or .svg)",
-                out.display()
-            ))
+            return Err(PlotError::ImageType {
+                out: out.to_path_buf(),
+                ext: other.to_string(),
+            }
             .into())
         }
     }

@@ -131,7 +131,10 @@ fn a_recorded_trace_plots_with_its_drops_gaps_marks_and_alarms() {
                 "-o".into(),
                 dir.path().join("x.gif").into_os_string(),
             ],
-            "unknown image type",
+            &*format!(
+                "config: {}: unknown image type \"gif\" (.png or .svg)",
+                dir.path().join("x.gif").display()
+            ),
         ),
         (vec!["/nonexistent".into()], "/nonexistent"),
     ] {

@@ -1,5 +1,6 @@
 //! The library crates' errors are typed: no `Result<_, String>` in `crates/*/src` or
-//! `python/src` (issue 38; the house issue had taken them to 0 once, and they came back).
+//! `python/src` (issue 38; the house issue had taken them to 0 once, and they came back),
+//! and no error variant carrying a free-text `msg: String` where its values belong.
 //! An error is a `thiserror` enum carrying the values involved, never a sentence.
 //! Nor does a library crate depend on `anyhow`: that is the binary's.
 
@@ -49,6 +50,81 @@ fn string_error(line: &str) -> bool {
     false
 }
 
+/// The error enums of `text` (a `thiserror::Error` derive, or an `impl std::error::Error`
+/// in the same file) whose variants hold a field `msg: String`, as `(line, enum)`: a sentence
+/// where the values belong. (A foreign library's message kept as a value is named for what
+/// it is: `panic`, `error`, ...)
+fn msg_fields(text: &str) -> Vec<(usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    let mut derive_error = false;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i].trim();
+        if line.starts_with("#[derive(") {
+            derive_error = line.contains("thiserror::Error")
+                || line.contains(" Error)")
+                || line.contains(" Error,")
+                || line.contains("(Error");
+        }
+        let name = line
+            .strip_prefix("pub enum ")
+            .or_else(|| line.strip_prefix("pub(crate) enum "))
+            .or_else(|| line.strip_prefix("enum "))
+            .map(|rest| {
+                rest.split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .next()
+                    .unwrap_or("")
+            });
+        if let Some(name) = name {
+            let is_error = derive_error
+                || text.contains(&format!("impl std::error::Error for {name} "))
+                || text.contains(&format!("impl Error for {name} "));
+            // The enum's body: up to the line that closes it at the indentation it opened.
+            let indent = lines[i].len() - lines[i].trim_start().len();
+            let mut j = i + 1;
+            while j < lines.len() {
+                let l = lines[j];
+                if l.trim() == "}" && l.len() - l.trim_start().len() == indent {
+                    break;
+                }
+                if is_error && l.split("//").next().unwrap_or("").contains("msg: String") {
+                    found.push((j + 1, name.to_string()));
+                }
+                j += 1;
+            }
+            i = j;
+        }
+        if !line.starts_with("#[") && !line.starts_with("///") && !line.is_empty() {
+            derive_error = derive_error && line.starts_with("#");
+        }
+        i += 1;
+    }
+    found
+}
+
+#[test]
+fn the_msg_detector_finds_free_text_error_fields_and_only_them() {
+    let thiserror_enum = "#[derive(Debug, thiserror::Error)]\npub enum E {\n    #[error(\"{msg}\")]\n    Bad { path: PathBuf, msg: String },\n}\n";
+    assert_eq!(msg_fields(thiserror_enum), vec![(4, "E".to_string())]);
+    let plain_error = "#[derive(Debug)]\npub enum Failure {\n    Panic { msg: String },\n}\nimpl std::error::Error for Failure {}\n";
+    assert_eq!(msg_fields(plain_error), vec![(3, "Failure".to_string())]);
+    let imported = "use thiserror::Error;\n#[derive(Debug, Clone, Error)]\n#[non_exhaustive]\npub(crate) enum P {\n    A {\n        at: u64,\n        msg: String,\n    },\n}\n";
+    assert_eq!(msg_fields(imported), vec![(7, "P".to_string())]);
+    // Not an error type; a value named for what it is; a struct.
+    assert!(
+        msg_fields("#[derive(Debug)]\npub enum Event {\n    Log { msg: String },\n}\n").is_empty()
+    );
+    assert!(msg_fields(
+        "#[derive(Debug, thiserror::Error)]\npub enum E {\n    Panic { panic: String },\n}\n"
+    )
+    .is_empty());
+    assert!(msg_fields(
+        "#[derive(Debug, thiserror::Error)]\npub struct E {\n    msg: String,\n}\n"
+    )
+    .is_empty());
+}
+
 #[test]
 fn the_detector_finds_string_errors_and_only_them() {
     assert!(string_error("fn f() -> Result<u8, String> {"));
@@ -82,6 +158,7 @@ fn no_library_crate_returns_string_errors() {
         files.len()
     );
     let mut found = Vec::new();
+    let mut msgs = Vec::new();
     for f in &files {
         let rel = f
             .strip_prefix(&root)
@@ -94,11 +171,20 @@ fn no_library_crate_returns_string_errors() {
                 found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
             }
         }
+        for (n, name) in msg_fields(&text) {
+            msgs.push(format!("{rel}:{n}: a variant of {name}"));
+        }
     }
     assert!(
         found.is_empty(),
         "Result<_, String> in library code (a typed error names the values):\n{}",
         found.join("\n")
+    );
+    assert!(
+        msgs.is_empty(),
+        "error variants with a free-text `msg: String` in library code (a variant per problem \
+         carries the values; a foreign library's words are named for what they are):\n{}",
+        msgs.join("\n")
     );
 }
 

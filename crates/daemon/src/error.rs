@@ -8,6 +8,10 @@ use std::path::PathBuf;
 
 use crate::disk_fault::Fault;
 
+mod config;
+
+pub use config::ConfigProblem;
+
 /// Result alias of the daemon.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -18,6 +22,11 @@ pub enum Error {
     /// An invalid config, or an error on the data's files.
     #[error(transparent)]
     Core(#[from] roverlog_core::Error),
+
+    /// A value of the config document that the daemon cannot use.
+    /// (Part of the message, not its `source`: a chain printer would print it twice.)
+    #[error("config: {0}")]
+    Config(ConfigProblem),
 
     /// Another running daemon holds `path` (a socket it listens on, or data_root's lock).
     #[error("{}: another daemon is {holds}", path.display())]
@@ -60,6 +69,12 @@ impl Error {
     /// An I/O error on `path` (roverlog-core's).
     pub fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
         Error::Core(roverlog_core::Error::io(path, error))
+    }
+}
+
+impl From<ConfigProblem> for Error {
+    fn from(problem: ConfigProblem) -> Self {
+        Error::Config(problem)
     }
 }
 

@@ -29,8 +29,11 @@ pub enum SensorFailure {
         dir: PathBuf,
         source: crate::sidecar::SidecarError,
     },
-    /// A bug: the writer thread panicked with `msg`.
-    Panic { msg: String },
+    /// A bug: the writer thread panicked; `panic`: the text the panic carried (a panic's own
+    /// payload, not a sentence of ours).
+    Panic { panic: String },
+    /// A bug: the compression of one of its frames panicked.
+    Compress(crate::compress::CompressError),
 }
 
 impl SensorFailure {
@@ -39,7 +42,9 @@ impl SensorFailure {
         match self {
             SensorFailure::Io { source, .. } => Some(source),
             SensorFailure::Open { source, .. } => Some(source),
-            SensorFailure::Sidecar { .. } | SensorFailure::Panic { .. } => None,
+            SensorFailure::Sidecar { .. }
+            | SensorFailure::Panic { .. }
+            | SensorFailure::Compress(_) => None,
         }
     }
 }
@@ -54,9 +59,10 @@ impl fmt::Display for SensorFailure {
             SensorFailure::Sidecar { dir, source } => {
                 write!(f, "opening {}: {source}", dir.display())
             }
-            SensorFailure::Panic { msg } => {
-                write!(f, "internal error: the writer panicked: {msg}")
+            SensorFailure::Panic { panic } => {
+                write!(f, "internal error: the writer panicked: {panic}")
             }
+            SensorFailure::Compress(e) => write!(f, "internal error: the writer panicked: {e}"),
         }
     }
 }

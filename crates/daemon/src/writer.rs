@@ -236,7 +236,7 @@ impl Writer {
                 .map(|s| s.to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "(no message)".into());
-            self.fail_with(SensorFailure::Panic { msg });
+            self.fail_with(SensorFailure::Panic { panic: msg });
             panics += 1;
             if panics > 1 {
                 break;

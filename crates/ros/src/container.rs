@@ -139,48 +139,57 @@ pub fn decompress(data: &[u8], c: &Chunk) -> Result<Vec<u8>, RosProblem> {
         });
     }
     let want = c.uncompressed as usize;
-    let bad = |msg: String| RosProblem::Decompress { at: c.at, msg };
+    let at = c.at;
+    let bad = |codec| {
+        move |e: std::io::Error| RosProblem::Decompress {
+            at,
+            codec,
+            error: e.to_string(),
+        }
+    };
     let out = match c.compression {
         Compression::None => data.to_vec(),
         // In one piece when it is no larger than what `read_bounded` reserves first (the
         // declared size, reserved by `zstd::bulk`, is then bounded by the bytes at hand).
         Compression::Zstd if want < first_reserve(data.len()) => zstd::bulk::decompress(data, want)
             .map_err(|e| {
-                bad(if e.to_string().contains("too small") {
-                    format!("zstd: decompresses to more than the {want} bytes its header says")
+                if e.to_string().contains("too small") {
+                    RosProblem::DecompressesLonger { at, want }
                 } else {
-                    format!("zstd: {e}")
-                })
+                    bad("zstd")(e)
+                }
             })?,
         Compression::Zstd => read_bounded(
-            zstd::stream::read::Decoder::with_buffer(data)
-                .map_err(|e| bad(format!("zstd: {e}")))?,
+            zstd::stream::read::Decoder::with_buffer(data).map_err(bad("zstd"))?,
             want,
             data.len(),
         )
-        .map_err(|e| bad(format!("zstd: {e}")))?,
+        .map_err(bad("zstd"))?,
         Compression::Lz4 => read_bounded(
-            lz4::Decoder::new(data).map_err(|e| bad(format!("lz4: {e}")))?,
+            lz4::Decoder::new(data).map_err(bad("lz4"))?,
             want,
             data.len(),
         )
-        .map_err(|e| bad(format!("lz4: {e}")))?,
-        Compression::Bz2 => read_bounded(bzip2::read::BzDecoder::new(data), want, data.len())
-            .map_err(|e| bad(format!("bz2: {e}")))?,
+        .map_err(bad("lz4"))?,
+        Compression::Bz2 => {
+            read_bounded(bzip2::read::BzDecoder::new(data), want, data.len()).map_err(bad("bz2"))?
+        }
     };
     if out.len() != want {
-        return Err(bad(format!(
-            "decompressed to {} bytes, its header says {want}",
-            out.len()
-        )));
+        return Err(RosProblem::DecompressedSize {
+            at,
+            got: out.len(),
+            want,
+        });
     }
     if c.crc != 0 {
         let got = crc32fast::hash(&out);
         if got != c.crc {
-            return Err(bad(format!(
-                "CRC32 of the records is {got:#010x}, its header says {:#010x}",
-                c.crc
-            )));
+            return Err(RosProblem::ChunkCrc {
+                at,
+                got,
+                want: c.crc,
+            });
         }
     }
     Ok(out)

@@ -28,8 +28,8 @@ pub enum Damage {
     /// A video frame the `mjpg` file does not hold whole: the file holds `frames` (it was cut,
     /// or its writer stopped before the frame).
     NoFrame { frames: u64 },
-    /// Stored bytes that do not decode: the decoder's words.
-    Undecodable(String),
+    /// Stored `.xz` bytes (an `lzma` stream, an `lzmaf` frame) that do not decode.
+    Undecodable(super::XzProblem),
     /// A JPEG sample (`jpg` file, `mjpg` frame) whose bytes are there but zero-filled: how a
     /// power cut leaves a sample whose space was allocated and whose data
     /// never reached the disk (see [`zero_filled`]). Recovery cuts it, as an empty file.
@@ -96,7 +96,7 @@ impl fmt::Display for Damage {
             Damage::NoFrame { frames } => {
                 write!(f, "the video file holds only {frames} whole frames")
             }
-            Damage::Undecodable(msg) => write!(f, "it does not decode: {msg}"),
+            Damage::Undecodable(why) => write!(f, "it does not decode: {why}"),
             Damage::ZeroFilled => f.write_str(
                 "its bytes are zero-filled, not a JPEG (a power cut left its data unwritten)",
             ),

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use super::bounds::{self, Expected};
 use super::meta::sync_dir;
 use super::problem::{Checked, Cut, CutAction, Problem};
-use crate::error::{Damage, Error, IoContext, Result};
+use crate::error::{BlobProblem, CorruptProblem, Damage, Error, IoContext, Result};
 
 /// The file name of sample `index`.
 pub fn sample_name(index: u64, ext: &str) -> String {
@@ -82,14 +82,9 @@ impl BlobWriter {
         if !scan.problems.is_empty() {
             return Err(Error::corrupt(
                 dir,
-                format!(
-                    "{} (run `roverlog recover`)",
-                    scan.problems
-                        .iter()
-                        .map(|p| p.to_string())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ),
+                CorruptProblem::BlobNeedsRecovery {
+                    problems: scan.problems,
+                },
             ));
         }
         Ok(BlobWriter::new(dir, ext, scan.contiguous))
@@ -238,7 +233,7 @@ pub struct BlobScan {
     /// Bytes of those samples.
     pub bytes: u64,
     /// What breaks the sequence: gaps, empty files, duplicates, stray files.
-    pub problems: Vec<Problem>,
+    pub problems: Vec<BlobProblem>,
     /// Sample files that do not belong to `0..contiguous` (recovery deletes them).
     pub extra_samples: Vec<PathBuf>,
     /// Files that are not samples at all (recovery leaves them and reports them).
@@ -261,7 +256,7 @@ pub fn scan(dir: &Path, ext: &str) -> Result<BlobScan> {
                 indexed.push((i, len, entry.path()));
             }
             None => {
-                out.problems.push(Problem::UnexpectedFile { name });
+                out.problems.push(BlobProblem::UnexpectedFile { name });
                 out.strays.push(entry.path());
             }
         }
@@ -286,22 +281,23 @@ pub fn scan(dir: &Path, ext: &str) -> Result<BlobScan> {
             continue;
         }
         if i < next {
-            out.problems.push(Problem::DuplicateSample {
+            out.problems.push(BlobProblem::DuplicateSample {
                 index: i,
                 path: path.clone(),
             });
         } else {
             if i > next {
-                out.problems.push(Problem::SampleGap {
+                out.problems.push(BlobProblem::SampleGap {
                     missing: next,
                     found: i,
                 });
             }
             if len == 0 {
-                out.problems.push(Problem::EmptySample { index: i });
+                out.problems.push(BlobProblem::EmptySample { index: i });
             }
             if zeroed {
-                out.problems.push(Problem::ZeroFilledSample { index: i });
+                out.problems
+                    .push(BlobProblem::ZeroFilledSample { index: i });
             }
             next = i + 1;
         }
@@ -310,7 +306,7 @@ pub fn scan(dir: &Path, ext: &str) -> Result<BlobScan> {
     }
     let partial = partial_path(dir);
     if partial.exists() {
-        out.problems.push(Problem::PartialSample {
+        out.problems.push(BlobProblem::PartialSample {
             path: partial.clone(),
         });
         out.extra_samples.push(partial);
@@ -353,7 +349,7 @@ pub(crate) fn check(
         problems.push(Problem::DirMissing);
     }
     let scan = scan(dir, ext)?;
-    problems.extend(scan.problems);
+    problems.extend(scan.problems.into_iter().map(Problem::Blob));
     Ok(Checked {
         complete: scan.contiguous,
         disk_bytes: scan.bytes,

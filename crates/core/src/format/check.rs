@@ -25,7 +25,7 @@ use super::meta::{sync_dir, ChannelFormat, ChannelMeta, SensorMeta, TS_CHANNEL};
 pub use super::problem::{ChannelProblem, Cut, DeepProgress, Depth, Problem};
 use super::problem::{CutAction, OnFrames};
 use super::raw::{self, RawPlan};
-use crate::error::Result;
+use crate::error::{BlobProblem, Result};
 
 /// What was found in one channel.
 #[derive(Debug)]
@@ -326,7 +326,7 @@ pub fn recover_sensor_to(dir: &Path, durable: Option<u64>) -> Result<Recovery> {
         }
         // Stray files are not the channel's: recovery reports them and leaves them.
         for problem in ch.problems {
-            if matches!(problem, Problem::UnexpectedFile { .. }) {
+            if matches!(problem, Problem::Blob(BlobProblem::UnexpectedFile { .. })) {
                 left_alone.push(ChannelProblem {
                     channel: ch.name.clone(),
                     problem,

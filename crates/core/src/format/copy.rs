@@ -18,7 +18,7 @@ use super::meta::{sync_dir, write_file_atomic, ChannelFormat, META_FILE, TS_CHAN
 use super::sensor::{Sensor, SensorWriter};
 use super::trace::{Trace, CONFIG_FILE};
 use super::{blob, lzma, WriterOptions};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{ConfigProblem, Error, IoContext, Result};
 
 /// Whether a channel stored as `from` can be copied into `to`.
 pub fn convertible(from: &ChannelFormat, to: &ChannelFormat) -> bool {
@@ -52,19 +52,19 @@ pub fn copy_trace(
 ) -> Result<Vec<(String, u64)>> {
     let trace = Trace::open(src)?;
     if dst.exists() || dst.symlink_metadata().is_ok() {
-        return Err(Error::Config(format!(
-            "{} already exists (refusing to write into it)",
-            dst.display()
-        )));
+        return Err(Error::from(ConfigProblem::DestinationExists {
+            path: dst.to_path_buf(),
+        }));
     }
     for (sensor, chans) in &plan.formats {
         let s = trace.sensor(sensor)?;
         for name in chans.keys() {
             if s.meta().get(name).is_none() || name == TS_CHANNEL {
-                return Err(Error::Config(format!(
-                    "{sensor}/{name}: no such data channel in {}",
-                    src.display()
-                )));
+                return Err(Error::from(ConfigProblem::NoSuchChannel {
+                    sensor: sensor.clone(),
+                    channel: name.clone(),
+                    trace: src.to_path_buf(),
+                }));
             }
         }
     }
@@ -108,9 +108,11 @@ pub fn copy_trace(
 
 /// `.<name>.partial-<pid>` beside `dst`.
 fn temp_path(dst: &Path) -> Result<PathBuf> {
-    let name = dst
-        .file_name()
-        .ok_or_else(|| Error::Config(format!("{}: not a directory name", dst.display())))?;
+    let name = dst.file_name().ok_or_else(|| {
+        Error::from(ConfigProblem::NotADirectoryName {
+            path: dst.to_path_buf(),
+        })
+    })?;
     let mut tmp = std::ffi::OsString::from(".");
     tmp.push(name);
     tmp.push(format!(".partial-{}", std::process::id()));

@@ -12,7 +12,7 @@ use lzma_rust2::{XzOptions, XzReader, XzWriter};
 
 use super::bounds::{self, Expected};
 use super::problem::{Checked, Cut, CutAction, Problem};
-use crate::error::{Damage, Error, IoContext, Result};
+use crate::error::{CorruptProblem, Damage, Error, IoContext, Result, XzProblem};
 
 /// The preset upstream uses for per-frame compression.
 pub const DEFAULT_PRESET: u32 = 0;
@@ -73,14 +73,18 @@ pub fn decompress(data: &[u8], limit: usize, what: &Path) -> Result<Vec<u8>> {
 /// frames (`cargo bench -p roverlog-bench --bench lzma_decode`), and decoding `lzmaf` frames
 /// is most of what reading a lidar costs. Encoding stays `lzma-rust2`'s.
 pub fn decompress_into(data: &[u8], limit: usize, what: &Path, out: &mut Vec<u8>) -> Result<()> {
+    decode_into(data, limit, out).map_err(|p| Error::corrupt(what, CorruptProblem::Xz(p)))
+}
+
+/// [`decompress_into`], saying why the data does not decode without naming a file.
+pub(crate) fn decode_into(
+    data: &[u8],
+    limit: usize,
+    out: &mut Vec<u8>,
+) -> std::result::Result<(), XzProblem> {
     use liblzma::stream::{Action, Status, Stream, CONCATENATED};
-    let xz = |e: liblzma::stream::Error| Error::corrupt(what, format!("xz: {e}"));
-    let over = || {
-        Error::corrupt(
-            what,
-            format!("xz data decompresses to more than {limit} bytes"),
-        )
-    };
+    let xz = |e: liblzma::stream::Error| XzProblem::Decoder(e.to_string());
+    let over = || XzProblem::TooLong { limit };
     out.clear();
     // Room for `limit` and one byte more (which says the data is longer); grown as the
     // output comes, from at most 64 MiB, so a small input cannot make a large allocation.
@@ -101,7 +105,7 @@ pub fn decompress_into(data: &[u8], limit: usize, what: &Path, out: &mut Vec<u8>
         if out.len() == out.capacity() {
             out.reserve((out.capacity()).min(room - out.len()).max(1));
         } else if s.total_in() == was_in && s.total_out() == was_out {
-            return Err(Error::corrupt(what, "xz: the data ends inside a stream"));
+            return Err(XzProblem::EndsInStream);
         }
     }
 }
@@ -117,7 +121,7 @@ pub struct LzmaReader {
     /// Decompressed contents, filled on first random access.
     pub(crate) whole: Option<Vec<u8>>,
     /// Why the stream stopped decoding before its end (the decoder's words).
-    torn: Option<String>,
+    torn: Option<XzProblem>,
     expected: Expected,
 }
 
@@ -153,7 +157,7 @@ impl LzmaReader {
             let file = File::open(&self.path).at(&self.path)?;
             // What decoded before an error stays in `out`.
             if let Err(e) = XzReader::new(BufReader::new(file), true).read_to_end(&mut out) {
-                self.torn = Some(format!("xz: {e}"));
+                self.torn = Some(XzProblem::Decoder(e.to_string()));
             }
             self.whole = Some(out);
         }
@@ -216,6 +220,16 @@ impl LzmaReader {
     /// The error for sample `index` of a stream ([`LzmaReader::stream`]) that ended before
     /// it (`failed`: `None`) or failed at it.
     pub(crate) fn stream_error(&self, index: u64, failed: Option<Error>) -> Error {
+        // A stream fails only as undecodable xz ([`LzmaStream`]); anything else is said as
+        // it is.
+        let failed = match failed {
+            Some(Error::Corrupt {
+                problem: CorruptProblem::Xz(why),
+                ..
+            }) => Some(why),
+            Some(other) => return other,
+            None => None,
+        };
         let listed = index + u64::from(failed.is_some());
         bounds::unreadable(
             &self.path,
@@ -224,8 +238,7 @@ impl LzmaReader {
             listed,
             self.expected,
             || match failed {
-                Some(Error::Corrupt { msg, .. }) => Damage::Undecodable(msg),
-                Some(e) => Damage::Undecodable(e.to_string()),
+                Some(why) => Damage::Undecodable(why),
                 None => Damage::Cut {
                     have: 0,
                     need: self.sample_bytes as u64,
@@ -269,7 +282,10 @@ impl Iterator for LzmaStream {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     self.done = true;
-                    return Some(Err(Error::corrupt(&self.path, format!("xz: {e}"))));
+                    return Some(Err(Error::corrupt(
+                        &self.path,
+                        CorruptProblem::Xz(XzProblem::Decoder(e.to_string())),
+                    )));
                 }
             }
         }
@@ -278,7 +294,7 @@ impl Iterator for LzmaStream {
             return (filled > 0).then(|| {
                 Err(Error::corrupt(
                     &self.path,
-                    format!("ends with a partial sample of {filled} bytes"),
+                    CorruptProblem::Xz(XzProblem::PartialSample { bytes: filled }),
                 ))
             });
         }

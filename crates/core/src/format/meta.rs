@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::dtype::DType;
-use crate::error::{ChannelSpecProblem, Error, IoContext, Result};
+use crate::error::{ChannelSpecProblem, Error, IoContext, MetaProblem, Result};
 
 /// The file holding a sensor's channel descriptions.
 pub const META_FILE: &str = "meta.json";
@@ -173,22 +173,22 @@ impl SensorMeta {
 
     /// Parses `meta.json` bytes; `path` is only used in error messages.
     pub fn parse(bytes: &[u8], path: &Path) -> Result<SensorMeta> {
-        let invalid = |msg: String| Error::InvalidMeta {
+        let invalid = |problem| Error::InvalidMeta {
             path: path.to_path_buf(),
-            msg,
+            problem: Box::new(problem),
         };
         let value: Value = serde_json::from_slice(bytes).map_err(|error| Error::Json {
             path: path.to_path_buf(),
             error,
         })?;
         let Value::Object(obj) = value else {
-            return Err(invalid("expected a JSON object of channels".into()));
+            return Err(invalid(MetaProblem::NotObject));
         };
         if obj.len() > MAX_CHANNELS {
-            return Err(invalid(format!(
-                "{} channels, over the limit of {MAX_CHANNELS}",
-                obj.len()
-            )));
+            return Err(invalid(MetaProblem::TooManyChannels {
+                channels: obj.len(),
+                limit: MAX_CHANNELS,
+            }));
         }
         let mut channels = Vec::with_capacity(obj.len());
         for (name, spec) in obj {
@@ -200,61 +200,76 @@ impl SensorMeta {
             channels.push((name, ch));
         }
         let meta = SensorMeta { channels };
-        meta.validate().map_err(|e| match e {
-            Error::InvalidMeta { msg, .. } => invalid(msg),
-            other => invalid(other.to_string()),
-        })?;
+        meta.check().map_err(invalid)?;
         Ok(meta)
     }
 
     /// Checks names, shapes, sizes and the `ts` channel, and that no two channels would use
     /// the same file (`x_i` next to an `lzmaf` channel `x`).
     pub fn validate(&self) -> Result<()> {
-        let invalid = |msg: String| Error::InvalidMeta {
-            path: PathBuf::from(META_FILE),
-            msg,
-        };
+        self.check().map_err(|problem| match problem {
+            MetaProblem::Name { kind, name, reason } => Error::InvalidName { kind, name, reason },
+            problem => Error::InvalidMeta {
+                path: PathBuf::from(META_FILE),
+                problem: Box::new(problem),
+            },
+        })
+    }
+
+    /// [`SensorMeta::validate`]'s checks, as the problem found first.
+    fn check(&self) -> std::result::Result<(), MetaProblem> {
         if self.channels.len() > MAX_CHANNELS {
-            return Err(invalid(format!(
-                "{} channels, over the limit of {MAX_CHANNELS}",
-                self.channels.len()
-            )));
+            return Err(MetaProblem::TooManyChannels {
+                channels: self.channels.len(),
+                limit: MAX_CHANNELS,
+            });
         }
         for (i, (name, ch)) in self.channels.iter().enumerate() {
-            validate_name("channel", name)?;
+            if let Some(reason) = name_problem("channel", name) {
+                return Err(MetaProblem::Name {
+                    kind: "channel",
+                    name: name.clone(),
+                    reason,
+                });
+            }
             if self.channels[..i].iter().any(|(n, _)| n == name) {
-                return Err(invalid(format!("channel {name:?} declared twice")));
+                return Err(MetaProblem::DeclaredTwice {
+                    channel: name.clone(),
+                });
             }
             if ch.shape.len() > MAX_NDIM {
-                return Err(invalid(format!(
-                    "channel {name:?}: shape has {} dimensions, over the limit of {MAX_NDIM}",
-                    ch.shape.len()
-                )));
+                return Err(MetaProblem::TooManyDims {
+                    channel: name.clone(),
+                    ndim: ch.shape.len(),
+                    limit: MAX_NDIM,
+                });
             }
             if ch.format.is_fixed_size() && ch.checked_sample_bytes().is_none() {
-                return Err(invalid(format!(
-                    "channel {name:?}: shape {:?} of {} gives an empty sample or one over {MAX_SAMPLE_BYTES} bytes",
-                    ch.shape, ch.dtype
-                )));
+                return Err(MetaProblem::SampleBytes {
+                    channel: name.clone(),
+                    shape: ch.shape.clone(),
+                    dtype: ch.dtype.code(),
+                    limit: MAX_SAMPLE_BYTES,
+                });
             }
             if name == TS_CHANNEL && *ch != ChannelMeta::timestamps() {
                 let ok =
                     ch.format == ChannelFormat::Raw && ch.dtype == DType::F8 && ch.shape.is_empty();
                 if !ok {
-                    return Err(invalid(format!(
-                        "channel \"ts\" must be raw f8 with shape [], found {} {} {:?}",
-                        ch.format.as_str(),
-                        ch.dtype,
-                        ch.shape
-                    )));
+                    return Err(MetaProblem::TsChannel {
+                        format: ch.format.as_str().to_string(),
+                        dtype: ch.dtype.code(),
+                        shape: ch.shape.clone(),
+                    });
                 }
             }
             if ch.format == ChannelFormat::Lzmaf {
                 let index = format!("{name}_i");
                 if self.get(&index).is_some() {
-                    return Err(invalid(format!(
-                        "channel {index:?} collides with the offset index of lzmaf channel {name:?}"
-                    )));
+                    return Err(MetaProblem::IndexCollision {
+                        index,
+                        channel: name.clone(),
+                    });
                 }
             }
         }
@@ -368,35 +383,40 @@ fn parse_channel(spec: &Value) -> std::result::Result<ChannelMeta, ChannelSpecPr
 /// start with `_` (upstream reserves that for virtual sensors); use `kind = "virtual sensor"`
 /// to allow it.
 pub fn validate_name(kind: &'static str, name: &str) -> Result<()> {
-    let bad = |reason| {
-        Err(Error::InvalidName {
+    match name_problem(kind, name) {
+        Some(reason) => Err(Error::InvalidName {
             kind,
             name: name.to_string(),
             reason,
-        })
-    };
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Why `name` cannot be a `kind` name ([`validate_name`]), if it cannot.
+fn name_problem(kind: &str, name: &str) -> Option<&'static str> {
     if name.is_empty() {
-        return bad("empty");
+        return Some("empty");
     }
     if name.len() > 255 {
-        return bad("longer than 255 bytes");
+        return Some("longer than 255 bytes");
     }
     if name.contains('/') || name.contains('\\') {
-        return bad("contains a path separator");
+        return Some("contains a path separator");
     }
     if name.contains("..") || name == "." {
-        return bad("contains '..' or is '.'");
+        return Some("contains '..' or is '.'");
     }
     if name.chars().any(char::is_control) {
-        return bad("contains a control character");
+        return Some("contains a control character");
     }
     if name == META_FILE {
-        return bad("is reserved (meta.json)");
+        return Some("is reserved (meta.json)");
     }
     if kind == "sensor" && name.starts_with('_') {
-        return bad("starts with '_' (reserved for virtual sensors)");
+        return Some("starts with '_' (reserved for virtual sensors)");
     }
-    Ok(())
+    None
 }
 
 /// Where [`write_file_atomic`] writes `path` before renaming it: `<path>..tmp`. The name

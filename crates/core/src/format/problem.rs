@@ -6,7 +6,6 @@
 //! `avi::repair`) and the orchestrator `check`, so every one of them can use it without
 //! importing another back. Code decides on the variants, never on the text.
 
-use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -99,26 +98,16 @@ pub enum Problem {
     // ----- blob directories -------------------------------------------------------------
     /// The channel directory does not exist.
     DirMissing,
-    /// A file that is not a sample (recovery leaves it for a person).
-    UnexpectedFile { name: OsString },
-    /// Two files for one sample index.
-    DuplicateSample { index: u64, path: PathBuf },
-    /// An empty sample file (how a sample lost in a power cut looks).
-    EmptySample { index: u64 },
-    /// A gap in the sample numbers.
-    SampleGap { missing: u64, found: u64 },
-    /// A `jpg` sample file zero-filled at its end (how a power cut can leave a
-    /// sample whose data never reached the disk; see [`crate::error::zero_filled`]).
-    ZeroFilledSample { index: u64 },
-    /// The writer's temporary file, left by a crash.
-    PartialSample { path: PathBuf },
+    /// What breaks the sample files' sequence (a gap, an empty or duplicate sample, a file
+    /// that is not a sample, a crash's partial sample).
+    Blob(crate::error::BlobProblem),
 
     // ----- mjpg ---------------------------------------------------------------------------
     /// A file that is not AVI at all: neither counted nor cut.
     NotAvi,
     /// What the AVI parser found (`avi::parse::Layout::problems`).
     Avi(crate::format::avi::AviProblem),
-    /// A frame zero-filled at its end (as [`Problem::ZeroFilledSample`]).
+    /// A frame zero-filled at its end (as a blob's `BlobProblem::ZeroFilledSample`).
     ZeroFilledFrame { frame: usize },
     /// A frame without JPEG start/end markers (`--deep`).
     FrameNotJpeg { frame: usize },
@@ -203,25 +192,11 @@ impl fmt::Display for Problem {
                 "{bytes} bytes of data past the last whole frame (a torn frame)"
             ),
             Problem::DirMissing => f.write_str("channel directory is missing"),
-            Problem::UnexpectedFile { name } => write!(f, "unexpected file {name:?}"),
-            Problem::DuplicateSample { index, path } => {
-                write!(f, "sample {index} appears twice ({})", path.display())
-            }
-            Problem::EmptySample { index } => write!(f, "sample {index} is an empty file"),
-            Problem::SampleGap { missing, found } => {
-                write!(f, "sample {missing} is missing but sample {found} exists")
-            }
-            Problem::ZeroFilledSample { index } => write!(
-                f,
-                "sample {index} is zero-filled, not a JPEG (a power cut left its data unwritten)"
-            ),
+            Problem::Blob(what) => write!(f, "{what}"),
             Problem::ZeroFilledFrame { frame } => write!(
                 f,
                 "frame {frame} is zero-filled, not a JPEG (a power cut left its data unwritten)"
             ),
-            Problem::PartialSample { path } => {
-                write!(f, "partial sample {} left by a crash", path.display())
-            }
             Problem::NotAvi => write!(f, "{}", crate::Error::NotAvi),
             Problem::Avi(what) => write!(f, "{what}"),
             Problem::FrameNotJpeg { frame } => write!(

@@ -11,7 +11,7 @@ use super::append::AppendFile;
 use super::bounds::{self, Expected};
 use super::dtype::{self, Element};
 use super::problem::{Checked, Cut, CutAction, Problem};
-use crate::error::{Damage, Error, Result};
+use crate::error::{CorruptProblem, Damage, Error, Result};
 
 /// Appends fixed-size samples to a `raw` channel file.
 pub struct RawWriter {
@@ -53,10 +53,10 @@ impl RawWriter {
         if !file.len().is_multiple_of(sample_bytes as u64) {
             return Err(Error::corrupt(
                 path,
-                format!(
-                    "{} bytes is not a whole number of {sample_bytes}-byte samples (torn tail: run `roverlog recover`)",
-                    file.len()
-                ),
+                CorruptProblem::TornTail {
+                    len: file.len(),
+                    sample_bytes,
+                },
             ));
         }
         Ok(RawWriter { file, sample_bytes })

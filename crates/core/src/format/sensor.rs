@@ -10,7 +10,7 @@ use super::check::{recover_sensor, Recovery};
 use super::dtype;
 use super::meta::{sync_dir, ChannelFormat, ChannelMeta, SensorMeta, TS_CHANNEL};
 use super::raw::RawReader;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, IoContext, MetaProblem, Result};
 
 /// A sensor directory opened for reading.
 pub struct Sensor {
@@ -180,7 +180,7 @@ impl SensorWriter {
         if on_disk.for_disk() != meta.for_disk() {
             return Err(Error::InvalidMeta {
                 path: dir.join(super::meta::META_FILE),
-                msg: "the channels on disk differ from the ones requested".into(),
+                problem: Box::new(MetaProblem::ChannelsDiffer),
             });
         }
         let recovery = recover_sensor(dir)?;
@@ -266,7 +266,7 @@ impl SensorWriter {
         if !ts.is_finite() {
             return Err(Error::InvalidMeta {
                 path: channel_path(&self.dir, TS_CHANNEL),
-                msg: format!("timestamp {ts} is not finite"),
+                problem: Box::new(MetaProblem::TimeNotFinite { ts }),
             });
         }
         for ((name, ch), sample) in self.meta.data_channels().zip(samples) {

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::GulpDirectory;
-use crate::error::{Error, Result};
+use crate::error::{ConfigProblem, Error, Result};
 use crate::format::{ChannelFormat, ChannelMeta, DType, SensorMeta};
 use crate::replay::{Source, SourceSensor};
 
@@ -30,9 +30,7 @@ impl GulpSource {
     /// Opens a gulp directory.
     pub fn open(dir: &Path, fps: f64, t0: f64) -> Result<GulpSource> {
         if !(fps.is_finite() && fps > 0.0) {
-            return Err(Error::Config(format!(
-                "--fps must be a positive number, got {fps}"
-            )));
+            return Err(Error::from(ConfigProblem::Fps { fps }));
         }
         let gulp = GulpDirectory::open(dir)?;
         let ids: Vec<String> = gulp.ids().map(String::from).collect();

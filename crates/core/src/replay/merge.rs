@@ -9,7 +9,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use crate::error::{Error, Result};
+use crate::error::{CorruptProblem, Error, Result};
 use crate::format::Trace;
 
 /// One sample of the merged stream.
@@ -87,7 +87,10 @@ impl TimeMerge {
             if let Some(i) = ts.iter().position(|t| !t.is_finite()) {
                 return Err(Error::corrupt(
                     trace.dir().join(&name).join("ts"),
-                    format!("sample {i} has a non-finite time ({})", ts[i]),
+                    CorruptProblem::TimeNotFinite {
+                        sample: i,
+                        time: ts[i],
+                    },
                 ));
             }
             let monotonic = ts.windows(2).all(|w| w[0] <= w[1]);

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigProblem, CorruptProblem, Error, Result};
 use crate::format::{ChannelFormat, ChannelReader, SensorMeta, Trace, TS_CHANNEL};
 
 /// One sensor a source offers: its name and its data channels (`ts` excluded), in the formats
@@ -72,7 +72,9 @@ impl TraceSource {
         };
         for (i, name) in names.iter().enumerate() {
             if names[..i].contains(name) {
-                return Err(Error::Config(format!("--sensors names {name:?} twice")));
+                return Err(Error::from(ConfigProblem::SensorTwice {
+                    sensor: name.clone(),
+                }));
             }
         }
         let mut sensors = Vec::new();
@@ -126,13 +128,19 @@ impl Source for TraceSource {
         if let Some(i) = ts.iter().position(|t| !t.is_finite()) {
             return Err(Error::corrupt(
                 self.trace.dir().join(name).join(TS_CHANNEL),
-                format!("sample {i} has a non-finite time ({})", ts[i]),
+                CorruptProblem::TimeNotFinite {
+                    sample: i,
+                    time: ts[i],
+                },
             ));
         }
         self.model.apply(&ts).map_err(|e| {
             Error::corrupt(
                 self.trace.dir().join(name).join(TS_CHANNEL),
-                format!("{e} (with --timestamps {:?})", self.model),
+                CorruptProblem::Timestamps {
+                    error: Box::new(e),
+                    model: format!("{:?}", self.model),
+                },
             )
         })
     }
@@ -180,10 +188,9 @@ impl Source for TraceSource {
 pub fn check_sensors(sensors: &[SourceSensor]) -> Result<()> {
     for s in sensors {
         if s.meta.get(TS_CHANNEL).is_some() {
-            return Err(Error::Config(format!(
-                "source sensor {:?} declares \"ts\"",
-                s.name
-            )));
+            return Err(Error::from(ConfigProblem::DeclaresTs {
+                sensor: s.name.clone(),
+            }));
         }
     }
     Ok(())

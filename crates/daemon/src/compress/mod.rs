@@ -32,9 +32,10 @@ pub type Compressed = Result<Vec<Vec<u8>>, CompressError>;
 /// Why a frame was not compressed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CompressError {
-    /// A bug: the worker compressing frame `seq` of its lane panicked with `msg`.
-    #[error("the compression of frame {seq} panicked: {msg}")]
-    Panic { seq: u64, msg: String },
+    /// A bug: the worker compressing frame `seq` of its lane panicked; `panic`: the text the
+    /// panic carried (its own payload, not a sentence of ours).
+    #[error("the compression of frame {seq} panicked: {panic}")]
+    Panic { seq: u64, panic: String },
 }
 
 /// A frame to compress.
@@ -139,7 +140,7 @@ fn work(rx: Receiver<Job>, progress: Arc<AtomicU64>) {
         }))
         .map_err(|p| CompressError::Panic {
             seq: job.seq,
-            msg: panic_message(&*p),
+            panic: panic_message(&*p),
         });
         progress.fetch_add(1, Relaxed);
         // A lane that is gone (its writer ended) no longer wants the result.

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use super::raw::{bad, RawConfig};
-use roverlog_core::error::Result;
+use super::raw::RawConfig;
+use crate::error::{ConfigProblem, Result};
 
 /// Most fsyncs of a blob channel in flight at once (`blob_sync_threads`).
 pub const MAX_BLOB_SYNC_THREADS: usize = 1024;
@@ -50,24 +50,30 @@ pub struct Durability {
 impl Durability {
     pub(super) fn from_raw(raw: &RawConfig) -> Result<Durability> {
         if raw.flush_interval_ms == 0 {
-            return Err(bad(
-                "flush_interval_ms and stats_interval_ms must be positive",
-            ));
+            return Err(ConfigProblem::NotPositive {
+                keys: vec!["flush_interval_ms", "stats_interval_ms"],
+            }
+            .into());
         }
         if raw.blob_sync_threads == 0 {
-            return Err(bad("blob_sync_threads must be positive"));
+            return Err(ConfigProblem::NotPositive {
+                keys: vec!["blob_sync_threads"],
+            }
+            .into());
         }
         if raw.blob_sync_threads > MAX_BLOB_SYNC_THREADS {
-            return Err(bad(format!(
-                "blob_sync_threads ({}) is over {MAX_BLOB_SYNC_THREADS}",
-                raw.blob_sync_threads
-            )));
+            return Err(ConfigProblem::BlobSyncThreads {
+                threads: raw.blob_sync_threads,
+                limit: MAX_BLOB_SYNC_THREADS,
+            }
+            .into());
         }
         if !(1..=MAX_BLOB_OPEN_FILES).contains(&raw.blob_max_open_files) {
-            return Err(bad(format!(
-                "blob_max_open_files ({}) must be from 1 to {MAX_BLOB_OPEN_FILES}",
-                raw.blob_max_open_files
-            )));
+            return Err(ConfigProblem::BlobOpenFiles {
+                files: raw.blob_max_open_files,
+                limit: MAX_BLOB_OPEN_FILES,
+            }
+            .into());
         }
         Ok(Durability {
             flush_interval: Duration::from_millis(raw.flush_interval_ms),
@@ -80,13 +86,11 @@ impl Durability {
 }
 
 /// `fsync` with `fsync_interval_ms` and `fsync_bytes` (0: no byte trigger).
-fn fsync_policy(raw: &RawConfig) -> Result<FsyncPolicy> {
+fn fsync_policy(raw: &RawConfig) -> std::result::Result<FsyncPolicy, ConfigProblem> {
     match raw.fsync.as_str() {
         "periodic" => {
             if raw.fsync_interval_ms == 0 {
-                return Err(bad(
-                    "fsync_interval_ms must be positive with fsync \"periodic\"",
-                ));
+                return Err(ConfigProblem::FsyncInterval);
             }
             Ok(FsyncPolicy::Periodic {
                 interval: Duration::from_millis(raw.fsync_interval_ms),
@@ -98,9 +102,9 @@ fn fsync_policy(raw: &RawConfig) -> Result<FsyncPolicy> {
             })
         }
         "on_request" => Ok(FsyncPolicy::OnRequest),
-        other => Err(bad(format!(
-            "fsync {other:?} (expected \"periodic\" or \"on_request\")"
-        ))),
+        other => Err(ConfigProblem::Fsync {
+            fsync: other.to_string(),
+        }),
     }
 }
 

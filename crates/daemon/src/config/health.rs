@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::raw::{bad, RawConfig, SensorHealth};
-use roverlog_core::error::Result;
+use super::raw::{RawConfig, SensorHealth};
+use crate::error::{ConfigProblem, Result};
 use roverlog_core::format::validate_name;
 
 /// Keys `sensors` to `health_interval_ms` and `clock_step_threshold_s` (config/README.md,
@@ -45,32 +45,48 @@ impl Health {
             if h.expected_hz
                 .is_some_and(|hz| !(hz.is_finite() && hz > 0.0))
             {
-                return Err(bad(format!(
-                    "sensors.{name}.expected_hz must be a positive number"
-                )));
+                return Err(ConfigProblem::ExpectedHz {
+                    sensor: name.clone(),
+                }
+                .into());
             }
             if !(h.tolerance.is_finite() && h.tolerance >= 0.0) {
-                return Err(bad(format!(
-                    "sensors.{name}.tolerance must be a number >= 0"
-                )));
+                return Err(ConfigProblem::Tolerance {
+                    sensor: name.clone(),
+                }
+                .into());
             }
         }
         if !(raw.clock_step_threshold_s.is_finite() && raw.clock_step_threshold_s > 0.0) {
-            return Err(bad("clock_step_threshold_s must be a positive number"));
+            return Err(ConfigProblem::NotPositiveNumber {
+                key: "clock_step_threshold_s",
+            }
+            .into());
         }
         if !(raw.silent_periods.is_finite() && raw.silent_periods > 0.0) {
-            return Err(bad("silent_periods must be a positive number"));
+            return Err(ConfigProblem::NotPositiveNumber {
+                key: "silent_periods",
+            }
+            .into());
         }
         if !(raw.queue_high_fraction > 0.0 && raw.queue_high_fraction <= 1.0) {
-            return Err(bad("queue_high_fraction must be in (0, 1]"));
+            return Err(ConfigProblem::QueueHighFraction {
+                fraction: raw.queue_high_fraction,
+            }
+            .into());
         }
         if raw.health_interval_ms == 0
             || raw.rate_window_ms == 0
             || raw.alarm_command_timeout_ms == 0
         {
-            return Err(bad(
-                "health_interval_ms, rate_window_ms and alarm_command_timeout_ms must be positive",
-            ));
+            return Err(ConfigProblem::NotPositive {
+                keys: vec![
+                    "health_interval_ms",
+                    "rate_window_ms",
+                    "alarm_command_timeout_ms",
+                ],
+            }
+            .into());
         }
         Ok(Health {
             sensors: raw.sensors.clone(),

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::raw::{bad, QueuePolicy, RawConfig};
-use roverlog_core::error::Result;
+use super::raw::{QueuePolicy, RawConfig};
+use crate::error::{ConfigProblem, Result};
 
 /// Keys `queue_bytes` to `hello_timeout_ms` (config/README.md, "Queues and limits").
 #[derive(Debug, Clone, PartialEq)]
@@ -25,23 +25,36 @@ pub struct Ingest {
 impl Ingest {
     pub(super) fn from_raw(raw: &RawConfig) -> Result<Ingest> {
         if raw.queue_bytes < 1024 {
-            return Err(bad("queue_bytes must be at least 1024"));
+            return Err(ConfigProblem::QueueBytesTooSmall {
+                queue_bytes: raw.queue_bytes,
+            }
+            .into());
         }
         if raw.max_frame_bytes < 8 {
-            return Err(bad("max_frame_bytes must be at least 8 (a timestamp)"));
+            return Err(ConfigProblem::FrameBytesTooSmall {
+                max_frame_bytes: raw.max_frame_bytes,
+            }
+            .into());
         }
         if raw.max_frame_bytes > 1 << 30 {
-            return Err(bad("max_frame_bytes must be at most 1 GiB"));
+            return Err(ConfigProblem::FrameBytesTooLarge {
+                max_frame_bytes: raw.max_frame_bytes,
+            }
+            .into());
         }
         if u64::from(raw.max_frame_bytes) + 4 > raw.queue_bytes {
-            return Err(bad(format!(
-                "max_frame_bytes ({}) must fit in queue_bytes ({}) or a frame could never be queued",
-                raw.max_frame_bytes, raw.queue_bytes
-            )));
+            return Err(ConfigProblem::FrameOverQueue {
+                max_frame_bytes: raw.max_frame_bytes,
+                queue_bytes: raw.queue_bytes,
+            }
+            .into());
         }
         // The budget is a semaphore of that many permits.
         if raw.queue_bytes > (usize::MAX >> 4) as u64 {
-            return Err(bad("queue_bytes is too large"));
+            return Err(ConfigProblem::QueueBytesTooLarge {
+                queue_bytes: raw.queue_bytes,
+            }
+            .into());
         }
         for (k, v) in [
             ("max_sensors", raw.max_sensors),
@@ -49,19 +62,23 @@ impl Ingest {
             ("max_hello_bytes", raw.max_hello_bytes),
         ] {
             if v == 0 {
-                return Err(bad(format!("{k} must be positive")));
+                return Err(ConfigProblem::NotPositive { keys: vec![k] }.into());
             }
         }
         // meta.json holds `ts` besides the data channels.
         let most = roverlog_core::format::meta::MAX_CHANNELS - 1;
         if raw.max_channels > most {
-            return Err(bad(format!(
-                "max_channels ({}) is over {most}, the most data channels a sensor's meta.json may hold",
-                raw.max_channels
-            )));
+            return Err(ConfigProblem::MaxChannels {
+                max_channels: raw.max_channels,
+                most,
+            }
+            .into());
         }
         if raw.hello_timeout_ms == 0 {
-            return Err(bad("hello_timeout_ms must be positive"));
+            return Err(ConfigProblem::NotPositive {
+                keys: vec!["hello_timeout_ms"],
+            }
+            .into());
         }
         Ok(Ingest {
             queue_bytes: raw.queue_bytes,

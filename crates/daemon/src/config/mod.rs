@@ -24,6 +24,8 @@ mod health;
 mod ingest;
 mod knobs;
 mod offload;
+#[cfg(test)]
+mod problem_texts;
 mod raw;
 mod recording;
 mod sockets;
@@ -34,7 +36,7 @@ use std::path::Path;
 
 use serde::{Serialize, Serializer};
 
-use roverlog_core::error::{Error, Result};
+use crate::error::{Error, Result};
 
 pub use durability::{Durability, FsyncPolicy, MAX_BLOB_SYNC_THREADS};
 pub use health::Health;
@@ -165,7 +167,10 @@ mod tests {
         );
         std::fs::write(&path, r#"{"fsync": 1}"#).unwrap();
         let e = Config::load(&path).unwrap_err();
-        assert!(matches!(e, Error::Json { .. }), "{e}");
+        assert!(
+            matches!(e, Error::Core(roverlog_core::Error::Json { .. })),
+            "{e}"
+        );
     }
 
     #[test]

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::raw::{bad, RawConfig};
-use roverlog_core::error::Result;
+use super::raw::RawConfig;
+use crate::error::{ConfigProblem, Result};
 
 /// When the background job sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,17 +34,16 @@ impl Offload {
             return Ok(None);
         };
         if o.dest.is_empty() {
-            return Err(bad(
-                "offload: dest is missing (s3://bucket/prefix or a directory)",
-            ));
+            return Err(ConfigProblem::OffloadNoDest.into());
         }
         let when = match o.when.as_str() {
             "idle" => OffloadWhen::Idle,
             "always" => OffloadWhen::Always,
             w => {
-                return Err(bad(format!(
-                    "offload: when {w:?} (expected \"idle\" or \"always\")"
-                )))
+                return Err(ConfigProblem::OffloadWhen {
+                    when: w.to_string(),
+                }
+                .into())
             }
         };
         let rate = o
@@ -52,10 +51,10 @@ impl Offload {
             .as_deref()
             .map(roverlog_offload::rate::parse_bytes)
             .transpose()
-            .map_err(|e| bad(format!("offload: rate {e}")))?;
+            .map_err(ConfigProblem::OffloadRate)?;
         let keep_free = o.keep_free.as_deref().map(percent).transpose()?;
         if o.interval_ms == 0 {
-            return Err(bad("offload: interval_ms must be more than 0"));
+            return Err(ConfigProblem::OffloadInterval.into());
         }
         Ok(Some(Offload {
             dest: o.dest.clone(),
@@ -69,16 +68,14 @@ impl Offload {
 }
 
 /// `"20%"`: 0.2.
-fn percent(text: &str) -> Result<f64> {
-    let n: f64 = text.trim().trim_end_matches('%').parse().map_err(|_| {
-        bad(format!(
-            "offload: keep_free {text:?}: not a percentage (e.g. \"20%\")"
-        ))
-    })?;
+fn percent(text: &str) -> std::result::Result<f64, ConfigProblem> {
+    let n: f64 = text
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| ConfigProblem::KeepFreeNotPercent { text: text.into() })?;
     if !(0.0..100.0).contains(&n) {
-        return Err(bad(format!(
-            "offload: keep_free {text:?}: must be from 0% to under 100%"
-        )));
+        return Err(ConfigProblem::KeepFreeRange { text: text.into() });
     }
     Ok(n / 100.0)
 }

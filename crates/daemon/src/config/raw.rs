@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use roverlog_core::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// What a connection does when its sensor's queue has no room for a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -310,14 +310,11 @@ impl RawConfig {
     /// Reads a config file (JSON; a key missing from it keeps its default).
     pub fn load(path: &Path) -> Result<RawConfig> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        serde_json::from_slice(&bytes).map_err(|error| Error::Json {
-            path: path.to_path_buf(),
-            error,
+        serde_json::from_slice(&bytes).map_err(|error| {
+            Error::Core(roverlog_core::Error::Json {
+                path: path.to_path_buf(),
+                error,
+            })
         })
     }
-}
-
-/// A value the document holds that the daemon cannot use.
-pub(super) fn bad(msg: impl Into<String>) -> Error {
-    Error::Config(msg.into())
 }

@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::raw::{bad, RawConfig};
-use roverlog_core::error::{Error, Result};
+use super::raw::RawConfig;
+use crate::error::{ConfigProblem, Result};
+use roverlog_core::error::Error;
 
 /// Keys `data_root`, `autostart`, `resume_unfinished`, `label`, the disk guard
 /// (`min_free_bytes`, `disk_check_interval_ms`), `stats_interval_ms`, `drain_quiet_ms` and
@@ -41,18 +42,23 @@ impl Recording {
             validate_label(label)?;
         }
         if raw.drain_quiet_ms == 0 || raw.drain_quiet_ms >= raw.shutdown_deadline_ms {
-            return Err(bad(format!(
-                "drain_quiet_ms ({}) must be positive and under shutdown_deadline_ms ({})",
-                raw.drain_quiet_ms, raw.shutdown_deadline_ms
-            )));
+            return Err(ConfigProblem::DrainQuiet {
+                drain_quiet_ms: raw.drain_quiet_ms,
+                shutdown_deadline_ms: raw.shutdown_deadline_ms,
+            }
+            .into());
         }
         if raw.stats_interval_ms == 0 {
-            return Err(bad(
-                "flush_interval_ms and stats_interval_ms must be positive",
-            ));
+            return Err(ConfigProblem::NotPositive {
+                keys: vec!["flush_interval_ms", "stats_interval_ms"],
+            }
+            .into());
         }
         if raw.disk_check_interval_ms == 0 {
-            return Err(bad("disk_check_interval_ms must be positive"));
+            return Err(ConfigProblem::NotPositive {
+                keys: vec!["disk_check_interval_ms"],
+            }
+            .into());
         }
         Ok(Recording {
             data_root: raw.data_root.clone(),
@@ -107,9 +113,7 @@ impl Snapshot {
     pub(super) fn from_raw(raw: &RawConfig) -> Result<Snapshot> {
         let secs = raw.pre_trigger_seconds;
         if !(secs > 0.0 && secs <= 86_400.0) {
-            return Err(bad(format!(
-                "pre_trigger_seconds ({secs}) must be over 0 and at most a day"
-            )));
+            return Err(ConfigProblem::PreTrigger { seconds: secs }.into());
         }
         Ok(Snapshot {
             enabled: raw.snapshot,
@@ -122,7 +126,7 @@ impl Snapshot {
 /// A trace label: becomes part of a directory name under `data_root`, so only
 /// `[A-Za-z0-9._-]`, at most 64 bytes, not starting with `.` or `-` (no traversal, no
 /// hidden directories, no option-looking names).
-pub fn validate_label(label: &str) -> Result<()> {
+pub fn validate_label(label: &str) -> roverlog_core::Result<()> {
     let ok = !label.is_empty()
         && label.len() <= 64
         && !label.starts_with(['.', '-'])
@@ -179,7 +183,13 @@ mod tests {
             ..RawConfig::default()
         })
         .unwrap_err();
-        assert!(matches!(e, Error::InvalidName { kind: "label", .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                crate::Error::Core(Error::InvalidName { kind: "label", .. })
+            ),
+            "{e}"
+        );
         let e = Recording::from_raw(&RawConfig {
             stats_interval_ms: 0,
             ..RawConfig::default()

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::raw::{bad, RawConfig};
-use roverlog_core::error::Result;
+use super::raw::RawConfig;
+use crate::error::{ConfigProblem, Result};
 
 /// Keys `ingest_socket` to `control_idle_timeout_ms` (config/README.md, "Paths and sockets").
 #[derive(Debug, Clone, PartialEq)]
@@ -33,22 +33,23 @@ pub struct Sockets {
 impl Sockets {
     pub(super) fn from_raw(raw: &RawConfig) -> Result<Sockets> {
         if raw.ingest_socket == raw.control_socket {
-            return Err(bad(format!(
-                "ingest_socket and control_socket are the same path ({})",
-                raw.ingest_socket.display()
-            )));
+            return Err(ConfigProblem::SameSocket {
+                path: raw.ingest_socket.clone(),
+            }
+            .into());
         }
         if raw.control_idle_timeout_ms == 0 {
-            return Err(bad("control_idle_timeout_ms must be positive"));
+            return Err(ConfigProblem::NotPositive {
+                keys: vec!["control_idle_timeout_ms"],
+            }
+            .into());
         }
         let no_operators =
             raw.control_operator_uids.is_empty() && raw.control_operator_gids.is_empty();
         if no_operators
             && !(raw.control_monitor_uids.is_empty() && raw.control_monitor_gids.is_empty())
         {
-            return Err(bad(
-                "control_monitor_uids/gids need control_operator_uids/gids too (else nobody could stop the daemon)",
-            ));
+            return Err(ConfigProblem::MonitorsWithoutOperators.into());
         }
         Ok(Sockets {
             ingest: raw.ingest_socket.clone(),
@@ -67,11 +68,11 @@ impl Sockets {
 }
 
 /// `socket_mode` (octal text, `"0660"` or `"0o660"`) as permission bits.
-fn mode_bits(text: &str) -> Result<u32> {
+fn mode_bits(text: &str) -> std::result::Result<u32, ConfigProblem> {
     let m = u32::from_str_radix(text.trim_start_matches("0o"), 8)
-        .map_err(|_| bad(format!("socket_mode {text:?} is not octal")))?;
+        .map_err(|_| ConfigProblem::SocketModeNotOctal { text: text.into() })?;
     if m > 0o777 {
-        return Err(bad(format!("socket_mode {text:?} is over 0777")));
+        return Err(ConfigProblem::SocketModeTooLarge { text: text.into() });
     }
     Ok(m)
 }

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use super::raw::{bad, RawConfig};
-use roverlog_core::error::Result;
+use super::raw::RawConfig;
+use crate::error::{ConfigProblem, Result};
 use roverlog_core::format::{validate_name, ChannelFormat, ChannelMeta, DType, SensorMeta};
 
 /// The channel the daemon records its receive time of every sample in (see
@@ -53,17 +53,20 @@ impl Storage {
             ),
         ] {
             if v == 0 {
-                return Err(bad(format!("{k} must be positive")));
+                return Err(ConfigProblem::NotPositive { keys: vec![k] }.into());
             }
         }
         if raw.lzmaf_preset > 9 {
-            return Err(bad("lzmaf_preset must be 0..=9"));
+            return Err(ConfigProblem::LzmafPreset {
+                preset: raw.lzmaf_preset,
+            }
+            .into());
         }
         if !(raw.lzmaf_store_above > 0.0 && raw.lzmaf_store_above <= 1.0) {
-            return Err(bad(format!(
-                "lzmaf_store_above must be a fraction of the queue in (0, 1], not {}",
-                raw.lzmaf_store_above
-            )));
+            return Err(ConfigProblem::LzmafStoreAbove {
+                fraction: raw.lzmaf_store_above,
+            }
+            .into());
         }
         let mut formats = BTreeMap::new();
         for (sensor, chans) in &raw.formats {
@@ -76,9 +79,12 @@ impl Storage {
                     format,
                     ChannelFormat::Raw | ChannelFormat::Lzmaf | ChannelFormat::Mjpg
                 ) {
-                    return Err(bad(format!(
-                        "formats.{sensor}.{ch}: {f:?} (overrides may only be \"raw\", \"lzmaf\" or \"mjpg\")"
-                    )));
+                    return Err(ConfigProblem::FormatOverride {
+                        sensor: sensor.clone(),
+                        channel: ch.clone(),
+                        format: f.clone(),
+                    }
+                    .into());
                 }
                 parsed.insert(ch.clone(), format);
             }
@@ -183,7 +189,10 @@ mod tests {
         );
         let e = convert(formats("../x", "img", "raw")).unwrap_err();
         assert!(
-            matches!(e, roverlog_core::Error::InvalidName { kind: "sensor", .. }),
+            matches!(
+                e,
+                crate::Error::Core(roverlog_core::Error::InvalidName { kind: "sensor", .. })
+            ),
             "{e}"
         );
     }

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
-use super::raw::{bad, RawConfig};
-use roverlog_core::error::Result;
+use super::raw::RawConfig;
+use crate::error::{ConfigProblem, Result};
 use roverlog_export::location::LocationMapping;
 
 /// Shortest accepted `http_token`.
@@ -98,22 +98,21 @@ impl Http {
             if t.chars().count() < MIN_TOKEN_CHARS
                 || t.chars().any(|c| c.is_whitespace() || c.is_control())
             {
-                return Err(bad(format!(
-                    "http_token must be at least {MIN_TOKEN_CHARS} characters, without spaces or control characters"
-                )));
+                return Err(ConfigProblem::HttpToken {
+                    min: MIN_TOKEN_CHARS,
+                }
+                .into());
             }
         }
         let allowed_hosts = raw
             .http_allowed_hosts
             .iter()
             .map(|entry| {
-                AllowedHost::parse(entry).ok_or_else(|| {
-                    bad(format!(
-                        "http_allowed_hosts entry {entry:?} is not a host name or IP address with an optional port (\"rover.local\", \"rover.local:9000\", \"10.8.0.2:8080\", \"[fd00::2]:8080\")"
-                    ))
+                AllowedHost::parse(entry).ok_or_else(|| ConfigProblem::AllowedHost {
+                    entry: entry.clone(),
                 })
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<std::result::Result<Vec<_>, _>>()?;
         let Some(listen) = &raw.http_listen else {
             return Ok(Http {
                 listen: None,
@@ -121,15 +120,15 @@ impl Http {
                 allowed_hosts,
             });
         };
-        let addr: SocketAddr = listen.parse().map_err(|_| {
-            bad(format!(
-                "http_listen {listen:?} is not an IP address with a port (\"127.0.0.1:8080\", \"[::1]:8080\")"
-            ))
+        let addr: SocketAddr = listen.parse().map_err(|_| ConfigProblem::HttpListen {
+            listen: listen.clone(),
         })?;
         if !addr.ip().is_loopback() && raw.http_token.is_none() {
-            return Err(bad(format!(
-                "http_listen {addr} is not a loopback address: set http_token (a secret of at least {MIN_TOKEN_CHARS} characters) so nobody else on the network can control the daemon"
-            )));
+            return Err(ConfigProblem::HttpNotLoopback {
+                addr,
+                min: MIN_TOKEN_CHARS,
+            }
+            .into());
         }
         Ok(Http {
             listen: Some(addr),
@@ -156,31 +155,31 @@ pub struct FoxgloveFeed {
 
 impl FoxgloveFeed {
     pub(super) fn from_raw(raw: &RawConfig) -> Result<FoxgloveFeed> {
-        let bad_rate = |k: &str, v: f64| {
-            bad(format!(
-                "{k} must be a positive number of messages per second, not {v}"
-            ))
-        };
         if !(raw.foxglove_max_hz.is_finite() && raw.foxglove_max_hz > 0.0) {
-            return Err(bad_rate("foxglove_max_hz", raw.foxglove_max_hz));
+            return Err(ConfigProblem::MessageRate {
+                sensor: None,
+                hz: raw.foxglove_max_hz,
+            }
+            .into());
         }
         for (sensor, &hz) in &raw.foxglove_sensor_hz {
             if !(hz.is_finite() && hz > 0.0) {
-                return Err(bad_rate(&format!("foxglove_sensor_hz.{sensor}"), hz));
+                return Err(ConfigProblem::MessageRate {
+                    sensor: Some(sensor.clone()),
+                    hz,
+                }
+                .into());
             }
         }
         let listen = match &raw.foxglove_listen {
             None => None,
             Some(listen) => {
-                let addr: SocketAddr = listen.parse().map_err(|_| {
-                    bad(format!(
-                        "foxglove_listen {listen:?} is not an IP address with a port (\"127.0.0.1:8765\")"
-                    ))
-                })?;
+                let addr: SocketAddr =
+                    listen.parse().map_err(|_| ConfigProblem::FoxgloveListen {
+                        listen: listen.clone(),
+                    })?;
                 if !addr.ip().is_loopback() {
-                    return Err(bad(format!(
-                        "foxglove_listen {addr} is not a loopback address: the live feed has no authentication, so it serves this machine only (reach it from elsewhere through an SSH tunnel)"
-                    )));
+                    return Err(ConfigProblem::FoxgloveNotLoopback { addr }.into());
                 }
                 Some(addr)
             }
@@ -189,7 +188,7 @@ impl FoxgloveFeed {
         for (sensor, fields) in &raw.foxglove_location {
             let pairs = fields.iter().map(|(k, v)| (k.as_str(), v.as_str()));
             let m = LocationMapping::from_pairs(sensor, pairs)
-                .map_err(|e| bad(format!("foxglove_location.{e}")))?;
+                .map_err(ConfigProblem::FoxgloveLocation)?;
             locations.insert(sensor.clone(), m);
         }
         Ok(FoxgloveFeed {

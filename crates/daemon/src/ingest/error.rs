@@ -217,9 +217,19 @@ mod tests {
             ),
             (
                 failed(WriterError::Failed(Arc::new(SensorFailure::Panic {
-                    msg: "boom".into(),
+                    panic: "boom".into(),
                 }))),
                 "sensor \"imu\" failed: internal error: the writer panicked: boom",
+            ),
+            // As when the compressor's error was kept as the panic's text.
+            (
+                failed(WriterError::Failed(Arc::new(SensorFailure::Compress(
+                    crate::compress::CompressError::Panic {
+                        seq: 3,
+                        panic: "boom".into(),
+                    },
+                )))),
+                "sensor \"imu\" failed: internal error: the writer panicked: the compression of frame 3 panicked: boom",
             ),
             (
                 failed(WriterError::ended("imu")),

@@ -236,7 +236,7 @@ impl Writer {
             Ok(out) => out,
             Err(e) => {
                 self.stats.discarded.fetch_add(1, Relaxed);
-                self.fail_with(SensorFailure::Panic { msg: e.to_string() });
+                self.fail_with(SensorFailure::Compress(e));
                 return;
             }
         };

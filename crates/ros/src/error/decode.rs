@@ -119,7 +119,10 @@ pub enum DecodeProblem {
         two: Box<DecodeProblem>,
     },
     /// A message of a rosbag2 recording compressed per message (`compression_mode: message`)
-    /// whose zstd frame does not decompress, or decompresses to more than the limit.
-    #[error("its zstd frame (compression_mode: message) does not decompress: {msg}")]
-    Frame { msg: String },
+    /// whose zstd frame of `frame_len` bytes does not decompress: zstd's own words.
+    #[error("its zstd frame (compression_mode: message) does not decompress: zstd: {error} ({frame_len} bytes of frame)")]
+    Frame { error: String, frame_len: usize },
+    /// A message compressed per message whose zstd frame decompresses to more than `limit`.
+    #[error("its zstd frame (compression_mode: message) does not decompress: it decompresses to more than the limit of {limit} bytes")]
+    FrameTooLarge { limit: u64 },
 }

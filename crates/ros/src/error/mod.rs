@@ -12,6 +12,8 @@ pub use roverlog_core::error::IoContext;
 
 mod decode;
 mod skip;
+#[cfg(test)]
+mod tests;
 
 pub use decode::{BadChar, DecodeProblem, SchemaProblem, WideProblem};
 pub use skip::{MapError, NoWire, SkipReason};
@@ -155,9 +157,26 @@ pub enum RosProblem {
     /// A chunk compressed with something we do not decode.
     #[error("chunk at byte {at}: unsupported compression {name:?} (we read none, zstd, lz4, bz2)")]
     Compression { at: u64, name: String },
-    /// A chunk that does not decompress to what its header says.
-    #[error("chunk at byte {at}: {msg}")]
-    Decompress { at: u64, msg: String },
+    /// A chunk whose `codec` (zstd, lz4, bz2) refused its bytes: the codec's own words.
+    #[error("chunk at byte {at}: {codec}: {error}")]
+    Decompress {
+        at: u64,
+        codec: &'static str,
+        error: String,
+    },
+    /// A zstd chunk that decompresses to more than the `want` bytes its header says.
+    #[error(
+        "chunk at byte {at}: zstd: decompresses to more than the {want} bytes its header says"
+    )]
+    DecompressesLonger { at: u64, want: usize },
+    /// A chunk that decompresses to `got` bytes, not the `want` its header says.
+    #[error("chunk at byte {at}: decompressed to {got} bytes, its header says {want}")]
+    DecompressedSize { at: u64, got: usize, want: usize },
+    /// A chunk whose records' CRC32 is `got`, not the `want` its header says.
+    #[error(
+        "chunk at byte {at}: CRC32 of the records is {got:#010x}, its header says {want:#010x}"
+    )]
+    ChunkCrc { at: u64, got: u32, want: u32 },
     /// A message naming a channel (MCAP) or connection (ROS 1) never defined before it.
     #[error("message at byte {at} names channel/connection {id}, which was never defined")]
     UnknownChannel { at: u64, id: u32 },
@@ -177,13 +196,24 @@ pub enum RosProblem {
         topic: String,
         problem: MappingProblem,
     },
-    /// Something the SQLite storage refused (rosbag2 `.db3`).
-    #[error("sqlite: {msg}")]
-    Sqlite { msg: String },
-    /// A file rosbag2 compressed whole (`compression_mode: file`) that does not decompress:
-    /// how far it got, and why.
-    #[error("compressed file (compression_mode: file): {msg} after {written} bytes decompressed")]
-    CompressedFile { written: u64, msg: String },
+    /// Something the SQLite storage refused (rosbag2 `.db3`): rusqlite's own words.
+    #[error("sqlite: {error}")]
+    Sqlite { error: String },
+    /// A message row of the SQLite storage that was listed and is gone when read.
+    #[error("sqlite: message row {id} is gone")]
+    SqliteRowGone { id: i64 },
+    /// A file rosbag2 compressed whole (`compression_mode: file`) that zstd does not
+    /// decompress after `written` bytes: zstd's own words.
+    #[error("compressed file (compression_mode: file): zstd: {error} after {written} bytes decompressed")]
+    CompressedFile { written: u64, error: String },
+    /// A file compressed whole that ends inside its zstd frame (zstd's words for it).
+    #[error("compressed file (compression_mode: file): truncated: the file ends inside its zstd frame ({error}) after {written} bytes decompressed")]
+    CompressedFileCut { written: u64, error: String },
+    /// A file compressed whole that decompresses to nothing.
+    #[error(
+        "compressed file (compression_mode: file): it holds no data after 0 bytes decompressed"
+    )]
+    CompressedFileEmpty,
 }
 
 /// What is wrong inside one record of a container (MCAP or ROS 1 bag).

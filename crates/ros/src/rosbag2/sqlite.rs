@@ -173,11 +173,7 @@ impl Db3 {
             .prepare("SELECT data FROM messages WHERE id = ?1")
             .and_then(|mut q| q.query_row([id], |r| r.get(0)).optional())
             .map_err(|e| sql(&self.path, e))?;
-        let blob = blob.ok_or_else(|| {
-            self.problem(RosProblem::Sqlite {
-                msg: format!("message row {id} is gone"),
-            })
-        })?;
+        let blob = blob.ok_or_else(|| self.problem(RosProblem::SqliteRowGone { id }))?;
         *out = blob;
         Ok(())
     }
@@ -193,6 +189,8 @@ impl Db3 {
 fn sql(path: &Path, e: rusqlite::Error) -> Error {
     Error::Ros {
         path: path.to_path_buf(),
-        problem: RosProblem::Sqlite { msg: e.to_string() },
+        problem: RosProblem::Sqlite {
+            error: e.to_string(),
+        },
     }
 }

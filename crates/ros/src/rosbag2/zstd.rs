@@ -38,17 +38,16 @@ impl FrameDecoder {
             self.out = Vec::new();
         }
         self.out.clear();
-        let bad = |msg: String| DecodeProblem::Frame { msg };
         let decoder = zstd::stream::read::Decoder::with_context(frame, &mut self.ctx);
         decoder
             .take(self.limit + 1)
             .read_to_end(&mut self.out)
-            .map_err(|e| bad(format!("zstd: {e} ({} bytes of frame)", frame.len())))?;
+            .map_err(|e| DecodeProblem::Frame {
+                error: e.to_string(),
+                frame_len: frame.len(),
+            })?;
         if self.out.len() as u64 > self.limit {
-            return Err(bad(format!(
-                "it decompresses to more than the limit of {} bytes",
-                self.limit
-            )));
+            return Err(DecodeProblem::FrameTooLarge { limit: self.limit });
         }
         Ok(&self.out)
     }
@@ -117,12 +116,18 @@ impl<R: Read> Read for Counting<R> {
 fn decompress_file(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
     let f = std::fs::File::open(src).at(src)?;
     let total = f.metadata().at(src)?.len();
-    let bad = |written: u64, msg: String| Error::Ros {
+    let bad = |problem| Error::Ros {
         path: src.to_path_buf(),
-        problem: RosProblem::CompressedFile { written, msg },
+        problem,
     };
-    let mut dec = zstd::stream::read::Decoder::new(Counting { inner: f, read: 0 })
-        .map_err(|e| bad(0, format!("zstd: {e}")))?;
+    let zstd = |written, e: std::io::Error| {
+        bad(RosProblem::CompressedFile {
+            written,
+            error: e.to_string(),
+        })
+    };
+    let mut dec =
+        zstd::stream::read::Decoder::new(Counting { inner: f, read: 0 }).map_err(|e| zstd(0, e))?;
     let mut w = std::fs::File::create(out).at(out)?;
     let mut buf = vec![0u8; 1 << 20];
     let mut written = 0u64;
@@ -133,19 +138,19 @@ fn decompress_file(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             // The zstd crate's error for input that ends inside a frame.
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                return Err(bad(
+                return Err(bad(RosProblem::CompressedFileCut {
                     written,
-                    format!("truncated: the file ends inside its zstd frame ({e})"),
-                ))
+                    error: e.to_string(),
+                }))
             }
-            Err(e) => return Err(bad(written, format!("zstd: {e}"))),
+            Err(e) => return Err(zstd(written, e)),
         };
         w.write_all(&buf[..n]).at(out)?;
         written += n as u64;
         progress(dec.get_ref().get_ref().read, total);
     }
     if written == 0 {
-        return Err(bad(0, "it holds no data".into()));
+        return Err(bad(RosProblem::CompressedFileEmpty));
     }
     w.flush().at(out)?;
     Ok(())

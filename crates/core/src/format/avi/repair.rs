@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::parse::{self, Layout};
 use super::write::{self, MjpgWriter, DEFAULT_FPS};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{CorruptProblem, Error, IoContext, Result};
 use crate::format::meta::ChannelMeta;
 use crate::format::problem::{Checked, CutAction, Depth, EmptyVideoCause, OnFrames, Problem};
 
@@ -226,10 +226,7 @@ pub fn recover(
     };
     if !l.header_ok || l.segments.is_empty() {
         if keep > 0 {
-            return Err(Error::corrupt(
-                path,
-                "no frames to keep in a file without a header",
-            ));
+            return Err(Error::corrupt(path, CorruptProblem::NoFramesToKeep));
         }
         return fresh(EmptyVideoCause::HeaderCut { len: l.file_len });
     }

@@ -11,7 +11,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::parse::{self, Frame, Header, Segment, KEYFRAME, MAX_FRAME_BYTES};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{CorruptProblem, Error, IoContext, Result};
 use crate::format::append::AppendFile;
 
 /// A RIFF segment is closed and a `RIFF AVIX` one started when it would pass this size
@@ -162,12 +162,8 @@ fn ix_bytes(frames: &[Frame], base: u64, id: [u8; 4], path: &Path) -> Result<Vec
     v.extend_from_slice(&base.to_le_bytes());
     put32(&mut v, 0);
     for f in frames {
-        let off = u32::try_from(f.offset - base).map_err(|_| {
-            Error::corrupt(
-                path,
-                "a RIFF segment is over 4 GiB: OpenDML cannot index it",
-            )
-        })?;
+        let off = u32::try_from(f.offset - base)
+            .map_err(|_| Error::corrupt(path, CorruptProblem::SegmentOver4GiB))?;
         put32(&mut v, off);
         put32(&mut v, f.len);
     }
@@ -178,19 +174,16 @@ fn ix_bytes(frames: &[Frame], base: u64, id: [u8; 4], path: &Path) -> Result<Vec
 /// (index chunk offset, index chunk size, frames).
 fn write_super_index(f: &File, path: &Path, h: &Header, entries: &[(u64, u32, u32)]) -> Result<()> {
     let Some((pos, size, _)) = h.indx else {
-        return Err(Error::corrupt(
-            path,
-            "no super index slot in the header: cannot index a file of several RIFF segments",
-        ));
+        return Err(Error::corrupt(path, CorruptProblem::NoSuperIndexSlot));
     };
     let cap = (size.saturating_sub(24) / 16) as usize;
     if entries.len() > cap {
         return Err(Error::corrupt(
             path,
-            format!(
-                "{} RIFF segments but the super index has room for {cap}",
-                entries.len()
-            ),
+            CorruptProblem::SuperIndexFull {
+                segments: entries.len(),
+                room: cap,
+            },
         ));
     }
     let mut v = Vec::with_capacity(8 + size as usize);
@@ -224,7 +217,7 @@ pub fn write_trailer(
 ) -> Result<u64> {
     let first = segments
         .first()
-        .ok_or_else(|| Error::corrupt(path, "no 'movi' list to finish"))?;
+        .ok_or_else(|| Error::corrupt(path, CorruptProblem::NoMovi))?;
     let seg_of = |off: u64| {
         segments
             .iter()
@@ -273,7 +266,7 @@ pub fn write_trailer(
                 (end, ix.len() as u32 - 8)
             } else {
                 sg.ix.ok_or_else(|| {
-                    Error::corrupt(path, format!("RIFF segment {s} has no 'ix' index chunk"))
+                    Error::corrupt(path, CorruptProblem::SegmentWithoutIx { segment: s })
                 })?
             };
             entries.push((pos, size + 8, n));
@@ -412,10 +405,10 @@ impl MjpgWriter {
             .ok_or_else(|| {
                 Error::corrupt(
                     &self.path,
-                    format!(
-                        "frame of {} bytes is over the {MAX_FRAME_BYTES}-byte limit",
-                        jpeg.len()
-                    ),
+                    CorruptProblem::FrameTooLarge {
+                        bytes: jpeg.len(),
+                        limit: MAX_FRAME_BYTES,
+                    },
                 )
             })?;
         if self.frames.is_empty() && self.segments.len() == 1 && self.header.width == 0 {

@@ -16,7 +16,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::{index_path, LzmafReader, LzmafWriter};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{CorruptProblem, Error, IoContext, Result};
 use crate::format::events::EVENTS_DIR;
 use crate::format::meta::{sync_dir, ChannelFormat, SensorMeta};
 use crate::format::{lzma, stored_xz};
@@ -220,7 +220,7 @@ fn recompress(
     if back != data {
         return Err(Error::corrupt(
             &src.path,
-            format!("frame {index} recompressed does not decode to the same bytes; left as it was"),
+            CorruptProblem::RecompressedDiffers { frame: index },
         ));
     }
     Ok(Some(new))

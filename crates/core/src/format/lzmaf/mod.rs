@@ -16,7 +16,7 @@ use super::append::AppendFile;
 use super::bounds::{self, Expected};
 use super::lzma;
 use super::problem::Problem;
-use crate::error::{Damage, Error, Result};
+use crate::error::{CorruptProblem, Damage, Error, Result, XzProblem};
 
 /// The index file's path for the channel file `data`.
 pub fn index_path(data: &Path) -> PathBuf {
@@ -67,20 +67,16 @@ impl LzmafWriter {
         let mut index = AppendFile::open_append(&index_path(path), 4096)?;
         if offsets.is_empty() {
             if !data.is_empty() {
-                return Err(Error::corrupt(
-                    path,
-                    "data without an index (run `roverlog recover`)",
-                ));
+                return Err(Error::corrupt(path, CorruptProblem::DataWithoutIndex));
             }
             index.append(&0u64.to_le_bytes())?;
         } else if offsets.last() != Some(&data.len()) {
             return Err(Error::corrupt(
                 path,
-                format!(
-                    "index ends at {} but the data file is {} bytes (run `roverlog recover`)",
-                    offsets.last().unwrap_or(&0),
-                    data.len()
-                ),
+                CorruptProblem::IndexDataMismatch {
+                    index_end: *offsets.last().unwrap_or(&0),
+                    data_len: data.len(),
+                },
             ));
         }
         Ok(LzmafWriter {
@@ -495,22 +491,17 @@ impl LzmafReader {
     /// reused, so a loop over frames allocates once).
     pub fn get_into(&self, index: u64, out: &mut Vec<u8>) -> Result<()> {
         let frame = self.compressed(index)?;
-        let damaged = |why: String| Error::DamagedSample {
+        let damaged = |why| Error::DamagedSample {
             path: self.path.clone(),
             index,
             damage: Damage::Undecodable(why),
         };
-        match lzma::decompress_into(frame, self.sample_bytes, &self.path, out) {
-            Ok(()) => {}
-            Err(Error::Corrupt { msg, .. }) => return Err(damaged(msg)),
-            Err(e) => return Err(damaged(e.to_string())),
-        };
+        lzma::decode_into(frame, self.sample_bytes, out).map_err(damaged)?;
         if out.len() != self.sample_bytes {
-            return Err(damaged(format!(
-                "decompresses to {} bytes, expected {}",
-                out.len(),
-                self.sample_bytes
-            )));
+            return Err(damaged(XzProblem::DecodedSize {
+                got: out.len(),
+                expected: self.sample_bytes,
+            }));
         }
         Ok(())
     }
