@@ -442,13 +442,15 @@ fn camera_v4l2(source: &mut dyn v4l2::FrameSource, a: &CameraArgs) -> Result<Out
     };
     let r = v4l2::run(source, &opts, &mut on_bad).fail(Exit::Usage, WHO)?;
     eprintln!(
-        "{}: {} frames ({} bytes) sent, {} of {} durable; {} buffers were not whole JPEGs",
+        "{}: {} frames ({} bytes) sent, {} of {} durable; {} buffers were not whole JPEGs; \
+         {} frames skipped by the camera (sequence gaps)",
         source.name(),
         r.frames,
         r.bytes,
         r.durable,
         r.expected,
-        r.not_jpeg
+        r.not_jpeg,
+        r.skipped
     );
     ended(r.ended)
 }

@@ -92,6 +92,9 @@ pub struct CameraReport {
     /// Parts that were not a whole JPEG (not stored), and the last one's problem.
     pub not_jpeg: u64,
     pub last_not_jpeg: Option<NotStored>,
+    /// Frames the source dropped before the driver saw them (gaps in a V4L2 camera's buffer
+    /// sequence numbers; 0 for HTTP, which has none).
+    pub skipped: u64,
     /// Frames the daemon reported durable at the end, of `expected` (equal: nothing lost).
     pub durable: u64,
     pub expected: u64,

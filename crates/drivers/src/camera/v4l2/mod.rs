@@ -112,6 +112,7 @@ pub fn run(
     let name = source.name().to_string();
     let mut clock = clock::EpochClock::default();
     let mut report = CameraReport::default();
+    let mut last_sequence = None;
     // The first whole frame gives the channel's shape; the daemon is reached after it.
     let (first, info, ts) = loop {
         let b = match source.next()? {
@@ -125,6 +126,7 @@ pub fn run(
             }
         };
         let ts = clock.epoch(b.flags, b.timestamp);
+        report.skipped += skipped(&mut last_sequence, b.sequence);
         match b.jpeg() {
             Ok((frame, info)) => break (frame.to_vec(), info, ts),
             Err(e) => bad(&mut report, e, on_bad),
@@ -148,6 +150,7 @@ pub fn run(
             }
         };
         let ts = clock.epoch(b.flags, b.timestamp);
+        report.skipped += skipped(&mut last_sequence, b.sequence);
         match b.jpeg() {
             Ok((frame, _)) => send(&mut d, &mut report, ts, frame)?,
             Err(e) => bad(&mut report, e, on_bad),
@@ -156,6 +159,25 @@ pub fn run(
     }
     finish(&mut d, &mut report, opts.stop_timeout)?;
     Ok(report)
+}
+
+/// The frames missing between the last buffer's sequence number and `sequence` (the driver
+/// counts every frame it captured, including those it dropped for want of a free buffer); a
+/// number that goes back (a restarted stream) counts none.
+pub fn skipped(last: &mut Option<u32>, sequence: u32) -> u64 {
+    let gap = match *last {
+        Some(l) => {
+            let d = sequence.wrapping_sub(l);
+            if (2..1 << 31).contains(&d) {
+                u64::from(d - 1)
+            } else {
+                0
+            }
+        }
+        None => 0,
+    };
+    *last = Some(sequence);
+    gap
 }
 
 #[cfg(test)]

@@ -197,3 +197,14 @@ fn the_replay_stops_when_told_and_refuses_what_it_cannot_replay() {
         "{e}"
     );
 }
+
+#[test]
+fn gaps_in_the_sequence_are_frames_the_camera_dropped() {
+    let mut last = None;
+    let got: Vec<u64> = [5, 6, 7, 10, 11, 11, 3, u32::MAX, 1]
+        .iter()
+        .map(|&s| super::skipped(&mut last, s))
+        .collect();
+    // 7 -> 10: two dropped; a repeat or a step back: none; MAX -> 1 wraps: one (0) dropped.
+    assert_eq!(got, vec![0, 0, 0, 2, 0, 0, 0, 0, 1]);
+}
