@@ -223,8 +223,18 @@ impl Device {
             ..zeroed()
         };
         // SAFETY: S_PARM takes a v4l2_streamparm.
-        unsafe { ioctl(fd.as_fd(), sys::VIDIOC_S_PARM, &mut parm) }
-            .map_err(ioctl_err("VIDIOC_S_PARM"))?;
+        match unsafe { ioctl(fd.as_fd(), sys::VIDIOC_S_PARM, &mut parm) } {
+            Ok(()) => {}
+            // A driver that cannot set the rate streams at the one it has: refused only when
+            // --fps asked for one.
+            Err(e)
+                if opts.want.fps.is_none()
+                    && matches!(e.raw_os_error(), Some(libc::ENOTTY | libc::EINVAL)) =>
+            {
+                parm = zeroed();
+            }
+            Err(e) => return Err(ioctl_err("VIDIOC_S_PARM")(e)),
+        }
         // SAFETY: the driver filled the capture member (the buffer type is capture).
         let set = unsafe { parm.parm.capture.timeperframe };
         if set.numerator != 0 && set.denominator != 0 {
