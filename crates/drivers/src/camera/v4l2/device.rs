@@ -617,6 +617,22 @@ mod tests {
     }
 
     #[test]
+    fn a_camera_without_mjpg_names_what_it_has() {
+        let e = DeviceError::NoMjpeg {
+            device: "/dev/video0".into(),
+            card: "Integrated Camera".into(),
+            offered: [sys::fourcc(*b"YUYV"), sys::fourcc(*b"GREY")]
+                .iter()
+                .map(|&f| sys::fourcc_name(f))
+                .collect(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "/dev/video0 (Integrated Camera): no MJPG format (it offers YUYV, GREY)"
+        );
+    }
+
+    #[test]
     fn device_caps_are_used_when_the_driver_fills_them() {
         let mut c: sys::v4l2_capability = zeroed();
         c.card[..4].copy_from_slice(b"cam0");
