@@ -89,7 +89,8 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf,
-    /// dashboard, foxglove; or full-size, hour-trace, soak, faults, rig, rosbag or offload alone.
+    /// dashboard, foxglove; or full-size, hour-trace, soak, faults, rig, camera, rosbag or
+    /// offload alone.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// How long `--only soak` runs, minutes (the rotation period is a twelfth of it, at
