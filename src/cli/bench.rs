@@ -39,6 +39,10 @@ use roverlog_bench::runner;
 /// scenario --rounds times: an fdatasync failing with EIO (libfiu), ENOSPC on a loop-mounted
 /// ext4, the ext4 shutdown ioctl; samples acknowledged durable but lost (must be 0), the
 /// disk_error alarm's delay, peak RSS (docs/disk-failure.md).
+/// camera (run alone: `--only camera`): `roverlog driver camera` replaying 60 ffmpeg-made
+/// 1920x1080 JPEGs at 60 fps for --rig-seconds (10; 2 with --quick) into a real daemon; the
+/// driver's CPU per video second (target <= 5% of a core) against ffmpeg decoding and
+/// encoding the same frames (upstream's collector's way).
 /// rosbag (run alone: `--only rosbag`): `roverlog rosbag` on a trace of --lidar-frames
 /// 128x2048 lidar frames and a 100 Hz IMU against upstream's `roverd rosbag` in
 /// --upstream-python, rounds alternating; CPU and wall of each, and the ratios.
@@ -85,7 +89,8 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Run only these scenarios (comma-separated): large, direct, imu, batched, lzmaf,
-    /// dashboard, foxglove; or full-size, hour-trace, soak, faults, rig, rosbag or offload alone.
+    /// dashboard, foxglove; or full-size, hour-trace, soak, faults, rig, camera, rosbag or
+    /// offload alone.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// How long `--only soak` runs, minutes (the rotation period is a twelfth of it, at
@@ -93,7 +98,7 @@ pub struct Args {
     #[arg(long, default_value_t = 60.0)]
     minutes: f64,
     /// rig: seconds of the rig to record (default 60; 2 with --quick, which also makes the
-    /// frames tiny).
+    /// frames tiny). camera: seconds of video to replay (default 10; 2 with --quick).
     #[arg(long, value_name = "SECONDS")]
     rig_seconds: Option<f64>,
     /// rig: a Python where `import roverd` (upstream's format package, with opencv) works,

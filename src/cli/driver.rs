@@ -9,14 +9,15 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args as ClapArgs, Subcommand, ValueEnum};
-use roverlog_drivers::camera::{self, CameraOptions, Storage};
+use roverlog_drivers::camera::{self, v4l2, CameraOptions, Storage};
 use roverlog_drivers::gps;
 use roverlog_drivers::ouster;
 
 use super::exit::{Exit, Fail, Outcome};
 
 /// Exit codes: 0 stopped by SIGTERM/SIGINT with every sample durable; 2 an error (the daemon
-/// unreachable or refusing the sensor, the camera or gpsd unreachable, the camera not MJPEG,
+/// unreachable or refusing the sensor, the camera or gpsd unreachable, the camera not MJPEG
+/// or not a V4L2 capture device or without the mode asked,
 /// the lidar's metadata unreadable or its ports taken, samples not durable within
 /// --stop-timeout); 3 the source's stream ended or broke (the lidar silent for
 /// --stall-timeout; every sample sent is durable; a service manager restarts the driver).
@@ -33,9 +34,10 @@ pub struct Args {
 
 #[derive(Subcommand)]
 enum Kind {
-    /// An IP camera's MJPEG over HTTP (multipart/x-mixed-replace): each JPEG passed through
-    /// unchanged to a `mjpg` (or `jpg`) channel; parts that are not whole JPEGs are counted
-    /// and reported, never stored.
+    /// A camera's MJPEG, each JPEG passed through unchanged to a `mjpg` (or `jpg`) channel:
+    /// a V4L2/UVC camera (/dev/videoN) or an IP camera's MJPEG over HTTP
+    /// (multipart/x-mixed-replace); buffers or parts that are not whole JPEGs are counted and
+    /// reported, never stored.
     Camera(CameraArgs),
     /// GPS through gpsd: each TPV report (position, velocity, fix quality, GPS time) one
     /// sample of channels `latitude`, `longitude`, `altitude`, ... that the map shows without
@@ -57,7 +59,10 @@ enum Format {
 
 #[derive(ClapArgs)]
 struct CameraArgs {
-    /// The stream: http://HOST:PORT/PATH (the port may be left out: 80).
+    /// The source: a V4L2 device (/dev/videoN), an MJPEG stream http://HOST:PORT/PATH (the
+    /// port may be left out: 80), or replay:DIR (the files of DIR, in name order, each
+    /// replayed as one buffer: a stand-in camera for tests and benchmarks).
+    #[arg(value_name = "SOURCE")]
     url: String,
     /// The daemon's ingest socket.
     #[arg(long, default_value = "run/ingest.sock")]
@@ -68,9 +73,22 @@ struct CameraArgs {
     /// How frames are stored.
     #[arg(long, value_enum, default_value = "mjpg")]
     format: Format,
-    /// The largest part (frame) accepted, in bytes.
+    /// The largest part (frame) accepted, in bytes (http:// only).
     #[arg(long, default_value_t = 16 << 20)]
     max_frame_bytes: usize,
+    /// V4L2: the frame size asked, WIDTHxHEIGHT (default: the camera's largest MJPG size).
+    #[arg(long, value_name = "WxH")]
+    size: Option<String>,
+    /// V4L2: the frame rate asked (default: the highest the size offers); replay: the rate
+    /// (default 30).
+    #[arg(long)]
+    fps: Option<u32>,
+    /// V4L2 (and replay): mmap buffers requested.
+    #[arg(long)]
+    buffers: Option<u32>,
+    /// replay: times through the files (0: forever).
+    #[arg(long)]
+    loops: Option<u64>,
     /// Seconds without a byte from the camera before the stream counts as broken.
     #[arg(long, default_value_t = 5.0)]
     stall_timeout: f64,
@@ -324,6 +342,26 @@ fn ouster_event(sensor: &str, e: &ouster::Event) {
 }
 
 fn camera_main(a: CameraArgs, stop: Arc<AtomicBool>) -> Result<Outcome> {
+    if let Some(dir) = a.url.strip_prefix("replay:") {
+        return camera_replay(PathBuf::from(dir), &a, stop);
+    }
+    if !a.url.contains("://") {
+        return camera_device(PathBuf::from(&a.url), &a, stop);
+    }
+    for (given, flag) in [
+        (a.size.is_some(), "--size"),
+        (a.fps.is_some(), "--fps"),
+        (a.buffers.is_some(), "--buffers"),
+        (a.loops.is_some(), "--loops"),
+    ] {
+        if given {
+            return Err(anyhow::anyhow!(
+                "{flag} applies to a V4L2 device or a replay, not to {}",
+                a.url
+            ))
+            .fail(Exit::Usage, WHO);
+        }
+    }
     let mut opts = CameraOptions::new(&a.url, a.socket, &a.sensor);
     opts.storage = match a.format {
         Format::Mjpg => Storage::Mjpg,
@@ -331,7 +369,7 @@ fn camera_main(a: CameraArgs, stop: Arc<AtomicBool>) -> Result<Outcome> {
     };
     opts.limits.max_part = a.max_frame_bytes;
     (opts.stall_timeout, opts.stop_timeout) = timeouts(a.stall_timeout, a.stop_timeout)?;
-    let mut on_bad = |n: u64, e: &camera::jpeg::NotJpeg| {
+    let mut on_bad = |n: u64, e: &camera::NotStored| {
         // The first ten, then every hundredth: a broken camera does not flood the journal.
         if n <= 10 || n.is_multiple_of(100) {
             eprintln!("{}: part not stored ({n} so far): {e}", a.url);
@@ -352,4 +390,82 @@ fn ended(ended: Option<impl std::fmt::Display>) -> Result<Outcome> {
         None => Ok(Outcome::Ok),
         Some(e) => Err(anyhow::anyhow!("{e}")).fail(Exit::Unavailable, WHO),
     }
+}
+
+/// `driver camera /dev/videoN`: the V4L2 device opened in the mode asked, then [`camera_v4l2`].
+fn camera_device(path: PathBuf, a: &CameraArgs, stop: Arc<AtomicBool>) -> Result<Outcome> {
+    if a.loops.is_some() {
+        return Err(anyhow::anyhow!(
+            "--loops applies to a replay, not to a V4L2 device"
+        ))
+        .fail(Exit::Usage, WHO);
+    }
+    let size = match &a.size {
+        Some(s) => Some(v4l2::modes::parse_size(s).fail(Exit::Usage, WHO)?),
+        None => None,
+    };
+    let mut opts = v4l2::device::DeviceOptions {
+        want: v4l2::modes::Want { size, fps: a.fps },
+        ..Default::default()
+    };
+    opts.buffers = a.buffers.unwrap_or(opts.buffers);
+    (opts.stall_timeout, _) = timeouts(a.stall_timeout, a.stop_timeout)?;
+    let mut device = v4l2::device::Device::open(&path, &opts, stop).fail(Exit::Usage, WHO)?;
+    let caps = device.caps();
+    eprintln!(
+        "{} ({}, {}): MJPG {}, {} mmap buffers",
+        path.display(),
+        caps.card,
+        caps.driver,
+        device.mode(),
+        device.buffers()
+    );
+    camera_v4l2(&mut device, a)
+}
+
+/// `driver camera replay:DIR`: the files of DIR as a camera's buffers, then [`camera_v4l2`].
+fn camera_replay(dir: PathBuf, a: &CameraArgs, stop: Arc<AtomicBool>) -> Result<Outcome> {
+    if a.size.is_some() {
+        return Err(anyhow::anyhow!(
+            "--size applies to a V4L2 device: a replay's frames are the files' size"
+        ))
+        .fail(Exit::Usage, WHO);
+    }
+    let opts = v4l2::replay::ReplayOptions {
+        fps: a.fps.unwrap_or(30),
+        loops: a.loops.unwrap_or(1),
+        buffers: a.buffers.unwrap_or(4) as usize,
+    };
+    let mut replay = v4l2::replay::Replay::open(&dir, opts, stop).fail(Exit::Usage, WHO)?;
+    camera_v4l2(&mut replay, a)
+}
+
+/// The V4L2 loop over an open source; its report and exit code.
+fn camera_v4l2(source: &mut dyn v4l2::FrameSource, a: &CameraArgs) -> Result<Outcome> {
+    let name = source.name().to_string();
+    let mut opts = CameraOptions::new(&name, a.socket.clone(), &a.sensor);
+    opts.storage = match a.format {
+        Format::Mjpg => Storage::Mjpg,
+        Format::Jpg => Storage::Jpg,
+    };
+    (_, opts.stop_timeout) = timeouts(a.stall_timeout, a.stop_timeout)?;
+    let mut on_bad = |n: u64, e: &camera::NotStored| {
+        // The first ten, then every hundredth: a broken camera does not flood the journal.
+        if n <= 10 || n.is_multiple_of(100) {
+            eprintln!("{name}: buffer not stored ({n} so far): {e}");
+        }
+    };
+    let r = v4l2::run(source, &opts, &mut on_bad).fail(Exit::Usage, WHO)?;
+    eprintln!(
+        "{}: {} frames ({} bytes) sent, {} of {} durable; {} buffers were not whole JPEGs; \
+         {} frames skipped by the camera (sequence gaps)",
+        source.name(),
+        r.frames,
+        r.bytes,
+        r.durable,
+        r.expected,
+        r.not_jpeg,
+        r.skipped
+    );
+    ended(r.ended)
 }

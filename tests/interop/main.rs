@@ -13,6 +13,7 @@ mod dashboard_honest;
 mod driver_camera;
 mod driver_gps;
 mod driver_ouster;
+mod driver_v4l2;
 mod format;
 mod gulp;
 mod mjpg;

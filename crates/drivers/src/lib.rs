@@ -3,12 +3,13 @@
 //! when the daemon restarts, retains frames until they are durable). `roverlog driver KIND`
 //! (src/cli/driver.rs) is the command; docs/drivers.md the manual.
 //!
-//! - [`camera`]: an IP camera's MJPEG over HTTP, JPEG bytes passed through unchanged.
+//! - [`camera`]: an IP camera's MJPEG over HTTP, or a V4L2/UVC camera's MJPG buffers
+//!   ([`camera::v4l2`]), JPEG bytes passed through unchanged.
 //! - [`gps`]: gpsd's TPV reports (position, velocity, fix quality, GPS time).
 //! - [`ouster`]: an Ouster lidar's UDP lidar and IMU packets, frames assembled by frame id.
 //!
-//! Dependencies: `roverlog-client`, `roverlog-core` and `libc` (socket options); no tokio
-//! (blocking std; one thread per driver process, the Ouster driver's three).
+//! Dependencies: `roverlog-client`, `roverlog-core` and `libc` (socket options, the V4L2
+//! ioctls); no tokio (blocking std; one thread per driver process, the Ouster driver's three).
 
 pub mod camera;
 pub mod gps;

@@ -67,6 +67,9 @@ pub enum RunError {
         path: PathBuf,
         error: io::Error,
     },
+    /// The daemon's config the bench wrote did not load.
+    #[error(transparent)]
+    DaemonConfig(Box<roverlog_daemon::error::Error>),
     /// Talking to the daemon as a driver.
     #[error(transparent)]
     Client(Box<roverlog_client::Error>),
@@ -110,6 +113,7 @@ boxed_from! {
     OffloadBenchError => Offload,
     roverlog_core::Error => Core,
     roverlog_client::Error => Client,
+    roverlog_daemon::error::Error => DaemonConfig,
 }
 
 /// This executable's path (the daemon, the verbs and the rig's drivers are run from it).
@@ -222,6 +226,13 @@ pub enum CommandError {
         command: String,
         status: ExitStatus,
         stderr: String,
+    },
+    /// It ran past `limit` and was killed (`log`: where its stderr went).
+    #[error("{command} did not finish within {limit:?}; its log: {}", log.display())]
+    TimedOut {
+        command: String,
+        limit: std::time::Duration,
+        log: PathBuf,
     },
     /// It succeeded but the file it was to write is not there.
     #[error("{command} wrote no {}: {error}", path.display())]

@@ -22,6 +22,7 @@ use roverlog_daemon::events::EVENTS_DIR;
 use roverlog_daemon::Config;
 
 mod baseline_error;
+mod camera;
 mod child;
 mod dashboard;
 mod disk;

@@ -3,7 +3,7 @@
 
 use super::error::Result;
 use super::scenario::{self, Ctx, Measured};
-use super::{faults, full_size, hour_trace, offload, rig, rosbag, soak, Options};
+use super::{camera, faults, full_size, hour_trace, offload, rig, rosbag, soak, Options};
 
 /// A scenario run against a fresh daemon of its own, in turn with the others named (or all).
 pub(super) struct Scenario {
@@ -101,6 +101,12 @@ pub(super) const ALONE: &[Alone] = &[
         measures: "`roverlog offload` vs `rclone copy` to the same Garage, same parallelism; re-sent bytes after kills",
         alone: "--only offload runs alone (it starts its own S3 server, no daemon)",
         run: offload::alone,
+    },
+    Alone {
+        name: "camera",
+        measures: "the V4L2 camera driver's CPU at 1080p 60 fps (replay) vs ffmpeg decode+encode",
+        alone: "--only camera runs alone (its daemon is its own)",
+        run: camera::alone,
     },
     Alone {
         name: "rig",

@@ -1,17 +1,20 @@
-//! The IP camera driver: an MJPEG stream over HTTP (`multipart/x-mixed-replace`) into one
-//! `mjpg` (or `jpg`) channel, each part's JPEG bytes passed through unchanged: never decoded,
-//! only walked from SOI to EOI ([`jpeg`]) to check it is whole. A part that is not a whole JPEG
-//! is counted and reported, never stored. Timestamps are the epoch time at receipt.
+//! The camera driver: JPEG frames into one `mjpg` (or `jpg`) channel, passed through
+//! unchanged: never decoded, only walked from SOI to EOI ([`jpeg`]) to check each is whole. A
+//! part or buffer that is not a whole JPEG is counted and reported, never stored.
 //!
-//! [`http`] opens the stream, [`multipart`] splits it, [`run`] sends the frames through a
-//! [`ResilientDriver`] and, when told to stop, flushes and waits (bounded) for the daemon to
-//! report them durable.
+//! Two sources. An IP camera's MJPEG stream over HTTP (`multipart/x-mixed-replace`): [`http`]
+//! opens it, [`multipart`] splits it, [`run`] sends the frames (timestamps: the epoch time at
+//! receipt). A V4L2/UVC camera (`/dev/videoN`): [`v4l2`], whose own `run` sends the
+//! dequeued buffers (timestamps: the buffers' own, mapped to the epoch). Both go through a
+//! [`ResilientDriver`] and, when told to stop, flush and wait (bounded) for the daemon to
+//! report every frame durable.
 
 pub mod http;
 pub mod jpeg;
 pub mod multipart;
 #[cfg(test)]
 mod tests;
+pub mod v4l2;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -88,7 +91,10 @@ pub struct CameraReport {
     pub bytes: u64,
     /// Parts that were not a whole JPEG (not stored), and the last one's problem.
     pub not_jpeg: u64,
-    pub last_not_jpeg: Option<NotJpeg>,
+    pub last_not_jpeg: Option<NotStored>,
+    /// Frames the source dropped before the driver saw them (gaps in a V4L2 camera's buffer
+    /// sequence numbers; 0 for HTTP, which has none).
+    pub skipped: u64,
     /// Frames the daemon reported durable at the end, of `expected` (equal: nothing lost).
     pub durable: u64,
     pub expected: u64,
@@ -115,6 +121,8 @@ pub enum CameraError {
     NoFrame { url: String, not_jpeg: u64 },
     #[error("the daemon: {0}")]
     Daemon(#[from] roverlog_client::Error),
+    #[error(transparent)]
+    Source(#[from] v4l2::SourceError),
     #[error("after {waited:?}, {durable} of {expected} frames were durable")]
     NotDurable {
         waited: Duration,
@@ -123,8 +131,24 @@ pub enum CameraError {
     },
 }
 
-/// The sensor's metadata for frames of the first one's shape.
-pub fn sensor_meta(storage: Storage, first: &jpeg::JpegInfo) -> SensorMeta {
+/// Why a part or buffer was not stored as a frame.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotStored {
+    #[error(transparent)]
+    NotJpeg(#[from] NotJpeg),
+    #[error("buffer {sequence}: the device flagged it erroneous (V4L2_BUF_FLAG_ERROR)")]
+    Flagged { sequence: u32 },
+    #[error("buffer {sequence}: bytesused {bytesused} is over the buffer's {length} bytes")]
+    Overrun {
+        sequence: u32,
+        bytesused: u32,
+        length: usize,
+    },
+}
+
+/// The sensor's metadata for frames of the first one's shape; `source` says where the
+/// frames came from (the channel's description).
+pub fn sensor_meta(storage: Storage, first: &jpeg::JpegInfo, source: &str) -> SensorMeta {
     let format = match storage {
         Storage::Mjpg => ChannelFormat::Mjpg,
         Storage::Jpg => ChannelFormat::Blob("jpg".into()),
@@ -143,7 +167,7 @@ pub fn sensor_meta(storage: Storage, first: &jpeg::JpegInfo) -> SensorMeta {
                     format,
                     DType::U1,
                     shape,
-                    "JPEG frames as the IP camera sent them (MJPEG over HTTP), not re-encoded",
+                    &format!("JPEG frames as {source}, not re-encoded"),
                 ),
             ),
         ],
@@ -156,7 +180,7 @@ pub fn sensor_meta(storage: Storage, first: &jpeg::JpegInfo) -> SensorMeta {
 pub fn run(
     opts: &CameraOptions,
     stop: Arc<AtomicBool>,
-    on_bad: &mut dyn FnMut(u64, &NotJpeg),
+    on_bad: &mut dyn FnMut(u64, &NotStored),
 ) -> Result<CameraReport, CameraError> {
     let stream = http::open(
         &opts.url,
@@ -199,10 +223,14 @@ pub fn run(
         let ts = crate::epoch_now();
         match jpeg::whole_jpeg(&part) {
             Ok(info) => break ((part, info), ts),
-            Err(e) => bad(&mut report, e, on_bad),
+            Err(e) => bad(&mut report, e.into(), on_bad),
         }
     };
-    let meta = sensor_meta(opts.storage, &first.1);
+    let meta = sensor_meta(
+        opts.storage,
+        &first.1,
+        "the IP camera sent them (MJPEG over HTTP)",
+    );
     let mut d = ResilientDriver::connect(&opts.socket, &opts.sensor, meta, false, &opts.client)?;
     send(&mut d, &mut report, ts, &first.0[..first.1.len])?;
     let mut last_sync = Instant::now();
@@ -224,17 +252,9 @@ pub fn run(
         let ts = crate::epoch_now();
         match jpeg::whole_jpeg(&part) {
             Ok(info) => send(&mut d, &mut report, ts, &part[..info.len])?,
-            Err(e) => bad(&mut report, e, on_bad),
+            Err(e) => bad(&mut report, e.into(), on_bad),
         }
-        if d.oldest_pending()
-            .is_some_and(|t| t.elapsed() >= opts.max_delay)
-        {
-            d.flush()?;
-        }
-        if last_sync.elapsed() >= opts.sync_every {
-            d.sync()?;
-            last_sync = Instant::now();
-        }
+        tick(&mut d, opts, &mut last_sync)?;
         if stop.load(Ordering::Relaxed) {
             break;
         }
@@ -247,10 +267,29 @@ fn stopped(e: &MultipartError) -> bool {
     matches!(e, MultipartError::Io(io) if io.kind() == crate::stop_reader::STOPPED)
 }
 
-fn bad(report: &mut CameraReport, e: NotJpeg, on_bad: &mut dyn FnMut(u64, &NotJpeg)) {
+fn bad(report: &mut CameraReport, e: NotStored, on_bad: &mut dyn FnMut(u64, &NotStored)) {
     report.not_jpeg += 1;
     on_bad(report.not_jpeg, &e);
     report.last_not_jpeg = Some(e);
+}
+
+/// After each frame: flushes the batch once its oldest frame waited `max_delay`, asks for
+/// durability every `sync_every`.
+fn tick(
+    d: &mut ResilientDriver,
+    opts: &CameraOptions,
+    last_sync: &mut Instant,
+) -> Result<(), CameraError> {
+    if d.oldest_pending()
+        .is_some_and(|t| t.elapsed() >= opts.max_delay)
+    {
+        d.flush()?;
+    }
+    if last_sync.elapsed() >= opts.sync_every {
+        d.sync()?;
+        *last_sync = Instant::now();
+    }
+    Ok(())
 }
 
 fn send(
