@@ -76,7 +76,7 @@ pub struct TraceEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
     /// Files (paths below the trace) a run found changed since the trace was planned: that
-    /// run failed naming them, and the next one plans the trace again ([`crate::replan`])
+    /// run failed naming them, and the next one plans the trace again (`replan.rs`)
     /// before it sends anything of it. Absent from journals written before (read as empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changed: Vec<String>,

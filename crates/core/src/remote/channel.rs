@@ -252,7 +252,7 @@ impl RemoteChannel {
     }
 
     /// How many samples one [`RemoteChannel::get_range`] should ask for when every sample
-    /// is read: `raw` samples and `lzmaf` frames filling about [`BATCH_BYTES`] (decoded: a
+    /// is read: `raw` samples and `lzmaf` frames filling about `BATCH_BYTES` (decoded: a
     /// batch's memory is bounded however well its frames compress), at least one; one for
     /// the rest (a video frame, a blob's file: a request each anyway; `lzma`: fetched whole
     /// once).
