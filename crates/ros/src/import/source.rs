@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::json;
 
@@ -26,7 +27,7 @@ use crate::storage::{open_and_scan, Storage};
 use crate::typesys::schema::{Dialect, Schema};
 use crate::wire::decode::{decode, decode_detect, Limits, Wire};
 use roverlog_core::format::ChannelFormat;
-use roverlog_core::replay::{Source, SourceSensor};
+use roverlog_core::replay::{Fetched, Source, SourceSensor};
 
 /// Most decompressed chunks kept: samples are read in time order over all topics (see
 /// [`roverlog_core::import::import_in_time_order`]) and a topic's header stamps may lag the
@@ -65,7 +66,8 @@ pub struct RosSource {
     /// Per sensor: its topic's index.
     sensor_topics: Vec<usize>,
     sensors: Vec<SourceSensor>,
-    limits: Limits,
+    /// Per sensor: what decodes its messages, shared with the threads that do.
+    decoders: Vec<Arc<Decoder>>,
     /// Decompressed chunks, most recently used first (see [`CACHE_CHUNKS`]).
     cache: Vec<(u16, u32, Vec<u8>)>,
     /// Chunks decompressed since opening (the scan aside).
@@ -353,13 +355,18 @@ impl RosSource {
         }
         let mut topics = c.topics;
         let (sensors, sensor_topics) = as_sensors(path, &mut topics, rules)?;
+        let decoders = sensor_topics
+            .iter()
+            .zip(&sensors)
+            .map(|(&ti, s)| Arc::new(Decoder::new(&topics[ti], s, limits)))
+            .collect();
         Ok(RosSource {
             path: path.to_path_buf(),
             files: bags,
             topics,
             sensor_topics,
             sensors,
-            limits,
+            decoders,
             cache: Vec::new(),
             decompressed: 0,
             row: Vec::new(),
@@ -475,6 +482,22 @@ impl Source for RosSource {
         Ok(self.read_message(sensor, index, out)?)
     }
 
+    /// The message's bytes are read here (in order: its chunk is decompressed once for the
+    /// messages around it); decoding and mapping them is left to [`Fetched::finish`].
+    fn fetch(
+        &mut self,
+        sensor: usize,
+        index: u64,
+        encode: Option<u32>,
+    ) -> roverlog_core::Result<Fetched> {
+        let (decoder, file, data) = self.message_bytes(sensor, index)?;
+        let f = Fetched::later(move || Ok(decoder.decode(&file, &data, index)?));
+        Ok(match encode {
+            Some(preset) => f.compressing_lzmaf(&self.sensors[sensor].meta, preset),
+            None => f,
+        })
+    }
+
     fn extra_files(&self, sensor: usize) -> Vec<(String, Vec<u8>)> {
         self.sidecar(sensor)
     }
@@ -483,6 +506,18 @@ impl Source for RosSource {
 impl RosSource {
     /// Message `index` of `sensor`'s topic, decoded and mapped to its channels in `out`.
     fn read_message(&mut self, sensor: usize, index: u64, out: &mut Vec<Vec<u8>>) -> Result<()> {
+        let (decoder, file, data) = self.message_bytes(sensor, index)?;
+        *out = decoder.decode(&file, &data, index)?;
+        Ok(())
+    }
+
+    /// The stored bytes of message `index` of `sensor`'s topic (its chunk decompressed, or
+    /// its zstd frame), what decodes them and the file they are in.
+    fn message_bytes(
+        &mut self,
+        sensor: usize,
+        index: u64,
+    ) -> Result<(Arc<Decoder>, PathBuf, Vec<u8>)> {
         let ti = self.sensor_topics[sensor];
         let r = *self.topics[ti].refs.get(index as usize).ok_or_else(|| {
             roverlog_core::Error::OutOfRange {
@@ -491,49 +526,22 @@ impl RosSource {
                 len: self.topics[ti].refs.len() as u64,
             }
         })?;
-        let images = self.topics[ti].images;
-        let limits = self.limits;
-        let path = self.files[r.file as usize].path().to_path_buf();
         self.load(r)?;
         let data = Self::stored(&self.files, &self.cache, &self.row, r);
-        let t = &self.topics[ti];
-        let schema = t.schema.as_ref().expect("a sensor's topic has a schema");
-        let err = |problem| Error::RosMessage {
-            path: path.clone(),
-            topic: t.topic.clone(),
-            index,
-            problem: Box::new(problem),
-        };
         let data = match &mut self.frames {
-            None => data,
-            Some(f) => f.decompress(data).map_err(err)?,
+            None => data.to_vec(),
+            Some(f) => f
+                .decompress(data)
+                .map_err(|problem| Error::RosMessage {
+                    path: self.files[r.file as usize].path().to_path_buf(),
+                    topic: self.topics[ti].topic.clone(),
+                    index,
+                    problem: Box::new(problem),
+                })?
+                .to_vec(),
         };
-        let wide = t.wide.unwrap_or_default();
-        let v = decode(schema, data, t.wire, wide, &limits).map_err(err)?;
-        let changed = |problem| Error::MapsDifferently {
-            path: path.clone(),
-            topic: t.topic.clone(),
-            index,
-            problem: Box::new(problem),
-        };
-        let mut m = mapping::map(&t.msgtype, &v, images).map_err(changed)?;
-        if let Some(max) = t.padded_to {
-            match cloud::dims(&t.msgtype, &v) {
-                Some((1, w)) => cloud::pad(&mut m, w, max).map_err(changed)?,
-                _ => return Err(changed(MapError::NotUnorganized)),
-            }
-        }
-        let meta = &self.sensors[sensor].meta;
-        if m.data.len() != meta.channels.len() {
-            return Err(Error::ShapeChanged {
-                path,
-                topic: t.topic.clone(),
-                index,
-            });
-        }
-        out.clear();
-        out.extend(m.data);
-        Ok(())
+        let file = self.files[r.file as usize].path().to_path_buf();
+        Ok((self.decoders[sensor].clone(), file, data))
     }
 
     /// The sensor's `ros.json`: where its topic came from.
@@ -557,5 +565,67 @@ impl RosSource {
             "ros.json".into(),
             serde_json::to_vec_pretty(&doc).expect("JSON"),
         )]
+    }
+}
+
+/// What decodes one topic's messages and maps them to its sensor's channels, on any thread.
+pub(super) struct Decoder {
+    topic: String,
+    msgtype: String,
+    schema: Arc<Schema>,
+    wire: Wire,
+    wide: crate::wire::decode::WideChars,
+    images: ImageFormat,
+    padded_to: Option<usize>,
+    channels: usize,
+    limits: Limits,
+}
+
+impl Decoder {
+    fn new(t: &Topic, sensor: &SourceSensor, limits: Limits) -> Decoder {
+        Decoder {
+            topic: t.topic.clone(),
+            msgtype: t.msgtype.clone(),
+            schema: Arc::new(t.schema.clone().expect("a sensor's topic has a schema")),
+            wire: t.wire,
+            wide: t.wide.unwrap_or_default(),
+            images: t.images,
+            padded_to: t.padded_to,
+            channels: sensor.meta.channels.len(),
+            limits,
+        }
+    }
+
+    /// Message `index` (its bytes `data`, from `file`) decoded and mapped to the sensor's
+    /// channels.
+    fn decode(&self, file: &Path, data: &[u8], index: u64) -> Result<Vec<Vec<u8>>> {
+        let err = |problem| Error::RosMessage {
+            path: file.to_path_buf(),
+            topic: self.topic.clone(),
+            index,
+            problem: Box::new(problem),
+        };
+        let v = decode(&self.schema, data, self.wire, self.wide, &self.limits).map_err(err)?;
+        let changed = |problem| Error::MapsDifferently {
+            path: file.to_path_buf(),
+            topic: self.topic.clone(),
+            index,
+            problem: Box::new(problem),
+        };
+        let mut m = mapping::map(&self.msgtype, &v, self.images).map_err(changed)?;
+        if let Some(max) = self.padded_to {
+            match cloud::dims(&self.msgtype, &v) {
+                Some((1, w)) => cloud::pad(&mut m, w, max).map_err(changed)?,
+                _ => return Err(changed(MapError::NotUnorganized)),
+            }
+        }
+        if m.data.len() != self.channels {
+            return Err(Error::ShapeChanged {
+                path: file.to_path_buf(),
+                topic: self.topic.clone(),
+                index,
+            });
+        }
+        Ok(m.data)
     }
 }
