@@ -69,6 +69,9 @@ pub struct ReplayArgs {
     /// channels, its own --stamp and --images; docs/ros.md).
     #[arg(long, value_name = "FILE")]
     pub map: Option<PathBuf>,
+    /// Threads decoding samples while one reads the source in order (0: every usable CPU).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
 }
 
 #[derive(Args)]
@@ -105,6 +108,9 @@ pub struct ImportArgs {
     /// channels, its own --stamp and --images; docs/ros.md).
     #[arg(long, value_name = "FILE")]
     pub map: Option<PathBuf>,
+    /// Threads decoding samples while one reads the source in order (0: every usable CPU).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -239,6 +245,7 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
         start: args.start,
         duration: args.duration,
         looped: args.looped,
+        threads: args.threads,
         ..Default::default()
     };
     let pb = super::progress::bar("replay", "samples");
@@ -311,6 +318,7 @@ pub fn import(args: ImportArgs) -> Result<Outcome> {
         source.as_mut(),
         &args.out,
         &args.source.display().to_string(),
+        args.threads,
         |done, total| {
             pb.set_length(total);
             pb.set_position(done);
@@ -350,6 +358,7 @@ fn import_ros(args: ImportArgs, opts: RosOptions) -> Result<Outcome> {
         &mut source,
         &args.out,
         &args.source.display().to_string(),
+        args.threads,
         |done, total| {
             pb.set_length(total);
             pb.set_position(done);

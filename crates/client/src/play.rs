@@ -12,14 +12,17 @@
 //! bounded, a sensor asks for durability whenever half of its share of
 //! [`PlayOptions::max_retained`] has accumulated since its last request.
 
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, PlayError, Result};
 use crate::{Driver, ResilientDriver, ResilientOptions};
+use roverlog_core::parallel::pipeline;
 use roverlog_core::replay::merge::TimeMerge;
 use roverlog_core::replay::source::{check_sensors, Source};
+use roverlog_core::replay::Fetched;
 
 /// How to play.
 #[derive(Debug, Clone)]
@@ -38,6 +41,9 @@ pub struct PlayOptions {
     /// over all sensors together: each gets an even share, so a replay's memory does not
     /// grow with its sensor count.
     pub max_retained: usize,
+    /// Threads decoding samples ahead of the sender (0: every usable CPU): the source is
+    /// read in order on one thread, decoded on these, sent in order as each falls due.
+    pub threads: usize,
 }
 
 impl Default for PlayOptions {
@@ -49,6 +55,7 @@ impl Default for PlayOptions {
             looped: false,
             reconnect_timeout: Duration::from_secs(30),
             max_retained: 128 << 20,
+            threads: 0,
         }
     }
 }
@@ -206,42 +213,50 @@ pub fn play(
     let mut retained_at_sync = vec![0usize; names.len()];
 
     let mut report = PlayReport::default();
-    let mut buf = Vec::new();
-    let started = Instant::now();
     let mut sent_per_sensor = vec![0u64; names.len()];
-    'outer: for k in 0u64.. {
-        let shift = k as f64 * loop_shift;
-        let mut done = 0;
-        merge.seek(from);
-        for m in merge.by_ref() {
+    // Read in order on one thread, decoded ahead on the others; taken here in order, each
+    // sent when due (decoding never moves a sample's time, it only keeps ahead of it).
+    let reads = loops(merge, from, loop_shift, opts.looped && per_loop > 0).map(|s| {
+        let fetched = source.fetch(s.sensor, s.index, None)?;
+        Ok((s, fetched))
+    });
+    let decode = |(s, f): (Scheduled, Fetched)| -> Result<(Scheduled, Vec<Vec<u8>>)> {
+        Ok((s, f.finish()?))
+    };
+    let mut done = 0;
+    let started = Instant::now();
+    pipeline(
+        roverlog_core::cpus::threads(opts.threads),
+        AHEAD,
+        reads,
+        decode,
+        |_, (s, buf)| {
             if stop.load(Ordering::Relaxed) {
-                break 'outer;
+                return Ok(ControlFlow::Break(()));
             }
-            let ts = m.ts + shift;
             let due = match opts.rate {
-                Some(r) => Some(Duration::try_from_secs_f64((ts - from) / r).map_err(|_| {
+                Some(r) => Some(Duration::try_from_secs_f64((s.ts - from) / r).map_err(|_| {
                     PlayError::Due {
                         rate: r,
-                        ts,
-                        after: (ts - from) / r,
+                        ts: s.ts,
+                        after: (s.ts - from) / r,
                     }
                 })?),
                 None => None,
             };
             if let Some(due) = due {
                 if !sleep_until(started, due, stop) {
-                    break 'outer;
+                    return Ok(ControlFlow::Break(()));
                 }
             }
-            source.read(m.sensor, m.index, &mut buf)?;
             let refs: Vec<&[u8]> = buf.iter().map(Vec::as_slice).collect();
             // Consecutive per connection: every sample is sent, so the daemon sees no gap.
-            let seq = sent_per_sensor[m.sensor];
-            let d = &mut drivers[m.sensor];
-            d.send(ts, Some(seq), &refs)?;
-            if d.retained_bytes() >= retained_at_sync[m.sensor] + max_retained / 2 {
+            let seq = sent_per_sensor[s.sensor];
+            let d = &mut drivers[s.sensor];
+            d.send(s.ts, Some(seq), &refs)?;
+            if d.retained_bytes() >= retained_at_sync[s.sensor] + max_retained / 2 {
                 d.sync()?;
-                retained_at_sync[m.sensor] = d.retained_bytes();
+                retained_at_sync[s.sensor] = d.retained_bytes();
             }
             if let Some(due) = due {
                 report
@@ -250,17 +265,23 @@ pub fn play(
             }
             report.bytes += refs.iter().map(|r| r.len() as u64).sum::<u64>();
             report.samples += 1;
-            sent_per_sensor[m.sensor] += 1;
+            sent_per_sensor[s.sensor] += 1;
             done += 1;
-            if done % 64 == 0 {
+            if done == per_loop {
+                // A loop is whole.
+                progress(done, per_loop);
+                report.loops = s.lap + 1;
+                done = 0;
+            } else if done % 64 == 0 {
                 progress(done, per_loop);
             }
-        }
-        progress(done, per_loop);
-        report.loops = k + 1;
-        if !opts.looped || per_loop == 0 {
-            break;
-        }
+            Ok(ControlFlow::Continue(()))
+        },
+    )?;
+    if per_loop == 0 {
+        // An empty window is one loop of nothing.
+        progress(0, 0);
+        report.loops = 1;
     }
     for (i, d) in drivers.iter_mut().enumerate() {
         let durable = d.sync()?;
@@ -285,6 +306,45 @@ pub fn play(
     }
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// Results each decoding thread may hold ahead of the sender (see
+/// [`roverlog_core::parallel::pipeline()`]).
+const AHEAD: usize = 2;
+
+/// One sample to send: which, when (its time shifted by its loop), in which loop (0 first).
+struct Scheduled {
+    sensor: usize,
+    index: u64,
+    ts: f64,
+    lap: u64,
+}
+
+/// The samples of `merge`'s window from `from` on, in time order; with `looped`, over and over,
+/// each loop's times `shift` later than the last's.
+fn loops(
+    mut merge: TimeMerge,
+    from: f64,
+    shift: f64,
+    looped: bool,
+) -> impl Iterator<Item = Scheduled> + Send {
+    let mut lap = 0;
+    merge.seek(from);
+    std::iter::from_fn(move || loop {
+        if let Some(m) = merge.next() {
+            return Some(Scheduled {
+                sensor: m.sensor,
+                index: m.index,
+                ts: m.ts + lap as f64 * shift,
+                lap,
+            });
+        }
+        if !looped {
+            return None;
+        }
+        lap += 1;
+        merge.seek(from);
+    })
 }
 
 /// Sleeps until `due` after `started`, in slices short enough that `stop` (Ctrl-C) is seen
