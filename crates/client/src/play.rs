@@ -188,32 +188,8 @@ pub fn play(
     };
     let loop_shift = (last.min(until) - from).max(0.0) + period.max(1e-6);
 
-    // Each sensor's share of the retain budget.
-    let max_retained = opts.max_retained / source.sensors().len().max(1);
-    let resilient = ResilientOptions {
-        max_bytes: 1,
-        max_retained,
-        reconnect_timeout: opts.reconnect_timeout,
-        ..ResilientOptions::default()
-    };
-    let mut drivers = Vec::with_capacity(names.len());
-    for s in source.sensors() {
-        // The first connection fails fast; reconnects ask for the final count at a clean
-        // shutdown (nothing resent twice) and for repeats to be dropped.
-        let flags = resilient.flags(true);
-        let (d, hello) = Driver::connect_with(socket, &s.name, &s.meta, flags)?;
-        drivers.push(ResilientDriver::adopt(
-            d,
-            hello,
-            s.meta.clone(),
-            &resilient,
-        )?);
-    }
-    // Per sensor: retained bytes right after its last durability request.
-    let mut retained_at_sync = vec![0usize; names.len()];
-
+    let mut senders = Senders::connect(source, socket, opts)?;
     let mut report = PlayReport::default();
-    let mut sent_per_sensor = vec![0u64; names.len()];
     // Read in order on one thread, decoded ahead on the others; taken here in order, each
     // sent when due (decoding never moves a sample's time, it only keeps ahead of it).
     let reads = loops(merge, from, loop_shift, opts.looped && per_loop > 0).map(|s| {
@@ -249,23 +225,13 @@ pub fn play(
                     return Ok(ControlFlow::Break(()));
                 }
             }
-            let refs: Vec<&[u8]> = buf.iter().map(Vec::as_slice).collect();
-            // Consecutive per connection: every sample is sent, so the daemon sees no gap.
-            let seq = sent_per_sensor[s.sensor];
-            let d = &mut drivers[s.sensor];
-            d.send(s.ts, Some(seq), &refs)?;
-            if d.retained_bytes() >= retained_at_sync[s.sensor] + max_retained / 2 {
-                d.sync()?;
-                retained_at_sync[s.sensor] = d.retained_bytes();
-            }
+            report.bytes += senders.send(&s, &buf)?;
             if let Some(due) = due {
                 report
                     .lateness
                     .record(started.elapsed().saturating_sub(due).as_secs_f64());
             }
-            report.bytes += refs.iter().map(|r| r.len() as u64).sum::<u64>();
             report.samples += 1;
-            sent_per_sensor[s.sensor] += 1;
             done += 1;
             if done == per_loop {
                 // A loop is whole.
@@ -283,29 +249,92 @@ pub fn play(
         progress(0, 0);
         report.loops = 1;
     }
-    for (i, d) in drivers.iter_mut().enumerate() {
-        let durable = d.sync()?;
-        let want = d.expected_durable();
-        if !d.recording() {
-            return Err(Error::NotRecording {
-                socket: socket.to_path_buf(),
-                sensor: names[i].clone(),
-                reason: d.not_recording_reason(),
-            });
-        }
-        if durable < want {
-            return Err(Error::NotDurable {
-                sensor: names[i].clone(),
-                durable,
-                expected: want,
-            });
-        }
-        report
-            .sensors
-            .push((names[i].clone(), sent_per_sensor[i], durable));
-    }
+    report.sensors = senders.finish(&names, socket)?;
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// One connection per sensor, and what each has sent.
+struct Senders {
+    drivers: Vec<ResilientDriver>,
+    /// Per sensor: samples sent.
+    sent: Vec<u64>,
+    /// Per sensor: retained bytes right after its last durability request.
+    retained_at_sync: Vec<usize>,
+    /// Each sensor's share of [`PlayOptions::max_retained`].
+    max_retained: usize,
+}
+
+impl Senders {
+    fn connect(source: &dyn Source, socket: &Path, opts: &PlayOptions) -> Result<Senders> {
+        let n = source.sensors().len();
+        let max_retained = opts.max_retained / n.max(1);
+        let resilient = ResilientOptions {
+            max_bytes: 1,
+            max_retained,
+            reconnect_timeout: opts.reconnect_timeout,
+            ..ResilientOptions::default()
+        };
+        let mut drivers = Vec::with_capacity(n);
+        for s in source.sensors() {
+            // The first connection fails fast; reconnects ask for the final count at a clean
+            // shutdown (nothing resent twice) and for repeats to be dropped.
+            let flags = resilient.flags(true);
+            let (d, hello) = Driver::connect_with(socket, &s.name, &s.meta, flags)?;
+            drivers.push(ResilientDriver::adopt(
+                d,
+                hello,
+                s.meta.clone(),
+                &resilient,
+            )?);
+        }
+        Ok(Senders {
+            drivers,
+            sent: vec![0; n],
+            retained_at_sync: vec![0; n],
+            max_retained,
+        })
+    }
+
+    /// Sends one sample (asking for durability when its sensor's retained bytes call for it);
+    /// its bytes.
+    fn send(&mut self, s: &Scheduled, buf: &[Vec<u8>]) -> Result<u64> {
+        let refs: Vec<&[u8]> = buf.iter().map(Vec::as_slice).collect();
+        // Consecutive per connection: every sample is sent, so the daemon sees no gap.
+        let d = &mut self.drivers[s.sensor];
+        d.send(s.ts, Some(self.sent[s.sensor]), &refs)?;
+        self.sent[s.sensor] += 1;
+        if d.retained_bytes() >= self.retained_at_sync[s.sensor] + self.max_retained / 2 {
+            d.sync()?;
+            self.retained_at_sync[s.sensor] = d.retained_bytes();
+        }
+        Ok(refs.iter().map(|r| r.len() as u64).sum())
+    }
+
+    /// Waits for every sensor's samples to be durable: per sensor (name, sent, durable).
+    fn finish(mut self, names: &[String], socket: &Path) -> Result<Vec<(String, u64, u64)>> {
+        let mut out = Vec::with_capacity(names.len());
+        for (i, d) in self.drivers.iter_mut().enumerate() {
+            let durable = d.sync()?;
+            let want = d.expected_durable();
+            if !d.recording() {
+                return Err(Error::NotRecording {
+                    socket: socket.to_path_buf(),
+                    sensor: names[i].clone(),
+                    reason: d.not_recording_reason(),
+                });
+            }
+            if durable < want {
+                return Err(Error::NotDurable {
+                    sensor: names[i].clone(),
+                    durable,
+                    expected: want,
+                });
+            }
+            out.push((names[i].clone(), self.sent[i], durable));
+        }
+        Ok(out)
+    }
 }
 
 /// Results each decoding thread may hold ahead of the sender (see
