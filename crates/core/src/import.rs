@@ -406,7 +406,7 @@ mod tests {
         ) -> Result<crate::replay::Fetched> {
             self.fetched.push((sensor, index));
             let f = crate::replay::Fetched::later(move || {
-                if index % 5 == 0 {
+                if index.is_multiple_of(5) {
                     std::thread::sleep(std::time::Duration::from_micros(300));
                 }
                 Ok(Mixed::sample(sensor, index))

@@ -11,9 +11,15 @@ pub type Finish = Box<dyn FnOnce() -> Result<Vec<Vec<u8>>> + Send>;
 /// A sample whose reading is done and whose decoding may not be.
 pub struct Fetched {
     data: Data,
-    /// Channels to compress as `lzmaf` frames at this preset once made (by position): their
-    /// name and sample size.
-    compress: Option<(u32, Vec<Option<(String, usize)>>)>,
+    /// Channels to compress as `lzmaf` frames once made.
+    compress: Option<Compress>,
+}
+
+/// The `lzmaf` channels of a sample, compressed at `preset` once it is made.
+struct Compress {
+    preset: u32,
+    /// By position: the `lzmaf` channels' name and sample size (`None`: another format).
+    channels: Vec<Option<(String, usize)>>,
 }
 
 enum Data {
@@ -50,7 +56,10 @@ impl Fetched {
             })
             .collect();
         if which.iter().any(Option::is_some) {
-            self.compress = Some((preset, which));
+            self.compress = Some(Compress {
+                preset,
+                channels: which,
+            });
         }
         self
     }
@@ -61,8 +70,8 @@ impl Fetched {
             Data::Ready(d) => d,
             Data::Later(f) => f()?,
         };
-        if let Some((preset, which)) = self.compress {
-            for (buf, c) in data.iter_mut().zip(which) {
+        if let Some(Compress { preset, channels }) = self.compress {
+            for (buf, c) in data.iter_mut().zip(channels) {
                 let Some((channel, expected)) = c else {
                     continue;
                 };
