@@ -131,6 +131,7 @@ fn ros_options(
     images: ImagesArg,
     topics: &[String],
     map: Option<&Path>,
+    threads: usize,
 ) -> Result<RosOptions> {
     Ok(RosOptions {
         stamp: match stamp {
@@ -144,6 +145,7 @@ fn ros_options(
         topics: topics.to_vec(),
         map: map.map(ros::TopicMap::read).transpose()?,
         limits: None,
+        threads,
     })
 }
 
@@ -234,7 +236,13 @@ fn open_source(
 }
 
 pub fn replay(args: ReplayArgs) -> Result<Outcome> {
-    let ros = ros_options(args.stamp, args.images, &args.topics, args.map.as_deref())?;
+    let ros = ros_options(
+        args.stamp,
+        args.images,
+        &args.topics,
+        args.map.as_deref(),
+        args.threads,
+    )?;
     let mut source = open_source(&args.source, &args.sensors, args.fps, args.timestamps, ros)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -307,7 +315,13 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
 }
 
 pub fn import(args: ImportArgs) -> Result<Outcome> {
-    let ros = ros_options(args.stamp, args.images, &args.topics, args.map.as_deref())?;
+    let ros = ros_options(
+        args.stamp,
+        args.images,
+        &args.topics,
+        args.map.as_deref(),
+        args.threads,
+    )?;
     if !roverlog_core::format::is_trace(&args.source) && ros::is_ros_recording(&args.source) {
         return import_ros(args, ros);
     }

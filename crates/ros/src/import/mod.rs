@@ -4,7 +4,8 @@
 //! - [`mapping`]: the default mapping of standard messages to channels (docs/ros.md);
 //!   [`cloud`]: unorganized point clouds of changing width, padded to the widest;
 //!   [`topic_map`]: the optional mapping file (per topic: skip, names, stamp, images).
-//! - [`source`]: the recording as sensors, one per topic; topics we cannot import are listed
+//! - [`source`]: the recording as sensors, one per topic (`scan`: its scan when opened, each
+//!   message decoded and mapped once, in batches on every core); topics we cannot import are listed
 //!   with the reason, never dropped without a word; [`import`] writes them as events.
 //!
 //! Dependencies point down this list; the readers below (`rosbag1`, `rosbag2`, `storage`)
@@ -12,6 +13,7 @@
 
 pub mod cloud;
 pub mod mapping;
+mod scan;
 mod sensors;
 pub mod source;
 pub mod topic_map;
