@@ -69,6 +69,9 @@ pub struct ReplayArgs {
     /// channels, its own --stamp and --images; docs/ros.md).
     #[arg(long, value_name = "FILE")]
     pub map: Option<PathBuf>,
+    /// Threads decoding samples while one reads the source in order (0: every usable CPU).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
 }
 
 #[derive(Args)]
@@ -105,6 +108,9 @@ pub struct ImportArgs {
     /// channels, its own --stamp and --images; docs/ros.md).
     #[arg(long, value_name = "FILE")]
     pub map: Option<PathBuf>,
+    /// Threads decoding samples while one reads the source in order (0: every usable CPU).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -125,6 +131,7 @@ fn ros_options(
     images: ImagesArg,
     topics: &[String],
     map: Option<&Path>,
+    threads: usize,
 ) -> Result<RosOptions> {
     Ok(RosOptions {
         stamp: match stamp {
@@ -138,6 +145,7 @@ fn ros_options(
         topics: topics.to_vec(),
         map: map.map(ros::TopicMap::read).transpose()?,
         limits: None,
+        threads,
     })
 }
 
@@ -228,7 +236,13 @@ fn open_source(
 }
 
 pub fn replay(args: ReplayArgs) -> Result<Outcome> {
-    let ros = ros_options(args.stamp, args.images, &args.topics, args.map.as_deref())?;
+    let ros = ros_options(
+        args.stamp,
+        args.images,
+        &args.topics,
+        args.map.as_deref(),
+        args.threads,
+    )?;
     let mut source = open_source(&args.source, &args.sensors, args.fps, args.timestamps, ros)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -239,6 +253,7 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
         start: args.start,
         duration: args.duration,
         looped: args.looped,
+        threads: args.threads,
         ..Default::default()
     };
     let pb = super::progress::bar("replay", "samples");
@@ -300,7 +315,13 @@ pub fn replay(args: ReplayArgs) -> Result<Outcome> {
 }
 
 pub fn import(args: ImportArgs) -> Result<Outcome> {
-    let ros = ros_options(args.stamp, args.images, &args.topics, args.map.as_deref())?;
+    let ros = ros_options(
+        args.stamp,
+        args.images,
+        &args.topics,
+        args.map.as_deref(),
+        args.threads,
+    )?;
     if !roverlog_core::format::is_trace(&args.source) && ros::is_ros_recording(&args.source) {
         return import_ros(args, ros);
     }
@@ -311,6 +332,7 @@ pub fn import(args: ImportArgs) -> Result<Outcome> {
         source.as_mut(),
         &args.out,
         &args.source.display().to_string(),
+        args.threads,
         |done, total| {
             pb.set_length(total);
             pb.set_position(done);
@@ -350,6 +372,7 @@ fn import_ros(args: ImportArgs, opts: RosOptions) -> Result<Outcome> {
         &mut source,
         &args.out,
         &args.source.display().to_string(),
+        args.threads,
         |done, total| {
             pb.set_length(total);
             pb.set_position(done);

@@ -22,6 +22,7 @@ mod export_mcap;
 mod gulp;
 mod help;
 mod hour_trace;
+mod import_threads;
 mod import_trace;
 mod offload;
 mod offload_changes;

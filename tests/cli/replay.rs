@@ -22,7 +22,7 @@ fn sample(k: usize, i: usize, n: usize) -> Vec<u8> {
 
 /// A trace with three sensors at interleaved, equal and out-of-order timestamps, covering raw,
 /// lzmaf and jpg channels.
-fn write_trace(dir: &Path) {
+pub(crate) fn write_trace(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("config.yaml"), "{}\n").unwrap();
     let sensors: Vec<(&str, SensorMeta, Vec<f64>)> = vec![
@@ -129,35 +129,43 @@ fn files(sensor_dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     out
 }
 
+/// With one decoding thread and with several (`--threads`, issue 35): the samples are read
+/// in order, decoded ahead (the `lzmaf` frames on the threads) and sent in order.
 #[test]
 fn replayed_trace_comes_back_byte_for_byte() {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("recorded");
     write_trace(&src);
-    let mut d = TestDaemon::start(json!({"receive_timestamps": false}));
-    let r = replay_into(&src, &d, &["--max-speed"]);
-    assert!(r.ok(), "{}", r.text());
-    assert!(r.out().contains("sent 68 samples"), "{}", r.text());
-    let trace = d.trace_dir();
-    assert!(d.stop().success(), "{}", d.log());
-    common::assert_upstream_reads_same(&trace);
-    for sensor in ["imu", "lidar", "camera"] {
-        let want = files(&src.join(sensor));
-        let got = files(&trace.join(sensor));
-        assert_eq!(
-            want.keys().collect::<Vec<_>>(),
-            got.keys().collect::<Vec<_>>(),
-            "{sensor}: same files"
-        );
-        for (name, bytes) in &want {
-            if name == "meta.json" {
-                assert_eq!(
-                    SensorMeta::read(&src.join(sensor)).unwrap(),
-                    SensorMeta::read(&trace.join(sensor)).unwrap()
+    for threads in ["1", "3"] {
+        let mut d = TestDaemon::start(json!({"receive_timestamps": false}));
+        let r = replay_into(&src, &d, &["--max-speed", "--threads", threads]);
+        assert!(r.ok(), "{}", r.text());
+        assert!(r.out().contains("sent 68 samples"), "{}", r.text());
+        assert!(r.stderr.contains("replay: ") && r.stderr.contains("cores busy"));
+        let trace = d.trace_dir();
+        assert!(d.stop().success(), "{}", d.log());
+        common::assert_upstream_reads_same(&trace);
+        for sensor in ["imu", "lidar", "camera"] {
+            let want = files(&src.join(sensor));
+            let got = files(&trace.join(sensor));
+            assert_eq!(
+                want.keys().collect::<Vec<_>>(),
+                got.keys().collect::<Vec<_>>(),
+                "{sensor}: same files"
+            );
+            for (name, bytes) in &want {
+                if name == "meta.json" {
+                    assert_eq!(
+                        SensorMeta::read(&src.join(sensor)).unwrap(),
+                        SensorMeta::read(&trace.join(sensor)).unwrap()
+                    );
+                    continue;
+                }
+                assert!(
+                    bytes == &got[name],
+                    "{sensor}/{name} differs after replay with {threads} threads"
                 );
-                continue;
             }
-            assert!(bytes == &got[name], "{sensor}/{name} differs after replay");
         }
     }
 }

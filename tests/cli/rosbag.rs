@@ -45,7 +45,7 @@ fn le<T: Copy>(v: &[T], f: impl Fn(T) -> Vec<u8>) -> Vec<u8> {
 }
 
 /// The trace `root/t`; the frames also go raw to `root/frames.u2` for the checker.
-fn trace(root: &Path) -> PathBuf {
+pub(crate) fn trace(root: &Path) -> PathBuf {
     let t = root.join("t");
     std::fs::create_dir_all(&t).unwrap();
     std::fs::write(t.join("config.yaml"), "{}\n").unwrap();

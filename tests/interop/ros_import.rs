@@ -222,6 +222,7 @@ fn small_chunks_are_decompressed_about_once() {
         &mut src,
         &bags.dir.join("out-chunk-reads"),
         "test",
+        0,
         |_, _| {},
     )
     .unwrap();

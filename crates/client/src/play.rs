@@ -12,14 +12,17 @@
 //! bounded, a sensor asks for durability whenever half of its share of
 //! [`PlayOptions::max_retained`] has accumulated since its last request.
 
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, PlayError, Result};
 use crate::{Driver, ResilientDriver, ResilientOptions};
+use roverlog_core::parallel::pipeline;
 use roverlog_core::replay::merge::TimeMerge;
 use roverlog_core::replay::source::{check_sensors, Source};
+use roverlog_core::replay::Fetched;
 
 /// How to play.
 #[derive(Debug, Clone)]
@@ -38,6 +41,9 @@ pub struct PlayOptions {
     /// over all sensors together: each gets an even share, so a replay's memory does not
     /// grow with its sensor count.
     pub max_retained: usize,
+    /// Threads decoding samples ahead of the sender (0: every usable CPU): the source is
+    /// read in order on one thread, decoded on these, sent in order as each falls due.
+    pub threads: usize,
 }
 
 impl Default for PlayOptions {
@@ -49,6 +55,7 @@ impl Default for PlayOptions {
             looped: false,
             reconnect_timeout: Duration::from_secs(30),
             max_retained: 128 << 20,
+            threads: 0,
         }
     }
 }
@@ -181,110 +188,192 @@ pub fn play(
     };
     let loop_shift = (last.min(until) - from).max(0.0) + period.max(1e-6);
 
-    // Each sensor's share of the retain budget.
-    let max_retained = opts.max_retained / source.sensors().len().max(1);
-    let resilient = ResilientOptions {
-        max_bytes: 1,
-        max_retained,
-        reconnect_timeout: opts.reconnect_timeout,
-        ..ResilientOptions::default()
-    };
-    let mut drivers = Vec::with_capacity(names.len());
-    for s in source.sensors() {
-        // The first connection fails fast; reconnects ask for the final count at a clean
-        // shutdown (nothing resent twice) and for repeats to be dropped.
-        let flags = resilient.flags(true);
-        let (d, hello) = Driver::connect_with(socket, &s.name, &s.meta, flags)?;
-        drivers.push(ResilientDriver::adopt(
-            d,
-            hello,
-            s.meta.clone(),
-            &resilient,
-        )?);
-    }
-    // Per sensor: retained bytes right after its last durability request.
-    let mut retained_at_sync = vec![0usize; names.len()];
-
+    let mut senders = Senders::connect(source, socket, opts)?;
     let mut report = PlayReport::default();
-    let mut buf = Vec::new();
+    // Read in order on one thread, decoded ahead on the others; taken here in order, each
+    // sent when due (decoding never moves a sample's time, it only keeps ahead of it).
+    let reads = loops(merge, from, loop_shift, opts.looped && per_loop > 0).map(|s| {
+        let fetched = source.fetch(s.sensor, s.index, None)?;
+        Ok((s, fetched))
+    });
+    let decode = |(s, f): (Scheduled, Fetched)| -> Result<(Scheduled, Vec<Vec<u8>>)> {
+        Ok((s, f.finish()?))
+    };
+    let mut done = 0;
     let started = Instant::now();
-    let mut sent_per_sensor = vec![0u64; names.len()];
-    'outer: for k in 0u64.. {
-        let shift = k as f64 * loop_shift;
-        let mut done = 0;
-        merge.seek(from);
-        for m in merge.by_ref() {
+    pipeline(
+        roverlog_core::cpus::threads(opts.threads),
+        AHEAD,
+        reads,
+        decode,
+        |_, (s, buf)| {
             if stop.load(Ordering::Relaxed) {
-                break 'outer;
+                return Ok(ControlFlow::Break(()));
             }
-            let ts = m.ts + shift;
             let due = match opts.rate {
-                Some(r) => Some(Duration::try_from_secs_f64((ts - from) / r).map_err(|_| {
+                Some(r) => Some(Duration::try_from_secs_f64((s.ts - from) / r).map_err(|_| {
                     PlayError::Due {
                         rate: r,
-                        ts,
-                        after: (ts - from) / r,
+                        ts: s.ts,
+                        after: (s.ts - from) / r,
                     }
                 })?),
                 None => None,
             };
             if let Some(due) = due {
                 if !sleep_until(started, due, stop) {
-                    break 'outer;
+                    return Ok(ControlFlow::Break(()));
                 }
             }
-            source.read(m.sensor, m.index, &mut buf)?;
-            let refs: Vec<&[u8]> = buf.iter().map(Vec::as_slice).collect();
-            // Consecutive per connection: every sample is sent, so the daemon sees no gap.
-            let seq = sent_per_sensor[m.sensor];
-            let d = &mut drivers[m.sensor];
-            d.send(ts, Some(seq), &refs)?;
-            if d.retained_bytes() >= retained_at_sync[m.sensor] + max_retained / 2 {
-                d.sync()?;
-                retained_at_sync[m.sensor] = d.retained_bytes();
-            }
+            report.bytes += senders.send(&s, &buf)?;
             if let Some(due) = due {
                 report
                     .lateness
                     .record(started.elapsed().saturating_sub(due).as_secs_f64());
             }
-            report.bytes += refs.iter().map(|r| r.len() as u64).sum::<u64>();
             report.samples += 1;
-            sent_per_sensor[m.sensor] += 1;
             done += 1;
-            if done % 64 == 0 {
+            if done == per_loop {
+                // A loop is whole.
+                progress(done, per_loop);
+                report.loops = s.lap + 1;
+                done = 0;
+            } else if done % 64 == 0 {
                 progress(done, per_loop);
             }
-        }
-        progress(done, per_loop);
-        report.loops = k + 1;
-        if !opts.looped || per_loop == 0 {
-            break;
-        }
+            Ok(ControlFlow::Continue(()))
+        },
+    )?;
+    if per_loop == 0 {
+        // An empty window is one loop of nothing.
+        progress(0, 0);
+        report.loops = 1;
     }
-    for (i, d) in drivers.iter_mut().enumerate() {
-        let durable = d.sync()?;
-        let want = d.expected_durable();
-        if !d.recording() {
-            return Err(Error::NotRecording {
-                socket: socket.to_path_buf(),
-                sensor: names[i].clone(),
-                reason: d.not_recording_reason(),
-            });
-        }
-        if durable < want {
-            return Err(Error::NotDurable {
-                sensor: names[i].clone(),
-                durable,
-                expected: want,
-            });
-        }
-        report
-            .sensors
-            .push((names[i].clone(), sent_per_sensor[i], durable));
-    }
+    report.sensors = senders.finish(&names, socket)?;
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// One connection per sensor, and what each has sent.
+struct Senders {
+    drivers: Vec<ResilientDriver>,
+    /// Per sensor: samples sent.
+    sent: Vec<u64>,
+    /// Per sensor: retained bytes right after its last durability request.
+    retained_at_sync: Vec<usize>,
+    /// Each sensor's share of [`PlayOptions::max_retained`].
+    max_retained: usize,
+}
+
+impl Senders {
+    fn connect(source: &dyn Source, socket: &Path, opts: &PlayOptions) -> Result<Senders> {
+        let n = source.sensors().len();
+        let max_retained = opts.max_retained / n.max(1);
+        let resilient = ResilientOptions {
+            max_bytes: 1,
+            max_retained,
+            reconnect_timeout: opts.reconnect_timeout,
+            ..ResilientOptions::default()
+        };
+        let mut drivers = Vec::with_capacity(n);
+        for s in source.sensors() {
+            // The first connection fails fast; reconnects ask for the final count at a clean
+            // shutdown (nothing resent twice) and for repeats to be dropped.
+            let flags = resilient.flags(true);
+            let (d, hello) = Driver::connect_with(socket, &s.name, &s.meta, flags)?;
+            drivers.push(ResilientDriver::adopt(
+                d,
+                hello,
+                s.meta.clone(),
+                &resilient,
+            )?);
+        }
+        Ok(Senders {
+            drivers,
+            sent: vec![0; n],
+            retained_at_sync: vec![0; n],
+            max_retained,
+        })
+    }
+
+    /// Sends one sample (asking for durability when its sensor's retained bytes call for it);
+    /// its bytes.
+    fn send(&mut self, s: &Scheduled, buf: &[Vec<u8>]) -> Result<u64> {
+        let refs: Vec<&[u8]> = buf.iter().map(Vec::as_slice).collect();
+        // Consecutive per connection: every sample is sent, so the daemon sees no gap.
+        let d = &mut self.drivers[s.sensor];
+        d.send(s.ts, Some(self.sent[s.sensor]), &refs)?;
+        self.sent[s.sensor] += 1;
+        if d.retained_bytes() >= self.retained_at_sync[s.sensor] + self.max_retained / 2 {
+            d.sync()?;
+            self.retained_at_sync[s.sensor] = d.retained_bytes();
+        }
+        Ok(refs.iter().map(|r| r.len() as u64).sum())
+    }
+
+    /// Waits for every sensor's samples to be durable: per sensor (name, sent, durable).
+    fn finish(mut self, names: &[String], socket: &Path) -> Result<Vec<(String, u64, u64)>> {
+        let mut out = Vec::with_capacity(names.len());
+        for (i, d) in self.drivers.iter_mut().enumerate() {
+            let durable = d.sync()?;
+            let want = d.expected_durable();
+            if !d.recording() {
+                return Err(Error::NotRecording {
+                    socket: socket.to_path_buf(),
+                    sensor: names[i].clone(),
+                    reason: d.not_recording_reason(),
+                });
+            }
+            if durable < want {
+                return Err(Error::NotDurable {
+                    sensor: names[i].clone(),
+                    durable,
+                    expected: want,
+                });
+            }
+            out.push((names[i].clone(), self.sent[i], durable));
+        }
+        Ok(out)
+    }
+}
+
+/// Results each decoding thread may hold ahead of the sender (see
+/// [`roverlog_core::parallel::pipeline()`]).
+const AHEAD: usize = 2;
+
+/// One sample to send: which, when (its time shifted by its loop), in which loop (0 first).
+struct Scheduled {
+    sensor: usize,
+    index: u64,
+    ts: f64,
+    lap: u64,
+}
+
+/// The samples of `merge`'s window from `from` on, in time order; with `looped`, over and over,
+/// each loop's times `shift` later than the last's.
+fn loops(
+    mut merge: TimeMerge,
+    from: f64,
+    shift: f64,
+    looped: bool,
+) -> impl Iterator<Item = Scheduled> + Send {
+    let mut lap = 0;
+    merge.seek(from);
+    std::iter::from_fn(move || loop {
+        if let Some(m) = merge.next() {
+            return Some(Scheduled {
+                sensor: m.sensor,
+                index: m.index,
+                ts: m.ts + lap as f64 * shift,
+                lap,
+            });
+        }
+        if !looped {
+            return None;
+        }
+        lap += 1;
+        merge.seek(from);
+    })
 }
 
 /// Sleeps until `due` after `started`, in slices short enough that `stop` (Ctrl-C) is seen

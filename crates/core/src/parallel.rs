@@ -1,10 +1,15 @@
 //! Ordered work on every core: items `0..n` produced by several threads, consumed in order.
 //!
-//! The verbs that decode or encode many independent frames (`export`, `convert`, `import`)
-//! run their per-frame work through [`ordered`]; `rosbag` and `validate --deep` have their own
-//! loops of the same shape, sized with the same [`crate::cpus::usable`].
+//! The verbs that decode or encode many independent frames (`export`, `convert`) run their
+//! per-frame work through [`ordered`]; `rosbag` and `validate --deep` have their own
+//! loops of the same shape, sized with the same [`crate::cpus::usable`]. The verbs that read
+//! a source in order (`import`, `replay`) decode its samples through [`pipeline()`]: one thread
+//! reads, many decode, the caller takes the results in order.
 
 use std::sync::mpsc;
+
+mod pipeline;
+pub use pipeline::pipeline;
 
 /// Runs `work(state, i)` for every `i` in `0..n` on `workers` threads (worker `k` takes
 /// `k, k + workers, ...` with a `state` of its own from `init`, at most `ahead` results

@@ -4,8 +4,11 @@
 //! `roverlog-ros`'s `RosSource`).
 
 use std::path::Path;
+use std::sync::Arc;
 
+use super::fetch::Fetched;
 use crate::error::{ConfigProblem, CorruptProblem, Error, Result};
+use crate::format::lzmaf::LzmafReader;
 use crate::format::{ChannelFormat, ChannelReader, SensorMeta, Trace, TS_CHANNEL};
 
 /// One sensor a source offers: its name and its data channels (`ts` excluded), in the formats
@@ -16,8 +19,9 @@ pub struct SourceSensor {
     pub meta: SensorMeta,
 }
 
-/// A dataset presented as sensors, for replay and import.
-pub trait Source {
+/// A dataset presented as sensors, for replay and import. `Send`: import and replay read it
+/// on a thread of its own while others decode what it read ([`Source::fetch`]).
+pub trait Source: Send {
     /// The sensors, in a stable order.
     fn sensors(&self) -> &[SourceSensor];
     /// All timestamps (epoch seconds) of sensor `sensor`.
@@ -45,6 +49,21 @@ pub trait Source {
         }
         Ok(())
     }
+    /// Sample `index` of `sensor` in two steps, for [`crate::parallel::pipeline()`]: what must
+    /// be read in order happens here, the rest (decoding, compressing) in
+    /// [`Fetched::finish`], on any thread. `encode`: `Some(preset)` for what
+    /// [`Source::read_encoded`] gives, `None` for what [`Source::read`] gives. By default the
+    /// sample is read here and only the `lzmaf` compression is left for later; a source
+    /// whose samples take decoding overrides it.
+    fn fetch(&mut self, sensor: usize, index: u64, encode: Option<u32>) -> Result<Fetched> {
+        let mut out = Vec::new();
+        self.read(sensor, index, &mut out)?;
+        let f = Fetched::ready(out);
+        Ok(match encode {
+            Some(preset) => f.compressing_lzmaf(&self.sensors()[sensor].meta, preset),
+            None => f,
+        })
+    }
     /// Extra files for the sensor's directory on import (name, contents), e.g. an index of
     /// the videos a camera sensor was made from.
     fn extra_files(&self, _sensor: usize) -> Vec<(String, Vec<u8>)> {
@@ -56,7 +75,7 @@ pub trait Source {
 /// stored as `raw`; formats we cannot read are refused when the source is opened.
 pub struct TraceSource {
     sensors: Vec<SourceSensor>,
-    readers: Vec<Vec<ChannelReader>>,
+    readers: Vec<Vec<Reader>>,
     trace: Trace,
     model: crate::timestamps::Model,
 }
@@ -95,7 +114,10 @@ impl TraceSource {
                     }
                     _ => {}
                 }
-                rs.push(s.channel(ch)?);
+                rs.push(match s.channel(ch)? {
+                    ChannelReader::Lzmaf(l) => Reader::Lzmaf(Arc::new(l)),
+                    r => Reader::Other(r),
+                });
                 meta.channels.push((ch.to_string(), c));
             }
             sensors.push(SourceSensor { name, meta });
@@ -149,10 +171,44 @@ impl Source for TraceSource {
         let readers = &mut self.readers[sensor];
         out.resize_with(readers.len(), Vec::new);
         for (r, buf) in readers.iter_mut().zip(out.iter_mut()) {
-            buf.clear();
-            buf.extend_from_slice(&r.get(index)?);
+            match r {
+                Reader::Lzmaf(l) => l.get_into(index, buf)?,
+                Reader::Other(r) => {
+                    buf.clear();
+                    buf.extend_from_slice(&r.get(index)?);
+                }
+            }
         }
         Ok(())
+    }
+
+    /// `lzmaf` frames are decompressed in [`Fetched::finish`] (for replay; import copies
+    /// them as stored, as [`Source::read_encoded`] does).
+    fn fetch(&mut self, sensor: usize, index: u64, encode: Option<u32>) -> Result<Fetched> {
+        let mut out = Vec::new();
+        if let Some(preset) = encode {
+            self.read_encoded(sensor, index, preset, &mut out)?;
+            return Ok(Fetched::ready(out));
+        }
+        let mut later = Vec::new();
+        for (k, r) in self.readers[sensor].iter_mut().enumerate() {
+            out.push(match r {
+                Reader::Lzmaf(l) => {
+                    later.push((k, l.clone()));
+                    Vec::new()
+                }
+                Reader::Other(r) => r.get(index)?.into_owned(),
+            });
+        }
+        if later.is_empty() {
+            return Ok(Fetched::ready(out));
+        }
+        Ok(Fetched::later(move || {
+            for (k, l) in later {
+                l.get_into(index, &mut out[k])?;
+            }
+            Ok(out)
+        }))
     }
 
     /// An `lzmaf` channel's frames are copied as stored (its format is kept on import).
@@ -173,15 +229,21 @@ impl Source for TraceSource {
         {
             buf.clear();
             match r {
-                ChannelReader::Lzmaf(l) => buf.extend_from_slice(l.compressed(index)?),
-                r if ch.format == ChannelFormat::Lzmaf => {
+                Reader::Lzmaf(l) => buf.extend_from_slice(l.compressed(index)?),
+                Reader::Other(r) if ch.format == ChannelFormat::Lzmaf => {
                     buf.extend_from_slice(&crate::format::lzma::compress(&r.get(index)?, preset))
                 }
-                r => buf.extend_from_slice(&r.get(index)?),
+                Reader::Other(r) => buf.extend_from_slice(&r.get(index)?),
             }
         }
         Ok(())
     }
+}
+
+/// A trace channel's reader: `lzmaf` ones shared with the threads that decode their frames.
+enum Reader {
+    Lzmaf(Arc<LzmafReader>),
+    Other(ChannelReader),
 }
 
 /// Checks that no source sensor declares `ts` itself.

@@ -4,7 +4,8 @@
 //! - [`mapping`]: the default mapping of standard messages to channels (docs/ros.md);
 //!   [`cloud`]: unorganized point clouds of changing width, padded to the widest;
 //!   [`topic_map`]: the optional mapping file (per topic: skip, names, stamp, images).
-//! - [`source`]: the recording as sensors, one per topic; topics we cannot import are listed
+//! - [`source`]: the recording as sensors, one per topic (`scan`: its scan when opened, each
+//!   message decoded and mapped once, in batches on every core); topics we cannot import are listed
 //!   with the reason, never dropped without a word; [`import`] writes them as events.
 //!
 //! Dependencies point down this list; the readers below (`rosbag1`, `rosbag2`, `storage`)
@@ -12,6 +13,7 @@
 
 pub mod cloud;
 pub mod mapping;
+mod scan;
 mod sensors;
 pub mod source;
 pub mod topic_map;
@@ -37,11 +39,14 @@ pub struct RosImportReport {
 
 /// Writes `source` into a new trace at `out` (see [`roverlog_core::import::import_in_time_order`]), then one
 /// `import_skipped` event per topic left out (`_roverlog/events.jsonl`: topic, type,
-/// messages, reason), so the trace itself says what it lacks.
+/// messages, reason), so the trace itself says what it lacks. The messages are read in order
+/// on one thread and decoded on `threads` others (0: every usable CPU); the trace is the same
+/// byte for byte whatever their number.
 pub fn import(
     source: &mut RosSource,
     out: &Path,
     described_as: &str,
+    threads: usize,
     progress: impl FnMut(u64, u64),
 ) -> Result<RosImportReport> {
     // Every topic's writer open at once, samples in time order, so a chunk is decompressed
@@ -61,8 +66,14 @@ pub fn import(
         blob_max_open: (256 / blob_sensors.max(1)).clamp(4, 64),
         ..WriterOptions::default()
     };
-    let written =
-        roverlog_core::import::import_in_time_order(source, out, described_as, &opts, progress)?;
+    let written = roverlog_core::import::import_in_time_order(
+        source,
+        out,
+        described_as,
+        &opts,
+        threads,
+        progress,
+    )?;
     let skipped = source.skipped();
     if !skipped.is_empty() {
         let dir = out.join(EVENTS_DIR);

@@ -1,32 +1,33 @@
 //! A ROS recording as a replay [`Source`]: one sensor per topic we understand.
 //!
-//! Opening reads the whole recording once: every message is decoded against its schema and
-//! mapped to channels ([`crate::import::mapping`]); a topic keeps where each message is and its
+//! Opening reads the whole recording once (`scan`): every message is decoded against its
+//! schema and mapped to channels ([`crate::import::mapping`]), in batches on every usable CPU
+//! ([`RosOptions::threads`]); a topic keeps where each message is and its
 //! timestamp, nothing else. A topic whose schema does not parse, whose messages do not decode
 //! or do not map, or whose messages change type or shape is not a sensor: it is listed in
 //! [`RosSource::skipped`] with the reason (an unorganized point cloud that changes only its
 //! width is padded to its widest instead, [`crate::import::cloud`]). Reading a sample decodes its
-//! message again (the last decompressed chunk is kept).
+//! message again (the last decompressed chunks are kept), in [`Fetched::finish`] on any thread.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::container::Sink;
-use crate::container::{Connection, MsgRef, MAX_CHUNK};
+use crate::container::{MsgRef, MAX_CHUNK};
 use crate::error::{Error, Result};
 use crate::error::{MapError, SkipReason};
-use crate::import::cloud::{self, Widths};
-use crate::import::mapping::{self, ImageFormat, Mapped, Stamp};
+use crate::import::cloud;
+use crate::import::mapping::{self, ImageFormat, Stamp};
+use crate::import::scan::Collector;
 use crate::import::sensors::{as_sensors, mapping_error, Topic};
 use crate::rosbag2::metadata::Compression;
 use crate::rosbag2::zstd::{FrameDecoder, Scratch};
-use crate::storage::{open_and_scan, Storage};
-use crate::typesys::schema::{Dialect, Schema};
-use crate::wire::decode::{decode, decode_detect, Limits, Wire};
-use roverlog_core::format::ChannelFormat;
-use roverlog_core::replay::{Source, SourceSensor};
+use crate::storage::Storage;
+use crate::typesys::schema::Schema;
+use crate::wire::decode::{decode, Limits, Wire};
+use roverlog_core::replay::{Fetched, Source, SourceSensor};
 
 /// Most decompressed chunks kept: samples are read in time order over all topics (see
 /// [`roverlog_core::import::import_in_time_order`]) and a topic's header stamps may lag the
@@ -45,6 +46,8 @@ pub struct RosOptions {
     /// The mapping file's rules, if one was given.
     pub map: Option<crate::import::topic_map::TopicMap>,
     pub limits: Option<Limits>,
+    /// Threads decoding the messages while the recording is scanned (0: every usable CPU).
+    pub threads: usize,
 }
 
 /// A topic that is not imported, and why.
@@ -65,7 +68,8 @@ pub struct RosSource {
     /// Per sensor: its topic's index.
     sensor_topics: Vec<usize>,
     sensors: Vec<SourceSensor>,
-    limits: Limits,
+    /// Per sensor: what decodes its messages, shared with the threads that do.
+    decoders: Vec<Arc<Decoder>>,
     /// Decompressed chunks, most recently used first (see [`CACHE_CHUNKS`]).
     cache: Vec<(u16, u32, Vec<u8>)>,
     /// Chunks decompressed since opening (the scan aside).
@@ -78,226 +82,6 @@ pub struct RosSource {
     /// Where files compressed whole were decompressed to; last, so removed after the files
     /// are closed.
     _scratch: Option<Scratch>,
-}
-
-struct Collector<'o> {
-    opts: &'o RosOptions,
-    /// (file number, done, total) of the scan.
-    progress: &'o mut dyn FnMut(usize, u64, u64),
-    limits: Limits,
-    file_no: u16,
-    /// The file being read (as the recording names it), for errors.
-    file: PathBuf,
-    /// Messages are zstd frames (rosbag2 `compression_mode: message`).
-    frames: Option<FrameDecoder>,
-    /// A message that could not be read (its frame does not decompress): the scan stops.
-    failed: Option<Error>,
-    by_conn: HashMap<(u16, u32), usize>,
-    by_topic: HashMap<String, usize>,
-    topics: Vec<Topic>,
-}
-
-impl Collector<'_> {
-    /// Reads every file of the recording once, in order, collecting its topics; the storages
-    /// opened (to read samples from later).
-    fn scan(
-        &mut self,
-        path: &Path,
-        files: &[PathBuf],
-        scratch: Option<&Scratch>,
-    ) -> Result<Vec<Storage>> {
-        let mut bags = Vec::new();
-        for (no, f) in files.iter().enumerate() {
-            let no = u16::try_from(no).map_err(|_| Error::Ros {
-                path: path.to_path_buf(),
-                problem: crate::error::RosProblem::Metadata(
-                    crate::error::MetadataProblem::TooManyFiles,
-                ),
-            })?;
-            self.file_no = no;
-            self.file = f.clone();
-            bags.push(open_and_scan(f, no, scratch, self)?);
-            if let Some(e) = self.failed.take() {
-                return Err(e);
-            }
-        }
-        Ok(bags)
-    }
-
-    fn skip(t: &mut Topic, reason: SkipReason) {
-        if t.skip.is_none() {
-            t.skip = Some(reason);
-            t.refs = Vec::new();
-            t.ts = Vec::new();
-            t.first = None;
-            t.first_frame = Vec::new();
-        }
-    }
-}
-
-impl Sink for Collector<'_> {
-    fn connection(&mut self, c: Connection) {
-        if !self.opts.topics.is_empty() && !self.opts.topics.contains(&c.topic) {
-            // Known, so its messages are not "of an undefined channel"; never a sensor.
-            self.by_conn.insert((self.file_no, c.id), usize::MAX);
-            return;
-        }
-        if let Some(&i) = self.by_topic.get(&c.topic) {
-            self.by_conn.insert((self.file_no, c.id), i);
-            let t = &mut self.topics[i];
-            if t.msgtype != c.msgtype {
-                let r = SkipReason::TypeChanges {
-                    from: t.msgtype.clone(),
-                    to: c.msgtype.clone(),
-                };
-                Self::skip(t, r);
-            }
-            return;
-        }
-        let rule = self.opts.map.as_ref().and_then(|m| m.get(&c.topic));
-        let (wire, schema, skip) = match &c.wire {
-            _ if rule.is_some_and(|r| r.skip) => (Wire::Cdr, None, Some(SkipReason::LeftOut)),
-            Err(why) => (Wire::Cdr, None, Some(SkipReason::Wire(why.clone()))),
-            Ok(w) => {
-                let dialect = if *w == Wire::Ros1 {
-                    Dialect::Ros1
-                } else {
-                    Dialect::Ros2
-                };
-                match Schema::parse(&c.msgtype, &c.schema, dialect) {
-                    Ok(s) => (*w, Some(s), None),
-                    Err(e) => (*w, None, Some(SkipReason::Schema(e))),
-                }
-            }
-        };
-        let i = self.topics.len();
-        self.topics.push(Topic {
-            topic: c.topic.clone(),
-            msgtype: c.msgtype,
-            wire,
-            schema,
-            wide: None,
-            skip,
-            messages: 0,
-            refs: Vec::new(),
-            ts: Vec::new(),
-            first: None,
-            first_frame: Vec::new(),
-            widths: None,
-            padded_to: None,
-            stamp: rule.and_then(|r| r.stamp).unwrap_or(self.opts.stamp),
-            images: rule.and_then(|r| r.images).unwrap_or(self.opts.images),
-            frame_id: String::new(),
-        });
-        self.by_topic.insert(c.topic, i);
-        self.by_conn.insert((self.file_no, c.id), i);
-    }
-
-    fn progress(&mut self, done: u64, total: u64) {
-        (self.progress)(self.file_no as usize, done, total);
-    }
-
-    fn message(&mut self, conn: u32, log_time: u64, at: MsgRef, data: &[u8]) -> bool {
-        let Some(&i) = self.by_conn.get(&(self.file_no, conn)) else {
-            return false;
-        };
-        if i == usize::MAX || self.failed.is_some() {
-            return true;
-        }
-        let t = &mut self.topics[i];
-        let k = t.messages;
-        t.messages += 1;
-        if t.skip.is_some() {
-            return true;
-        }
-        // A frame that does not decompress is a damaged recording (as a chunk that does not
-        // decompress is), not a message that does not fit its schema: the import fails.
-        let data = match &mut self.frames {
-            None => data,
-            Some(f) => match f.decompress(data) {
-                Ok(d) => d,
-                Err(p) => {
-                    self.failed = Some(Error::RosMessage {
-                        path: self.file.clone(),
-                        topic: t.topic.clone(),
-                        index: k,
-                        problem: Box::new(p),
-                    });
-                    return true;
-                }
-            },
-        };
-        let schema = t
-            .schema
-            .as_ref()
-            .expect("a topic without a schema is skipped");
-        let decoded = match t.wide {
-            Some(w) => decode(schema, data, t.wire, w, &self.limits),
-            None => decode_detect(schema, data, t.wire, &self.limits).map(|(v, found)| {
-                t.wide = found;
-                v
-            }),
-        };
-        let outcome = decoded
-            .map_err(|problem| SkipReason::Decode { index: k, problem })
-            .and_then(|v| {
-                let m = mapping::map(&t.msgtype, &v, t.images)
-                    .map_err(|problem| SkipReason::Map { index: k, problem })?;
-                let dims = cloud::dims(&t.msgtype, &v);
-                Ok((m, mapping::header_stamp(&v), mapping::frame_id(&v), dims))
-            });
-        let (m, stamp, frame, dims) = match outcome {
-            Ok(x) => x,
-            Err(reason) => {
-                Self::skip(t, reason);
-                return true;
-            }
-        };
-        match &t.first {
-            None => {
-                // A publisher that never fills its header leaves the stamp zero: the log
-                // time is then the only time there is.
-                if stamp.is_none() || stamp == Some(0.0) {
-                    t.stamp = Stamp::Log;
-                }
-                t.frame_id = frame.unwrap_or_default();
-                t.widths = dims.map(Widths::new);
-                if matches!(
-                    m.channels[0].1.format,
-                    ChannelFormat::Blob(_) | ChannelFormat::Mjpg
-                ) {
-                    t.first_frame = m.data[0].clone();
-                }
-                t.first = Some(Mapped {
-                    channels: m.channels,
-                    data: Vec::new(),
-                });
-            }
-            Some(first) => {
-                let fits = match (&mut t.widths, dims) {
-                    (Some(w), Some(d)) => w.admit(first, &m, d),
-                    _ => first.same_layout(&m),
-                };
-                if let Err(e) = fits {
-                    Self::skip(
-                        t,
-                        SkipReason::ChangesShape {
-                            index: k,
-                            problem: e,
-                        },
-                    );
-                    return true;
-                }
-            }
-        }
-        let ts = match (t.stamp, stamp) {
-            (Stamp::Header, Some(s)) => s,
-            _ => log_time as f64 * 1e-9,
-        };
-        t.refs.push(at);
-        t.ts.push(ts);
-        true
-    }
 }
 
 impl RosSource {
@@ -339,6 +123,9 @@ impl RosSource {
             by_conn: HashMap::new(),
             by_topic: HashMap::new(),
             topics: Vec::new(),
+            threads: roverlog_core::cpus::threads(opts.threads),
+            batch: Vec::new(),
+            batch_bytes: 0,
         };
         let bags = c.scan(path, &files, scratch.as_ref())?;
         let rules = opts.map.as_ref().map(|m| &m.topics);
@@ -353,13 +140,18 @@ impl RosSource {
         }
         let mut topics = c.topics;
         let (sensors, sensor_topics) = as_sensors(path, &mut topics, rules)?;
+        let decoders = sensor_topics
+            .iter()
+            .zip(&sensors)
+            .map(|(&ti, s)| Arc::new(Decoder::new(&topics[ti], s, limits)))
+            .collect();
         Ok(RosSource {
             path: path.to_path_buf(),
             files: bags,
             topics,
             sensor_topics,
             sensors,
-            limits,
+            decoders,
             cache: Vec::new(),
             decompressed: 0,
             row: Vec::new(),
@@ -475,6 +267,22 @@ impl Source for RosSource {
         Ok(self.read_message(sensor, index, out)?)
     }
 
+    /// The message's bytes are read here (in order: its chunk is decompressed once for the
+    /// messages around it); decoding and mapping them is left to [`Fetched::finish`].
+    fn fetch(
+        &mut self,
+        sensor: usize,
+        index: u64,
+        encode: Option<u32>,
+    ) -> roverlog_core::Result<Fetched> {
+        let (decoder, file, data) = self.message_bytes(sensor, index)?;
+        let f = Fetched::later(move || Ok(decoder.decode(&file, &data, index)?));
+        Ok(match encode {
+            Some(preset) => f.compressing_lzmaf(&self.sensors[sensor].meta, preset),
+            None => f,
+        })
+    }
+
     fn extra_files(&self, sensor: usize) -> Vec<(String, Vec<u8>)> {
         self.sidecar(sensor)
     }
@@ -483,6 +291,18 @@ impl Source for RosSource {
 impl RosSource {
     /// Message `index` of `sensor`'s topic, decoded and mapped to its channels in `out`.
     fn read_message(&mut self, sensor: usize, index: u64, out: &mut Vec<Vec<u8>>) -> Result<()> {
+        let (decoder, file, data) = self.message_bytes(sensor, index)?;
+        *out = decoder.decode(&file, &data, index)?;
+        Ok(())
+    }
+
+    /// The stored bytes of message `index` of `sensor`'s topic (its chunk decompressed, or
+    /// its zstd frame), what decodes them and the file they are in.
+    fn message_bytes(
+        &mut self,
+        sensor: usize,
+        index: u64,
+    ) -> Result<(Arc<Decoder>, PathBuf, Vec<u8>)> {
         let ti = self.sensor_topics[sensor];
         let r = *self.topics[ti].refs.get(index as usize).ok_or_else(|| {
             roverlog_core::Error::OutOfRange {
@@ -491,49 +311,22 @@ impl RosSource {
                 len: self.topics[ti].refs.len() as u64,
             }
         })?;
-        let images = self.topics[ti].images;
-        let limits = self.limits;
-        let path = self.files[r.file as usize].path().to_path_buf();
         self.load(r)?;
         let data = Self::stored(&self.files, &self.cache, &self.row, r);
-        let t = &self.topics[ti];
-        let schema = t.schema.as_ref().expect("a sensor's topic has a schema");
-        let err = |problem| Error::RosMessage {
-            path: path.clone(),
-            topic: t.topic.clone(),
-            index,
-            problem: Box::new(problem),
-        };
         let data = match &mut self.frames {
-            None => data,
-            Some(f) => f.decompress(data).map_err(err)?,
+            None => data.to_vec(),
+            Some(f) => f
+                .decompress(data)
+                .map_err(|problem| Error::RosMessage {
+                    path: self.files[r.file as usize].path().to_path_buf(),
+                    topic: self.topics[ti].topic.clone(),
+                    index,
+                    problem: Box::new(problem),
+                })?
+                .to_vec(),
         };
-        let wide = t.wide.unwrap_or_default();
-        let v = decode(schema, data, t.wire, wide, &limits).map_err(err)?;
-        let changed = |problem| Error::MapsDifferently {
-            path: path.clone(),
-            topic: t.topic.clone(),
-            index,
-            problem: Box::new(problem),
-        };
-        let mut m = mapping::map(&t.msgtype, &v, images).map_err(changed)?;
-        if let Some(max) = t.padded_to {
-            match cloud::dims(&t.msgtype, &v) {
-                Some((1, w)) => cloud::pad(&mut m, w, max).map_err(changed)?,
-                _ => return Err(changed(MapError::NotUnorganized)),
-            }
-        }
-        let meta = &self.sensors[sensor].meta;
-        if m.data.len() != meta.channels.len() {
-            return Err(Error::ShapeChanged {
-                path,
-                topic: t.topic.clone(),
-                index,
-            });
-        }
-        out.clear();
-        out.extend(m.data);
-        Ok(())
+        let file = self.files[r.file as usize].path().to_path_buf();
+        Ok((self.decoders[sensor].clone(), file, data))
     }
 
     /// The sensor's `ros.json`: where its topic came from.
@@ -557,5 +350,67 @@ impl RosSource {
             "ros.json".into(),
             serde_json::to_vec_pretty(&doc).expect("JSON"),
         )]
+    }
+}
+
+/// What decodes one topic's messages and maps them to its sensor's channels, on any thread.
+pub(super) struct Decoder {
+    topic: String,
+    msgtype: String,
+    schema: Arc<Schema>,
+    wire: Wire,
+    wide: crate::wire::decode::WideChars,
+    images: ImageFormat,
+    padded_to: Option<usize>,
+    channels: usize,
+    limits: Limits,
+}
+
+impl Decoder {
+    fn new(t: &Topic, sensor: &SourceSensor, limits: Limits) -> Decoder {
+        Decoder {
+            topic: t.topic.clone(),
+            msgtype: t.msgtype.clone(),
+            schema: Arc::new(t.schema.clone().expect("a sensor's topic has a schema")),
+            wire: t.wire,
+            wide: t.wide.unwrap_or_default(),
+            images: t.images,
+            padded_to: t.padded_to,
+            channels: sensor.meta.channels.len(),
+            limits,
+        }
+    }
+
+    /// Message `index` (its bytes `data`, from `file`) decoded and mapped to the sensor's
+    /// channels.
+    fn decode(&self, file: &Path, data: &[u8], index: u64) -> Result<Vec<Vec<u8>>> {
+        let err = |problem| Error::RosMessage {
+            path: file.to_path_buf(),
+            topic: self.topic.clone(),
+            index,
+            problem: Box::new(problem),
+        };
+        let v = decode(&self.schema, data, self.wire, self.wide, &self.limits).map_err(err)?;
+        let changed = |problem| Error::MapsDifferently {
+            path: file.to_path_buf(),
+            topic: self.topic.clone(),
+            index,
+            problem: Box::new(problem),
+        };
+        let mut m = mapping::map(&self.msgtype, &v, self.images).map_err(changed)?;
+        if let Some(max) = self.padded_to {
+            match cloud::dims(&self.msgtype, &v) {
+                Some((1, w)) => cloud::pad(&mut m, w, max).map_err(changed)?,
+                _ => return Err(changed(MapError::NotUnorganized)),
+            }
+        }
+        if m.data.len() != self.channels {
+            return Err(Error::ShapeChanged {
+                path: file.to_path_buf(),
+                topic: self.topic.clone(),
+                index,
+            });
+        }
+        Ok(m.data)
     }
 }
