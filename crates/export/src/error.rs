@@ -4,7 +4,7 @@
 
 use roverlog_core::remote::RemoteError;
 
-use crate::location::LocationError;
+use crate::location::error::LocationError;
 
 /// Why `export_mcap` wrote nothing.
 #[derive(Debug, thiserror::Error)]

@@ -13,6 +13,7 @@
 
 pub mod cloud;
 pub mod mapping;
+mod options;
 mod scan;
 mod sensors;
 pub mod source;

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::error::{MapError, SkipReason};
 use crate::import::cloud;
 use crate::import::mapping::{self, ImageFormat, Stamp};
+pub use crate::import::options::RosOptions;
 use crate::import::scan::Collector;
 use crate::import::sensors::{as_sensors, mapping_error, Topic};
 use crate::rosbag2::metadata::Compression;
@@ -35,20 +36,6 @@ use roverlog_core::replay::{Fetched, Source, SourceSensor};
 pub const CACHE_CHUNKS: usize = 8;
 /// Most bytes of decompressed chunks kept (the latest one is kept whatever its size).
 pub const CACHE_BYTES: usize = 256 << 20;
-
-/// How to read a recording.
-#[derive(Debug, Clone, Default)]
-pub struct RosOptions {
-    pub stamp: Stamp,
-    pub images: ImageFormat,
-    /// Only these topics (all when empty).
-    pub topics: Vec<String>,
-    /// The mapping file's rules, if one was given.
-    pub map: Option<crate::import::topic_map::TopicMap>,
-    pub limits: Option<Limits>,
-    /// Threads decoding the messages while the recording is scanned (0: every usable CPU).
-    pub threads: usize,
-}
 
 /// A topic that is not imported, and why.
 #[derive(Debug, Clone, PartialEq)]
