@@ -1,6 +1,6 @@
 """`roverlog.redrover` (upstream roverd's API) on `s3://` traces, against a real S3 server
-(Garage on 127.0.0.1, started by test_remote_s3.py's fixture; the traces uploaded by
-`roverlog offload`): every sensor type, channel format and `Dataset` reads as the local copy
+(Garage on 127.0.0.1, as test_remote_s3.py starts it, one for the module; each trace
+uploaded once by `roverlog offload`): every sensor type, channel format and `Dataset` reads as the local copy
 does; a dataset pickles into spawned worker processes and gives the same items there; one
 random camera frame (a 1080p MJPEG AVI) or `lzmaf` frame costs at most 3 GETs and its own
 bytes + 128 KiB once its channel is open (issue 34), counted by the store handle's
@@ -22,20 +22,22 @@ from roverlog import redrover as roverd
 from roverlog import remote
 from roverlog.redrover import sensors as S
 
-from conftest import depth_frames, os1_128_metadata, write_channel, write_rover
-from test_remote_s3 import garage  # noqa: F401  (the fixture)
+from conftest import depth_frames, os1_128_metadata, write_channel, write_rover, write_trace
+from test_remote_s3 import running_garage
 
 KIB = 1024
 
 
-@pytest.fixture
-def s3_env(garage, monkeypatch):  # noqa: F811
-    """The Garage server's `AWS_*` variables, and nothing else of `AWS_*`."""
-    for k in [k for k in os.environ if k.startswith("AWS_")]:
-        monkeypatch.delenv(k)
-    for k, v in garage.items():
-        monkeypatch.setenv(k, v)
-    return garage
+@pytest.fixture(scope="module")
+def s3_env(tmp_path_factory):
+    """One Garage server for the module (a start costs seconds); its `AWS_*` variables set,
+    and nothing else of `AWS_*`, while the module runs."""
+    with running_garage(tmp_path_factory.mktemp("s3") / "garage") as env, pytest.MonkeyPatch.context() as mp:
+        for k in [k for k in os.environ if k.startswith("AWS_")]:
+            mp.delenv(k)
+        for k, v in env.items():
+            mp.setenv(k, v)
+        yield env
 
 
 def offload(root, tmp_path, dest="s3://traces"):
@@ -49,18 +51,22 @@ def offload(root, tmp_path, dest="s3://traces"):
     return f"{dest}/{os.path.basename(root)}"
 
 
-@pytest.fixture
-def s3_trace(trace, s3_env, tmp_path):
+@pytest.fixture(scope="module")
+def s3_trace(s3_env, tmp_path_factory):
     """conftest's trace of every channel format on `s3://traces/trace`: (url, root)."""
-    root, _ = trace
-    return offload(root, tmp_path), root
+    d = tmp_path_factory.mktemp("trace")
+    root = str(d / "trace")
+    write_trace(root)
+    return offload(root, d), root
 
 
-@pytest.fixture
-def s3_rover(rover, s3_env, tmp_path):
+@pytest.fixture(scope="module")
+def s3_rover(s3_env, tmp_path_factory):
     """conftest's red-rover trace (every typed sensor) on `s3://traces/rover`: (url, root)."""
-    root, _ = rover
-    return offload(root, tmp_path), root
+    d = tmp_path_factory.mktemp("rover")
+    root = str(d / "rover")
+    write_rover(root)
+    return offload(root, d), root
 
 
 def same(ours, theirs, where=""):
@@ -187,8 +193,8 @@ def _items(args):
 DATASET_KINDS = {"radar": S.XWRRadar, "lidar": S.OSLidar, "camera": S.Camera, "imu": S.IMU}
 
 
-def test_a_dataset_of_s3_traces_pickles_into_spawned_workers(rover, s3_env, tmp_path):
-    root, _ = rover
+def test_a_dataset_of_s3_traces_pickles_into_spawned_workers(s3_rover, tmp_path):
+    _, root = s3_rover
     second = str(tmp_path / "more" / "rover2")
     write_rover(second, seed=1, seconds=12.0)
     url = offload(root, tmp_path, "s3://traces/fleet")
