@@ -23,13 +23,9 @@ import json
 
 from .. import remote as _remote
 from ..errors import FileError, FormatError
+from ..remote import is_url
 
 SCHEME = "s3://"
-
-
-def is_url(path):
-    """Whether `path` names object storage (`s3://...`)."""
-    return isinstance(path, str) and path.startswith(SCHEME)
 
 
 def _parent(url):
@@ -38,11 +34,6 @@ def _parent(url):
     if not name or len(parent) < len(SCHEME) + 1:
         raise FileError(f"{url}: not a path inside a trace on object storage (s3://bucket/prefix/trace/sensor)")
     return parent, name
-
-
-def split_sensor(path):
-    """`s3://.../trace/sensor` -> (trace URL, sensor name)."""
-    return _parent(path)
 
 
 def split_channel(path):
@@ -136,12 +127,6 @@ def channel(path, meta):
     return _remote.RemoteChannel(trace.rstrip("/"), sensor, name, meta, writable=True)
 
 
-def requests(trace):
-    """The requests this process's handle on the trace at `trace` made so far: `gets`,
-    `got_bytes`, `heads`, `lists`."""
-    return _native(trace).requests()
-
-
 def refuse_writing(path, what):
     """The error for writing (`what`) to `path` on object storage."""
     return io.UnsupportedOperation(
@@ -163,6 +148,6 @@ def local_only(method):
 
 
 __all__ = [
-    "is_url", "split_sensor", "split_channel", "files", "read_file", "read_json", "exists", "size",
-    "sensor_names", "open_trace", "find_traces", "channel", "requests", "refuse_writing", "local_only",
+    "is_url", "split_channel", "files", "read_file", "read_json", "exists", "size",
+    "sensor_names", "open_trace", "find_traces", "channel", "refuse_writing", "local_only",
 ]
