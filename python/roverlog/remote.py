@@ -9,7 +9,8 @@ for, a channel's index (`lzmaf`'s `_i`, a video's `idx1`) when it opens, and the
 `RemoteTrace`, `RemoteSensor` and `RemoteChannel` answer as `Trace`, `Sensor` and `Channel`
 do (`trace["camera"].channels["video.avi"][10:20]`, `sensor.timestamps`, `Nearest` sync,
 `stream`, `to_dask`), and pickle by URL: a DataLoader worker opens its own connection from
-the URL and its `AWS_*` environment.
+the URL and its `AWS_*` environment. `requests(url)` counts what this process's reads cost
+(a run of `raw` samples is one `GET`).
 """
 import json
 import os
@@ -19,6 +20,8 @@ from .errors import FormatError
 from .trace import TS, Channel, Sensor, Trace, _Names
 
 _open = {}
+# The bytes of `raw` samples a stream fetches at once.
+_RUN_BYTES = 4 << 20
 
 
 def _native(url):
@@ -35,6 +38,12 @@ def find_traces(url):
     """The traces at or below `s3://bucket/prefix` (directories holding `config.yaml` or a
     sensor's `meta.json`), as URLs, sorted."""
     return _roverlog.find_traces(url)
+
+
+def requests(url):
+    """The requests this process's handle on the trace at `url` made so far (`gets`,
+    `got_bytes`, `heads`, `lists`): what a read cost."""
+    return _native(url.rstrip("/")).requests()
 
 
 def is_url(path):
@@ -77,6 +86,20 @@ class RemoteChannel(Channel):
         start, samples = self._bounds(start, samples)
         data, shape = self._native().read(start, samples, decode)
         return self._from_native(data, shape, samples, decode)
+
+    def stream(self, batch=None):
+        """As `Channel.stream`; `raw` samples are fetched in runs of about 4 MiB, one `GET`
+        each (not one a sample)."""
+        step = 1 if batch is None else int(batch)
+        if self.format != "raw" or step < 1:
+            yield from super().stream(batch)
+            return
+        n = len(self)
+        run = max(step, (_RUN_BYTES // max(self.sample_bytes, 1)) // step * step)
+        for i in range(0, n, run):
+            block = self.read(i, min(run, n - i))
+            for j in range(0, len(block), step):
+                yield block[j] if batch is None else block[j:j + step]
 
 
 class RemoteSensor(Sensor):

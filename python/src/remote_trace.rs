@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 use roverlog_core::format::ChannelFormat;
 use roverlog_core::remote::{RemoteChannel, RemoteError, RemoteSensor, RemoteTrace};
-use roverlog_store::TraceOpenError;
+use roverlog_store::{Store, TraceOpenError};
 
 use crate::Kind;
 
@@ -34,6 +34,9 @@ fn to_py(e: RemoteError) -> PyErr {
 #[pyclass(frozen, module = "roverlog._roverlog")]
 pub struct NativeRemoteTrace {
     trace: RemoteTrace,
+    /// The store handle the trace reads through: its request counts, and one range read
+    /// for a run of `raw` samples.
+    store: Arc<Store>,
     sensors: Mutex<HashMap<String, Arc<RemoteSensor>>>,
     channels: Mutex<HashMap<(String, String), Arc<RemoteChannel>>>,
 }
@@ -59,6 +62,46 @@ impl NativeRemoteTrace {
     }
 }
 
+impl NativeRemoteTrace {
+    /// Samples `start .. start + count` of a `raw` channel, all held, in one range read
+    /// (a whole IMU channel is one `GET`, not one a sample); `None` for another format, a
+    /// single sample, or a run reaching past what the channel holds (read sample by sample,
+    /// which names the damaged or missing one).
+    fn raw_run(
+        &self,
+        sensor: &str,
+        channel: &str,
+        meta: &roverlog_core::format::ChannelMeta,
+        c: &RemoteChannel,
+        start: u64,
+        count: u64,
+    ) -> Result<Option<Vec<u8>>, RemoteError> {
+        let s = meta.sample_bytes() as u64;
+        let held = start.checked_add(count).is_some_and(|end| end <= c.len());
+        if meta.format != ChannelFormat::Raw || count < 2 || s == 0 || !held {
+            return Ok(None);
+        }
+        let key = format!("{sensor}/{channel}");
+        let got = self
+            .store
+            .get_range(&key, start * s..(start + count) * s)
+            .map_err(|e| RemoteError::Backend {
+                location: format!("{}/{key}", self.trace.location()),
+                error: Box::new(e),
+            })?;
+        if got.len() as u64 != count * s {
+            // The object is shorter than when it was listed: the first sample it lacks.
+            let held = start + got.len() as u64 / s;
+            return Err(RemoteError::Damaged {
+                file: format!("{}/{key}", self.trace.location()),
+                index: held,
+                damage: roverlog_core::remote::FrameDamage::NotHeld { held },
+            });
+        }
+        Ok(Some(got))
+    }
+}
+
 /// What `read` returns: the data, and the frame shape of decoded JPEG frames.
 type Read = (PyObject, Option<(usize, usize, usize)>);
 
@@ -67,12 +110,13 @@ impl NativeRemoteTrace {
     #[new]
     fn new(py: Python<'_>, url: &str) -> PyResult<NativeRemoteTrace> {
         let opened = crate::gil::detach(py, || roverlog_store::open_trace(url));
-        let (trace, _) = opened.map_err(|e| match e {
+        let (trace, store) = opened.map_err(|e| match e {
             TraceOpenError::Open(e) => Kind::File.err(e.to_string()),
             TraceOpenError::Read(e) => to_py(e),
         })?;
         Ok(NativeRemoteTrace {
             trace,
+            store,
             sensors: Mutex::new(HashMap::new()),
             channels: Mutex::new(HashMap::new()),
         })
@@ -88,6 +132,24 @@ impl NativeRemoteTrace {
     fn read_file<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let got = crate::gil::detach(py, || self.trace.read_file(path, 64 << 20)).map_err(to_py)?;
         Ok(got.map(|b| PyBytes::new_bound(py, &b)))
+    }
+
+    /// Every file of the trace (path relative to the trace) and its size in bytes, as listed
+    /// when the trace opened (no request).
+    fn files(&self) -> std::collections::BTreeMap<String, u64> {
+        self.trace.files().clone()
+    }
+
+    /// The requests this process's handle on the trace made so far: `gets` (range reads),
+    /// `got_bytes` (what they returned), `heads`, `lists`.
+    fn requests<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.store.requests();
+        let d = PyDict::new_bound(py);
+        d.set_item("gets", r.gets)?;
+        d.set_item("got_bytes", r.got_bytes)?;
+        d.set_item("heads", r.heads)?;
+        d.set_item("lists", r.lists)?;
+        Ok(d)
     }
 
     /// Every sensor's name, virtual ones (`_name`) included, sorted.
@@ -145,6 +207,9 @@ impl NativeRemoteTrace {
             || meta.format == ChannelFormat::Blob("jpg".into());
         let got = crate::gil::detach(py, || -> Result<Vec<Vec<u8>>, RemoteError> {
             let c = self.channel(sensor, channel)?;
+            if let Some(run) = self.raw_run(sensor, channel, &meta, &c, start, count)? {
+                return Ok(vec![run]);
+            }
             (start..start.saturating_add(count))
                 .map(|i| c.get(i))
                 .collect()

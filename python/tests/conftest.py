@@ -2,6 +2,7 @@
 preset 0 with a `_i` offset file, one `lzma.open` file, `jpg` files from OpenCV's encoder,
 `np.savez` blobs, an MJPEG AVI from OpenCV's `VideoWriter`), for the readers to be checked
 against numpy reading them by upstream's rules."""
+import glob
 import json
 import lzma
 import os
@@ -11,16 +12,63 @@ import cv2
 import numpy as np
 import pytest
 
-# The tests check the installed package. `python/` holds its sources without the native
-# extension, and `python -m pytest` run there puts it first on sys.path, where its `roverlog`
-# would hide the installed one ("No module named 'roverlog._roverlog'").
+# The suite tests this checkout's `roverlog`, and says so or stops:
+# - an editable install (`maturin develop` in `python/`) builds the extension into
+#   `python/roverlog/`: the sources there are the package, put first on sys.path;
+# - otherwise `python/` holds the sources without the extension, and is taken off sys.path
+#   (`python -m pytest` run there puts it first, hiding the installed package), and the
+#   installed package (`pip install ./python`) must be this checkout's: its Python files the
+#   same as `python/roverlog/`'s, or the suite stops naming the first that differs (a copy
+#   installed from another checkout, or before the sources changed).
+# `ROVERLOG_TEST_PACKAGE=installed` (what `cargo test --test python` sets, having just
+# installed the wheel) takes the installed package even beside an editable build.
 _SOURCES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE = os.path.join(_SOURCES, "roverlog")
+_EDITABLE = os.environ.get("ROVERLOG_TEST_PACKAGE") != "installed" and bool(
+    glob.glob(os.path.join(_PACKAGE, "_roverlog*.so"))
+)
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _SOURCES]
+if _EDITABLE:
+    sys.path.insert(0, _SOURCES)
 try:
     import roverlog  # noqa: F401  (imported here to fail once, with the remedy)
 except ImportError as e:
     raise pytest.UsageError(f"roverlog is not installed ({e}): run `pip install ./python` from the repository root") from None
 
+
+def _python_files(top):
+    """The package's `.py` files below `top`, as paths relative to it."""
+    return {
+        os.path.relpath(os.path.join(d, f), top)
+        for d, dirs, files in os.walk(top)
+        if "__pycache__" not in d
+        for f in files
+        if f.endswith(".py")
+    }
+
+
+def _not_this_checkout(imported):
+    """Why the package imported from `imported` is not `python/roverlog/` (None when it is)."""
+    if os.path.realpath(imported) == os.path.realpath(_PACKAGE):
+        return None
+    if _EDITABLE:
+        return f"the extension was built into {_PACKAGE} (an editable install), but roverlog was imported from {imported}"
+    ours, theirs = _python_files(_PACKAGE), _python_files(imported)
+    for rel in sorted(ours ^ theirs):
+        return f"{rel} is in {_PACKAGE if rel in ours else imported} only"
+    for rel in sorted(ours):
+        with open(os.path.join(_PACKAGE, rel), "rb") as a, open(os.path.join(imported, rel), "rb") as b:
+            if a.read() != b.read():
+                return f"{rel} differs from {os.path.join(_PACKAGE, rel)}"
+    return None
+
+
+_why = _not_this_checkout(os.path.dirname(os.path.abspath(roverlog.__file__)))
+if _why is not None:
+    raise pytest.UsageError(
+        f"the roverlog imported ({os.path.dirname(roverlog.__file__)}) is not this checkout's: {_why}; "
+        f"reinstall it (`pip install ./python` from {os.path.dirname(_SOURCES)}, or `maturin develop` in {_SOURCES})"
+    )
 
 
 def pytest_configure(config):

@@ -4,6 +4,7 @@ uploaded by `roverlog offload` (ROVERLOG_BIN, set by `cargo test --test python`)
 channel format reads as the local copy does; opened readers pickle into worker processes
 (fork and spawn), each opening its own connection from the URL and its `AWS_*` variables;
 a missing bucket and a missing trace are errors naming them."""
+import contextlib
 import json
 import multiprocessing
 import os
@@ -36,8 +37,15 @@ def _free_port():
 @pytest.fixture
 def garage(tmp_path):
     """A Garage server with a bucket `traces`; its `AWS_*` variables."""
+    with running_garage(tmp_path / "garage") as env:
+        yield env
+
+
+@contextlib.contextmanager
+def running_garage(d):
+    """A Garage server keeping its files in `d` (made here), with a bucket `traces`, until
+    the block ends; its `AWS_*` variables."""
     binary = _garage_bin()
-    d = tmp_path / "garage"
     d.mkdir()
     rpc, s3, admin = _free_port(), _free_port(), _free_port()
     conf = d / "garage.toml"

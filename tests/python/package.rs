@@ -78,6 +78,8 @@ fn the_python_package_installs_and_passes_its_tests() {
         .arg(root.join("python/tests"))
         .env("PATH", &path)
         .env("ROVERLOG_BIN", env!("CARGO_BIN_EXE_roverlog"))
+        // The wheel just installed, even beside an editable build (conftest.py).
+        .env("ROVERLOG_TEST_PACKAGE", "installed")
         .current_dir(root.join("python/tests"));
     let out = run_bounded(pytest, Duration::from_secs(900), "pytest python/tests");
     assert!(out.contains(" passed"), "pytest ran nothing:\n{out}");

@@ -29,6 +29,9 @@ Needs abstract-dataloader (`pip install 'roverlog[redrover]'`), as upstream rove
 
 - `transforms.ros` (import it explicitly): `rover_to_rosbag(out, imu, lidar, min_range)`,
   which runs the `roverlog rosbag` command (`ROVERLOG_BIN` or `roverlog` on `PATH`).
+- `remote`: `s3://bucket/prefix/trace` paths (and `Dataset.find_traces("s3://...")`) read
+  in place on object storage, by range requests (one `GET` a frame once its channel is
+  open); writing there raises `io.UnsupportedOperation` (not in upstream).
 
 Not here: upstream's runtime type checks (jaxtyping/beartype). Differences from upstream, all where upstream fails or
 disagrees with itself: errors are `roverlog.Error`s naming the file; a video read starting

@@ -1,5 +1,6 @@
 """`Trace`, `Dataset` and `split`, as upstream `roverd.trace`: abstract-dataloader's
-`abstract.Trace`/`abstract.Dataset` over roverlog's sensors."""
+`abstract.Trace`/`abstract.Dataset` over roverlog's sensors; `s3://` paths read in place
+(`roverlog.redrover.remote`)."""
 import os
 from functools import cached_property
 from multiprocessing.pool import ThreadPool
@@ -8,6 +9,7 @@ import numpy as np
 from abstract_dataloader import abstract, generic
 
 from ..errors import FileError
+from . import remote as _where
 from .sensors import from_config
 
 
@@ -32,7 +34,9 @@ class Trace(abstract.Trace):
     @staticmethod
     def find_sensors(path, virtual=False):
         """Names of the sensor directories (with `meta.json`) in `path`, in directory order;
-        virtual sensors (`_name`) only with `virtual=True`."""
+        virtual sensors (`_name`) only with `virtual=True` (on object storage: sorted)."""
+        if _where.is_url(path):
+            return _where.sensor_names(path, virtual=virtual)
         return [
             p for p in _listdir(path)
             if os.path.isdir(os.path.join(path, p))
@@ -48,6 +52,8 @@ class Trace(abstract.Trace):
         `DynamicSensor`. The default `sync` (`generic.Empty()`) gives no samples."""
         if sensors is None:
             sensors = {k: None for k in Trace.find_sensors(path, virtual=include_virtual)}
+        elif _where.is_url(path):
+            _where.open_trace(path)
         elif not os.path.isdir(path):
             _listdir(path)
         initialized = {k: from_config(os.path.join(path, k), type=(k if v == "auto" else v)) for k, v in sensors.items()}
@@ -74,9 +80,13 @@ class Dataset(abstract.Dataset):
     @staticmethod
     def find_traces(*paths, follow_symlinks=False):
         """Every directory holding `config.yaml` at or below `paths` (a trace's own
-        subdirectories are not searched)."""
+        subdirectories are not searched). An `s3://bucket/prefix` is searched with one
+        listing, each trace found opened (one listing, which `from_config` reuses) to check
+        its `config.yaml`; its traces come back as URLs, sorted."""
 
         def find(path):
+            if _where.is_url(path):
+                return _where.find_traces(path)
             if os.path.exists(os.path.join(path, "config.yaml")):
                 return [path]
             try:

@@ -9,6 +9,7 @@ import numpy as np
 
 from ... import trace as _roverd
 from ...errors import from_os_error, quoted, quoted_list
+from .. import remote as _where
 from .utils import Buffer, Prefetch, ReadableQueue
 
 _INTERP = ("nearest", "linear", "cubic", "area", "lanczos")
@@ -18,7 +19,7 @@ class Channel:
     """One channel: `path` (its file or directory), `type` (numpy dtype), `shape` (per
     sample), `size` (bytes per sample). Opening one needs no `meta.json` beside it (the
     description is what the constructor was given) and no file yet (a channel about to be
-    written)."""
+    written). An `s3://` path reads in place (`roverlog.redrover.remote`)."""
 
     format = None
 
@@ -27,8 +28,11 @@ class Channel:
         self.type = np.dtype(dtype)
         self.shape = tuple(int(d) for d in shape)
         self.size = int(np.prod(self.shape) * self.type.itemsize)
-        sensor_dir, name = os.path.split(self.path)
         meta = {"format": self.format, "type": self.type.str[1:], "shape": list(self.shape)}
+        if _where.is_url(self.path):
+            self._channel = _where.channel(self.path, meta)
+            return
+        sensor_dir, name = os.path.split(self.path)
         # Copies for `raw` (writable=True): upstream's reads give arrays the caller owns
         # (`torch.from_numpy` needs them writable); `memmap()` is the zero-copy view.
         self._channel = _roverd.Channel(sensor_dir or ".", name, meta, writable=True)
@@ -51,7 +55,9 @@ class Channel:
 
     @cached_property
     def filesize(self):
-        """Bytes on disk."""
+        """Bytes on disk (on object storage: as listed)."""
+        if _where.is_url(self.path):
+            return _where.size(self.path)
         try:
             return os.stat(self.path).st_size
         except OSError as e:
@@ -193,6 +199,8 @@ class BlobChannel(Channel):
 
     @cached_property
     def filesize(self):
+        if _where.is_url(self.path):
+            return _where.size(self.path, tree=True)
         try:
             return sum(os.stat(os.path.join(self.path, p)).st_size for p in os.listdir(self.path))
         except OSError as e:
@@ -210,6 +218,7 @@ class BlobChannel(Channel):
         except OSError as e:
             raise from_os_error(e, self._filename(index) + "." + self.ext) from None
 
+    @_where.local_only
     def write(self, data, append=False):
         """Writes `(n, *shape)` samples as files `000000` .. (upstream: no `append`)."""
         if append:
@@ -226,6 +235,7 @@ class BlobChannel(Channel):
             list(pool.map(lambda i: self._write_checked(i, data[i]), range(data.shape[0])))
         self._n_blobs = data.shape[0]
 
+    @_where.local_only
     def consume(self, stream, thread=False, append=False):
         """Writes every sample of `stream` (one sample each, no batches) as the next file."""
         stream = _as_iterator(stream)

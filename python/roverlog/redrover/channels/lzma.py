@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ...errors import from_os_error
+from .. import remote as _where
 from .abstract import Channel, _as_iterator, _in_thread
 from .raw import RawChannel
 
@@ -38,6 +39,7 @@ class LzmaFrameChannel(Channel):
 
     format = "lzmaf"
 
+    @_where.local_only
     def write(self, data, append=False, preset=0):
         """Writes `(n, *shape)` samples, replacing the channel (no `append`, as upstream)."""
         if not isinstance(data, np.ndarray):
@@ -47,6 +49,7 @@ class LzmaFrameChannel(Channel):
             raise ValueError(f"{self.path}: an lzmaf channel is written whole (append=True is not supported, as upstream)")
         self.consume(data, preset=preset)
 
+    @_where.local_only
     def consume(self, stream, thread=False, preset=0, batch=8):
         """Writes every sample of `stream` as a frame, replacing the channel. `batch=0`: the
         stream's items are already sequences of samples; otherwise each item is one frame

@@ -4,6 +4,7 @@ import os
 import numpy as np
 
 from ...errors import FormatError, SampleIndexError, from_os_error
+from .. import remote as _where
 from .abstract import Channel, _as_iterator, _in_thread
 
 
@@ -17,7 +18,7 @@ class RawChannel(Channel):
         return open(self.path, "ab" if append else "wb")
 
     def read(self, start=0, samples=-1):
-        if self.format != "raw" or self.size == 0:
+        if self.format != "raw" or self.size == 0 or _where.is_url(self.path):
             return super().read(start, samples)
         # As upstream: one open, seek and read into memory the caller owns (a map per read
         # costs more than the copy for the few samples a `trace[i]` reads).
@@ -44,10 +45,12 @@ class RawChannel(Channel):
             return super().read(start, samples)
         return np.frombuffer(buf, self.type).reshape(count, *self.shape)
 
+    @_where.local_only
     def memmap(self):
         """The whole channel as a read-only `np.memmap`."""
         return np.memmap(self.path, dtype=self.type, mode="r", shape=(self.filesize // self.size, *self.shape))
 
+    @_where.local_only
     def write(self, data, append=False):
         """Writes `data` (samples of the channel's type and shape, or bytes as they are),
         replacing the file, or after what it holds with `append=True`."""
@@ -59,6 +62,7 @@ class RawChannel(Channel):
             raise from_os_error(e, self.path) from None
         self.__dict__.pop("filesize", None)
 
+    @_where.local_only
     def consume(self, stream, thread=False):
         """Writes every item of `stream` (an iterable, or a queue read until `None`), in
         order, replacing the file; `thread=True`: in a thread, returning at once."""

@@ -2,6 +2,7 @@
 import numpy as np
 
 from ...errors import FileError
+from .. import remote as _where
 from .abstract import _Images, _as_iterator, _in_thread
 
 
@@ -30,6 +31,7 @@ class VideoChannel(_Images):
     def _args(self):
         return {"resolution": self.resolution, "interp": self.interp, "fps": self.fps}
 
+    @_where.local_only
     def write(self, data, append=False):
         """Writes the frames of `data` (`(n, height, width, 3)` RGB), replacing the video
         (`append` is ignored, as upstream)."""
@@ -38,6 +40,7 @@ class VideoChannel(_Images):
         self._verify_type(data)
         self.consume(iter(data))
 
+    @_where.local_only
     def consume(self, stream, thread=False, fps=None):
         """Writes every frame of `stream` (RGB, the channel's shape) at `fps` (default: the
         channel's `fps`, else 10 as upstream), replacing the video."""

@@ -7,8 +7,8 @@ from functools import cached_property
 import numpy as np
 from abstract_dataloader import abstract, generic
 
-from ...errors import FormatError, from_os_error, quoted, quoted_list
-from .. import channels, timestamps
+from ...errors import Error, FormatError, from_os_error, quoted, quoted_list
+from .. import channels, remote as _where, timestamps
 
 
 def _correction(correction):
@@ -29,7 +29,7 @@ class Sensor(abstract.Sensor):
     `path`, `channels` (name -> channel), `correction`, `past`, `future`, `window`,
     `config` (the parsed `meta.json`); `filesize` (bytes), `datarate` (bytes/s),
     `len(sensor)` (samples in `ts`). As upstream, a caller reading index `i` with `past` or
-    `future` must keep `past <= i < len - future`."""
+    `future` must keep `past <= i < len - future`. An `s3://` path reads in place (`roverlog.redrover.remote`)."""
 
     def __init__(self, path, correction=None, past=0, future=0, args={}):
         self.path = path
@@ -38,8 +38,15 @@ class Sensor(abstract.Sensor):
         self.window = past + future + 1
         meta = os.path.join(path, "meta.json")
         try:
-            with open(meta) as f:
-                self.config = json.load(f)
+            if _where.is_url(path):
+                self.config = _where.read_json(meta)
+                if self.config is None:
+                    raise FileNotFoundError(meta)
+            else:
+                with open(meta) as f:
+                    self.config = json.load(f)
+        except Error:
+            raise  # the store's own (a bucket or trace not there), not a missing file
         except FileNotFoundError:
             raise FormatError(f"{meta}: no such file (not a sensor directory)") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -71,7 +78,10 @@ class Sensor(abstract.Sensor):
         return self.filesize / self.duration
 
     def __len__(self):
-        return os.stat(os.path.join(self.path, "ts")).st_size // 8
+        ts = os.path.join(self.path, "ts")
+        if _where.is_url(ts):
+            return _where.size(ts) // 8
+        return os.stat(ts).st_size // 8
 
     def __repr__(self):
         return "{}({}: [{}])".format(type(self).__name__, self.path, ", ".join(self.channels))
@@ -84,6 +94,8 @@ class DynamicSensor(Sensor):
 
     def __init__(self, path, create=False, exist_ok=False, subset=None, correction=None, past=0, future=0):
         if create:
+            if _where.is_url(path):
+                raise _where.refuse_writing(path, "DynamicSensor(create=True)")
             if os.path.exists(path):
                 if not exist_ok:
                     raise ValueError(f"{path}: create=True, but the sensor exists (exist_ok=True opens it)")
@@ -113,6 +125,8 @@ class DynamicSensor(Sensor):
         """A new channel `channel` described by `meta` (`format`, `type`, `shape`, `desc`:
         a `meta.json` entry), opened for writing with `args`; `meta.json` is rewritten with
         it, as upstream's."""
+        if _where.is_url(self.path):
+            raise _where.refuse_writing(self.path, "DynamicSensor.create()")
         self.config[channel] = meta
         self.channels[channel] = channels.from_config(path=os.path.join(self.path, channel), args=args, **meta)
         self._flush_config()

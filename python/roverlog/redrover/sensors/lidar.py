@@ -6,7 +6,7 @@ from functools import partial
 
 import numpy as np
 
-from .. import timestamps, types
+from .. import remote as _where, timestamps, types
 from .generic import Sensor
 
 
@@ -24,7 +24,7 @@ class _Ouster(Sensor):
             correction = partial(timestamps.discretize, interval=10.0, eps=0.05)
         super().__init__(path, correction=correction, past=past, future=future)
         intrinsics = os.path.join(path, "lidar.json")
-        if not os.path.exists(intrinsics):
+        if not (_where.exists(intrinsics) if _where.is_url(intrinsics) else os.path.exists(intrinsics)):
             warnings.warn(f"No 'lidar.json' found in {path}; using '' as a placeholder.")
             intrinsics = ""
         self.metadata = LidarMetadata(timestamps=self._timestamps(), intrinsics=intrinsics)

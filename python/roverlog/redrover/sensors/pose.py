@@ -1,12 +1,13 @@
 """`IMU` and `Pose`, as upstream `roverd.sensors.pose`."""
+import io
 import os
 from functools import partial
 
 import numpy as np
 from abstract_dataloader.generic import Metadata
 
-from ...errors import FormatError, from_os_error
-from .. import timestamps, types
+from ...errors import Error, FormatError, from_os_error
+from .. import remote as _where, timestamps, types
 from .generic import Sensor
 
 
@@ -41,8 +42,16 @@ class Pose(Sensor):
     def __init__(self, path, reference="radar", past=0, future=0):
         npz = os.path.join(os.path.dirname(path), f"_{reference}", "pose.npz")
         try:
-            with np.load(npz) as f:
+            source = npz
+            if _where.is_url(npz):
+                source = _where.read_file(npz)
+                if source is None:
+                    raise FileNotFoundError(2, "No such file or directory", npz)
+                source = io.BytesIO(source)
+            with np.load(source) as f:
                 arrays = {k: f[k] for k in ("pos", "rot", "vel", "acc", "t")}
+        except Error:
+            raise  # the store's own, already naming where
         except KeyError as e:
             raise FormatError(f"{npz}: no array {e}") from None
         except OSError as e:

@@ -7,8 +7,8 @@ from functools import partial
 
 import numpy as np
 
-from ...errors import FormatError
-from .. import timestamps, types
+from ...errors import Error, FormatError
+from .. import remote as _where, timestamps, types
 from .generic import Sensor
 
 
@@ -32,9 +32,16 @@ class XWRRadar(Sensor):
         super().__init__(path, correction=correction, past=past, future=future)
         cfg = os.path.join(path, "radar.json")
         try:
-            with open(cfg) as f:
-                radar = json.load(f)
+            if _where.is_url(cfg):
+                radar = _where.read_json(cfg)
+                if radar is None:
+                    raise FileNotFoundError(cfg)
+            else:
+                with open(cfg) as f:
+                    radar = json.load(f)
             dr, dd = radar["range_resolution"], radar["doppler_resolution"]
+        except Error:
+            raise  # the store's own (an endpoint down), not a missing file
         except KeyError as e:
             raise KeyError(f"{cfg} is missing a required key: {e}") from e
         except FileNotFoundError:

@@ -34,7 +34,7 @@ from abstract_dataloader import spec
 
 from ... import _roverlog
 from ...errors import FormatError
-from .. import types
+from .. import remote as _where, types
 
 # Range dtypes the native projection takes as they are (others are converted to float64).
 _NATIVE_DTYPES = (np.dtype("<u2"), np.dtype("<u4"), np.dtype("<f4"), np.dtype("<f8"))
@@ -68,6 +68,17 @@ class LidarIntrinsics:
         )
 
 
+def _read_text(path):
+    """The text of `lidar.json` at `path` (a file, or `s3://` read in place)."""
+    if _where.is_url(path):
+        data = _where.read_file(path)
+        if data is None:
+            raise FileNotFoundError(path)
+        return data.decode()
+    with open(path) as f:
+        return f.read()
+
+
 class ConfigCache:
     """`lidar.json` files parsed once per path (and once per distinct content)."""
 
@@ -83,8 +94,7 @@ class ConfigCache:
         found = self._by_path.get(path)
         if found is None:
             try:
-                with open(path) as f:
-                    text = f.read()
+                text = _read_text(path)
             except FileNotFoundError:
                 raise FormatError(f"Lidar sensor intrinsics {path} does not exist.") from None
             if text not in self._by_text:
@@ -145,6 +155,8 @@ def XYZLut(source):
     `(frames,)` counts, without the GIL; `shape` is `(beams, columns)`."""
     if isinstance(source, dict):
         return _roverlog.OusterLut.from_json(json.dumps(source), "lidar.json (a dict)")
+    if _where.is_url(source):
+        return _roverlog.OusterLut.from_json(_read_text(source), source)
     return _roverlog.OusterLut(os.fspath(source))
 
 
