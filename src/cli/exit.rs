@@ -7,12 +7,14 @@
 //!   (`roverlog cat TRACE | head`): the command ends quietly, as other Unix tools do.
 //! - 1 ([`Outcome::Problems`]): the command did its work and found problems, each printed
 //!   (`validate`, `recover`, `checksum --compare`, `offload`; `ctl`: the daemon refused the
-//!   command); or [`Exit::Runtime`]: the daemon failed while running.
+//!   command; `bench`: a scenario failed, lost data, or the disk does not hold the load); or
+//!   [`Exit::Runtime`]: the daemon failed while running (or `bench`'s rig driver did).
 //! - 2 ([`Exit::Usage`], any error not marked otherwise): the command could not do its work
 //!   (bad arguments, an invalid config, unreadable input, an I/O error).
 //! - 3 ([`Exit::Unavailable`]): `daemon`: its sockets or data_root are held by another running
 //!   daemon; `ctl`: no daemon answered; a driver: its source ended or broke.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -29,7 +31,8 @@ pub enum Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// 1: the daemon failed while running (a shutdown past its deadline, an I/O error at
-    /// start, a write or fsync of the data during the run).
+    /// start, a write or fsync of the data during the run); `bench-rig-driver` (`bench
+    /// --only rig`'s own child) could not send its stream.
     Runtime,
     /// 2: bad usage, an invalid config, unreadable input (what an error is unless marked).
     Usage,
@@ -49,11 +52,12 @@ impl Exit {
 }
 
 /// An error with the exit code and the prefix its command documents (`roverlog daemon: `,
-/// `roverlog ctl: `, `error: `); any other error is printed as `roverlog: error: ` and exits 2.
+/// `roverlog ctl: `, `error: `; one made at run time, `roverlog bench-rig-driver imu: error`);
+/// any other error is printed as `roverlog: error: ` and exits 2.
 #[derive(Debug)]
 pub struct Failure {
     pub exit: Exit,
-    pub prefix: &'static str,
+    pub prefix: Cow<'static, str>,
     pub error: anyhow::Error,
 }
 
@@ -67,15 +71,15 @@ impl std::error::Error for Failure {}
 
 /// Marks an error with its exit code and prefix (`.fail(Exit::Unavailable, "roverlog ctl")`).
 pub trait Fail<T> {
-    fn fail(self, exit: Exit, prefix: &'static str) -> anyhow::Result<T>;
+    fn fail(self, exit: Exit, prefix: impl Into<Cow<'static, str>>) -> anyhow::Result<T>;
 }
 
 impl<T, E: Into<anyhow::Error>> Fail<T> for Result<T, E> {
-    fn fail(self, exit: Exit, prefix: &'static str) -> anyhow::Result<T> {
+    fn fail(self, exit: Exit, prefix: impl Into<Cow<'static, str>>) -> anyhow::Result<T> {
         self.map_err(|e| {
             Failure {
                 exit,
-                prefix,
+                prefix: prefix.into(),
                 error: e.into(),
             }
             .into()

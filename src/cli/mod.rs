@@ -130,12 +130,11 @@ pub fn main() -> ExitCode {
     }
     .map(|verb| (verb, roverlog_core::cpus::CoresBusy::start()));
     let result = match cli.command {
-        // The bench's codes are its own (the bench moves to crates/bench).
-        Command::Bench(a) => return bench::main(a),
+        Command::Bench(a) => bench::main(a),
         Command::Daemon(a) => daemon::main(a),
         Command::Ctl(a) => ctl::main(a),
         Command::Driver(a) => driver::main(a),
-        Command::BenchRigDriver(a) => return bench::driver_main(a),
+        Command::BenchRigDriver(a) => bench::driver_main(a),
         Command::Info(a) => trace_cmds::info(a),
         Command::Validate(a) => trace_cmds::validate(a),
         Command::Recover(a) => trace_cmds::recover(a),

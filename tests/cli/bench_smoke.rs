@@ -452,6 +452,96 @@ fn disk_bench_reports_percentiles_and_advice() {
     assert!(r.stderr.contains("not a directory"), "{}", r.stderr);
 }
 
+/// The bench's bad arguments reach the binary's one exit-code mapping (`exit::code`) as typed
+/// errors: exit 2, nothing on stdout, and the one line on stderr exactly as documented (no
+/// disk is measured: every check here fails before).
+#[test]
+fn bench_bad_arguments_exit_2_with_their_exact_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let exact = |args: &[&str], code: i32, want: &str| {
+        let r = common::roverlog(args);
+        assert_eq!(r.code, code, "{args:?}: {}", r.text());
+        assert_eq!(r.stderr, format!("{want}\n"), "{args:?}");
+        assert!(r.stdout.is_empty(), "{args:?}: {}", r.text());
+    };
+    exact(
+        &[
+            "bench",
+            "--disk",
+            d,
+            "--load-mbps",
+            "10",
+            "--sensor-mbps",
+            "20",
+        ],
+        2,
+        "roverlog bench: error: --sensor-mbps (20) is one sensor's share of --load-mbps (10): \
+         it cannot be more",
+    );
+    exact(
+        &[
+            "bench",
+            "--disk",
+            d,
+            "--load-mbps",
+            "10",
+            "--sensor-mbps",
+            "0",
+        ],
+        2,
+        "roverlog bench: error: --load-mbps, --sensor-mbps and --disk-mib must be positive",
+    );
+    exact(
+        &["bench", "--disk", d, "--disk-mib", "0"],
+        2,
+        "roverlog bench: error: --load-mbps, --sensor-mbps and --disk-mib must be positive",
+    );
+    exact(
+        &["bench", "--disk", "/nonexistent"],
+        2,
+        "roverlog bench: error: /nonexistent: not a directory",
+    );
+    exact(
+        &[
+            "bench",
+            "--quick",
+            "--only",
+            "imu",
+            "--sensors",
+            "0",
+            "--dir",
+            d,
+        ],
+        2,
+        "roverlog bench: error: --sensors must be at least 1",
+    );
+    // The rig's hidden per-stream child: its prefix names the stream, exit 1.
+    exact(
+        &[
+            "bench-rig-driver",
+            "--socket",
+            "/nonexistent",
+            "--stream",
+            "sonar",
+            "--frames",
+            d,
+            "--seconds",
+            "1",
+            "--t0",
+            "0",
+        ],
+        1,
+        "roverlog bench-rig-driver sonar: error: unknown stream \"sonar\" (camera, lidar, \
+         radar, imu)",
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}
+
 /// `bench --only soak` for 12 s (a trigger and a rotation every second): the report parses,
 /// every sensor sent, the dashboard and the live feed were served, and no alarm was raised
 /// (every sensor is steady) in any trace or through `alarm_command`.

@@ -5,11 +5,11 @@
 //! One unit style: sizes in MiB and rates in MiB/s (the `--load-mbps` flag is decimal MB/s,
 //! converted once where the load is stated); the JSON keeps bytes.
 
+use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::ExitCode;
 
-use serde_json::{json, Value};
+use super::error::{Result, UsageError};
 
 const MIB: f64 = (1u64 << 20) as f64;
 
@@ -218,46 +218,41 @@ fn recommend(plan: &[&Value], i: usize, sensor_load: f64, mut lines: Vec<String>
 }
 
 /// `bench --disk DIR` (see [`crate::disk`]): measures, prints the table and the
-/// advice (or one JSON object); exit 1 when the disk does not hold the load.
+/// advice (or one JSON object); `Ok(false)` (exit 1) when the disk does not hold the load,
+/// a [`UsageError`] for bad arguments, the measurement's own error when it failed (exit 2).
 pub fn run(
     dir: &Path,
     disk_mib: u64,
     load_mbps: f64,
     sensor_mbps: Option<f64>,
     json_out: bool,
-) -> ExitCode {
+) -> Result<bool> {
     if !dir.is_dir() {
-        eprintln!("roverlog bench: error: {}: not a directory", dir.display());
-        return ExitCode::from(2);
+        return Err(UsageError::DiskNotADirectory {
+            dir: dir.to_path_buf(),
+        }
+        .into());
     }
     let sensor_mbps = sensor_mbps.unwrap_or(load_mbps);
     let positive = |v: f64| v.is_finite() && v > 0.0;
     if !positive(load_mbps) || !positive(sensor_mbps) || disk_mib == 0 {
-        eprintln!(
-            "roverlog bench: error: --load-mbps, --sensor-mbps and --disk-mib must be positive"
-        );
-        return ExitCode::from(2);
+        return Err(UsageError::DiskNotPositive {
+            load_mbps,
+            sensor_mbps,
+            disk_mib,
+        }
+        .into());
     }
     if sensor_mbps > load_mbps {
-        eprintln!(
-            "roverlog bench: error: --sensor-mbps ({sensor_mbps}) is one sensor's share of --load-mbps ({load_mbps}): it cannot be more"
-        );
-        return ExitCode::from(2);
+        return Err(UsageError::SensorOverLoad {
+            sensor_mbps,
+            load_mbps,
+        }
+        .into());
     }
     let (load, sensor_load) = (load_mbps * 1e6, sensor_mbps * 1e6);
-    let mut r = match crate::disk::measure(dir, disk_mib << 20, 4 << 20, load) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("roverlog bench: error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let mut r = crate::disk::measure(dir, disk_mib << 20, 4 << 20, load)?;
     let a = advice(&r, load, sensor_load);
-    let code = if a.holds {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    };
     if json_out {
         r["holds"] = json!(a.holds);
         r["busiest_sensor_bytes_per_s"] = json!(sensor_load);
@@ -267,7 +262,7 @@ pub fn run(
         };
         r["advice"] = json!(a.lines);
         println!("{r:#}");
-        return code;
+        return Ok(a.holds);
     }
     println!(
         "disk of {} ({disk_mib} MiB per block size, fdatasync every 4 MiB)",
@@ -305,7 +300,7 @@ pub fn run(
     for l in &a.lines {
         println!("{l}");
     }
-    code
+    Ok(a.holds)
 }
 
 #[cfg(test)]

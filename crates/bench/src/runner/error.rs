@@ -157,6 +157,20 @@ pub enum UsageError {
     /// `bench-rig-driver --stream` names no rig stream.
     #[error("unknown stream {stream:?} (camera, lidar, radar, imu)")]
     UnknownStream { stream: String },
+    /// `--disk DIR` is not a directory.
+    #[error("{}: not a directory", dir.display())]
+    DiskNotADirectory { dir: PathBuf },
+    /// `--disk`'s `--load-mbps`, `--sensor-mbps` (as given, or `--load-mbps` when not) or
+    /// `--disk-mib` zero, negative or not a number.
+    #[error("--load-mbps, --sensor-mbps and --disk-mib must be positive")]
+    DiskNotPositive {
+        load_mbps: f64,
+        sensor_mbps: f64,
+        disk_mib: u64,
+    },
+    /// `--disk`'s busiest sensor over the whole load.
+    #[error("--sensor-mbps ({sensor_mbps}) is one sensor's share of --load-mbps ({load_mbps}): it cannot be more")]
+    SensorOverLoad { sensor_mbps: f64, load_mbps: f64 },
 }
 
 /// The daemon under test (`roverlog daemon`, this executable, as a child process).

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -310,28 +310,22 @@ pub fn catalogue() -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
-/// Runs `roverlog bench` as asked; the exit code: 0 every scenario ran and the data checks
-/// passed (targets may be missed: that is reported, not an error), 1 a scenario failed or
-/// lost data, 2 bad arguments or a scenario that could not run (the binary's `bench --help`
-/// says more).
-pub fn main(args: Options) -> ExitCode {
-    if let Some(dir) = args.disk.clone() {
+/// Runs `roverlog bench` as asked: `Ok(true)` every scenario ran and the data checks passed
+/// (targets may be missed: that is reported, not an error), `Ok(false)` a scenario failed or
+/// lost data (with `--disk`: the disk does not hold the load), `Err` bad arguments or a
+/// scenario that could not run. The binary maps these to its exit codes 0, 1 and 2 (its
+/// `bench --help` says more), printing the error as `roverlog bench: error: {error}`.
+pub fn main(args: Options) -> Result<bool> {
+    if let Some(dir) = args.disk.as_deref() {
         return disk::run(
-            &dir,
+            dir,
             args.disk_mib,
             args.load_mbps,
             args.sensor_mbps,
             args.json,
         );
     }
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
-        Err(e) => {
-            eprintln!("roverlog bench: error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    run(&args)
 }
 
 /// Runs the one scenario named that runs alone, or the daemon scenarios selected.
