@@ -34,7 +34,8 @@ pub enum Error {
 
     /// A socket the config asks for that cannot be made as configured.
     #[error("config: {0}")]
-    Socket(#[from] SocketProblem),
+    // Not `#[from]`: that would make it the source too, and `{:#}` would print it twice.
+    Socket(SocketProblem),
 
     /// A listener the config asks for (`key`: `http_listen`, `foxglove_listen`) could not be
     /// set up at `addr`.
@@ -114,4 +115,10 @@ pub enum SocketProblem {
     /// A `socket_group` that names no group.
     #[error("socket_group {group:?}: no such group")]
     NoGroup { group: String },
+}
+
+impl From<SocketProblem> for Error {
+    fn from(e: SocketProblem) -> Self {
+        Error::Socket(e)
+    }
 }

@@ -120,7 +120,8 @@ pub enum CameraError {
     #[error("{url}: the stream ended before its first whole JPEG ({not_jpeg} parts were not)")]
     NoFrame { url: String, not_jpeg: u64 },
     #[error("the daemon: {0}")]
-    Daemon(#[from] roverlog_client::Error),
+    // Not `#[from]`: that would make it the source too, and `{:#}` would print it twice.
+    Daemon(roverlog_client::Error),
     #[error(transparent)]
     Source(#[from] v4l2::SourceError),
     #[error("after {waited:?}, {durable} of {expected} frames were durable")]
@@ -326,5 +327,11 @@ fn finish(
             });
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+impl From<roverlog_client::Error> for CameraError {
+    fn from(e: roverlog_client::Error) -> Self {
+        CameraError::Daemon(e)
     }
 }

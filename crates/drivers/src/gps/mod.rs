@@ -70,7 +70,8 @@ pub enum GpsError {
     #[error("gpsd at {addr}: the connection ended")]
     Ended { addr: String },
     #[error("the daemon: {0}")]
-    Daemon(#[from] roverlog_client::Error),
+    // Not `#[from]`: that would make it the source too, and `{:#}` would print it twice.
+    Daemon(roverlog_client::Error),
     #[error("after {waited:?}, {durable} of {expected} fixes were durable")]
     NotDurable {
         waited: Duration,
@@ -231,5 +232,11 @@ pub fn run(
             });
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+impl From<roverlog_client::Error> for GpsError {
+    fn from(e: roverlog_client::Error) -> Self {
+        GpsError::Daemon(e)
     }
 }
