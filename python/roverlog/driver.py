@@ -28,6 +28,18 @@ hello, and every `sync()`), warns once with `NotRecordingWarning` when a sample 
 synced meanwhile, and `sync()` returns a `Durable`: an `int` (the durable count, as before)
 whose `.recording` is False and `.reason` says why nothing was kept.
 
+Sidecar files. `files=` (a mapping name -> bytes, or a list of `(name, bytes)`) are files for
+the sensor's directory, such as an Ouster lidar's `lidar.json` (docs/protocol.md 2.6): they
+go with every hello, and the daemon writes them durably into `<trace>/<sensor>/` before its
+`meta.json`, in every trace while the driver lives. `files_taken` says whether the daemon
+took them (False from a daemon that predates them: the driver then records without them).
+A name that is not a plain file name (empty, with `/`, `\\`, `..` or control characters,
+starting with `.`, `meta.json`) or given twice raises `ValueError` naming it before anything
+is sent; what only the daemon knows (a name of one of the sensor's channel files, over 16
+files or 1 MiB, a file that differs from the one already in the trace for this sensor) it
+refuses at the hello: `roverlog.FormatError` (a `ValueError`) with the daemon's words, naming
+the file, and nothing in the trace changes.
+
 No daemon. The first connection waits up to `connect_timeout` seconds (default
 `reconnect_timeout`) for the daemon to appear, warns once with `DaemonWaitWarning` after a
 second of waiting, then raises `roverlog.FileError` (a `FileNotFoundError`) naming the
@@ -36,6 +48,7 @@ socket when it does not exist (`roverlog.ReadError`, an `OSError`, when it refus
 import json
 import os
 import warnings
+from collections.abc import Mapping
 
 from . import _roverlog
 from .errors import quoted
@@ -81,10 +94,69 @@ def _channel(c):
     return d
 
 
+def _file_name_problem(name):
+    """Why `name` is not a plain file name for a sensor's directory (docs/protocol.md 2.2 and
+    2.6), or None."""
+    if not name:
+        return "it is empty"
+    if len(name.encode()) > 255:
+        return "it is over 255 bytes"
+    if "/" in name or "\\" in name:
+        return "it contains a path separator"
+    if ".." in name:
+        return "it contains \"..\""
+    if name.startswith("."):
+        return "it starts with \".\" (the daemon's own files)"
+    if any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in name):
+        return "it contains a control character"
+    if name == "meta.json":
+        return "it is the sensor's meta.json"
+    return None
+
+
+def _files(files):
+    """`files=` as a list of `(name, bytes)`; TypeError/ValueError naming a bad entry."""
+    if files is None:
+        return []
+    if isinstance(files, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"files: expected a mapping name -> bytes or a list of (name, bytes), got {type(files).__name__}")
+    if isinstance(files, Mapping):
+        entries = list(files.items())
+    else:
+        try:
+            entries = list(files)
+        except TypeError:
+            raise TypeError(f"files: expected a mapping name -> bytes or a list of (name, bytes), got {type(files).__name__}") from None
+    out = []
+    seen = set()
+    for i, entry in enumerate(entries):
+        if not (isinstance(entry, (tuple, list)) and len(entry) == 2):
+            raise TypeError(f"files: entry {i} ({entry!r:.80}) is not a (name, bytes) pair")
+        name, data = entry
+        if not isinstance(name, str):
+            raise TypeError(f"files: entry {i}: the name {name!r:.80} is not a str")
+        if isinstance(data, str):
+            raise TypeError(f"file {quoted(name)}: its contents are a str; give bytes (encode the text)")
+        try:
+            data = bytes(memoryview(data))
+        except TypeError:
+            raise TypeError(f"file {quoted(name)}: its contents ({type(data).__name__}) are not bytes or a buffer") from None
+        why = _file_name_problem(name)
+        if why:
+            raise ValueError(f"file {quoted(name)}: not a plain file name for the sensor's directory: {why}")
+        if name in seen:
+            raise ValueError(f"file {quoted(name)}: given twice")
+        seen.add(name)
+        out.append((name, data))
+    return out
+
+
 class Driver:
     def __init__(self, socket, sensor, channels, seq=False, max_delay=0.005, max_bytes=1 << 20,
-                 max_retained=256 << 20, reconnect_timeout=30.0, connect_timeout=None, dedup=True):
+                 max_retained=256 << 20, reconnect_timeout=30.0, connect_timeout=None, dedup=True,
+                 files=None):
         chans = [_channel(c) for c in channels]
+        sidecar = _files(files)
         meta = {"ts": {"format": "raw", "type": "f8", "shape": [], "desc": "epoch time in seconds"}}
         for c in chans:
             meta[c["name"]] = {"format": c["format"], "type": c["type"], "shape": list(c["shape"]),
@@ -100,7 +172,7 @@ class Driver:
         self._native = _roverlog.NativeDriver(
             os.fspath(socket), sensor, json.dumps(meta), bool(seq), float(max_delay), int(max_bytes),
             int(max_retained), float(reconnect_timeout),
-            None if connect_timeout is None else float(connect_timeout), bool(dedup), waiting)
+            None if connect_timeout is None else float(connect_timeout), bool(dedup), waiting, sidecar)
 
     def _not_recording(self, recording, stacklevel):
         if recording:
@@ -131,6 +203,12 @@ class Driver:
     def recording(self):
         """Whether the daemon recorded at its last reply (hello or sync)."""
         return self._native.recording
+
+    @property
+    def files_taken(self):
+        """Whether the daemon took the `files=` at the last hello (they are then durable in
+        `<trace>/<sensor>/`); False without files, or from a daemon that predates them."""
+        return self._native.files_taken
 
     @property
     def sent(self):

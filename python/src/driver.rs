@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
-use roverlog_client::{ResilientDriver, ResilientOptions};
+use roverlog_client::{ResilientDriver, ResilientOptions, SidecarFile};
 use roverlog_core::format::SensorMeta;
 
 use crate::{client_to_py, lock, to_py, Kind};
@@ -72,13 +73,16 @@ pub struct NativeDriver {
 #[pymethods]
 impl NativeDriver {
     /// `NativeDriver(socket, sensor, meta_json, seq, max_delay, max_bytes, max_retained,
-    /// reconnect_timeout, connect_timeout, dedup, waiting)`: `meta_json` is a
+    /// reconnect_timeout, connect_timeout, dedup, waiting, files)`: `meta_json` is a
     /// `meta.json`-style object of the data channels; `waiting(message)` is called once when
-    /// the first connection has waited a second for the daemon (its exception ends the wait).
+    /// the first connection has waited a second for the daemon (its exception ends the wait);
+    /// `files` the sidecar files sent with every hello, `[(name, bytes)]` (protocol.md 2.6;
+    /// `roverlog/driver.py` checks them, the daemon refuses what it does not take, naming it).
     #[new]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (socket, sensor, meta_json, seq, max_delay, max_bytes, max_retained,
-                        reconnect_timeout, connect_timeout=None, dedup=true, waiting=None))]
+                        reconnect_timeout, connect_timeout=None, dedup=true, waiting=None,
+                        files=Vec::new()))]
     fn new(
         py: Python<'_>,
         socket: PathBuf,
@@ -92,6 +96,7 @@ impl NativeDriver {
         connect_timeout: Option<f64>,
         dedup: bool,
         waiting: Option<PyObject>,
+        files: Vec<(String, Bound<'_, PyBytes>)>,
     ) -> PyResult<NativeDriver> {
         let meta = SensorMeta::parse(meta_json.as_bytes(), std::path::Path::new("<channels>"))
             .map_err(to_py)?;
@@ -111,6 +116,10 @@ impl NativeDriver {
             reconnect_timeout: Duration::from_secs_f64(reconnect_timeout),
             connect_timeout: connect_timeout.map(Duration::from_secs_f64),
             dedup,
+            files: files
+                .iter()
+                .map(|(name, bytes)| SidecarFile::new(name.as_str(), bytes.as_bytes()))
+                .collect(),
             ..ResilientOptions::default()
         };
         // The callback's own exception (a warning turned into an error) ends the wait.
@@ -254,6 +263,13 @@ impl NativeDriver {
     #[getter]
     fn durable(&self) -> u64 {
         lock(&self.inner).driver.durable()
+    }
+
+    /// Whether the daemon took the sidecar files at the last hello (false without files, or
+    /// from a daemon that predates them: then they are not in the trace).
+    #[getter]
+    fn files_taken(&self) -> bool {
+        lock(&self.inner).driver.files_taken()
     }
 
     /// The trace the daemon records into.
