@@ -20,23 +20,7 @@ const FRAMES: usize = 45;
 
 /// FRAMES JPEGs of ffmpeg's test pattern (sizes vary frame to frame), as ffmpeg wrote them.
 fn encoded_frames(dir: &Path) -> Vec<Vec<u8>> {
-    let st = tool("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i"])
-        .arg(format!(
-            "testsrc=size=320x240:rate=30:duration={}",
-            FRAMES as f64 / 30.0
-        ))
-        .args(["-c:v", "mjpeg", "-q:v", "5", "-f", "image2"])
-        .arg(dir.join("f%03d.jpg"))
-        .status()
-        .unwrap();
-    assert!(st.success(), "ffmpeg encoding the test frames: {st}");
-    let frames: Vec<Vec<u8>> = (1..=FRAMES)
-        .map(|i| std::fs::read(dir.join(format!("f{i:03}.jpg"))).unwrap())
-        .collect();
-    let sizes: std::collections::BTreeSet<usize> = frames.iter().map(Vec::len).collect();
-    assert!(sizes.len() > 1, "the frames should vary in size: {sizes:?}");
-    frames
+    common::video::mjpeg_frames(dir, FRAMES)
 }
 
 fn free_port() -> u16 {

@@ -54,6 +54,28 @@ pub fn tool(name: &str) -> Command {
     Command::new(name)
 }
 
+/// `n` JPEGs of ffmpeg's test pattern at 320x240 as ffmpeg wrote them (`f001.jpg`... in
+/// `dir`), their sizes varying frame to frame: what the camera driver tests feed it.
+pub fn mjpeg_frames(dir: &Path, n: usize) -> Vec<Vec<u8>> {
+    let st = tool("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i"])
+        .arg(format!(
+            "testsrc=size=320x240:rate=30:duration={}",
+            n as f64 / 30.0
+        ))
+        .args(["-c:v", "mjpeg", "-q:v", "5", "-f", "image2"])
+        .arg(dir.join("f%03d.jpg"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "ffmpeg encoding the test frames: {st}");
+    let frames: Vec<Vec<u8>> = (1..=n)
+        .map(|i| std::fs::read(dir.join(format!("f{i:03}.jpg"))).unwrap())
+        .collect();
+    let sizes: std::collections::BTreeSet<usize> = frames.iter().map(Vec::len).collect();
+    assert!(sizes.len() > 1, "the frames should vary in size: {sizes:?}");
+    frames
+}
+
 /// The sha256 of every video packet as ffmpeg demuxes it (`-c copy`: the bytes in the file).
 pub fn ffmpeg_packets(path: &Path) -> Vec<String> {
     let out = tool("ffmpeg")
