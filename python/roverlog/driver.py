@@ -94,26 +94,6 @@ def _channel(c):
     return d
 
 
-def _file_name_problem(name):
-    """Why `name` is not a plain file name for a sensor's directory (docs/protocol.md 2.2 and
-    2.6), or None."""
-    if not name:
-        return "it is empty"
-    if len(name.encode()) > 255:
-        return "it is over 255 bytes"
-    if "/" in name or "\\" in name:
-        return "it contains a path separator"
-    if ".." in name:
-        return "it contains \"..\""
-    if name.startswith("."):
-        return "it starts with \".\" (the daemon's own files)"
-    if any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in name):
-        return "it contains a control character"
-    if name == "meta.json":
-        return "it is the sensor's meta.json"
-    return None
-
-
 def _files(files):
     """`files=` as a list of `(name, bytes)`; TypeError/ValueError naming a bad entry."""
     if files is None:
@@ -141,9 +121,8 @@ def _files(files):
             data = bytes(memoryview(data))
         except TypeError:
             raise TypeError(f"file {quoted(name)}: its contents ({type(data).__name__}) are not bytes or a buffer") from None
-        why = _file_name_problem(name)
-        if why:
-            raise ValueError(f"file {quoted(name)}: not a plain file name for the sensor's directory: {why}")
+        # Core's rule for a sidecar name (the daemon's too): roverlog.FormatError, a ValueError.
+        _roverlog.check_file_name(name)
         if name in seen:
             raise ValueError(f"file {quoted(name)}: given twice")
         seen.add(name)

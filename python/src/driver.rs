@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use roverlog_client::{ResilientDriver, ResilientOptions, SidecarFile};
+use roverlog_core::format::validate_name;
 use roverlog_core::format::SensorMeta;
 
 use crate::{client_to_py, lock, to_py, Kind};
@@ -311,4 +312,12 @@ impl Drop for NativeDriver {
             let _ = h.join();
         }
     }
+}
+
+/// `check_file_name(name)`: refuses (as `roverlog.FormatError`, core's words) a sidecar file
+/// name the daemon would refuse by its name alone (docs/protocol.md 2.6): the rule is core's
+/// `validate_name("file", ...)`, which the daemon applies too, so Python does not copy it.
+#[pyfunction]
+pub(crate) fn check_file_name(name: &str) -> PyResult<()> {
+    validate_name("file", name).map_err(to_py)
 }

@@ -111,6 +111,7 @@ fn _roverlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jpeg::jpeg_decoder, m)?)?;
     m.add_class::<channel::NativeChannel>()?;
     m.add_class::<driver::NativeDriver>()?;
+    m.add_function(wrap_pyfunction!(driver::check_file_name, m)?)?;
     m.add_class::<gulp::GulpDir>()?;
     m.add_class::<zarr::ZarrArr>()?;
     m.add_class::<ouster::OusterLut>()?;

@@ -242,7 +242,7 @@ fn bad_names_and_oversized_files_are_refused_naming_them_and_nothing_else_is_los
         ),
         (
             vec![(".durable", b"{}")],
-            "hello: file \".durable\": names starting with '.' are the daemon's own",
+            "hello: invalid file name \".durable\": starts with '.' (names starting with '.' are the daemon's own)",
         ),
         (
             vec![("lidar.json", b"{}"), ("lidar.json", b"{}")],

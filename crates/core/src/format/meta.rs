@@ -381,7 +381,9 @@ fn parse_channel(spec: &Value) -> std::result::Result<ChannelMeta, ChannelSpecPr
 /// Checks a sensor or channel name: non-empty, at most 255 bytes, no `/`, no NUL, no control
 /// characters, not `.`/`..` nor containing `..`, not `meta.json`. Sensor names must also not
 /// start with `_` (upstream reserves that for virtual sensors); use `kind = "virtual sensor"`
-/// to allow it.
+/// to allow it. A driver's sidecar file (`kind = "file"`, docs/protocol.md 2.6) must also not
+/// start with `.`: those are the daemon's own (watermark, partial and temporary files). The
+/// daemon and the Python `roverlog.Driver` both check sidecar names here.
 pub fn validate_name(kind: &'static str, name: &str) -> Result<()> {
     match name_problem(kind, name) {
         Some(reason) => Err(Error::InvalidName {
@@ -415,6 +417,9 @@ fn name_problem(kind: &str, name: &str) -> Option<&'static str> {
     }
     if kind == "sensor" && name.starts_with('_') {
         return Some("starts with '_' (reserved for virtual sensors)");
+    }
+    if kind == "file" && name.starts_with('.') {
+        return Some("starts with '.' (names starting with '.' are the daemon's own)");
     }
     None
 }

@@ -39,12 +39,9 @@ pub enum FileError {
     NoName {
         index: usize,
     },
-    /// The name is not a plain file name (core's name rules).
+    /// The name is not a plain file name (core's name rules for `"file"`, which also keep
+    /// names starting with `.` for the daemon's own files).
     Name(roverlog_core::Error),
-    /// Names starting with `.` are the daemon's own (watermark, partial and temporary files).
-    Hidden {
-        name: String,
-    },
     Duplicate {
         name: String,
     },
@@ -74,10 +71,6 @@ impl fmt::Display for FileError {
                 write!(f, "file {index}: \"name\" missing or not a string")
             }
             FileError::Name(e) => write!(f, "{e}"),
-            FileError::Hidden { name } => write!(
-                f,
-                "file {name:?}: names starting with '.' are the daemon's own"
-            ),
             FileError::Duplicate { name } => write!(f, "file {name:?} is declared twice"),
             FileError::NoBytes { name } => write!(
                 f,
@@ -117,9 +110,6 @@ pub fn parse_files(v: &Value) -> Result<Vec<FileDecl>, FileError> {
             return Err(FileError::NoName { index });
         };
         validate_name("file", name).map_err(FileError::Name)?;
-        if name.starts_with('.') {
-            return Err(FileError::Hidden { name: name.into() });
-        }
         if files.iter().any(|f| f.name == name) {
             return Err(FileError::Duplicate { name: name.into() });
         }
@@ -198,7 +188,7 @@ mod tests {
             ),
             (
                 r#"[{"name": ".durable", "bytes": 1}]"#.into(),
-                "file \".durable\": names starting with '.' are the daemon's own",
+                "invalid file name \".durable\": starts with '.' (names starting with '.' are the daemon's own)",
             ),
             (
                 r#"[{"name": "a", "bytes": 1}, {"name": "a", "bytes": 2}]"#.into(),
