@@ -20,7 +20,7 @@ use serde_json::json;
 
 use super::child::{ctl, make_work_dir, write_config, DaemonChild};
 use super::error::{current_exe, CommandError, Result, RunError};
-use super::{load_average, progress, Options};
+use super::{finish, load_average, progress, Options};
 
 const FPS: u32 = 60;
 /// Distinct frames (one second of video), replayed in a loop.
@@ -229,10 +229,6 @@ pub(super) fn alone(args: &Options) -> Result<bool> {
             load_average().unwrap_or_default()
         );
     }
-    if args.keep || !ok {
-        progress(&format!("kept {}", work.display()));
-    } else {
-        let _ = std::fs::remove_dir_all(&work);
-    }
+    finish(&work, args.keep, ok);
     Ok(ok)
 }

@@ -28,7 +28,7 @@ use super::error::{current_exe, CommandError, Result, ScenarioError, UsageError}
 use super::peers::{run_together, Finished};
 use super::scenario::{check_data, python_writer, repo_file};
 use super::BaselineError;
-use super::{load_average, mib, progress, Options};
+use super::{finish, load_average, mib, progress, Options};
 
 /// The environment variable naming upstream's Python, when `--upstream-python` is not given.
 pub(super) const UPSTREAM_ENV: &str = "ROVERLOG_UPSTREAM_PYTHON";
@@ -256,11 +256,7 @@ pub(super) fn run(args: &Options) -> Result<bool> {
         }
         println!("{line}");
     }
-    if args.keep || !ok {
-        progress(&format!("kept {}", work.display()));
-    } else {
-        let _ = std::fs::remove_dir_all(&work);
-    }
+    finish(&work, args.keep, ok);
     Ok(ok)
 }
 

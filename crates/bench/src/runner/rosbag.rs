@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use super::error::{current_exe, CommandError, Result, UsageError};
-use super::{load_average, make_work_dir, progress, rig::UPSTREAM_ENV, Options};
+use super::{finish, load_average, make_work_dir, progress, rig::UPSTREAM_ENV, Options};
 
 /// One verb's run.
 struct Run {
@@ -219,10 +219,6 @@ pub(super) fn run_bench(args: &Options) -> Result<bool> {
         "load average at the end: {}",
         load_average().unwrap_or_default()
     );
-    if args.keep || !ok {
-        progress(&format!("kept {}", work.display()));
-    } else {
-        let _ = std::fs::remove_dir_all(&work);
-    }
+    finish(&work, args.keep, ok);
     Ok(ok)
 }
