@@ -6,7 +6,6 @@
 //! with other bytes (the sensor resumed in the same trace with another calibration) is
 //! refused, naming the file: the samples there were taken with the first.
 
-use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,9 +23,14 @@ pub struct Sidecar {
 pub type Sidecars = Arc<[Sidecar]>;
 
 /// Why the sidecars could not be put into a sensor's directory.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum SidecarError {
     /// `<dir>/<name>` exists with other bytes than the driver sent.
+    #[error(
+        "file {name:?} differs from the one in {} ({sent} bytes sent, {on_disk} there); \
+         the samples there belong to that one: use a new sensor name or rotate",
+        dir.display()
+    )]
     Differs {
         name: String,
         dir: PathBuf,
@@ -34,36 +38,12 @@ pub enum SidecarError {
         sent: u64,
     },
     /// `<dir>/<name>` exists and is not a regular file (a directory, a symbolic link).
+    #[error("file {name:?}: {} holds something else under that name (not a regular file)", dir.display())]
     NotAFile { name: String, dir: PathBuf },
     /// Reading or writing failed (the disk's error, with the path).
+    #[error("{0}")]
     Io(roverlog_core::Error),
 }
-
-impl fmt::Display for SidecarError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SidecarError::Differs {
-                name,
-                dir,
-                on_disk,
-                sent,
-            } => write!(
-                f,
-                "file {name:?} differs from the one in {} ({sent} bytes sent, {on_disk} there); \
-                 the samples there belong to that one: use a new sensor name or rotate",
-                dir.display()
-            ),
-            SidecarError::NotAFile { name, dir } => write!(
-                f,
-                "file {name:?}: {} holds something else under that name (not a regular file)",
-                dir.display()
-            ),
-            SidecarError::Io(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for SidecarError {}
 
 /// Writes every sidecar into `dir` durably (temporary file, fsync, rename, fsync `dir`).
 pub fn write_all(dir: &Path, files: &[Sidecar]) -> roverlog_core::Result<()> {

@@ -3,8 +3,6 @@
 //! file's name and length; the bytes follow the hello line back to back, in declared order,
 //! before the daemon answers. Everything here is checked before a byte of them is read.
 
-use std::fmt;
-
 use serde_json::Value;
 
 use roverlog_core::format::validate_name;
@@ -22,69 +20,30 @@ pub struct FileDecl {
 }
 
 /// Why a hello's `files` is refused.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum FileError {
+    #[error("\"files\" must be a list")]
     NotList,
-    TooMany {
-        count: usize,
-    },
+    #[error("{count} files, over the limit of {MAX_FILES}")]
+    TooMany { count: usize },
     /// Entry `index` is not an object.
-    NotObject {
-        index: usize,
-    },
-    UnknownKey {
-        index: usize,
-        key: String,
-    },
-    NoName {
-        index: usize,
-    },
+    #[error("file {index}: expected an object")]
+    NotObject { index: usize },
+    #[error("file {index}: unknown key {key:?} (expected name, bytes)")]
+    UnknownKey { index: usize, key: String },
+    #[error("file {index}: \"name\" missing or not a string")]
+    NoName { index: usize },
     /// The name is not a plain file name (core's name rules for `"file"`, which also keep
     /// names starting with `.` for the daemon's own files).
+    #[error("{0}")]
     Name(roverlog_core::Error),
-    Duplicate {
-        name: String,
-    },
-    NoBytes {
-        name: String,
-    },
-    TooLarge {
-        total: u64,
-    },
+    #[error("file {name:?} is declared twice")]
+    Duplicate { name: String },
+    #[error("file {name:?}: \"bytes\" missing or not a non-negative integer")]
+    NoBytes { name: String },
+    #[error("the files hold {total} bytes, over the limit of {MAX_FILES_BYTES}")]
+    TooLarge { total: u64 },
 }
-
-impl fmt::Display for FileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FileError::NotList => write!(f, "\"files\" must be a list"),
-            FileError::TooMany { count } => {
-                write!(f, "{count} files, over the limit of {MAX_FILES}")
-            }
-            FileError::NotObject { index } => write!(f, "file {index}: expected an object"),
-            FileError::UnknownKey { index, key } => {
-                write!(
-                    f,
-                    "file {index}: unknown key {key:?} (expected name, bytes)"
-                )
-            }
-            FileError::NoName { index } => {
-                write!(f, "file {index}: \"name\" missing or not a string")
-            }
-            FileError::Name(e) => write!(f, "{e}"),
-            FileError::Duplicate { name } => write!(f, "file {name:?} is declared twice"),
-            FileError::NoBytes { name } => write!(
-                f,
-                "file {name:?}: \"bytes\" missing or not a non-negative integer"
-            ),
-            FileError::TooLarge { total } => write!(
-                f,
-                "the files hold {total} bytes, over the limit of {MAX_FILES_BYTES}"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for FileError {}
 
 /// Parses the hello's `files` value: a list of `{"name": ..., "bytes": n}`.
 pub fn parse_files(v: &Value) -> Result<Vec<FileDecl>, FileError> {
