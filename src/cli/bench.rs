@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use roverlog_bench::runner::{self, RunError};
+use roverlog_bench::runner;
 
 use super::exit::{Exit, Fail, Outcome};
 
@@ -160,30 +160,13 @@ impl From<Args> for runner::Options {
 /// `roverlog bench`: the runner's `Ok(true)` is exit 0, `Ok(false)` (a scenario failed, data
 /// lost, the disk does not hold the load) 1, an error 2, printed `roverlog bench: error: ...`.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
-    let passed = runner::main(args.into())
-        .map_err(OneLine)
-        .fail(Exit::Usage, "roverlog bench: error")?;
+    let passed = runner::main(args.into()).fail(Exit::Usage, "roverlog bench: error")?;
     Ok(if passed {
         Outcome::Ok
     } else {
         Outcome::Problems
     })
 }
-
-/// The runner's error printed by its `Display` alone: that already reads as the chain of what
-/// it was doing (the runner's messages hold the errors under them), so the `{:#}` chain
-/// printer of [`super::exit::code`] must not find a `source` to print again (some of the
-/// errors the runner wraps have one: the daemon's `Socket` config problem).
-#[derive(Debug)]
-struct OneLine(RunError);
-
-impl std::fmt::Display for OneLine {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for OneLine {}
 
 /// `roverlog bench-rig-driver`: one rig stream into a running daemon (started by `bench --only
 /// rig`, one process per stream). Prints `ready` once connected, waits for a line on stdin,
@@ -225,7 +208,6 @@ pub fn driver_main(a: DriverArgs) -> anyhow::Result<Outcome> {
         tiny: a.tiny,
         trace_dir: a.trace_dir,
     })
-    .map_err(OneLine)
     .fail(Exit::Runtime, prefix)?;
     Ok(Outcome::Ok)
 }
